@@ -1,0 +1,139 @@
+"""Edge sets: the base role graph, relabellings, the candidate pool, fixed topologies.
+
+Agents are 0-indexed.  An edge ``(s, t)`` means "source s critiques target t".  Edge sets are
+``int`` arrays of shape ``(m, 2)``; a candidate pool is a boolean adjacency tensor of shape
+``(M, n, n)`` with ``pool[p, s, t]`` true when candidate ``p`` routes ``s -> t``.
+
+>>> base = base_graph(5, 2, np.random.default_rng(0))
+>>> np.bincount(base[:, 1], minlength=5).tolist()   # every role has in-degree exactly k
+[2, 2, 2, 2, 2]
+>>> fixed_topology("chain", 3).tolist()
+[[0, 1], [1, 2]]
+"""
+from __future__ import annotations
+
+import itertools
+from functools import lru_cache
+from typing import Literal
+
+import numpy as np
+
+__all__ = [
+    "base_graph",
+    "relabel",
+    "to_adjacency",
+    "to_edges",
+    "candidate_pool",
+    "fixed_topology",
+    "TOPOLOGIES",
+]
+
+TOPOLOGIES = ("clique", "star", "chain", "ring")
+ENUMERATE_MAX_N = 8  # our choice: enumerate all n! relabellings up to n = 8 (40,320)
+
+
+def base_graph(n: int, k: int, rng: np.random.Generator,
+               kind: Literal["in_regular", "circulant"] = "in_regular") -> np.ndarray:
+    """The base role graph: every role has in-degree exactly ``k``.
+
+    ``in_regular`` draws each role's k sources uniformly from the other roles (seeded by
+    ``rng``), so out-degrees vary.  ``circulant`` links role ``t - j mod n -> t`` for
+    ``j = 1..k``: every role then also has out-degree k, so the influence (I) and
+    low-confidence (L) terms are equal for every relabelling and drop out of the choice.
+    """
+    if not 1 <= k <= n - 1:
+        raise ValueError(f"invalid k={k}: the in-degree must lie in 1..n-1 = 1..{n - 1}")
+    if kind == "circulant":
+        edges = [((t - j) % n, t) for t in range(n) for j in range(1, k + 1)]
+    elif kind == "in_regular":
+        edges = []
+        for t in range(n):
+            others = np.array([s for s in range(n) if s != t])
+            for s in rng.choice(others, size=k, replace=False):
+                edges.append((int(s), t))
+    else:
+        raise ValueError(f"unknown base graph kind {kind!r}: use 'in_regular' or 'circulant'")
+    return _sorted(np.array(edges, dtype=np.int64))
+
+
+def _sorted(edges: np.ndarray) -> np.ndarray:
+    return edges[np.lexsort((edges[:, 1], edges[:, 0]))] if len(edges) else edges
+
+
+def relabel(edges: np.ndarray, perm: np.ndarray) -> np.ndarray:
+    """Relabel roles by the permutation ``perm``: edge ``(s, t)`` becomes ``(perm[s], perm[t])``."""
+    perm = np.asarray(perm)
+    return _sorted(perm[np.asarray(edges)])
+
+
+def to_adjacency(edges: np.ndarray, n: int) -> np.ndarray:
+    """Boolean ``(n, n)`` adjacency matrix of an edge set."""
+    adj = np.zeros((n, n), dtype=bool)
+    e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    adj[e[:, 0], e[:, 1]] = True
+    return adj
+
+
+def to_edges(adj: np.ndarray) -> np.ndarray:
+    """Sorted ``(m, 2)`` edge array of a boolean adjacency matrix."""
+    s, t = np.nonzero(adj)
+    return np.stack([s, t], axis=1).astype(np.int64)
+
+
+@lru_cache(maxsize=256)
+def _distinct_relabellings(edges_key: tuple[tuple[int, int], ...], n: int) -> np.ndarray:
+    """All relabellings of a graph with distinct edge sets, as ``(M, n, n)`` adjacency."""
+    edges = np.array(edges_key, dtype=np.int64).reshape(-1, 2)
+    perms = np.array(list(itertools.permutations(range(n))), dtype=np.int64)
+    adj = np.zeros((len(perms), n, n), dtype=bool)
+    rows = np.arange(len(perms))[:, None]
+    adj[rows, perms[:, edges[:, 0]], perms[:, edges[:, 1]]] = True
+    flat = np.packbits(adj.reshape(len(perms), -1), axis=1)
+    _, first = np.unique(flat, axis=0, return_index=True)
+    out = adj[np.sort(first)]
+    out.setflags(write=False)
+    return out
+
+
+def candidate_pool(edges: np.ndarray, n: int, m_max: int, rng: np.random.Generator) -> np.ndarray:
+    """The router's candidate pool: relabellings of ``edges`` with distinct edge sets.
+
+    When there are at most ``m_max`` distinct relabellings the pool holds all of them
+    (enumerated for n <= 8).  Otherwise ``m_max`` of them are drawn uniformly without
+    replacement (for large n by rejection of duplicate edge sets among random permutations).
+    Returns a boolean ``(M, n, n)`` array.
+    """
+    edges = np.asarray(edges, dtype=np.int64)
+    if n <= ENUMERATE_MAX_N:
+        allc = _distinct_relabellings(tuple(map(tuple, edges.tolist())), n)
+        if len(allc) <= m_max:
+            return allc
+        return allc[np.sort(rng.choice(len(allc), size=m_max, replace=False))]
+    # n! is huge: distinct relabellings are (nearly) all distinct; sample with rejection
+    seen: set[bytes] = set()
+    chosen = []
+    budget = max(10 * m_max, 1000)
+    while len(chosen) < m_max and budget > 0:
+        budget -= 1
+        adj = to_adjacency(relabel(edges, rng.permutation(n)), n)
+        key = np.packbits(adj).tobytes()
+        if key not in seen:
+            seen.add(key)
+            chosen.append(adj)
+    return np.stack(chosen)
+
+
+def fixed_topology(name: str, n: int) -> np.ndarray:
+    """The fixed topologies of the study: ``clique`` (all ordered pairs), ``star`` (hub =
+    agent 0, both directions), ``chain`` (0 -> 1 -> ... -> n-1), ``ring`` (i -> i+1 mod n)."""
+    if name == "clique":
+        e = [(s, t) for s in range(n) for t in range(n) if s != t]
+    elif name == "star":
+        e = [(0, i) for i in range(1, n)] + [(i, 0) for i in range(1, n)]
+    elif name == "chain":
+        e = [(i, i + 1) for i in range(n - 1)]
+    elif name == "ring":
+        e = [(i, (i + 1) % n) for i in range(n)] if n > 2 else [(0, 1), (1, 0)]
+    else:
+        raise ValueError(f"unknown topology {name!r}: choose one of {', '.join(TOPOLOGIES)}")
+    return _sorted(np.array(e, dtype=np.int64))

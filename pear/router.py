@@ -1,0 +1,199 @@
+"""The PEAR router: score every candidate graph of the pool, then choose one.
+
+For a state (canonical answers ``y``, confidences ``c`` on 1..5, influence ``rho``) and an
+edge set E with m = n k edges, exactly as the paper::
+
+    T(s,t) = [y_s != y_t] [c_s >= tau_src] [c_t <= tau_tgt]       targeted diversity
+    T~ = sum_{(s,t) in E} T(s,t) / m
+    I~ = sum_s rho_s d_out(s) / m                                   influence balancing
+    L(s) = max(0, tau_low + 1 - c_s);  L~ = sum_{(s,t) in E} L(s) / (m tau_low)
+    S = alpha_T T~ - alpha_I I~ - alpha_L L~
+
+The choice is softmax(S / tau) over the pool, drawn with the debate's own generator;
+``tau = 0`` is argmax with ties broken uniformly.  Scores are computed for the whole pool at
+once from the ``(M, n, n)`` adjacency tensor.  Everything here is permutation-equivariant:
+relabelling the agents relabels the scores and the choice distribution.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from pear.config import DebateConfig, Method, RouterConfig
+from pear.graphs import base_graph, candidate_pool, fixed_topology, to_adjacency, to_edges
+
+__all__ = [
+    "Terms",
+    "RouterState",
+    "Decision",
+    "score",
+    "score_pool",
+    "selection_probabilities",
+    "route",
+    "Router",
+    "make_router",
+    "update_influence",
+]
+
+
+@dataclass(frozen=True)
+class Terms:
+    """The normalized score terms of one edge set (or arrays of them over a pool)."""
+
+    score: float
+    T: float
+    I: float
+    L: float
+
+
+@dataclass(frozen=True)
+class RouterState:
+    """What the router sees after a round: per-agent canonical answer, confidence, influence,
+    and the debate's base role graph."""
+
+    answers: tuple[str, ...]
+    confidences: tuple[int, ...]
+    influence: tuple[float, ...]
+    base_edges: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return len(self.answers)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One routing decision: the chosen edges and, for routed methods, the pool statistics."""
+
+    edges: np.ndarray
+    pool_size: int | None = None
+    terms: Terms | None = None
+    score_min: float | None = None
+    score_max: float | None = None
+
+    def to_record(self) -> dict | None:
+        """The ``router`` entry of a debate record (None for fixed topologies)."""
+        if self.terms is None:
+            return None
+        return {"pool_size": self.pool_size, "score": self.terms.score, "T": self.terms.T,
+                "I": self.terms.I, "L": self.terms.L, "score_min": self.score_min,
+                "score_max": self.score_max}
+
+
+def _agent_terms(answers: Sequence[str], confidences: Sequence[int], cfg: RouterConfig):
+    """The per-pair T matrix (n, n) and per-source L vector (n,)."""
+    y = np.asarray(answers, dtype=object)
+    c = np.asarray(confidences, dtype=np.int64)
+    differ = y[:, None] != y[None, :]
+    t_pair = differ & (c[:, None] >= cfg.tau_src) & (c[None, :] <= cfg.tau_tgt)
+    low = np.maximum(0, cfg.tau_low + 1 - c).astype(float)
+    return t_pair.astype(float), low
+
+
+def score_pool(pool: np.ndarray, answers: Sequence[str], confidences: Sequence[int],
+               influence: Sequence[float], cfg: RouterConfig, m: int | None = None) -> Terms:
+    """Scores of every candidate of ``pool`` (``(M, n, n)`` bool); fields are ``(M,)`` arrays.
+
+    ``m`` defaults to the edge count of the first candidate (n k for relabellings).
+    """
+    pool = np.asarray(pool, dtype=bool)
+    m = int(pool[0].sum()) if m is None else m
+    t_pair, low = _agent_terms(answers, confidences, cfg)
+    rho = np.asarray(influence, dtype=float)
+    a = pool.astype(float)
+    d_out = a.sum(axis=2)                          # (M, n)
+    T = np.einsum("pst,st->p", a, t_pair) / m
+    I = d_out @ rho / m
+    L = d_out @ low / (m * cfg.tau_low)
+    S = cfg.alpha_T * T - cfg.alpha_I * I - cfg.alpha_L * L
+    return Terms(S, T, I, L)
+
+
+def score(edges, answers: Sequence[str], confidences: Sequence[int],
+          influence: Sequence[float], cfg: RouterConfig) -> Terms:
+    """The paper's score of one edge set (``(source, target)`` pairs, agents 0-indexed).
+
+    m is the number of edges (n k for the base graph and its relabellings).
+
+    >>> cfg = RouterConfig()
+    >>> t = score([(0, 1)], ["a", "b"], [5, 1], [0.0, 0.0], cfg)
+    >>> round(t.T, 3), round(t.L, 3), round(t.score, 3)
+    (1.0, 0.0, 0.4)
+    """
+    e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    adj = to_adjacency(e, len(answers))[None]
+    terms = score_pool(adj, answers, confidences, influence, cfg, m=len(e))
+    return Terms(*(float(x[0]) for x in (terms.score, terms.T, terms.I, terms.L)))
+
+
+def selection_probabilities(scores: np.ndarray, tau: float) -> np.ndarray:
+    """Choice probabilities over the pool: softmax(S / tau); tau = 0 is uniform over the
+    maximisers (argmax with uniform tie-break)."""
+    s = np.asarray(scores, dtype=float)
+    if tau == 0:
+        best = np.isclose(s, s.max(), rtol=0.0, atol=1e-12)
+        return best / best.sum()
+    z = (s - s.max()) / tau
+    w = np.exp(z)
+    return w / w.sum()
+
+
+def route(state: RouterState, cfg: RouterConfig, rng: np.random.Generator) -> Decision:
+    """Sample the candidate pool, score it, and choose one graph with ``rng``."""
+    pool = candidate_pool(state.base_edges, state.n, cfg.m_max, rng)
+    terms = score_pool(pool, state.answers, state.confidences, state.influence, cfg)
+    p = selection_probabilities(terms.score, cfg.tau)
+    i = int(rng.choice(len(p), p=p))
+    chosen = Terms(float(terms.score[i]), float(terms.T[i]), float(terms.I[i]),
+                   float(terms.L[i]))
+    return Decision(edges=to_edges(pool[i]), pool_size=len(pool), terms=chosen,
+                    score_min=float(terms.score.min()), score_max=float(terms.score.max()))
+
+
+class Router:
+    """Chooses each round's graph for one debate method."""
+
+    def __init__(self, method: Method, debate: DebateConfig, rng: np.random.Generator):
+        self.method = method
+        self.n = debate.n_agents
+        if method.kind == "fixed":
+            self.fixed = fixed_topology(method.name, self.n)
+            self.base = None
+        elif method.kind == "routed":
+            self.fixed = None
+            self.base = base_graph(self.n, debate.k, rng, method.router.base_graph)
+        else:
+            raise ValueError(f"method {method.name!r} has no debate rounds to route")
+
+    def choose(self, state: RouterState, rng: np.random.Generator) -> Decision:
+        """The graph for the next round given the state after the last one."""
+        if self.fixed is not None:
+            return Decision(edges=self.fixed)
+        state = RouterState(state.answers, state.confidences, state.influence, self.base)
+        return route(state, self.method.router, rng)
+
+
+def make_router(method: Method, debate: DebateConfig, rng: np.random.Generator) -> Router:
+    """The router of ``method`` (fixed topology, random relabelling, PEAR or an ablation);
+    a routed method draws its base role graph from ``rng``."""
+    return Router(method, debate, rng)
+
+
+def update_influence(influence: Sequence[float], edges: np.ndarray, accepted: Sequence[bool],
+                     beta: float) -> np.ndarray:
+    """rho_s <- beta rho_s + (1 - beta) a_s with a_s = accepted critiques of s / max(1, d_out(s)).
+
+    ``accepted[i]`` says whether the critique on ``edges[i]`` was accepted.
+
+    >>> update_influence([0.0, 0.0], np.array([[0, 1]]), [True], 0.5).tolist()
+    [0.5, 0.0]
+    """
+    rho = np.asarray(influence, dtype=float)
+    e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    n = len(rho)
+    d_out = np.bincount(e[:, 0], minlength=n)
+    acc = np.bincount(e[:, 0], weights=np.asarray(accepted, dtype=float), minlength=n)
+    a = acc / np.maximum(1, d_out)
+    return beta * rho + (1 - beta) * a
