@@ -1,0 +1,75 @@
+"""Bad configurations raise one ValueError naming the bad parameter; presets are replace()s."""
+import dataclasses
+
+import pytest
+
+from pear.config import (ABLATIONS, METHODS, DebateConfig, RouterConfig, config_hash, method)
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(n_agents=5, k=5), "k"),
+    (dict(n_agents=5, k=0), "k"),
+    (dict(n_agents=1, k=1), "n_agents"),
+    (dict(rounds=-1), "rounds"),
+    (dict(max_tokens=0), "max_tokens"),
+    (dict(temperature=-0.1), "temperature"),
+])
+def test_bad_debate_config_names_parameter(kwargs, name):
+    with pytest.raises(ValueError, match=rf"\b{name}="):
+        DebateConfig(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(alpha_T=-0.1), "alpha_T"),
+    (dict(alpha_I=-1), "alpha_I"),
+    (dict(alpha_L=-0.5), "alpha_L"),
+    (dict(tau_low=0), "tau_low"),
+    (dict(tau_low=5), "tau_low"),
+    (dict(beta=1.0), "beta"),
+    (dict(beta=-0.1), "beta"),
+    (dict(tau=-1), "tau"),
+    (dict(m_max=0), "m_max"),
+    (dict(tau_src=6), "tau_src"),
+    (dict(base_graph="complete"), "base_graph"),
+])
+def test_bad_router_config_names_parameter(kwargs, name):
+    with pytest.raises(ValueError, match=rf"\b{name}="):
+        RouterConfig(**kwargs)
+
+
+def test_unknown_method_is_named():
+    with pytest.raises(ValueError, match="'debate_all'"):
+        method("debate_all")
+
+
+def test_paper_defaults():
+    d, r = DebateConfig(), RouterConfig()
+    assert (d.n_agents, d.rounds, d.k, d.max_tokens, d.temperature) == (5, 5, 2, 512, 0.2)
+    assert (r.alpha_T, r.alpha_I, r.alpha_L) == (0.4, 0.7, 0.7)
+    assert (r.tau_src, r.tau_tgt, r.tau_low, r.beta, r.m_max) == (4, 3, 2, 0.5, 100)
+
+
+def test_methods_list_is_complete():
+    assert set(METHODS) == {"cot", "cot_sc", "clique", "star", "chain", "ring", "random", "pear",
+                            "pear_T", "pear_I", "pear_L", "pear_TI", "pear_TL", "pear_IL"}
+
+
+def test_ablations_zero_the_other_weights():
+    full = RouterConfig()
+    for name in ABLATIONS:
+        r = method(name).router
+        kept = set(name.split("_")[1])
+        for letter in "TIL":
+            expected = getattr(full, f"alpha_{letter}") if letter in kept else 0.0
+            assert getattr(r, f"alpha_{letter}") == expected, (name, letter)
+    rnd = method("random").router
+    assert (rnd.alpha_T, rnd.alpha_I, rnd.alpha_L) == (0, 0, 0)
+    assert method("pear").router == full
+
+
+def test_configs_are_frozen_and_hash_stably():
+    d = DebateConfig()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        d.k = 3
+    assert config_hash(d, RouterConfig()) == config_hash(DebateConfig(), RouterConfig())
+    assert config_hash(d, RouterConfig()) != config_hash(d, RouterConfig(tau=0.2))

@@ -1,0 +1,171 @@
+"""Engine: one backend call per phase, determinism, shared round 0, scripted dynamics."""
+import json
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from pear.backends.base import Completion
+from pear.backends.simulated import SimParams, SimulatedBackend
+from pear.config import METHODS, DebateConfig, method
+from pear.engine import Engine, Job, vote
+from pear.records import TIMING_FIELDS
+
+
+@dataclass(frozen=True)
+class Q:
+    id: str
+    dataset: str
+    task: str
+    gold: str
+    choices: tuple = ()
+
+
+QS = [Q(f"q{i}", "gsm8k", f"What is {i} + 10?", str(10 + i)) for i in range(12)]
+KEY = {(q.dataset, q.id): q.gold for q in QS}
+
+
+class Scripted:
+    """Agent i answers ``initial[i]``; every critic recommends its own answer; every target
+    accepts every critique and adopts the recommendation of its lowest-numbered critic."""
+
+    name = "scripted"
+    model_id = "scripted-1"
+
+    def __init__(self, initial, accept=True):
+        self.initial, self.accept, self.batches = initial, accept, []
+
+    def settings(self):
+        return {}
+
+    def generate(self, requests):
+        self.batches.append([r.meta["phase"] for r in requests])
+        out = []
+        for r in requests:
+            m = r.meta
+            if m["phase"] == "initial":
+                obj = {"reasoning": "r", "answer": self.initial[m["agent"]], "confidence": 3}
+            elif m["phase"] == "critique":
+                obj = {"reviews": [{"target": t["agent"] + 1, "critique": "see mine",
+                                    "recommended_answer": m["own"]["answer"]}
+                                   for t in m["targets"]]}
+            else:
+                crit = m["critiques"]
+                dec = "ACCEPT" if self.accept else "REJECT"
+                ans = min(crit, key=lambda c: c["source"])["recommended_answer"] \
+                    if crit and self.accept else m["own"]["answer"]
+                obj = {"decisions": [{"critique": c["id"], "decision": dec} for c in crit],
+                       "reasoning": "r", "answer": ans, "confidence": 3}
+            out.append(Completion(json.dumps(obj), prompt_tokens=10, completion_tokens=5))
+        return out
+
+
+def _strip(rec):
+    return {k: v for k, v in rec.items() if k not in TIMING_FIELDS}
+
+
+@pytest.mark.parametrize("n_questions, methods", [(1, ["pear"]), (12, list(METHODS))])
+def test_one_generate_call_per_phase(n_questions, methods):
+    be = SimulatedBackend(KEY)
+    eng = Engine(be, DebateConfig(rounds=3))
+    recs = list(eng.run([Job(q, method(m), 0) for q in QS[:n_questions] for m in methods]))
+    assert len(recs) == n_questions * len(methods)
+    assert be.calls == eng.generate_calls == 1 + 2 * 3
+
+
+def test_records_deterministic_for_a_fixed_seed_and_differ_across_seeds():
+    jobs = [Job(q, method(m), 0) for q in QS for m in ("pear", "random", "clique")]
+
+    def run(seed_shift=0):
+        be = SimulatedBackend(KEY, seed=seed_shift)
+        return [_strip(r) for r in Engine(be, DebateConfig(rounds=2)).run(jobs)]
+
+    a, b, c = run(), run(), run(1)
+    assert a == b
+    assert a != c
+
+
+def test_round0_shared_and_cot_cot_sc_derived_from_it():
+    be = SimulatedBackend(KEY, params=SimParams(skill_mean=-0.5))
+    recs = list(Engine(be, DebateConfig(rounds=1)).run(
+        [Job(q, method(m), 7) for q in QS for m in ("cot", "cot_sc", "pear", "ring")]))
+    by = {(r["question_id"], r["method"]): r for r in recs}
+    for q in QS:
+        r0 = [by[(q.id, m)]["rounds_data"][0]["agents"] for m in ("cot_sc", "pear", "ring")]
+        assert r0[0] == r0[1] == r0[2]
+        assert by[(q.id, "cot")]["rounds_data"][0]["agents"] == r0[0][:1]
+        assert by[(q.id, "cot")]["final_answer"] == r0[0][0]["canonical"]
+        counts = {}
+        for a in r0[0]:
+            counts[a["canonical"]] = counts.get(a["canonical"], 0) + 1
+        assert counts[by[(q.id, "cot_sc")]["final_answer"]] == max(counts.values())
+        assert by[(q.id, "cot")]["calls"] == 1 and by[(q.id, "cot_sc")]["calls"] == 5
+
+
+def test_chain_dynamics_with_scripted_agents():
+    # chain 0->1->2->3->4: each round every agent adopts its predecessor's answer
+    be = Scripted(["10", "1", "2", "3", "4"])
+    rec = next(Engine(be, DebateConfig(rounds=2)).run([Job(QS[0], method("chain"), 0)]))
+    r1 = [a["canonical"] for a in rec["rounds_data"][1]["agents"]]
+    r2 = [a["canonical"] for a in rec["rounds_data"][2]["agents"]]
+    assert r1 == ["10", "10", "1", "2", "3"]
+    assert r2 == ["10", "10", "10", "1", "2"]
+    assert rec["final_answer"] == "10" and rec["correct"] is True
+    # every chain source had 1 out-edge, all accepted: a = 1; rho = 0.5 after 1, 0.75 after 2
+    assert rec["rounds_data"][1]["influence"] == [0.5, 0.5, 0.5, 0.5, 0.0]
+    assert rec["rounds_data"][2]["influence"] == [0.75, 0.75, 0.75, 0.75, 0.0]
+    assert [c["decision"] for c in rec["rounds_data"][1]["critiques"]] == ["ACCEPT"] * 4
+    assert rec["calls"] == 5 + 2 * (4 + 5)
+    assert rec["tokens"] == {"prompt": 10 * rec["calls"], "completion": 5 * rec["calls"],
+                             "cached": 0}
+    assert be.batches[1] == ["critique"] * 4 and be.batches[2] == ["revision"] * 5
+
+
+def test_pear_round_records_router_terms_and_in_degree_k():
+    be = Scripted(["10", "1", "2", "3", "4"], accept=False)
+    rec = next(Engine(be, DebateConfig(rounds=2)).run([Job(QS[0], method("pear"), 0)]))
+    for rd in rec["rounds_data"][1:]:
+        assert rd["router"]["pool_size"] == 100
+        assert rd["router"]["score_min"] <= rd["router"]["score"] <= rd["router"]["score_max"]
+        indeg = np.bincount([t for _, t in rd["edges"]], minlength=5)
+        assert indeg.tolist() == [2] * 5
+        assert rd["influence"] == [0.0] * 5  # nothing accepted
+    assert rec["rounds_data"][0]["router"] is None
+
+
+def test_undelivered_critiques_are_flagged_not_fabricated():
+    class Mute(Scripted):
+        def generate(self, requests):
+            out = super().generate(requests)
+            return [Completion("no json", 1, 1) if r.meta["phase"] == "critique" else c
+                    for r, c in zip(requests, out)]
+    rec = next(Engine(Mute(["1", "2", "3", "4", "5"]), DebateConfig(rounds=1)).run(
+        [Job(QS[0], method("ring"), 0)]))
+    crit = rec["rounds_data"][1]["critiques"]
+    assert len(crit) == 5 and not any(c["delivered"] for c in crit)
+    assert all(c["decision"] is None and c["parse_error"] for c in crit)
+    assert rec["parse_failures"] >= 5
+
+
+def test_failed_requests_drop_the_debate():
+    class Flaky(Scripted):
+        def generate(self, requests):
+            out = super().generate(requests)
+            return [Completion("", finish_reason="error", error="HTTP 503")
+                    if r.meta["phase"] == "revision" and r.meta["agent"] == 0 else c
+                    for r, c in zip(requests, out)]
+    eng = Engine(Flaky(["1", "2", "3", "4", "5"]), DebateConfig(rounds=1))
+    recs = list(eng.run([Job(QS[0], method(m), 0) for m in ("cot", "ring", "pear")]))
+    assert [r["method"] for r in recs] == ["cot"]
+    assert len(eng.failed) == 2 and all(e == "HTTP 503" for _, e in eng.failed)
+
+
+def test_vote_tie_break_is_uniform_and_seeded():
+    wins = {"a": 0, "b": 0}
+    rng = np.random.default_rng(0)
+    for _ in range(2000):
+        wins[vote(["a", "b", "a", "b", ""], rng)] += 1
+    assert abs(wins["a"] / 2000 - 0.5) < 0.05
+    assert vote(["", "", "x"], rng) == "x" and vote(["", ""], rng) == ""
+    assert [vote(["a", "b"], np.random.default_rng(5)) for _ in range(3)] == \
+        [vote(["a", "b"], np.random.default_rng(5))] * 3
