@@ -1,0 +1,323 @@
+"""Experiment grids (models x datasets x methods x seeds x questions), run + resume, manifest.
+
+``run(experiment, backend, out_dir)`` runs every debate of the grid that is not yet in
+``out_dir``'s records, in chunks of questions (all methods of a question share round 0 and
+advance in lockstep through the engine), appending each finished debate at once and
+fsyncing at chunk boundaries.  Killing it at any point and running it again finishes the
+grid with no debate lost or duplicated.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from pear.config import (DEBATE_METHODS, METHODS, DebateConfig, RouterConfig, method)
+from pear.engine import Engine, Job
+from pear.records import RecordWriter, completed_ids
+
+__all__ = ["Experiment", "PRESETS", "preset", "jobs", "run", "RunSummary", "answer_key",
+           "MANIFEST", "read_manifest", "model_dir"]
+
+MANIFEST = "manifest.json"
+FULL_METHODS = ("cot", "cot_sc", "clique", "star", "chain", "ring", "pear")  # paper's full-set table
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A grid of debates and the protocol they share."""
+
+    name: str
+    datasets: tuple[str, ...] = ("gsm8k", "math500", "truthfulqa", "mmlu_pro")
+    methods: tuple[str, ...] = METHODS
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)  # paper: 5 seeds
+    n_questions: int | None = 200  # paper: 200 questions per dataset (open models)
+    """Questions per dataset (a seeded subset); None = the full set."""
+    question_seed: int = 0  # our choice
+    """Seed of the subset sample (the same questions for every method and run seed)."""
+    full_datasets: tuple[str, ...] = ()
+    """Datasets also run on their full set (the study's full-dataset table)."""
+    full_methods: tuple[str, ...] = FULL_METHODS
+    full_seeds: tuple[int, ...] = (0,)
+    models: tuple[str, ...] = ()
+    """Model names for backends that take one (vLLM, OpenAI); empty = the backend's own."""
+    debate: DebateConfig = field(default_factory=DebateConfig)
+    router: RouterConfig = field(default_factory=RouterConfig)
+    chunk_questions: int = 8  # our choice
+    """(seed, question) groups per engine batch: larger batches feed the backend better,
+    smaller ones write records sooner."""
+
+    def __post_init__(self) -> None:
+        from pear.data import DATASETS
+        for name, values, allowed in (("datasets", self.datasets, DATASETS),
+                                      ("full_datasets", self.full_datasets, DATASETS),
+                                      ("methods", self.methods, METHODS),
+                                      ("full_methods", self.full_methods, METHODS)):
+            bad = [v for v in values if v not in allowed]
+            if bad:
+                raise ValueError(f"invalid {name}: unknown {bad[0]!r}; choose from "
+                                 f"{', '.join(allowed)}")
+        if not self.seeds or any(not isinstance(s, int) or s < 0 for s in self.seeds):
+            raise ValueError(f"invalid seeds={self.seeds!r}: give non-negative integers")
+        if self.n_questions is not None and self.n_questions < 1:
+            raise ValueError(f"invalid n_questions={self.n_questions!r}: use >= 1 or None")
+        if self.chunk_questions < 1:
+            raise ValueError(f"invalid chunk_questions={self.chunk_questions!r}: use >= 1")
+
+    def protocol(self) -> dict[str, Any]:
+        """What must agree between runs that append to one directory."""
+        return {"debate": dataclasses.asdict(self.debate),
+                "router": dataclasses.asdict(self.router),
+                "question_seed": self.question_seed}
+
+    def to_dict(self) -> dict[str, Any]:
+        return json.loads(json.dumps(dataclasses.asdict(self)))
+
+
+PRESETS: dict[str, Experiment] = {
+    # the study's setting: 4 datasets x 14 methods x 5 seeds x 200 questions; full sets for
+    # TruthfulQA and MATH-500 (7 methods, one seed)
+    "paper": Experiment("paper", full_datasets=("truthfulqa", "math500")),
+    # the smallest grid that still feeds every table and figure with real data
+    "smoke": Experiment("smoke", seeds=(0, 1), n_questions=2, full_datasets=("truthfulqa",),
+                        full_methods=("cot", "pear"), full_seeds=(0,),
+                        debate=DebateConfig(n_agents=3, rounds=2, k=1, max_tokens=160),
+                        chunk_questions=16),
+    # the paper grid for the simulated backend (cheap, so everything is run)
+    "sim": Experiment("sim", full_datasets=("truthfulqa", "math500"), chunk_questions=50),
+}
+
+
+def preset(name: str, **overrides: Any) -> Experiment:
+    """A named preset with overrides (``rounds``/``agents``/``k`` go to the debate config).
+
+    >>> preset("smoke", seeds=(3,)).seeds
+    (3,)
+    """
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}: choose one of {', '.join(PRESETS)}")
+    exp = PRESETS[name]
+    debate_over = {k: overrides.pop(k) for k in ("rounds", "n_agents", "k", "max_tokens",
+                                                  "temperature") if k in overrides}
+    if debate_over:
+        d = dataclasses.asdict(exp.debate) | debate_over
+        if "n_agents" in debate_over and "k" not in debate_over:
+            d["k"] = min(d["k"], d["n_agents"] - 1)
+        overrides["debate"] = DebateConfig(**d)
+    unknown = set(overrides) - {f.name for f in dataclasses.fields(Experiment)}
+    if unknown:
+        raise ValueError(f"unknown experiment setting {sorted(unknown)[0]!r}")
+    return replace(exp, **overrides)
+
+
+def _questions(exp: Experiment) -> list[tuple[Any, bool]]:
+    """(question, in_subset) for every question the grid needs, subset first."""
+    from pear.data import load
+    out, seen = [], set()
+    for ds in exp.datasets:
+        for q in load(ds, n=exp.n_questions, seed=exp.question_seed):
+            out.append((q, True))
+            seen.add((ds, q.id))
+    for ds in exp.full_datasets:
+        for q in load(ds):
+            if (ds, q.id) not in seen:
+                out.append((q, False))
+    return out
+
+
+def jobs(exp: Experiment) -> list[Job]:
+    """Every debate of the grid for one model (subset: all methods x seeds; full sets:
+    ``full_methods`` x ``full_seeds``), grouped by (seed, question)."""
+    out, seen = [], set()
+    for q, in_subset in _questions(exp):
+        plans = []
+        if in_subset:
+            plans.append((exp.seeds, exp.methods))
+        if q.dataset in exp.full_datasets:
+            plans.append((exp.full_seeds, exp.full_methods))
+        for seeds, methods in plans:
+            for seed in seeds:
+                for m in methods:
+                    if (seed, q.dataset, q.id, m) not in seen:
+                        seen.add((seed, q.dataset, q.id, m))
+                        out.append(Job(q, method(m, exp.router), seed))
+    out.sort(key=lambda j: (j.seed, j.question.dataset))  # stable: keeps question order
+    return out
+
+
+def answer_key(exp: Experiment) -> dict[tuple[str, str], str]:
+    """Gold answers of the grid's questions, for the simulated backend only."""
+    return {(q.dataset, q.id): q.gold for q, _ in _questions(exp)}
+
+
+def model_dir(out_dir: str | os.PathLike[str], model: str) -> Path:
+    """Where one model's records live: ``<out_dir>/<model slug>/``."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(model).name if os.sep in model else model)
+    return Path(out_dir) / (slug.strip("_") or "model")
+
+
+@dataclass
+class RunSummary:
+    """What a call to :func:`run` did."""
+
+    total: int
+    already_done: int
+    written: int
+    failed: list[tuple[str, str]]
+    generate_calls: int
+    requests: int
+    tokens: int
+    cache_hits: int
+
+    @property
+    def complete(self) -> bool:
+        return self.already_done + self.written == self.total
+
+
+def _versions(backend_name: str) -> dict[str, str]:
+    names = ["pear", "numpy", "pandas", "math-verify"]
+    names += {"llamacpp": ["llama_cpp_python"], "openai": ["openai"], "vllm": ["vllm", "torch"]}\
+        .get(backend_name, [])
+    out = {"python": platform.python_version()}
+    for n in names:
+        try:
+            out[n] = metadata.version(n)
+        except metadata.PackageNotFoundError:
+            out[n] = "not installed"
+    return out
+
+
+def _git_commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
+                              cwd=Path(__file__).resolve().parent, timeout=10).stdout.strip() \
+            or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def read_manifest(out_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The run directory's manifest, or None when there is none yet."""
+    path = Path(out_dir) / MANIFEST
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def _write_manifest(out_dir: Path, manifest: Mapping[str, Any]) -> None:
+    tmp = out_dir / (MANIFEST + ".tmp")
+    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str))
+    os.replace(tmp, out_dir / MANIFEST)
+
+
+def _diff(old: Any, new: Any, prefix: str = "") -> list[str]:
+    if isinstance(old, dict) and isinstance(new, dict):
+        out = []
+        for k in sorted(set(old) | set(new)):
+            out += _diff(old.get(k), new.get(k), f"{prefix}.{k}" if prefix else str(k))
+        return out
+    return [] if old == new else [f"{prefix}: recorded {old!r}, requested {new!r}"]
+
+
+def _check_manifest(old: Mapping[str, Any], new: Mapping[str, Any], out_dir: Path) -> None:
+    diffs = []
+    for key in ("protocol", "backend", "models", "data_sha256"):
+        diffs += _diff(old.get(key), new.get(key), key)
+    if diffs:
+        raise ValueError(f"run directory {str(out_dir)!r} holds results of another setting "
+                         f"({'; '.join(diffs[:3])}); use a new --out directory instead of "
+                         f"mixing results")
+
+
+def run(exp: Experiment, backend: Any | Callable[[str], Any], out_dir: str | os.PathLike[str],
+        *, progress: bool = True, task_for: Callable[[str], Any] | None = None) -> RunSummary:
+    """Run every missing debate of ``exp`` into ``out_dir``.
+
+    ``backend`` is a Backend (one model) or a callable ``model name -> Backend`` (one per
+    entry of ``exp.models``).
+    """
+    from pear import tasks
+    from pear.data import sha256_files
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    models = list(exp.models) or [None]
+    backends = [(m, backend(m) if callable(backend) and not hasattr(backend, "generate")
+                 else backend) for m in models]
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    manifest = {
+        "protocol": exp.protocol(),
+        "backend": backends[0][1].name,
+        "models": [b.model_id for _, b in backends],
+        "data_sha256": sha256_files(),
+    }
+    old = read_manifest(out)
+    if old is not None:
+        _check_manifest(old, manifest, out)
+    manifest.update({
+        "experiments": (old or {}).get("experiments", []) + [exp.to_dict()],
+        "backend_settings": [b.settings() for _, b in backends],
+        "versions": _versions(backends[0][1].name), "git_commit": _git_commit(),
+        "started_at": (old or {}).get("started_at", started), "resumed_at": started,
+        "finished_at": None, "command": " ".join(map(str, sys.argv)),
+    })
+    _write_manifest(out, manifest)
+
+    all_jobs = jobs(exp)
+    summary = RunSummary(total=len(all_jobs) * len(backends), already_done=0, written=0,
+                         failed=[], generate_calls=0, requests=0, tokens=0, cache_hits=0)
+    bar = _progress(summary.total, progress)
+    for _, be in backends:
+        engine = Engine(be, exp.debate, task_for=task_for or tasks.get)
+        rdir = model_dir(out, be.model_id)
+        done = completed_ids(rdir)
+        todo = [j for j in all_jobs if engine.debate_id(j) not in done]
+        summary.already_done += len(all_jobs) - len(todo)
+        bar.update(len(all_jobs) - len(todo))
+        with RecordWriter(rdir) as writer:
+            for chunk in _chunks(todo, exp.chunk_questions):
+                for record in engine.run(chunk):
+                    writer.write(record)
+                    summary.written += 1
+                    bar.update(1)
+                writer.sync()
+                bar.set_postfix(calls=engine.requests, tokens=engine.tokens,
+                                cache_hits=engine.cache_hits, failed=len(engine.failed),
+                                refresh=False)
+        summary.failed += engine.failed
+        summary.generate_calls += engine.generate_calls
+        summary.requests += engine.requests
+        summary.tokens += engine.tokens
+        summary.cache_hits += engine.cache_hits
+    bar.close()
+    manifest["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    manifest["complete"] = summary.complete
+    _write_manifest(out, manifest)
+    return summary
+
+
+def _chunks(todo: Sequence[Job], per_chunk: int) -> Iterable[list[Job]]:
+    """Jobs split into batches of ``per_chunk`` (seed, question) groups, never splitting one."""
+    batch: list[Job] = []
+    keys: set[tuple] = set()
+    for job in todo:
+        key = (job.seed, job.question.dataset, job.question.id)
+        if key not in keys and len(keys) == per_chunk:
+            yield batch
+            batch, keys = [], set()
+        keys.add(key)
+        batch.append(job)
+    if batch:
+        yield batch
+
+
+def _progress(total: int, enabled: bool):
+    from tqdm.auto import tqdm
+    return tqdm(total=total, desc="debates", unit="debate", disable=not enabled,
+                dynamic_ncols=True, mininterval=0.5)
