@@ -93,7 +93,8 @@ class SimulatedBackend:
 
     @property
     def model_id(self) -> str:
-        blob = json.dumps(dataclasses.asdict(self.params), sort_keys=True)
+        ident = {k: v for k, v in dataclasses.asdict(self.params).items() if k != "latency_s"}
+        blob = json.dumps(ident, sort_keys=True)  # latency is not part of the model
         return f"simulated-{hashlib.sha256(blob.encode()).hexdigest()[:10]}-s{self.seed}"
 
     def settings(self) -> dict[str, Any]:

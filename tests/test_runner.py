@@ -1,0 +1,173 @@
+"""Runner: kill -9 and resume, manifest mismatch, torn last line, CLI exit codes."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+
+from pear.backends.simulated import SimulatedBackend
+from pear.experiment import answer_key, jobs, model_dir, preset, read_manifest, run
+from pear.records import (RECORDS_FILE, TIMING_FIELDS, RecordWriter, agent_rounds_frame,
+                          critiques_frame, debates_frame, read_records)
+
+EXP = dict(datasets=("gsm8k", "truthfulqa"), n_questions=6, seeds=(0, 1), full_datasets=(),
+           rounds=2, chunk_questions=2)
+
+RUNNER = """
+import sys
+from pear.backends.simulated import SimulatedBackend, SimParams
+from pear.experiment import answer_key, preset, run
+exp = preset("sim", datasets=("gsm8k", "truthfulqa"), n_questions=6, seeds=(0, 1),
+             full_datasets=(), rounds=2, chunk_questions=2)
+be = SimulatedBackend(answer_key(exp), params=SimParams(latency_s=float(sys.argv[2])))
+run(exp, be, sys.argv[1], progress=False)
+"""
+
+
+def _content(run_dir):
+    recs = read_records(run_dir)
+    return {r["debate_id"]: {k: v for k, v in r.items() if k not in TIMING_FIELDS} for r in recs}
+
+
+def _lines(run_dir):
+    return [json.loads(l)["debate_id"] for p in Path(run_dir).rglob(RECORDS_FILE)
+            for l in p.read_text().splitlines() if l.strip()]
+
+
+def test_kill_minus_9_then_resume_equals_uninterrupted_run(tmp_path):
+    killed, clean = tmp_path / "killed", tmp_path / "clean"
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, "-c", RUNNER, str(killed), "0.002"], env=env)
+    deadline = time.time() + 120
+    while time.time() < deadline:  # wait until some, but not all, debates are written
+        n = sum(1 for p in killed.rglob(RECORDS_FILE) for _ in open(p)) if killed.exists() else 0
+        if n >= 40:
+            break
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    total = len(jobs(preset("sim", **EXP)))
+    partial = len(_lines(killed))
+    assert 0 < partial < total, "the kill must land mid-run"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a torn last line may be dropped
+        subprocess.run([sys.executable, "-c", RUNNER, str(killed), "0"], check=True, env=env)
+    subprocess.run([sys.executable, "-c", RUNNER, str(clean), "0"], check=True, env=env)
+    ids = _lines(killed)
+    assert len(ids) == len(set(ids)) == total  # no debate lost or duplicated
+    assert _content(killed) == _content(clean)
+    assert read_manifest(killed)["complete"] is True
+
+
+def test_mismatched_manifest_refuses_to_append(tmp_path):
+    exp = preset("sim", **EXP)
+    be = SimulatedBackend(answer_key(exp))
+    run(exp, be, tmp_path, progress=False)
+    before = (model_dir(tmp_path, be.model_id) / RECORDS_FILE).read_text()
+    other = preset("sim", **{**EXP, "rounds": 3})
+    with pytest.raises(ValueError, match=r"protocol\.debate\.rounds: recorded 2, requested 3"):
+        run(other, be, tmp_path, progress=False)
+    assert (model_dir(tmp_path, be.model_id) / RECORDS_FILE).read_text() == before
+    s = run(exp, be, tmp_path, progress=False)  # the same setting resumes: nothing to do
+    assert s.written == 0 and s.already_done == s.total
+
+
+def test_manifest_contents(tmp_path):
+    exp = preset("sim", **EXP)
+    run(exp, SimulatedBackend(answer_key(exp)), tmp_path, progress=False)
+    m = read_manifest(tmp_path)
+    assert m["backend"] == "simulated" and m["protocol"]["debate"]["rounds"] == 2
+    assert set(m["data_sha256"]) >= {"gsm8k.jsonl", "truthfulqa_mc1.jsonl"}
+    assert m["versions"]["pear"] and m["git_commit"] and m["finished_at"]
+    assert m["backend_settings"][0]["params"]["skill_mean"] > -10  # simulation parameters
+
+
+def test_torn_last_line_is_ignored_then_repaired(tmp_path):
+    exp = preset("sim", **EXP)
+    be = SimulatedBackend(answer_key(exp))
+    run(exp, be, tmp_path, progress=False)
+    path = model_dir(tmp_path, be.model_id) / RECORDS_FILE
+    full = path.read_text()
+    n = len(full.splitlines())
+    lines = full.splitlines(keepends=True)
+    path.write_text("".join(lines[:-1]) + lines[-1][: len(lines[-1]) // 2])  # torn write
+    with pytest.warns(RuntimeWarning, match="torn"):
+        assert len(read_records(tmp_path)) == n - 1
+    with pytest.warns(RuntimeWarning):
+        s = run(exp, be, tmp_path, progress=False)
+    assert s.written == 1
+    assert len(read_records(tmp_path)) == n
+    assert path.read_text().count("\n") == n
+
+
+def test_corrupt_line_in_the_middle_is_an_error(tmp_path):
+    with RecordWriter(tmp_path) as w:
+        w.write({"debate_id": "a"})
+    with open(tmp_path / RECORDS_FILE, "a") as fh:
+        fh.write("{broken\n")
+        fh.write('{"debate_id": "b"}\n')
+    with pytest.raises(ValueError, match=r"debates.jsonl:2: corrupt record"):
+        read_records(tmp_path)
+
+
+def test_frames_have_one_row_per_unit(tmp_path):
+    exp = preset("sim", **EXP)
+    run(exp, SimulatedBackend(answer_key(exp)), tmp_path, progress=False)
+    recs = read_records(tmp_path)
+    deb, ar, cr = debates_frame(recs), agent_rounds_frame(recs), critiques_frame(recs)
+    assert len(deb) == len(recs) == len(jobs(exp))
+    expected_agent_rows = sum(len(rd["agents"]) for r in recs for rd in r["rounds_data"])
+    assert len(ar) == expected_agent_rows
+    ring = deb[deb.method == "ring"]
+    assert (cr[cr.method == "ring"].groupby("debate_id").size() == 5 * 2).all()
+    assert len(ring) == 2 * 2 * 6
+
+
+def _cli(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "pear", *args], capture_output=True,
+                          text=True, timeout=300, **kw)
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["run", "--out", "X", "--preset", "nope"], "unknown preset 'nope'"),
+    (["run", "--out", "X", "--backend", "gpt"], "unknown backend 'gpt'"),
+    (["run", "--out", "X", "--seeds", "a,b"], "--seeds"),
+    (["run", "--out", "X", "--n-questions", "0"], "--n-questions"),
+    (["run", "--out", "X", "--backend", "simulated", "--datasets", "imagenet"],
+     "unknown 'imagenet'"),
+    (["run", "--out", "X", "--backend", "simulated", "--methods", "pear,vote"], "'vote'"),
+    (["run", "--out", "X", "--backend", "simulated", "--agents", "1"], "n_agents"),
+    (["run", "--out", "X", "--backend", "llamacpp", "--model-path", "/no/such.gguf"],
+     "/no/such.gguf"),
+    (["show", "/no/such/run"], "/no/such/run"),
+    (["frobnicate"], "invalid choice"),
+])
+def test_cli_bad_input_one_line_exit_2(tmp_path, args, needle):
+    args = [str(tmp_path / "out") if a == "X" else a for a in args]
+    p = _cli(*args, cwd=tmp_path)
+    assert p.returncode == 2, p.stderr
+    lines = [l for l in p.stderr.splitlines() if l.strip()]
+    assert len(lines) == 1 and needle in lines[0], p.stderr
+    assert "Traceback" not in p.stderr
+
+
+def test_cli_help_everywhere():
+    for args in ([], ["run"], ["show"], ["paper"]):
+        p = _cli(*args, "--help")
+        assert p.returncode == 0 and "usage: pear" in p.stdout
+
+
+def test_cli_run_and_show(tmp_path):
+    out = tmp_path / "run"
+    p = _cli("run", "--preset", "sim", "--backend", "simulated", "--out", str(out),
+             "--datasets", "gsm8k", "--methods", "cot,pear", "--seeds", "0", "--n-questions",
+             "3", "--no-full", "--quiet")
+    assert p.returncode == 0, p.stderr
+    assert "6 debates written" in p.stdout
+    s = _cli("show", str(out))
+    assert s.returncode == 0 and "pear" in s.stdout and "gsm8k" in s.stdout
