@@ -1,8 +1,8 @@
 """Edge sets: the base role graph, relabellings, the candidate pool, fixed topologies.
 
 Agents are 0-indexed.  An edge ``(s, t)`` means "source s critiques target t".  Edge sets are
-``int`` arrays of shape ``(m, 2)``; a candidate pool is a boolean adjacency tensor of shape
-``(M, n, n)`` with ``pool[p, s, t]`` true when candidate ``p`` routes ``s -> t``.
+``int`` arrays of shape ``(m, 2)``; a candidate pool (:class:`Pool`) holds ``(M, m)`` source and target
+index arrays of M relabellings.
 
 >>> base = base_graph(5, 2, np.random.default_rng(0))
 >>> np.bincount(base[:, 1], minlength=5).tolist()   # every role has in-degree exactly k
@@ -13,6 +13,7 @@ Agents are 0-indexed.  An edge ``(s, t)`` means "source s critiques target t".  
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
@@ -24,6 +25,7 @@ __all__ = [
     "to_adjacency",
     "to_edges",
     "candidate_pool",
+    "Pool",
     "fixed_topology",
     "TOPOLOGIES",
 ]
@@ -80,47 +82,82 @@ def to_edges(adj: np.ndarray) -> np.ndarray:
     return np.stack([s, t], axis=1).astype(np.int64)
 
 
+@dataclass(frozen=True)
+class Pool:
+    """A candidate pool: ``M`` relabellings of one base graph as ``(M, m)`` source and target
+    index arrays (candidate ``p`` routes ``src[p, e] -> tgt[p, e]``)."""
+
+    src: np.ndarray
+    tgt: np.ndarray
+    n: int
+
+    def __len__(self) -> int:
+        return len(self.src)
+
+    @property
+    def adjacency(self) -> np.ndarray:
+        """Boolean ``(M, n, n)`` adjacency tensor."""
+        adj = np.zeros((len(self), self.n, self.n), dtype=bool)
+        adj[np.arange(len(self))[:, None], self.src, self.tgt] = True
+        return adj
+
+    def edges(self, i: int) -> np.ndarray:
+        """Sorted ``(m, 2)`` edge array of candidate ``i``."""
+        return _sorted(np.stack([self.src[i], self.tgt[i]], axis=1))
+
+    def take(self, index: np.ndarray) -> "Pool":
+        return Pool(self.src[index], self.tgt[index], self.n)
+
+
+def _relabelled(edges: np.ndarray, perms: np.ndarray, n: int) -> Pool:
+    return Pool(perms[:, edges[:, 0]], perms[:, edges[:, 1]], n)
+
+
+def _first_distinct(pool: Pool) -> np.ndarray:
+    """Indices of the first candidate of every distinct edge set, in order."""
+    codes = np.sort(pool.src * pool.n + pool.tgt, axis=1)
+    _, first = np.unique(codes, axis=0, return_index=True)
+    return np.sort(first)
+
+
 @lru_cache(maxsize=256)
-def _distinct_relabellings(edges_key: tuple[tuple[int, int], ...], n: int) -> np.ndarray:
-    """All relabellings of a graph with distinct edge sets, as ``(M, n, n)`` adjacency."""
+def _distinct_relabellings(edges_key: tuple[tuple[int, int], ...], n: int) -> Pool:
+    """All relabellings of a graph with distinct edge sets."""
     edges = np.array(edges_key, dtype=np.int64).reshape(-1, 2)
     perms = np.array(list(itertools.permutations(range(n))), dtype=np.int64)
-    adj = np.zeros((len(perms), n, n), dtype=bool)
-    rows = np.arange(len(perms))[:, None]
-    adj[rows, perms[:, edges[:, 0]], perms[:, edges[:, 1]]] = True
-    flat = np.packbits(adj.reshape(len(perms), -1), axis=1)
-    _, first = np.unique(flat, axis=0, return_index=True)
-    out = adj[np.sort(first)]
-    out.setflags(write=False)
+    every = _relabelled(edges, perms, n)
+    out = every.take(_first_distinct(every))
+    out.src.setflags(write=False)
+    out.tgt.setflags(write=False)
     return out
 
 
-def candidate_pool(edges: np.ndarray, n: int, m_max: int, rng: np.random.Generator) -> np.ndarray:
+def candidate_pool(edges: np.ndarray, n: int, m_max: int, rng: np.random.Generator) -> Pool:
     """The router's candidate pool: relabellings of ``edges`` with distinct edge sets.
 
     When there are at most ``m_max`` distinct relabellings the pool holds all of them
     (enumerated for n <= 8).  Otherwise ``m_max`` of them are drawn uniformly without
-    replacement (for large n by rejection of duplicate edge sets among random permutations).
-    Returns a boolean ``(M, n, n)`` array.
+    replacement: for large n, random permutations are drawn and duplicates of an edge set
+    dropped (every edge set has the same number of permutations, so this is uniform).
     """
-    edges = np.asarray(edges, dtype=np.int64)
+    edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
     if n <= ENUMERATE_MAX_N:
         allc = _distinct_relabellings(tuple(map(tuple, edges.tolist())), n)
         if len(allc) <= m_max:
             return allc
-        return allc[np.sort(rng.choice(len(allc), size=m_max, replace=False))]
-    # n! is huge: distinct relabellings are (nearly) all distinct; sample with rejection
-    seen: set[bytes] = set()
-    chosen = []
-    budget = max(10 * m_max, 1000)
-    while len(chosen) < m_max and budget > 0:
-        budget -= 1
-        adj = to_adjacency(relabel(edges, rng.permutation(n)), n)
-        key = np.packbits(adj).tobytes()
-        if key not in seen:
-            seen.add(key)
-            chosen.append(adj)
-    return np.stack(chosen)
+        return allc.take(np.sort(rng.choice(len(allc), size=m_max, replace=False)))
+    chosen: Pool | None = None
+    for _ in range(20):
+        draw = int(m_max * 1.2) + 8
+        perms = rng.permuted(np.tile(np.arange(n), (draw, 1)), axis=1)
+        batch = _relabelled(edges, perms, n)
+        if chosen is not None:
+            batch = Pool(np.concatenate([chosen.src, batch.src]),
+                         np.concatenate([chosen.tgt, batch.tgt]), n)
+        chosen = batch.take(_first_distinct(batch)[:m_max])
+        if len(chosen) == m_max:
+            break
+    return chosen
 
 
 def fixed_topology(name: str, n: int) -> np.ndarray:

@@ -22,7 +22,7 @@ from typing import Sequence
 import numpy as np
 
 from pear.config import DebateConfig, Method, RouterConfig
-from pear.graphs import base_graph, candidate_pool, fixed_topology, to_adjacency, to_edges
+from pear.graphs import Pool, base_graph, candidate_pool, fixed_topology, to_adjacency
 
 __all__ = [
     "Terms",
@@ -84,29 +84,36 @@ class Decision:
 
 def _agent_terms(answers: Sequence[str], confidences: Sequence[int], cfg: RouterConfig):
     """The per-pair T matrix (n, n) and per-source L vector (n,)."""
-    y = np.asarray(answers, dtype=object)
+    codes: dict[str, int] = {}
+    y = np.array([codes.setdefault(a, len(codes)) for a in answers])
     c = np.asarray(confidences, dtype=np.int64)
-    differ = y[:, None] != y[None, :]
-    t_pair = differ & (c[:, None] >= cfg.tau_src) & (c[None, :] <= cfg.tau_tgt)
+    t_pair = (y[:, None] != y[None, :]) & (c[:, None] >= cfg.tau_src) & (c[None, :] <= cfg.tau_tgt)
     low = np.maximum(0, cfg.tau_low + 1 - c).astype(float)
-    return t_pair.astype(float), low
+    return t_pair, low
 
 
-def score_pool(pool: np.ndarray, answers: Sequence[str], confidences: Sequence[int],
+def score_pool(pool: Pool | np.ndarray, answers: Sequence[str], confidences: Sequence[int],
                influence: Sequence[float], cfg: RouterConfig, m: int | None = None) -> Terms:
-    """Scores of every candidate of ``pool`` (``(M, n, n)`` bool); fields are ``(M,)`` arrays.
+    """Scores of every candidate of ``pool``; the fields are ``(M,)`` arrays.
 
-    ``m`` defaults to the edge count of the first candidate (n k for relabellings).
+    ``pool`` is a :class:`~pear.graphs.Pool` or a boolean ``(M, n, n)`` adjacency tensor
+    whose candidates all have m edges (true of relabellings: m = n k; ``m`` defaults to it).
+    Per-edge terms are gathered from ``(n, n)`` and ``(n,)`` tables: O(M m) work.
     """
-    pool = np.asarray(pool, dtype=bool)
-    m = int(pool[0].sum()) if m is None else m
+    if not isinstance(pool, Pool):
+        adj = np.asarray(pool, dtype=bool)
+        cand, s, t = np.nonzero(adj)
+        per = len(cand) // len(adj)
+        if per * len(adj) != len(cand):
+            raise ValueError("every candidate of a pool must have the same number of edges")
+        pool = Pool(s.reshape(len(adj), per), t.reshape(len(adj), per), adj.shape[1])
+    src, tgt = pool.src, pool.tgt
+    m = src.shape[1] if m is None else m
     t_pair, low = _agent_terms(answers, confidences, cfg)
     rho = np.asarray(influence, dtype=float)
-    a = pool.astype(float)
-    d_out = a.sum(axis=2)                          # (M, n)
-    T = np.einsum("pst,st->p", a, t_pair) / m
-    I = d_out @ rho / m
-    L = d_out @ low / (m * cfg.tau_low)
+    T = t_pair[src, tgt].sum(axis=1) / m
+    I = rho[src].sum(axis=1) / m          # sum_s rho_s d_out(s) = sum over edges of rho_src
+    L = low[src].sum(axis=1) / (m * cfg.tau_low)
     S = cfg.alpha_T * T - cfg.alpha_I * I - cfg.alpha_L * L
     return Terms(S, T, I, L)
 
@@ -145,10 +152,11 @@ def route(state: RouterState, cfg: RouterConfig, rng: np.random.Generator) -> De
     pool = candidate_pool(state.base_edges, state.n, cfg.m_max, rng)
     terms = score_pool(pool, state.answers, state.confidences, state.influence, cfg)
     p = selection_probabilities(terms.score, cfg.tau)
-    i = int(rng.choice(len(p), p=p))
+    cdf = np.cumsum(p)
+    i = min(int(np.searchsorted(cdf, rng.random() * cdf[-1], side="right")), len(p) - 1)
     chosen = Terms(float(terms.score[i]), float(terms.T[i]), float(terms.I[i]),
                    float(terms.L[i]))
-    return Decision(edges=to_edges(pool[i]), pool_size=len(pool), terms=chosen,
+    return Decision(edges=pool.edges(i), pool_size=len(pool), terms=chosen,
                     score_min=float(terms.score.min()), score_max=float(terms.score.max()))
 
 
