@@ -26,6 +26,7 @@ __all__ = [
     "to_edges",
     "candidate_pool",
     "Pool",
+    "distinct_relabellings",
     "fixed_topology",
     "TOPOLOGIES",
 ]
@@ -120,7 +121,7 @@ def _first_distinct(pool: Pool) -> np.ndarray:
     return np.sort(first)
 
 
-@lru_cache(maxsize=256)
+@lru_cache(maxsize=64)
 def _distinct_relabellings(edges_key: tuple[tuple[int, int], ...], n: int) -> Pool:
     """All relabellings of a graph with distinct edge sets."""
     edges = np.array(edges_key, dtype=np.int64).reshape(-1, 2)
@@ -130,6 +131,14 @@ def _distinct_relabellings(edges_key: tuple[tuple[int, int], ...], n: int) -> Po
     out.src.setflags(write=False)
     out.tgt.setflags(write=False)
     return out
+
+
+def distinct_relabellings(edges: np.ndarray, n: int) -> Pool:
+    """Every relabelling of ``edges`` with a distinct edge set (enumerates all n! permutations;
+    for n <= 8)."""
+    if n > ENUMERATE_MAX_N:
+        raise ValueError(f"n={n} is too large to enumerate n! relabellings; use candidate_pool")
+    return _distinct_relabellings(tuple(map(tuple, np.asarray(edges).tolist())), n)
 
 
 def candidate_pool(edges: np.ndarray, n: int, m_max: int, rng: np.random.Generator) -> Pool:

@@ -107,14 +107,30 @@ def _fix_backslashes(s: str) -> str:
     return "".join(out)
 
 
+_DECODER = json.JSONDecoder(strict=False)
+
+
 def _loads(candidate: str) -> Any:
     for attempt in (candidate, _TRAILING_COMMA.sub(r"\1", candidate)):
-        for fixed in (_fix_backslashes(attempt), attempt):
+        tries = (_fix_backslashes(attempt), attempt) if "\\" in attempt else (attempt,)
+        for fixed in tries:
             try:
                 return json.loads(fixed, strict=False)
             except (json.JSONDecodeError, RecursionError):
                 continue
     return None
+
+
+def _fast(text: str) -> dict[str, Any] | None:
+    """The common case: a well-formed object without backslashes, decoded at C speed."""
+    start = text.find("{")
+    if start == -1 or "\\" in text:
+        return None
+    try:
+        obj, _ = _DECODER.raw_decode(text, start)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    return obj if isinstance(obj, dict) else None
 
 
 def extract_json(text: str) -> tuple[dict[str, Any] | None, str | None]:
@@ -127,6 +143,9 @@ def extract_json(text: str) -> tuple[dict[str, Any] | None, str | None]:
     """
     if not isinstance(text, str) or not text.strip():
         return None, "empty output"
+    obj = _fast(text)
+    if obj is not None:
+        return obj, None
     pieces = [m.group(1) for m in _FENCE.finditer(text)] + [text]
     for piece in pieces:
         start = piece.find("{")
@@ -211,7 +230,10 @@ def parse_answer(text: str) -> AnswerParse:
     >>> parse_answer('{"reasoning": "2+2", "answer": 4, "confidence": "5"}')
     AnswerParse(answer='4', confidence=5, reasoning='2+2', parse_error=None, decisions={})
     """
-    obj, err = extract_json(text)
+    return _answer_from(text, *extract_json(text))
+
+
+def _answer_from(text: str, obj: dict[str, Any] | None, err: str | None) -> AnswerParse:
     errors = []
     if obj is None:
         obj = {}
@@ -305,8 +327,8 @@ def parse_revision(text: str, n_critiques: int) -> RevisionParse:
     >>> r.decisions, r.answer, r.parse_error
     ({1: 'ACCEPT'}, 'B', 'missing decision for critique 2')
     """
-    base = parse_answer(text)
-    obj, _ = extract_json(text)
+    obj, err = extract_json(text)
+    base = _answer_from(text, obj, err)
     decisions: dict[int, str] = {}
     raw = obj.get("decisions") if isinstance(obj, dict) else None
     if isinstance(raw, list):

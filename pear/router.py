@@ -22,7 +22,8 @@ from typing import Sequence
 import numpy as np
 
 from pear.config import DebateConfig, Method, RouterConfig
-from pear.graphs import Pool, base_graph, candidate_pool, fixed_topology, to_adjacency
+from pear.graphs import (ENUMERATE_MAX_N, Pool, base_graph, candidate_pool,
+                         distinct_relabellings, fixed_topology, to_adjacency)
 
 __all__ = [
     "Terms",
@@ -147,9 +148,20 @@ def selection_probabilities(scores: np.ndarray, tau: float) -> np.ndarray:
     return w / w.sum()
 
 
-def route(state: RouterState, cfg: RouterConfig, rng: np.random.Generator) -> Decision:
-    """Sample the candidate pool, score it, and choose one graph with ``rng``."""
-    pool = candidate_pool(state.base_edges, state.n, cfg.m_max, rng)
+def route(state: RouterState, cfg: RouterConfig, rng: np.random.Generator,
+          relabellings: Pool | None = None) -> Decision:
+    """Sample the candidate pool, score it, and choose one graph with ``rng``.
+
+    ``relabellings`` (all distinct relabellings of the base graph, when known) saves the
+    enumeration; the pool drawn from it is the same as without it.
+    """
+    if relabellings is not None and len(relabellings) > cfg.m_max:
+        pool = relabellings.take(np.sort(rng.choice(len(relabellings), size=cfg.m_max,
+                                                    replace=False)))
+    elif relabellings is not None:
+        pool = relabellings
+    else:
+        pool = candidate_pool(state.base_edges, state.n, cfg.m_max, rng)
     terms = score_pool(pool, state.answers, state.confidences, state.influence, cfg)
     p = selection_probabilities(terms.score, cfg.tau)
     cdf = np.cumsum(p)
@@ -172,6 +184,8 @@ class Router:
         elif method.kind == "routed":
             self.fixed = None
             self.base = base_graph(self.n, debate.k, rng, method.router.base_graph)
+            self.relabellings = distinct_relabellings(self.base, self.n) \
+                if self.n <= ENUMERATE_MAX_N else None
         else:
             raise ValueError(f"method {method.name!r} has no debate rounds to route")
 
@@ -180,7 +194,7 @@ class Router:
         if self.fixed is not None:
             return Decision(edges=self.fixed)
         state = RouterState(state.answers, state.confidences, state.influence, self.base)
-        return route(state, self.method.router, rng)
+        return route(state, self.method.router, rng, self.relabellings)
 
 
 def make_router(method: Method, debate: DebateConfig, rng: np.random.Generator) -> Router:
