@@ -5,9 +5,10 @@
 completed before, and sends only the misses to ``inner`` in one ``generate`` call. A rerun
 with a warm cache therefore makes no model call. ``Request.meta`` is not part of the key.
 
-Only successful, non-empty completions are stored; errors and empty texts are not, so a
-later run retries them. Writes happen in one transaction per batch in WAL mode: a process
-killed mid-write leaves the previous consistent state.
+Only successful, non-empty completions are stored (truncated ones, ``finish_reason ==
+"length"``, included: they are what the model returned); errors and empty texts are not,
+so a later run retries them. Writes happen in one transaction per batch in WAL mode: a
+process killed mid-write leaves the previous consistent state.
 
 >>> from pear.backends.base import Completion, Request
 >>> class Echo:

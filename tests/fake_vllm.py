@@ -1,0 +1,132 @@
+"""A fake ``vllm`` package for contract tests of ``pear.backends.vllm``.
+
+``install(monkeypatch)`` puts module objects ``vllm`` and ``vllm.sampling_params`` into
+``sys.modules``. They provide ``LLM``, ``SamplingParams`` and ``StructuredOutputsParams``
+with the 0.33 names and record every call on the returned ``FakeVLLM``. ``SamplingParams``
+accepts only the keyword names vLLM 0.33 has, so a removed name such as ``guided_json``
+fails loudly (TypeError) instead of being ignored.
+"""
+from __future__ import annotations
+
+import sys
+import types
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+SAMPLING_PARAM_NAMES = frozenset({
+    "n", "presence_penalty", "frequency_penalty", "repetition_penalty", "temperature",
+    "top_p", "top_k", "min_p", "seed", "stop", "stop_token_ids", "ignore_eos", "max_tokens",
+    "min_tokens", "logprobs", "prompt_logprobs", "detokenize", "skip_special_tokens",
+    "spaces_between_special_tokens", "include_stop_str_in_output", "output_kind",
+    "structured_outputs", "logit_bias", "allowed_token_ids", "extra_args", "bad_words",
+})
+"""Keyword names of vLLM 0.33's ``SamplingParams`` that tests may use (a subset)."""
+
+
+@dataclass
+class StructuredOutputsParams:
+    """vLLM 0.33's structured-output constraint: exactly one kind may be set."""
+
+    json: str | dict | None = None
+    regex: str | None = None
+    choice: list[str] | None = None
+    grammar: str | None = None
+    json_object: bool | None = None
+    structural_tag: str | None = None
+
+    def __post_init__(self) -> None:
+        kinds = [self.json, self.regex, self.choice, self.grammar, self.json_object,
+                 self.structural_tag]
+        if sum(k is not None for k in kinds) != 1:
+            raise ValueError("exactly one structured-outputs constraint must be set")
+
+
+class SamplingParams:
+    """Records its keyword arguments; unknown names raise TypeError."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        unknown = set(kwargs) - SAMPLING_PARAM_NAMES
+        if unknown:
+            raise TypeError(f"SamplingParams got unexpected keyword arguments {sorted(unknown)}")
+        self.kwargs = kwargs
+        for key, value in kwargs.items():
+            setattr(self, key, value)
+
+
+@dataclass
+class CompletionOutput:
+    """The subset of vLLM's ``CompletionOutput`` the backend reads."""
+
+    text: str
+    token_ids: list[int]
+    finish_reason: str | None = "stop"
+    index: int = 0
+
+
+@dataclass
+class RequestOutput:
+    """The subset of vLLM's ``RequestOutput`` the backend reads."""
+
+    prompt_token_ids: list[int]
+    outputs: list[CompletionOutput]
+    num_cached_tokens: int | None = None
+
+
+def default_responder(conversation: list[dict[str, str]], params: SamplingParams) -> RequestOutput:
+    """Echo the last user message as JSON; prompt tokens = words of all messages."""
+    prompt_words = sum(len(m["content"].split()) for m in conversation)
+    text = '{"echo": "%s", "seed": %d}' % (conversation[-1]["content"], params.seed)
+    return RequestOutput(
+        prompt_token_ids=list(range(prompt_words)),
+        outputs=[CompletionOutput(text=text, token_ids=list(range(len(text.split()))))],
+        num_cached_tokens=None,
+    )
+
+
+@dataclass
+class FakeVLLM:
+    """What the fake modules recorded, and how ``LLM.chat`` answers."""
+
+    responder: Callable[[list[dict[str, str]], SamplingParams], RequestOutput] = default_responder
+    reject: Callable[[list[dict[str, str]]], bool] = lambda conversation: False
+    """Conversations for which ``chat`` raises ValueError (like a too-long prompt)."""
+    llm_inits: list[dict[str, Any]] = field(default_factory=list)
+    chat_calls: list[dict[str, Any]] = field(default_factory=list)
+    version: str = "0.33.0"
+
+    def modules(self) -> dict[str, types.ModuleType]:
+        """Fresh ``vllm`` and ``vllm.sampling_params`` module objects bound to this fake."""
+        fake = self
+
+        class LLM:
+            def __init__(self, model: str, **kwargs: Any) -> None:
+                fake.llm_inits.append({"model": model, **kwargs})
+
+            def chat(self, messages: Any, sampling_params: Any = None, use_tqdm: Any = True,
+                     **kwargs: Any) -> list[RequestOutput]:
+                fake.chat_calls.append({"messages": messages, "sampling_params": sampling_params,
+                                        "use_tqdm": use_tqdm, **kwargs})
+                if any(fake.reject(conv) for conv in messages):
+                    raise ValueError("prompt is longer than the maximum model length")
+                params = (sampling_params if isinstance(sampling_params, list)
+                          else [sampling_params] * len(messages))
+                return [fake.responder(conv, p) for conv, p in zip(messages, params)]
+
+        sampling = types.ModuleType("vllm.sampling_params")
+        sampling.SamplingParams = SamplingParams
+        sampling.StructuredOutputsParams = StructuredOutputsParams
+        root = types.ModuleType("vllm")
+        root.__path__ = []  # a package, so "vllm.sampling_params" imports
+        root.__version__ = self.version
+        root.LLM = LLM
+        root.SamplingParams = SamplingParams
+        root.sampling_params = sampling
+        return {"vllm": root, "vllm.sampling_params": sampling}
+
+
+def install(monkeypatch: Any, **kwargs: Any) -> FakeVLLM:
+    """Put a fake ``vllm`` into ``sys.modules`` for one test; returns its recorder."""
+    fake = FakeVLLM(**kwargs)
+    for name, module in fake.modules().items():
+        monkeypatch.setitem(sys.modules, name, module)
+    return fake
