@@ -1,0 +1,418 @@
+"""Answer canonicalisation and grading: tables of real answer shapes per benchmark, round trips
+over every gold answer, adversarial inputs, the MATH grader's timeout guard and threads."""
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pear import data, mathgrade, tasks
+from pear.data import Question
+from pear.tasks import Grade
+
+XF = pytest.mark.xfail
+
+
+def limitation(pred: str, gold: str, expected: bool, reason: str):
+    """A case the grader gets wrong today: expected is the right answer, marked xfail."""
+    return pytest.param(pred, gold, expected, marks=XF(reason=reason, strict=True))
+
+
+def question(dataset: str, gold_raw: str, n_options: int | None = None) -> Question:
+    """A synthetic question with this gold answer (multiple choice: gold is the shown letter)."""
+    task = tasks.get(dataset)
+    choices = None if n_options is None else tuple(f"option {i}" for i in range(n_options))
+    gold = gold_raw if n_options else task.canonical(gold_raw)
+    return Question(id="t", dataset=dataset, question="q", task="q", choices=choices, gold=gold,
+                    gold_raw=gold_raw, permutation=None if choices is None else
+                    tuple(range(n_options or 0)), meta={})
+
+
+@pytest.fixture(scope="module", autouse=True)
+def warm_math_worker():
+    """Start the Math-Verify worker once, so per-case timings measure grading only."""
+    assert mathgrade.verify("1", "1") == ("ok", True)
+
+
+LONG_TEXT = "Let us think step by step. " * 370  # ~10k characters
+DEEP = "{" * 500 + "1" + "}" * 500
+
+# ---------------------------------------------------------------------------------------------
+# GSM8K: (prediction, gold, expected)
+
+GSM8K_CASES = [
+    # plain and formatted integers
+    ("18", "18", True), ("  18\n", "18", True), ("18.", "18", True), ("18.0", "18", True),
+    ("18.00", "18", True), ("$18", "18", True), ("$18.00", "18", True), ("18 dollars", "18", True),
+    ("\\$18", "18", True), ("**18**", "18", True), ("\\boxed{18}", "18", True),
+    ("0018", "18", True),
+    # thousands separators
+    ("1,000", "1000", True), ("1000.0", "1000", True), ("$1,000", "1000", True),
+    ("1,000,000 apples", "1000000", True), ("70,000.00", "70000", True),
+    # the last number in a sentence or a worked line
+    ("The answer is 42.", "42", True), ("She makes 16 - 3 - 4 = 9 eggs, 9 * 2 = 18", "18", True),
+    ("x = 5", "5", True), ("5 apples", "5", True), ("Total: 1,234,567", "1234567", True),
+    ("It took 3 hours and 20 minutes, so 200", "200", True), ("answer: 7 cups", "7", True),
+    # negatives (ASCII and unicode minus), a hyphen between numbers is not a sign
+    ("-10", "-10", True), ("\u221210", "-10", True), ("-$10", "-10", True), ("$-10", "-10", True),
+    ("It dropped to -3 degrees", "-3", True), ("10-5", "-5", False), ("between 3-5", "-5", False),
+    # decimals, fractions, percent
+    ("6/2", "3", True), ("\\frac{36}{2}", "18", True), ("50%", "50", True), ("2.5", "2.5", True),
+    ("5/2", "2.5", True), ("2 1/2", "2.5", True), ("0.5", ".5", True), ("1/3", "0.33", False),
+    # wrong numbers
+    ("17", "18", False), ("18.5", "18", False), ("-18", "18", False), ("180", "18", False),
+    ("1.8", "18", False), ("18 then 20", "18", False), ("10,000", "1000", False),
+    ("1000.01", "1000", False), ("12,5", "125", False), ("$18.01", "18", False),
+    ("3 + 4 = 8", "7", False), ("0", "18", False),
+    # no number: parse failure
+    ("", "18", False), ("   ", "18", False), ("no idea", "18", False), ("N/A", "18", False),
+    ("\\boxed{}", "18", False), ("2/0", "18", False),
+    # adversarial inputs (also timed)
+    (LONG_TEXT + "18", "18", True), ("9" * 10000, "18", False), ("1," * 5000, "1", True),
+    ("-" * 10000 + "5", "-5", True), ("$" * 10000, "18", False), (DEEP, "1", True),
+    # known limitations
+    limitation("eighteen", "18", True, "number words are not read"),
+    limitation("1e3", "1000", True, "scientific notation is not read"),
+    limitation("1 000", "1000", True, "space as thousands separator is not read"),
+]
+
+
+@pytest.mark.parametrize("pred, gold, expected", GSM8K_CASES)
+def test_gsm8k_grading_table(pred: str, gold: str, expected: bool) -> None:
+    start = time.perf_counter()
+    assert tasks.get("gsm8k").grade(pred, question("gsm8k", gold)) is expected
+    assert time.perf_counter() - start < 1.0
+
+
+def test_gsm8k_canonical_forms_coincide() -> None:
+    canon = tasks.get("gsm8k").canonical
+    assert {canon(t) for t in ["1,000", "1000.0", "$1000", "1000 dollars", "1000.00"]} == {"1000"}
+    assert [canon(t) for t in ["-3", "2.50", "3/4", "1/3", "", "none"]] == \
+        ["-3", "2.5", "0.75", "1/3", "", ""]
+
+
+# ---------------------------------------------------------------------------------------------
+# Multiple choice (gold "C"): (prediction, expected) for both MMLU-Pro and TruthfulQA
+
+LETTER_CASES = [
+    # the bare letter in its usual dresses
+    ("C", True), ("c", True), ("(C)", True), ("(c)", True), ("C.", True), ("C)", True),
+    ("[C]", True), (" C \n", True), ("**C**", True), ("\\boxed{C}", True),
+    ("$\\boxed{\\text{C}}$", True), ("\\text{(C)}", True), ("C:", True),
+    # keyword phrasings
+    ("Option C", True), ("option c", True), ("Option (C)", True), ("The answer is C", True),
+    ("The answer is (C).", True), ("The answer is: C", True), ("Answer: C", True),
+    ("answer: c", True), ("The correct answer is C because it is true.", True),
+    ("I choose option C.", True), ("Final answer: C", True), ("The best option is C", True),
+    ("choice C", True), ("The answer is C, not A.", True),
+    ("Answer: C. Explanation: option A is wrong", True), ("I think the answer is (c)", True),
+    # a letter followed by the option text
+    ("C. option 2", True), ("(C) option 2", True), ("C) option 2", True),
+    ("The option (C) fits", True),
+    # wrong letters
+    ("A", False), ("B", False), ("D", False), ("(D)", False), ("Option D", False),
+    ("The answer is D", False), ("d", False), ("a.", False), ("Answer: B", False),
+    ("B. option 1", False), ("Final answer: A", False),
+    # letters beyond the shown options are wrong, never a random pick
+    ("Z", False), ("The answer is Z", False), ("(Q)", False), ("Option X", False),
+    # no single letter: parse failure, never correct
+    ("", False), ("   ", False), ("I don't know", False), ("None of the above", False),
+    ("the answer is a cat", False), ("42", False), ("A and C", False),
+    ("The answer is A or C", False), ("(A) is wrong but (C) is right", False),
+    ("The answer is I think C", False), ("option 2", False),
+    # adversarial inputs (also timed)
+    (LONG_TEXT, False), (LONG_TEXT + " The answer is C.", True), ("A" * 10000, False),
+    ("(" * 10000, False), ("\\boxed{" + " " * 10000 + "C", False), ("answer is " * 1000, False),
+    (DEEP, False),
+]
+
+RANGE_CASES = {  # letters inside the range of one dataset's options but not the other's
+    "truthfulqa": [("E", 4, False), ("The answer is D", 4, False), ("D", 4, False),
+                   ("J", 4, False), ("B", 2, False), ("C", 3, True)],
+    "mmlu_pro": [("J", 10, False), ("K", 10, False), ("Option K", 10, False),
+                 ("C", 3, True), ("D", 3, False), ("(J)", 10, False)],
+}
+
+
+@pytest.mark.parametrize("dataset", ["mmlu_pro", "truthfulqa"])
+@pytest.mark.parametrize("pred, expected", LETTER_CASES)
+def test_choice_grading_table(dataset: str, pred: str, expected: bool) -> None:
+    n_options = 10 if dataset == "mmlu_pro" else 4
+    start = time.perf_counter()
+    assert tasks.get(dataset).grade(pred, question(dataset, "C", n_options)) is expected
+    assert time.perf_counter() - start < 1.0
+
+
+@pytest.mark.parametrize("dataset, pred, n_options, expected",
+                         [(d, *row) for d, rows in RANGE_CASES.items() for row in rows])
+def test_choice_letter_must_be_a_shown_option(dataset: str, pred: str, n_options: int,
+                                              expected: bool) -> None:
+    assert tasks.get(dataset).grade(pred, question(dataset, "C", n_options)) is expected
+
+
+def test_out_of_range_letter_is_wrong_even_when_it_equals_a_bad_gold() -> None:
+    q = question("truthfulqa", "E", 4)  # a corrupted gold beyond the options is never matched
+    assert tasks.get("truthfulqa").grade_detail("E", q) == Grade(False)
+
+
+# ---------------------------------------------------------------------------------------------
+# MATH-500: (prediction, gold as in the dataset, expected)
+
+VEC3 = r"\begin{pmatrix} -7 \\ 16 \\ 5 \end{pmatrix}"
+
+MATH_CASES = [
+    # fractions: every spelling of one half
+    (r"\frac12", r"\frac{1}{2}", True), ("0.5", r"\frac{1}{2}", True),
+    ("1/2", r"\frac{1}{2}", True),
+    (r"\dfrac{1}{2}", r"\frac{1}{2}", True), (r"\boxed{\frac{1}{2}}", r"\frac{1}{2}", True),
+    (r"The answer is $\frac{1}{2}$.", r"\frac{1}{2}", True), ("0.75", r"\tfrac{3}{4}", True),
+    ("-0.375", r"-\frac{3}{8}", True), (r"\frac{9}{5}", r"1\frac{4}{5}", True),
+    ("1.8", r"1\frac{4}{5}", True), (r"\frac{1}{2}\text{ hours}", r"\frac{1}{2}", True),
+    # radicals and pi
+    (r"\sqrt{20}", r"2\sqrt{5}", True), (r"\frac{1}{\sqrt{3}}", r"\frac{\sqrt{3}}{3}", True),
+    (r"2 \pi", r"2\pi", True), (r"\frac{20000}{\pi}", r"\frac{20000}{\pi}", True),
+    # thousands separators and money
+    ("58500", "58,500", True), ("32348", r"\$32,\!348", True), (r"\$32,348", r"\$32,\!348", True),
+    ("10080", r"10,\!080", True), ("18.9", r"\$18.90", True),
+    # degrees and units in \text{}
+    ("30", r"30^\circ", True), (r"30^{\circ}", r"30^\circ", True), ("30\u00b0", r"30^\circ", True),
+    ("30 degrees", r"30^\circ", True), (r"30\text{ degrees}", r"30^\circ", True),
+    ("15", r"15\mbox{ cm}^2", True), (r"15 \text{ cm}^2", r"15\mbox{ cm}^2", True),
+    ("5.4", r"5.4 \text{ cents}", True),
+    # intervals, tuples, sets, plus-minus
+    (r"(2, \infty)", r"(2,\infty)", True),
+    (r"(-\infty,2)\cup(3,\infty)", r"(-\infty, 2) \cup (3, \infty)", True),
+    ("[-2,7]", r"x \in [-2,7]", True),
+    (r"(0.6, \frac{8}{3}]", r"\left(\frac{3}{5},\frac{8}{3}\right]", True),
+    (r"(3, \frac{\pi}{2})", r"\left( 3, \frac{\pi}{2} \right)", True),
+    (r"\left(3,\frac\pi2\right)", r"\left( 3, \frac{\pi}{2} \right)", True),
+    ("7, 5, 3", "3, 5, 7", True), ("-2, 1", "1,-2", True),
+    (r"3+2\sqrt{2}, 3-2\sqrt{2}", r"3 \pm 2 \sqrt{2}", True),
+    # matrices and complex numbers
+    (r"\begin{pmatrix}-7\\16\\5\end{pmatrix}", VEC3, True),
+    (r"\begin{pmatrix} 0.2 \\ -3.6 \end{pmatrix}",
+     r"\begin{pmatrix} 1/5 \\ -18/5 \end{pmatrix}", True),
+    ("9i+6", "6+9i", True), ("1-12i", "1 - 12i", True),
+    # expressions, equations, text answers
+    ("3x+x^3-6", "x^3+3x-6", True), ("y=2x+3", "y = 2x + 3", True), ("5", "x=5", True),
+    ("2(k+1)", "2k+2", True), (r"\frac{\cos x}{\sin x}", r"\cot x", True),
+    ("Evelyn", r"\text{Evelyn}", True), ("C", r"\text{(C)}", True), ("(C)", r"\text{(C)}", True),
+    ("east", r"\text{east}", True),
+    # wrong but close
+    ("0.33", r"\frac{1}{3}", False), ("0.3", r"\frac{1}{3}", False), ("3.14", r"\pi", False),
+    ("1.41", r"\sqrt{2}", False), (r"[2,\infty)", r"(2,\infty)", False), ("(3,4)", "(3,4]", False),
+    (r"\frac{2}{3}", r"\frac{3}{2}", False), ("4", "-4", False), ("(-2, 8)", "(8,-2)", False),
+    (r"\begin{pmatrix} -7 \\ 16 \end{pmatrix}", VEC3, False),
+    ("6-9i", "6+9i", False), ("x^3+3x+6", "x^3+3x-6", False),
+    (r"\text{Navin}", r"\text{Evelyn}", False),
+    ("D", r"\text{(C)}", False), ("100", "10", False), ("5", r"\sqrt{5}", False),
+    (r"\sqrt{10}", r"2\sqrt{5}", False), ("y=2x-3", "y = 2x + 3", False),
+    ("3, 5", "3, 5, 7", False),
+    (r"1+\sqrt{5}, -2", r"\{1\pm\sqrt{5},-2\}", False), (r"\text{west}", r"\text{east}", False),
+    ("2k", "2k+2", False), ("x=6", "x=5", False), (r"60^\circ", r"30^\circ", False),
+    (r"-\infty", r"\infty", False), ("y^2", "x^2", False),
+    # no answer: parse failure
+    ("", "5", False), ("   ", "5", False), ("$$", "5", False), (r"\boxed{}", "5", False),
+    # adversarial inputs (timed below)
+    (LONG_TEXT, "5", False), (LONG_TEXT + r"\boxed{\frac12}", "0.5", True), (DEEP, "1", False),
+    ("1+" * 5000 + "1", "5001", False), ("\\frac{" * 2000, "1", False), ("}{" * 5000, "1", False),
+    ("$" * 10000, "1", False), ("\\\\(" * 3000, "1", False),
+    ("\\boxed{" * 1500 + "2", "2", True),  # an unclosed box: what follows it
+    (r"\sqrt{" * 300 + "2" + "}" * 300, "2", False), ("\x00\ufffd" * 3000, "1", False),
+    # known limitations of the grader
+    limitation(r"-2 \le x \le 7", r"x \in [-2,7]", True,
+               "math-verify compares a relation with an interval only if the prediction is a set"),
+    limitation("0.333333", r"\frac{1}{3}", False, "math-verify rounds floats to 6 decimals"),
+    limitation("ab+2a+5b+10", "(a+5)(b+2)", False,
+               "the grader checks the value, not the requested form (factored)"),
+    limitation("1e3", "1000", True, "scientific notation is read as 1*e*3"),
+]
+
+
+@pytest.mark.parametrize("pred, gold, expected", MATH_CASES)
+def test_math_grading_table(pred: str, gold: str, expected: bool) -> None:
+    start = time.perf_counter()
+    assert tasks.get("math500").grade(pred, question("math500", gold)) is expected
+    assert time.perf_counter() - start < 1.0
+
+
+@pytest.mark.parametrize("pred", ["", "   ", "$$", r"\boxed{}", DEEP, "x" * 10000])
+def test_math_unreadable_answer_is_a_parse_failure(pred: str) -> None:
+    assert tasks.get("math500").grade_detail(pred, question("math500", "5")) == \
+        Grade(False, parse_failure=True)
+
+
+@pytest.mark.parametrize("dataset, n_options", [("gsm8k", None), ("truthfulqa", 4),
+                                                ("mmlu_pro", 10)])
+def test_empty_answer_is_a_parse_failure(dataset: str, n_options: int | None) -> None:
+    gold = "C" if n_options else "5"
+    assert tasks.get(dataset).grade_detail("", question(dataset, gold, n_options)) == \
+        Grade(False, parse_failure=True)
+
+
+def test_math_canonical_cleaning() -> None:
+    canon = tasks.get("math500").canonical
+    assert canon(r"$\boxed{\dfrac{1}{2}}$.") == canon(r"\tfrac12") == r"\frac{1}{2}"
+    assert canon(r"\left[ 2, 5 \right)") == "[2,5)"
+    assert canon(r"30^{\circ}") == canon("30\u00b0") == r"30^\circ"
+    assert canon(r"10,\!080") == "10,080"
+    assert canon(r"\cot x") == r"\cot x"  # the space between letters survives
+    assert canon(r"Final answer: \(x = 3\).") == "x=3"
+    assert canon(r"\boxed{1} and then \boxed{\sqrt2}") == r"\sqrt{2}"
+    assert canon(r"\begin{pmatrix} 1 \\ 2 \end{pmatrix}") == r"\begin{pmatrix}1\\2\end{pmatrix}"
+
+
+def test_math_grader_timeout_is_wrong_and_recovers() -> None:
+    task = tasks.MathTask("math500", timeout_s=0.5)
+    tower = "9^{9^{9^{9}}}"  # sympy would work on this for minutes
+    start = time.perf_counter()
+    assert task.grade_detail(tower, question("math500", "2")) == Grade(False, timeout=True)
+    assert time.perf_counter() - start < 5.0
+    assert task.grade_detail("4/2", question("math500", "2")) == Grade(True)  # a fresh worker
+    start = time.perf_counter()
+    assert task.grade_detail(tower, question("math500", "2")).timeout  # cached: no new wait
+    assert time.perf_counter() - start < 0.1
+
+
+def test_math_grading_from_threads() -> None:
+    task = tasks.get("math500")
+    pairs = [(f"\\frac{{{2 * i}}}{{4}}", f"{i}/2", True) for i in range(1, 9)] + \
+            [(f"{i}", f"{i + 1}", False) for i in range(100, 108)]
+
+    def run(row):
+        pred, gold, expected = row
+        return task.grade(pred, question("math500", gold)) is expected
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        assert all(pool.map(run, pairs))
+    result: list[bool] = []
+    q = question("math500", r"\frac14")
+    t = threading.Thread(target=lambda: result.append(task.grade("0.25", q)))
+    t.start()
+    t.join()
+    assert result == [True]
+
+
+def test_math_timeout_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="timeout_s=0"):
+        tasks.MathTask("math500", timeout_s=0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Round trips over every gold answer
+
+
+def test_math500_every_gold_round_trips() -> None:
+    task = tasks.get("math500")
+    qs = data.load("math500")
+    failed = [(q.id, q.gold_raw, q.gold) for q in qs
+              if not task.grade(task.canonical(q.gold_raw), q)]
+    print(f"MATH-500 round trip: {len(qs) - len(failed)}/{len(qs)}")
+    assert failed == []
+    assert all(task.canonical(q.gold) == q.gold for q in qs), "canonical is idempotent"
+
+
+def test_math500_distinct_golds_are_not_equal() -> None:
+    task = tasks.get("math500")
+    qs = data.load("math500")
+    pairs = [(a, b) for a, b in zip(qs, qs[1:]) if a.gold != b.gold]
+    equal = [(a.gold_raw, b.gold) for a, b in pairs if task.grade(b.gold, a)]
+    assert equal == [("5", "x=5")]  # the only neighbour pair with the same value
+
+
+def test_gsm8k_every_gold_round_trips() -> None:
+    task = tasks.get("gsm8k")
+    qs = data.load("gsm8k")
+    assert all(task.grade(task.canonical(q.gold_raw), q) for q in qs)
+    assert all(task.grade(f"The answer is ${int(q.gold_raw):,}.", q) for q in qs)
+    assert not any(task.grade(str(int(q.gold_raw) + 1), q) for q in qs)
+
+
+@pytest.mark.parametrize("dataset", ["truthfulqa", "mmlu_pro"])
+def test_choice_every_gold_round_trips(dataset: str) -> None:
+    task = tasks.get(dataset)
+    qs = data.load(dataset) if dataset == "truthfulqa" else data.load(dataset, n=2000, seed=0)
+    assert all(task.grade(f"The answer is ({q.gold})", q) for q in qs)
+    for q in qs:
+        other = next(l for l in "ABCDEFGHIJ"[:len(q.choices)] if l != q.gold)
+        assert not task.grade(other, q)
+
+
+# ---------------------------------------------------------------------------------------------
+# Equivalence and buckets (used by the vote, the router and influence)
+
+
+def test_math_buckets_cluster_what_the_grader_calls_equal() -> None:
+    task = tasks.get("math500")
+    answers = [r"\frac{1}{2}", "0.5", "", "1/2", "3", r"\frac{6}{2}", "x"]
+    assert task.buckets(answers) == ["0.5", "0.5", "", "0.5", "3", "3", "x"]
+    # independent of the agents' order: each answer keeps its bucket under any permutation
+    order = [4, 6, 0, 3, 1, 5, 2]
+    assert task.buckets([answers[i] for i in order]) == [task.buckets(answers)[i] for i in order]
+
+
+def test_equivalent() -> None:
+    math = tasks.get("math500")
+    assert math.equivalent(r"\frac{1}{2}", "0.5") and math.equivalent("0.5", r"\frac{1}{2}")
+    assert math.equivalent("x=5", "5") and math.equivalent("5", "x=5")
+    assert not math.equivalent(r"\frac{1}{3}", "0.33")
+    assert not math.equivalent("", "") and not math.equivalent("", "1")
+    gsm = tasks.get("gsm8k")
+    assert gsm.equivalent("1000", "1000") and not gsm.equivalent("1000", "100")
+    assert gsm.buckets(["2", "", "3", "2"]) == ["2", "", "3", "2"]
+    assert tasks.get("mmlu_pro").buckets(["A", "B", "A", ""]) == ["A", "B", "A", ""]
+
+
+def test_get_unknown_task_names_it() -> None:
+    with pytest.raises(ValueError, match="'math'"):
+        tasks.get("math")
+    assert {tasks.get(d).name for d in data.DATASETS} == set(data.DATASETS)
+
+
+def test_cached_math_grading_is_fast() -> None:
+    task, q = tasks.get("math500"), question("math500", r"\frac{7}{13}")
+    assert task.grade(r"\frac{14}{26}", q)
+    start = time.perf_counter()
+    for _ in range(1000):
+        assert task.grade(r"\frac{14}{26}", q)
+    assert (time.perf_counter() - start) / 1000 < 1e-3
+
+
+# ---------------------------------------------------------------------------------------------
+# Properties
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(-10**12, 10**12), st.integers(1, 1000))
+def test_gsm8k_number_spellings_share_one_canonical_form(num: int, den: int) -> None:
+    from fractions import Fraction
+    canon = tasks.get("gsm8k").canonical
+    value = Fraction(num, den)
+    text = tasks.format_number(value)
+    assert canon(text) == text and Fraction(text) == value
+    assert canon(f"The answer is {num}/{den}.") == text
+    if den == 1:
+        assert canon(f"${num:,}.00 dollars") == canon(f"{num}.0") == str(num)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from("ABCDEFGHIJ"), st.sampled_from(
+    ["{}", "({})", "{}.", "Option {}", "The answer is {}", "Answer: ({})", "**{}**",
+     "\\boxed{{{}}}", "{}. some option text", "The final answer is {}."]), st.booleans())
+def test_choice_templates_read_the_letter(letter: str, template: str, lower: bool) -> None:
+    shown = letter.lower() if lower and "(" in template else letter
+    assert tasks.get("mmlu_pro").canonical(template.format(shown)) == letter
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.sampled_from(["1", "2", "", "-3", "0.5", "1/3"]), min_size=1, max_size=7),
+       st.randoms(use_true_random=False))
+def test_buckets_are_permutation_equivariant(answers: list[str], rnd) -> None:
+    task = tasks.get("gsm8k")
+    order = list(range(len(answers)))
+    rnd.shuffle(order)
+    assert task.buckets([answers[i] for i in order]) == [task.buckets(answers)[i] for i in order]
