@@ -21,6 +21,7 @@ from typing import Literal, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+from scipy.stats import entropy as scipy_entropy
 
 from pear.config import (CONFIDENCE_MAX, CONFIDENCE_MIN, DEBATE_METHODS, FIXED_TOPOLOGIES,
                          METHOD_LABELS, METHODS, method as _method)
@@ -177,7 +178,8 @@ def critique_rates(critiques: pd.DataFrame, agent_rounds: pd.DataFrame | None = 
     >>> c = pd.DataFrame({"model": "m", "dataset": "d", "method": "pear", "delivered": True,
     ...     "decision": ["ACCEPT", "REJECT", None], "cross_answer": [True, False, True],
     ...     "source_confidence": [5, 3, 1]})
-    >>> critique_rates(c)[["acceptance", "cross_answer", "source_confidence"]].round(3).values.tolist()
+    >>> out = critique_rates(c)[["acceptance", "cross_answer", "source_confidence"]]
+    >>> out.round(3).values.tolist()
     [[0.5, 0.667, 0.5]]
     """
     by = list(by)
@@ -218,8 +220,7 @@ def influence_entropy(influence: Sequence[float] | np.ndarray) -> float:
     total = rho.sum()
     if rho.size <= 1 or total <= 0:
         return 0.0
-    p = rho[rho > 0] / total
-    return float(min(1.0, max(0.0, -(p * np.log(p)).sum() / np.log(rho.size))))
+    return float(min(1.0, max(0.0, scipy_entropy(rho) / np.log(rho.size))))
 
 
 def mean_influence_entropy(debates: pd.DataFrame, by: Sequence[str] = GROUP) -> pd.DataFrame:
@@ -300,13 +301,14 @@ def gains(acc: pd.DataFrame, method: str = "pear", against: str = "best_fixed") 
         fixed = [m for m in FIXED_TOPOLOGIES if m in table]
         if not fixed:
             raise ValueError(f"no fixed topology ({', '.join(FIXED_TOPOLOGIES)}) in the table")
-        ref, name = table[fixed].max(axis=1), table[fixed].idxmax(axis=1)
+        known = table[fixed].dropna(how="all")
+        ref, name = known.max(axis=1), known.idxmax(axis=1)
     elif against in table:
         ref, name = table[against], pd.Series(against, index=table.index)
     else:
         raise ValueError(f"reference {against!r} has no accuracy in the table")
-    out = pd.DataFrame({"reference": name, "reference_accuracy": ref,
-                        "accuracy": table[method]}).dropna(subset=["reference_accuracy", "accuracy"])
+    out = pd.DataFrame({"reference": name, "reference_accuracy": ref, "accuracy": table[method]})
+    out = out.dropna(subset=["reference_accuracy", "accuracy"])
     out["gain"] = (100 * (out["accuracy"] - out["reference_accuracy"])).round(10)
     return _sorted(out.reset_index(), ["model", "dataset"])
 
@@ -355,7 +357,7 @@ def pareto_front(tokens: Sequence[float], accuracy: Sequence[float]) -> np.ndarr
 def paired(debates: pd.DataFrame, method_a: str, method_b: str) -> pd.DataFrame:
     """0/1 correctness of two methods on the same (model, dataset, seed, question_id):
     columns ``model, dataset, seed, question_id, correct_a, correct_b`` (inner join), the
-    input of :func:`pear.stats.mcnemar_table`."""
+    input of :func:`pear.stats.mcnemar_table` and :func:`pear.stats.significance`."""
     keys = ["model", "dataset", "seed", "question_id"]
     sides = []
     for name, suffix in ((method_a, "a"), (method_b, "b")):

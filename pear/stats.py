@@ -5,6 +5,8 @@ Every test statistic comes from statsmodels or scipy; this module only names the
 draws from a global random state: every resampling takes an explicit
 ``numpy.random.Generator``.
 
+:func:`significance` builds the study's significance table from debate records.
+
 Conventions for a paired comparison of method A with method B on the same questions:
 ``b`` = questions A gets right and B gets wrong, ``c`` = A wrong and B right (the
 discordant pairs); the study's significance table has A = PEAR, B = the strongest fixed
@@ -26,11 +28,15 @@ from dataclasses import dataclass
 from typing import Literal, Sequence
 
 import numpy as np
+import pandas as pd
 from scipy import stats as sps
 from statsmodels.stats.contingency_tables import mcnemar as _sm_mcnemar
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.power import NormalIndPower
 from statsmodels.stats.proportion import proportion_confint, proportion_effectsize
+
+from pear.config import FIXED_TOPOLOGIES
+from pear.metrics import paired
 
 __all__ = [
     "McNemarResult",
@@ -43,6 +49,7 @@ __all__ = [
     "bootstrap_diff",
     "holm",
     "stars",
+    "significance",
 ]
 
 
@@ -125,7 +132,8 @@ def wilson(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
     if k > n:
         raise ValueError(f"invalid k={k}: more successes than trials n={n}")
     low, high = proportion_confint(k, n, alpha=alpha, method="wilson")
-    return float(np.clip(low, 0.0, 1.0)), float(np.clip(high, 0.0, 1.0))
+    # the Wilson bounds are exactly 0 at k = 0 and 1 at k = n; remove float round-off
+    return (0.0 if k == 0 else float(low)), (1.0 if k == n else float(high))
 
 
 @dataclass(frozen=True)
@@ -174,9 +182,10 @@ def spearman(x: Sequence[float], y: Sequence[float], permutation: bool = False,
 
     ``permutation=False``: scipy's ``spearmanr`` p-value (t approximation; the one the
     study's rank-agreement table prints).  ``permutation=True``: a two-sided permutation
-    p-value from ``scipy.stats.permutation_test`` over pairings; exact enumeration when
-    n! <= ``n_resamples`` (n <= 7 with the default; pass ``n_resamples=40320`` for n = 8),
-    otherwise ``n_resamples`` random pairings drawn from ``rng``, which is then required.
+    p-value from ``scipy.stats.permutation_test`` over pairings, the statistic being
+    Pearson's r of the ranks (= Spearman's rho); every pairing is enumerated (an exact
+    p-value) when n <= 8 or n! <= ``n_resamples``, otherwise ``n_resamples`` random
+    pairings are drawn from ``rng``, which is then required.
 
     >>> spearman([1, 2, 3, 4], [10, 20, 30, 40])[0]
     1.0
@@ -193,13 +202,17 @@ def spearman(x: Sequence[float], y: Sequence[float], permutation: bool = False,
     rho = float(res.statistic)
     if not permutation:
         return rho, float(res.pvalue)
-    exact = math.factorial(xa.size) <= n_resamples
+    exact = xa.size <= 8 or math.factorial(xa.size) <= n_resamples
     if not exact and rng is None:
         raise ValueError(f"n={xa.size} points need {n_resamples} random pairings: pass "
                          "rng=numpy.random.default_rng(seed)")
+    rx, ry = sps.rankdata(xa), sps.rankdata(ya)
+
+    def rank_corr(a: np.ndarray, axis: int = -1) -> np.ndarray:
+        return sps.pearsonr(a, np.broadcast_to(ry, a.shape), axis=axis).statistic
+
     kwargs = {} if exact else _rng_kwargs(sps.permutation_test, rng)
-    perm = sps.permutation_test((xa,), lambda a: sps.spearmanr(a, ya).statistic,
-                                permutation_type="pairings",
+    perm = sps.permutation_test((rx,), rank_corr, permutation_type="pairings", vectorized=True,
                                 n_resamples=np.inf if exact else n_resamples, **kwargs)
     return rho, float(perm.pvalue)
 
@@ -256,3 +269,46 @@ def stars(p: float) -> str:
     if p is None or not np.isfinite(p):
         return ""
     return "***" if p < 0.001 else "**" if p < 0.01 else "*" if p < 0.05 else ""
+
+
+_SIGNIFICANCE_COLUMNS = ["model", "dataset", "best_baseline", "best_baseline_acc", "pear_acc",
+                         "n_pairs", "b", "c", "chi2", "p_exact", "win_rate", "wilson_low",
+                         "wilson_high", "power", "power_exact"]
+
+
+def significance(debates: pd.DataFrame, method: str = "pear", against: str = "best_fixed",
+                 alpha: float = 0.05) -> pd.DataFrame:
+    """The study's significance table from records, per (model, dataset): ``best_baseline``
+    (``against``, or the fixed topology of highest accuracy), ``best_baseline_acc``,
+    ``pear_acc`` (``method``'s accuracy, over all seeds' questions), the discordant pairs
+    ``b`` (method right, baseline wrong) and ``c``, ``chi2``, ``p_exact``, ``win_rate`` =
+    b/(b+c) with its Wilson interval, ``power`` (normal, Cohen's h) and ``power_exact``.
+    Every (seed, question) is one pair; McNemar assumes independent pairs, so pass one
+    seed's debates when the seeds share their questions (the study: one full-set run).
+    """
+    rows = []
+    for (model, dataset), part in debates.groupby(["model", "dataset"], sort=True):
+        present = set(part["method"])
+        if method not in present:
+            continue
+        fixed = [m for m in FIXED_TOPOLOGIES if m in present]
+        if against != "best_fixed":
+            base = against if against in present else None
+        else:
+            base = max(fixed, key=lambda m: part.loc[part["method"] == m, "correct"].mean(),
+                       default=None)
+        if base is None:
+            continue
+        pairs = paired(part, method, base)
+        _, test = mcnemar_table(pairs["correct_a"], pairs["correct_b"])
+        n = test.b + test.c
+        low, high = wilson(test.b, n, alpha) if n else (np.nan, np.nan)
+        power = mcnemar_power(test.b, test.c, alpha) if n else None
+        rows.append({"model": model, "dataset": dataset, "best_baseline": base,
+                     "best_baseline_acc": pairs["correct_b"].mean(),
+                     "pear_acc": pairs["correct_a"].mean(), "n_pairs": len(pairs),
+                     "b": test.b, "c": test.c, "chi2": test.chi2, "p_exact": test.pvalue_exact,
+                     "win_rate": test.b / n if n else np.nan, "wilson_low": low,
+                     "wilson_high": high, "power": power.normal if power else np.nan,
+                     "power_exact": power.exact if power else np.nan})
+    return pd.DataFrame(rows, columns=_SIGNIFICANCE_COLUMNS)
