@@ -63,8 +63,30 @@ def bench(n: int, m_max: int, reps: int) -> tuple[float, float]:
     return out[0], out[1]
 
 
+def bench_batch(n: int, m_max: int, debates: int, reps: int) -> float:
+    """Decisions/s of ``route_batch`` over ``debates`` debates in lockstep (the engine's
+    path) on pools drawn beforehand, i.e. the same work as the loop: scoring + choice."""
+    from pear.router import RouterState, route_batch
+    rng = np.random.default_rng(0)
+    cfg = RouterConfig(m_max=m_max)
+    items = []
+    for _ in range(debates):
+        base = base_graph(n, 2, rng)
+        rel = candidate_pool(base, n, m_max, rng)  # pre-drawn: no pool draw is timed
+        st = RouterState(tuple(str(x) for x in rng.integers(0, 3, n)),
+                         tuple(int(x) for x in rng.integers(1, 6, n)),
+                         tuple(float(x) for x in rng.random(n)), base)
+        items.append((st, cfg, np.random.default_rng(len(items)), rel))
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        route_batch(items)
+    return reps * debates / (time.perf_counter() - t0)
+
+
 if __name__ == "__main__":
-    for n, m, reps in ((5, 100, 3000), (16, 1000, 300)):
+    for n, m, reps, debates in ((5, 100, 3000, 200), (16, 1000, 300, 20)):
         vec, loop = bench(n, m, reps)
-        print(f"n={n:2d} M={m:4d}: vectorized {vec:9.0f} decisions/s | python loop "
-              f"{loop:8.0f} decisions/s | speed-up {vec / loop:5.1f}x")
+        batched = bench_batch(n, m, debates, max(3, reps // debates))
+        print(f"n={n:2d} M={m:4d}: python loop {loop:8.0f} decisions/s | vectorized, one "
+              f"debate {vec:8.0f}/s ({vec / loop:5.1f}x) | batched over {debates} debates "
+              f"(engine path) {batched:8.0f}/s ({batched / loop:5.1f}x)")

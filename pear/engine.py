@@ -22,7 +22,7 @@ from pear import parsing, prompts
 from pear.backends.base import Backend, Completion, Request
 from pear.config import DebateConfig, Method, config_hash
 from pear.records import SCHEMA_VERSION
-from pear.router import RouterState, make_router, update_influence
+from pear.router import RouterState, make_router, route_batch, update_influence
 
 __all__ = ["Job", "Engine", "derive_seed", "IdentityTask", "vote"]
 
@@ -229,13 +229,23 @@ class Engine:
 
     def _round(self, debates: list[_Debate], r: int) -> None:
         # routing and critiques
-        plans, reqs, owners = [], [], []
+        plans: list[Any] = []
+        batch, slots = [], []
         for d in debates:
             state = RouterState(tuple(a.canonical for a in d.agents),
                                 tuple(a.confidence for a in d.agents),
                                 tuple(d.influence.tolist()), np.zeros((0, 2), dtype=np.int64))
-            decision = d.router.choose(state, d.rng)
-            plans.append(decision)
+            item = d.router.batch_item(state, d.rng)
+            if item is None:
+                plans.append(d.router.choose(state, d.rng))
+            else:
+                slots.append(len(plans))
+                plans.append(None)
+                batch.append(item)
+        for slot, decision in zip(slots, route_batch(batch)):
+            plans[slot] = decision
+        reqs, owners = [], []
+        for d, decision in zip(debates, plans):
             by_source: dict[int, list[int]] = defaultdict(list)
             for s, t in decision.edges.tolist():
                 by_source[s].append(t)

@@ -33,6 +33,7 @@ __all__ = [
     "score_pool",
     "selection_probabilities",
     "route",
+    "route_batch",
     "Router",
     "make_router",
     "update_influence",
@@ -83,10 +84,15 @@ class Decision:
                 "score_max": self.score_max}
 
 
+def _codes(answers: Sequence[str]) -> list[int]:
+    """Answers as integer codes (equal answers, equal codes)."""
+    seen: dict[str, int] = {}
+    return [seen.setdefault(a, len(seen)) for a in answers]
+
+
 def _agent_terms(answers: Sequence[str], confidences: Sequence[int], cfg: RouterConfig):
     """The per-pair T matrix (n, n) and per-source L vector (n,)."""
-    codes: dict[str, int] = {}
-    y = np.array([codes.setdefault(a, len(codes)) for a in answers])
+    y = np.array(_codes(answers))
     c = np.asarray(confidences, dtype=np.int64)
     t_pair = (y[:, None] != y[None, :]) & (c[:, None] >= cfg.tau_src) & (c[None, :] <= cfg.tau_tgt)
     low = np.maximum(0, cfg.tau_low + 1 - c).astype(float)
@@ -155,13 +161,7 @@ def route(state: RouterState, cfg: RouterConfig, rng: np.random.Generator,
     ``relabellings`` (all distinct relabellings of the base graph, when known) saves the
     enumeration; the pool drawn from it is the same as without it.
     """
-    if relabellings is not None and len(relabellings) > cfg.m_max:
-        pool = relabellings.take(np.sort(rng.choice(len(relabellings), size=cfg.m_max,
-                                                    replace=False)))
-    elif relabellings is not None:
-        pool = relabellings
-    else:
-        pool = candidate_pool(state.base_edges, state.n, cfg.m_max, rng)
+    pool = _draw_pool(state, cfg, rng, relabellings)
     terms = score_pool(pool, state.answers, state.confidences, state.influence, cfg)
     p = selection_probabilities(terms.score, cfg.tau)
     cdf = np.cumsum(p)
@@ -170,6 +170,75 @@ def route(state: RouterState, cfg: RouterConfig, rng: np.random.Generator,
                    float(terms.L[i]))
     return Decision(edges=pool.edges(i), pool_size=len(pool), terms=chosen,
                     score_min=float(terms.score.min()), score_max=float(terms.score.max()))
+
+
+def _draw_pool(state: RouterState, cfg: RouterConfig, rng: np.random.Generator,
+               relabellings: Pool | None) -> Pool:
+    if relabellings is not None and len(relabellings) > cfg.m_max:
+        return relabellings.take(np.sort(rng.choice(len(relabellings), size=cfg.m_max,
+                                                    replace=False)))
+    if relabellings is not None:
+        return relabellings
+    return candidate_pool(state.base_edges, state.n, cfg.m_max, rng)
+
+
+def route_batch(items: Sequence[tuple[RouterState, RouterConfig, np.random.Generator,
+                                      Pool | None]]) -> list[Decision]:
+    """Route many debates at once: the same decisions as ``[route(*item) for item in
+    items]`` (each debate draws from its own generator in the same order), with the scores
+    of every pool computed in one vectorized pass over all candidates of all debates."""
+    if not items:
+        return []
+    pools = [_draw_pool(st, cfg, rng, rel) for st, cfg, rng, rel in items]
+    m = pools[0].src.shape[1]
+    if any(p.src.shape[1] != m for p in pools):
+        return [route(*item) for item in items]
+    sizes = np.array([len(p) for p in pools])
+    owner = np.repeat(np.arange(len(items)), sizes)
+    src = np.concatenate([p.src for p in pools])
+    tgt = np.concatenate([p.tgt for p in pools])
+    n = items[0][0].n
+    codes = np.array([_codes(st.answers) for st, _, _, _ in items])          # (D, n)
+    conf = np.array([st.confidences for st, _, _, _ in items], dtype=np.int64)
+    rho = np.array([st.influence for st, _, _, _ in items], dtype=float)
+    w = np.array([(c.alpha_T, c.alpha_I, c.alpha_L, c.tau_low, c.tau, c.tau_src, c.tau_tgt)
+                  for _, c, _, _ in items])
+    t_pair = ((codes[:, :, None] != codes[:, None, :])
+              & (conf[:, :, None] >= w[:, 5, None, None])
+              & (conf[:, None, :] <= w[:, 6, None, None]))                   # (D, n, n)
+    low = np.maximum(0, w[:, 3, None] + 1 - conf)                            # (D, n)
+    # flat gathers: one for the T indicator, one for the per-source penalty
+    # alpha_I rho_s + alpha_L L(s) / tau_low (I and L are recovered for chosen graphs only)
+    base_src = owner[:, None] * n + src                                       # (C, m)
+    t_hits = np.take(t_pair.ravel(), base_src * n + tgt).sum(axis=1)
+    penalty = w[:, 1, None] * rho + w[:, 2, None] * low / w[:, 3, None]     # (D, n)
+    S = (w[owner, 0] * t_hits - np.take(penalty.ravel(), base_src).sum(axis=1)) / m
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    best = np.maximum.reduceat(S, starts)
+    soft = w[:, 4] > 0
+    tau = np.where(soft, w[:, 4], 1.0)[owner]
+    weights = np.where(soft[owner], np.exp((S - best[owner]) / tau),
+                       np.isclose(S, best[owner], rtol=0.0, atol=1e-12).astype(float))
+    cdf = np.cumsum(weights)
+    before = np.concatenate([[0.0], cdf[:-1]])[starts]   # mass before each segment
+    totals = np.add.reduceat(weights, starts)
+    u = np.array([rng.random() for _, _, rng, _ in items])  # each debate's own draw
+    # the global cumsum within a segment equals before + the segment's own cumsum
+    pick = np.searchsorted(cdf, before + u * totals, side="right")
+    pick = np.minimum(np.maximum(pick, starts), starts + sizes - 1)
+    lows = np.minimum.reduceat(S, starts)
+    chosen_src, chosen_tgt = src[pick], tgt[pick]                         # (D, m)
+    rows = np.arange(len(items))[:, None]
+    T = t_pair[rows, chosen_src, chosen_tgt].sum(axis=1) / m
+    I = rho[rows, chosen_src].sum(axis=1) / m
+    L = low[rows, chosen_src].sum(axis=1) / (m * w[:, 3])
+    order = np.argsort(chosen_src * n + chosen_tgt, axis=1, kind="stable")
+    edges = np.stack([np.take_along_axis(chosen_src, order, axis=1),
+                      np.take_along_axis(chosen_tgt, order, axis=1)], axis=2)  # (D, m, 2)
+    return [Decision(edges=edges[d], pool_size=int(sizes[d]),
+                     terms=Terms(float(S[j]), float(T[d]), float(I[d]), float(L[d])),
+                     score_min=float(lows[d]), score_max=float(best[d]))
+            for d, j in enumerate(pick)]
 
 
 class Router:
@@ -188,6 +257,13 @@ class Router:
                 if self.n <= ENUMERATE_MAX_N else None
         else:
             raise ValueError(f"method {method.name!r} has no debate rounds to route")
+
+    def batch_item(self, state: RouterState, rng: np.random.Generator):
+        """The ``route_batch`` item of this routed debate (None for a fixed topology)."""
+        if self.fixed is not None:
+            return None
+        state = RouterState(state.answers, state.confidences, state.influence, self.base)
+        return (state, self.method.router, rng, self.relabellings)
 
     def choose(self, state: RouterState, rng: np.random.Generator) -> Decision:
         """The graph for the next round given the state after the last one."""

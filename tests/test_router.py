@@ -224,3 +224,27 @@ def test_base_graph_in_degree_and_seed():
     assert np.array_equal(a, base_graph(7, 3, np.random.default_rng(1)))
     assert not all(np.array_equal(a, base_graph(7, 3, np.random.default_rng(s)))
                    for s in range(2, 6))
+
+
+def test_route_batch_equals_sequential_routes():
+    from pear.config import method
+    from pear.graphs import distinct_relabellings
+    from pear.router import route_batch
+    rng = np.random.default_rng(42)
+    items_a, items_b = [], []
+    for d in range(30):
+        n = 5
+        base = base_graph(n, 2, rng)
+        cfg = method(["pear", "random", "pear_T", "pear_IL"][d % 4],
+                     RouterConfig(tau=[0.1, 0.0, 0.5][d % 3])).router
+        st_ = RouterState(tuple(rng.choice(list("abc"), n)), tuple(rng.integers(1, 6, n)),
+                          tuple(rng.random(n)), base)
+        rel = distinct_relabellings(base, n) if d % 2 else None
+        items_a.append((st_, cfg, np.random.default_rng(d), rel))
+        items_b.append((st_, cfg, np.random.default_rng(d), rel))
+    batch = route_batch(items_a)
+    one_by_one = [route(*item) for item in items_b]
+    for x, y in zip(batch, one_by_one):
+        assert np.array_equal(x.edges, y.edges) and x.pool_size == y.pool_size
+        assert x.terms.score == pytest.approx(y.terms.score)
+        assert (x.score_min, x.score_max) == pytest.approx((y.score_min, y.score_max))
