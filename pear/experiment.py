@@ -26,6 +26,7 @@ from pear.engine import Engine, Job
 from pear.records import RecordWriter, completed_ids
 
 __all__ = ["Experiment", "PRESETS", "preset", "jobs", "run", "RunSummary", "answer_key",
+           "subset_questions", "full_questions",
            "MANIFEST", "read_manifest", "model_dir"]
 
 MANIFEST = "manifest.json"
@@ -48,6 +49,9 @@ class Experiment:
     """Datasets also run on their full set (the study's full-dataset table)."""
     full_methods: tuple[str, ...] = FULL_METHODS
     full_seeds: tuple[int, ...] = (0,)
+    full_n_questions: int | None = None
+    """Questions of the "full" runs: None = the whole set (the study); a number = a larger
+    seeded subset that stands in for it (the smoke preset), always including the subset."""
     models: tuple[str, ...] = ()
     """Model names for backends that take one (vLLM, OpenAI); empty = the backend's own."""
     debate: DebateConfig = field(default_factory=DebateConfig)
@@ -68,8 +72,10 @@ class Experiment:
                                  f"{', '.join(allowed)}")
         if not self.seeds or any(not isinstance(s, int) or s < 0 for s in self.seeds):
             raise ValueError(f"invalid seeds={self.seeds!r}: give non-negative integers")
-        if self.n_questions is not None and self.n_questions < 1:
-            raise ValueError(f"invalid n_questions={self.n_questions!r}: use >= 1 or None")
+        for name in ("n_questions", "full_n_questions"):
+            v = getattr(self, name)
+            if v is not None and (not isinstance(v, int) or v < 1):
+                raise ValueError(f"invalid {name}={v!r}: use an integer >= 1 or None")
         if self.chunk_questions < 1:
             raise ValueError(f"invalid chunk_questions={self.chunk_questions!r}: use >= 1")
 
@@ -88,8 +94,10 @@ PRESETS: dict[str, Experiment] = {
     # TruthfulQA and MATH-500 (7 methods, one seed)
     "paper": Experiment("paper", full_datasets=("truthfulqa", "math500")),
     # the smallest grid that still feeds every table and figure with real data
-    "smoke": Experiment("smoke", seeds=(0, 1), n_questions=2, full_datasets=("truthfulqa",),
-                        full_methods=("cot", "pear"), full_seeds=(0,),
+    # (every method, dataset and seed-dependent statistic gets real data; the "full-set"
+    # runs use 4 TruthfulQA questions standing in for the 817)
+    "smoke": Experiment("smoke", seeds=(0, 1), n_questions=1, full_datasets=("truthfulqa",),
+                        full_n_questions=4, full_seeds=(0,),
                         debate=DebateConfig(n_agents=3, rounds=2, k=1, max_tokens=160),
                         chunk_questions=16),
     # the paper grid for the simulated backend (cheap, so everything is run)
@@ -121,17 +129,37 @@ def preset(name: str, **overrides: Any) -> Experiment:
 
 def _questions(exp: Experiment) -> list[tuple[Any, bool]]:
     """(question, in_subset) for every question the grid needs, subset first."""
-    from pear.data import load
     out, seen = [], set()
     for ds in exp.datasets:
-        for q in load(ds, n=exp.n_questions, seed=exp.question_seed):
+        for q in subset_questions(exp, ds):
             out.append((q, True))
             seen.add((ds, q.id))
     for ds in exp.full_datasets:
-        for q in load(ds):
+        for q in full_questions(exp, ds):
             if (ds, q.id) not in seen:
                 out.append((q, False))
     return out
+
+
+def subset_questions(exp: Experiment, dataset: str) -> list[Any]:
+    """The seeded subset of ``dataset`` the grid runs every method on."""
+    from pear.data import load
+    return load(dataset, n=exp.n_questions, seed=exp.question_seed)
+
+
+def full_questions(exp: Experiment, dataset: str) -> list[Any]:
+    """The questions of the full-set runs: the whole set, or (``full_n_questions``) a larger
+    sample that contains the subset."""
+    from pear.data import load
+    if exp.full_n_questions is None:
+        return load(dataset)
+    subset = subset_questions(exp, dataset)
+    ids = {q.id for q in subset}
+    extra = [q for q in load(dataset, n=min(len(load(dataset)), exp.full_n_questions
+                                            + len(subset)), seed=exp.question_seed + 1)
+             if q.id not in ids][: max(0, exp.full_n_questions - len(subset))]
+    keep = ids | {q.id for q in extra}
+    return [q for q in load(dataset) if q.id in keep]
 
 
 def jobs(exp: Experiment) -> list[Job]:
