@@ -1,0 +1,85 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python (pear)
+#     language: python
+#     name: pear
+# ---
+
+# %% [markdown]
+# # 01 · Main results
+#
+# The study's main table: final-answer accuracy of CoT, CoT-SC, the four fixed topologies,
+# Random and PEAR on the seeded subset questions (mean ± std over seeds), and the summary
+# numbers its text quotes (mean accuracy per method, PEAR's gain over the best fixed
+# topology), recomputed from the records and written as LaTeX macros. The study's printed
+# numbers (`data/paper/main_results.csv`) stand beside the reproduced ones.
+
+# %% tags=["parameters"]
+backend = "llamacpp"  # llamacpp | vllm | openai | simulated | replay
+preset = "smoke"  # smoke | paper | sim
+runs_dir = ""  # empty: data/runs/<preset>-<backend>
+model = ""  # model path or name; empty: the backend default
+seeds = ""  # empty: the preset seeds, else e.g. 0,1,2
+n_questions = 0  # questions per dataset; 0: the preset value
+
+# %% [markdown]
+# ## Load records (subset questions)
+
+# %%
+from pear import paper, report
+
+report.set_style()
+figures = paper.figures_dir()
+exp = paper.experiment(preset, seeds=seeds, n_questions=n_questions, model=model,
+                       backend=backend)
+res = paper.load_results(paper.runs_path(runs_dir, preset, backend), exp, scope="subset")
+res.summary()
+
+# %% [markdown]
+# ## Compute
+
+# %%
+acc = paper.select(paper.accuracy(res.debates), methods=paper.MAIN_METHODS)
+main = report.table_main(acc)
+vs_paper, note = paper.beside_paper(acc, "main_results", ["accuracy"])
+numbers = paper.headline_numbers(acc)
+
+# %% [markdown]
+# ## Tables
+
+# %%
+main
+
+# %% [markdown]
+# Reproduced beside the study's printed accuracy (diff = reproduced - paper).
+
+# %%
+print(note)
+vs_paper
+
+# %% [markdown]
+# The numbers the study's text quotes, recomputed from the records and from its printed
+# table (`data/paper/README.md` lists where its text and table disagree).
+
+# %%
+numbers
+
+# %% [markdown]
+# ## Save
+
+# %%
+report.save_table(main, "main_results", bold_best="max", out_dir=figures,
+                  caption=res.caption("Final-answer accuracy (mean ± std over seeds); best "
+                                      "per row in bold."))
+report.save_table(vs_paper, "main_results_vs_paper", out_dir=figures,
+                  caption=res.caption("Main results: reproduced accuracy beside the study's "
+                                      f"printed accuracy; diff = reproduced - paper. {note}"))
+report.save_table(numbers, "main_summary", out_dir=figures,
+                  caption=res.caption("Summary numbers of the study's text, recomputed from "
+                                      "the records and from its printed table."))
+report.write_numbers(paper.number_macros(numbers, res), out_dir=figures)

@@ -1,0 +1,67 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python (pear)
+#     language: python
+#     name: pear
+# ---
+
+# %% [markdown]
+# # 02 · Full-dataset results
+#
+# Accuracy on the full TruthfulQA (817) and MATH-500 (500) sets for the preset's full-set
+# methods and seed, beside the study's full-dataset table (`data/paper/full_dataset.csv`).
+# The full-set runs share their subset questions' records.
+
+# %% tags=["parameters"]
+backend = "llamacpp"  # llamacpp | vllm | openai | simulated | replay
+preset = "smoke"  # smoke | paper | sim
+runs_dir = ""  # empty: data/runs/<preset>-<backend>
+model = ""  # model path or name; empty: the backend default
+seeds = ""  # empty: the preset seeds, else e.g. 0,1,2
+n_questions = 0  # questions per dataset; 0: the preset value
+
+# %% [markdown]
+# ## Load records (full sets)
+
+# %%
+from pear import paper, report
+
+report.set_style()
+figures = paper.figures_dir()
+exp = paper.experiment(preset, seeds=seeds, n_questions=n_questions, model=model,
+                       backend=backend)
+res = paper.load_results(paper.runs_path(runs_dir, preset, backend), exp, scope="full")
+res.summary()
+
+# %% [markdown]
+# ## Compute
+
+# %%
+acc = paper.accuracy(res.debates)
+full = report.table_main(acc)
+vs_paper, note = paper.beside_paper(acc, "full_dataset", ["accuracy"])
+
+# %% [markdown]
+# ## Tables
+
+# %%
+full
+
+# %%
+print(note)
+vs_paper
+
+# %% [markdown]
+# ## Save
+
+# %%
+report.save_table(full, "full_dataset", bold_best="max", out_dir=figures,
+                  caption=res.caption("Full-dataset accuracy; best per row in bold."))
+report.save_table(vs_paper, "full_dataset_vs_paper", out_dir=figures,
+                  caption=res.caption("Full-dataset accuracy beside the study's printed "
+                                      f"numbers; diff = reproduced - paper. {note}"))

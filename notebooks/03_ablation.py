@@ -1,0 +1,69 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python (pear)
+#     language: python
+#     name: pear
+# ---
+
+# %% [markdown]
+# # 03 · Routing ablation
+#
+# The seven routing variants (PEAR and its six ablations, which keep one or two of the
+# score terms T, I, L) with Random as the reference, per model and dataset, and their
+# averages over datasets: a grouped bar chart and a table. The study prints no ablation
+# numbers in `data/paper/`, so there is nothing to set beside them.
+
+# %% tags=["parameters"]
+backend = "llamacpp"  # llamacpp | vllm | openai | simulated | replay
+preset = "smoke"  # smoke | paper | sim
+runs_dir = ""  # empty: data/runs/<preset>-<backend>
+model = ""  # model path or name; empty: the backend default
+seeds = ""  # empty: the preset seeds, else e.g. 0,1,2
+n_questions = 0  # questions per dataset; 0: the preset value
+
+# %% [markdown]
+# ## Load records (subset questions)
+
+# %%
+from pear import paper, report
+
+report.set_style()
+figures = paper.figures_dir()
+exp = paper.experiment(preset, seeds=seeds, n_questions=n_questions, model=model,
+                       backend=backend)
+res = paper.load_results(paper.runs_path(runs_dir, preset, backend), exp, scope="subset")
+
+# %% [markdown]
+# ## Compute
+
+# %%
+acc = paper.select(paper.accuracy(res.debates), methods=report.ROUTING_VARIANTS)
+table = report.table_main(acc)
+bars = paper.with_average(acc, over="dataset")
+
+# %% [markdown]
+# ## Figure and table
+
+# %%
+fig = paper.facet(report.plot_ablation, bars, rows="model", cols=None, size=(7.0, 2.8),
+                  title="Routing ablation: accuracy per variant (Random = reference)",
+                  source=res.source, simulated=res.simulated)
+paper.display_figure(fig)
+
+# %%
+table
+
+# %% [markdown]
+# ## Save
+
+# %%
+report.save_figure(fig, "ablation", out_dir=figures)
+report.save_table(table, "ablation", bold_best="max", out_dir=figures,
+                  caption=res.caption("Routing ablation: accuracy of Random, PEAR and its six "
+                                      "ablations (mean ± std over seeds); Average = mean over "
+                                      "settings; best per row in bold."))

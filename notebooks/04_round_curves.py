@@ -1,0 +1,59 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python (pear)
+#     language: python
+#     name: pear
+# ---
+
+# %% [markdown]
+# # 04 · Round-wise accuracy
+#
+# Accuracy of the vote after each round (round 0 = the initial answers) per method, per
+# dataset and averaged over datasets; one row of panels per model. CoT and CoT-SC have no
+# rounds and draw as dashed horizontal references.
+
+# %% tags=["parameters"]
+backend = "llamacpp"  # llamacpp | vllm | openai | simulated | replay
+preset = "smoke"  # smoke | paper | sim
+runs_dir = ""  # empty: data/runs/<preset>-<backend>
+model = ""  # model path or name; empty: the backend default
+seeds = ""  # empty: the preset seeds, else e.g. 0,1,2
+n_questions = 0  # questions per dataset; 0: the preset value
+
+# %% [markdown]
+# ## Load records (subset questions)
+
+# %%
+from pear import metrics, paper, report
+
+report.set_style()
+figures = paper.figures_dir()
+exp = paper.experiment(preset, seeds=seeds, n_questions=n_questions, model=model,
+                       backend=backend)
+res = paper.load_results(paper.runs_path(runs_dir, preset, backend), exp, scope="subset")
+
+# %% [markdown]
+# ## Compute
+
+# %%
+curves = paper.with_average(metrics.round_accuracy(res.agent_rounds), over="dataset")
+
+# %% [markdown]
+# ## Figure
+
+# %%
+fig = paper.facet(report.plot_round_curves, curves, rows="model", cols="dataset",
+                  title="Round-wise accuracy of the vote per method",
+                  source=res.source, simulated=res.simulated, methods=paper.MAIN_METHODS)
+paper.display_figure(fig)
+
+# %% [markdown]
+# ## Save
+
+# %%
+report.save_figure(fig, "round_curves", out_dir=figures)

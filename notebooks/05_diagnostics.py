@@ -1,0 +1,72 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python (pear)
+#     language: python
+#     name: pear
+# ---
+
+# %% [markdown]
+# # 05 · Trajectory diagnostics
+#
+# Per method, averaged over settings: wrong-to-right and right-to-wrong rates of agent
+# updates (W2R, R2W) and their difference (Net), acceptance of delivered critiques, the
+# cross-answer rate of routed edges, the source's confidence (mapped to [0, 1]) and the
+# normalised entropy of the final influence vector; beside the study's diagnostics
+# (`data/paper/diagnostics.csv`, averaged over its open-model settings).
+
+# %% tags=["parameters"]
+backend = "llamacpp"  # llamacpp | vllm | openai | simulated | replay
+preset = "smoke"  # smoke | paper | sim
+runs_dir = ""  # empty: data/runs/<preset>-<backend>
+model = ""  # model path or name; empty: the backend default
+seeds = ""  # empty: the preset seeds, else e.g. 0,1,2
+n_questions = 0  # questions per dataset; 0: the preset value
+
+# %% [markdown]
+# ## Load records (subset questions)
+
+# %%
+from pear import metrics, paper, report
+
+report.set_style()
+figures = paper.figures_dir()
+exp = paper.experiment(preset, seeds=seeds, n_questions=n_questions, model=model,
+                       backend=backend)
+res = paper.load_results(paper.runs_path(runs_dir, preset, backend), exp, scope="subset")
+
+# %% [markdown]
+# ## Compute
+
+# %%
+diag = paper.select(metrics.diagnostics(res.debates, res.agent_rounds, res.critiques),
+                    methods=paper.MAIN_METHODS)
+table = report.table_diagnostics(diag)
+vs_paper, note = paper.beside_paper(
+    diag, "diagnostics", ["w2r", "r2w", "net", "acceptance", "cross_answer",
+                          "source_confidence", "influence_entropy"], keys=["method"])
+
+# %% [markdown]
+# ## Tables
+
+# %%
+table
+
+# %%
+vs_paper
+
+# %% [markdown]
+# ## Save
+
+# %%
+report.save_table(table, "diagnostics", out_dir=figures,
+                  caption=res.caption("Trajectory diagnostics per method, averaged over "
+                                      "settings."))
+report.save_table(vs_paper, "diagnostics_vs_paper", out_dir=figures,
+                  caption=res.caption("Trajectory diagnostics beside the study's printed "
+                                      "numbers (averaged over its open-model settings); "
+                                      "diff = reproduced - paper."))

@@ -1,0 +1,95 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python (pear)
+#     language: python
+#     name: pear
+# ---
+
+# %% [markdown]
+# # 06 · Significance and rank agreement
+#
+# PEAR against the strongest fixed topology of each setting: exact McNemar test on the
+# paired questions (discordant pairs b = PEAR right and the baseline wrong, c = the
+# reverse; every seed x question is one pair), the discordant win rate b / (b + c) with its
+# Wilson interval, and post-hoc power; on the full sets (the study's table) and on the
+# subset. Then Spearman's rank agreement of the methods between the subset and the full set
+# where full sets were run. The study's `significance.csv` and `spearman.csv` stand beside.
+
+# %% tags=["parameters"]
+backend = "llamacpp"  # llamacpp | vllm | openai | simulated | replay
+preset = "smoke"  # smoke | paper | sim
+runs_dir = ""  # empty: data/runs/<preset>-<backend>
+model = ""  # model path or name; empty: the backend default
+seeds = ""  # empty: the preset seeds, else e.g. 0,1,2
+n_questions = 0  # questions per dataset; 0: the preset value
+
+# %% [markdown]
+# ## Load records (subset questions and full sets)
+
+# %%
+from pear import paper, report
+
+report.set_style()
+figures = paper.figures_dir()
+exp = paper.experiment(preset, seeds=seeds, n_questions=n_questions, model=model,
+                       backend=backend)
+runs = paper.runs_path(runs_dir, preset, backend)
+subset = paper.load_results(runs, exp, scope="subset")
+full = paper.load_results(runs, exp, scope="full")
+
+# %% [markdown]
+# ## Compute
+
+# %%
+sig, table = paper.significance_sets(full, subset)
+sig_vs_paper, sig_note = paper.beside_paper(
+    sig, "significance", ["best_baseline_acc", "pear_acc", "b", "c", "chi2", "p_exact",
+                          "win_rate", "wilson_low", "wilson_high", "power"],
+    keys=["set", "dataset", "model"])
+ranks = paper.rank_agreement(paper.accuracy(subset.debates), paper.accuracy(full.debates))
+rank_vs_paper, rank_note = paper.beside_paper(ranks, "spearman", ["rho", "p_value"],
+                                              keys=["dataset", "model"])
+
+# %% [markdown]
+# ## Tables
+
+# %%
+table
+
+# %%
+print(sig_note)
+sig_vs_paper
+
+# %%
+ranks
+
+# %%
+print(rank_note)
+rank_vs_paper
+
+# %% [markdown]
+# ## Save
+
+# %%
+report.save_table(table, "significance", out_dir=figures,
+                  caption=full.caption("PEAR against the strongest fixed topology: exact "
+                                       "McNemar p (* < 0.05, ** < 0.01, *** < 0.001), "
+                                       "discordant win rate with Wilson 95% interval, post-hoc "
+                                       "power; full sets and subset (" + subset.grid + ")."))
+report.save_table(sig_vs_paper, "significance_vs_paper", digits=4, out_dir=figures,
+                  caption=full.caption("Significance beside the study's printed table "
+                                       "(accuracies in percent); diff = reproduced - paper. "
+                                       + sig_note))
+report.save_table(paper.display_table(ranks, ["dataset", "model"]), "spearman", digits=4,
+                  out_dir=figures,
+                  caption=full.caption("Spearman rank agreement of the methods' accuracies "
+                                       "between the subset (" + subset.grid + ") and the full "
+                                       "set."))
+report.save_table(rank_vs_paper, "spearman_vs_paper", digits=4, out_dir=figures,
+                  caption=full.caption("Rank agreement beside the study's printed numbers; "
+                                       "diff = reproduced - paper. " + rank_note))

@@ -1,0 +1,75 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python (pear)
+#     language: python
+#     name: pear
+# ---
+
+# %% [markdown]
+# # 07 · Cost and the accuracy-cost Pareto frontier
+#
+# Tokens per example (prompt + completion over every call of a debate) against accuracy,
+# one panel per dataset (log x), Pareto-optimal methods ringed and joined; the cost table;
+# the study's quoted tokens per example (`data/paper/cost.csv`) beside the reproduced ones.
+
+# %% tags=["parameters"]
+backend = "llamacpp"  # llamacpp | vllm | openai | simulated | replay
+preset = "smoke"  # smoke | paper | sim
+runs_dir = ""  # empty: data/runs/<preset>-<backend>
+model = ""  # model path or name; empty: the backend default
+seeds = ""  # empty: the preset seeds, else e.g. 0,1,2
+n_questions = 0  # questions per dataset; 0: the preset value
+
+# %% [markdown]
+# ## Load records (subset questions)
+
+# %%
+from pear import metrics, paper, report
+
+report.set_style()
+figures = paper.figures_dir()
+exp = paper.experiment(preset, seeds=seeds, n_questions=n_questions, model=model,
+                       backend=backend)
+res = paper.load_results(paper.runs_path(runs_dir, preset, backend), exp, scope="subset")
+
+# %% [markdown]
+# ## Compute
+
+# %%
+points = paper.select(paper.cost_accuracy(res.debates), methods=paper.MAIN_METHODS)
+cost = metrics.costs(res.debates)
+tokens = report.table_tokens(cost)
+vs_paper, note = paper.beside_paper(paper.select(cost, methods=paper.MAIN_METHODS), "cost",
+                                    ["tokens_per_example"], keys=["method"])
+
+# %% [markdown]
+# ## Figure and tables
+
+# %%
+fig = paper.facet(report.plot_pareto, points, rows="model", cols="dataset",
+                  title="Accuracy against tokens per example (Pareto frontier ringed)",
+                  source=res.source, simulated=res.simulated)
+paper.display_figure(fig)
+
+# %%
+tokens
+
+# %%
+vs_paper
+
+# %% [markdown]
+# ## Save
+
+# %%
+report.save_figure(fig, "pareto", out_dir=figures)
+report.save_table(tokens, "tokens", digits=3, out_dir=figures,
+                  caption=res.caption("Cost per example (per debate), averaged over "
+                                      "settings."))
+report.save_table(vs_paper, "cost_vs_paper", digits=0, out_dir=figures,
+                  caption=res.caption("Tokens per example beside the study's quoted numbers; "
+                                      "diff = reproduced - paper."))

@@ -1,0 +1,61 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python (pear)
+#     language: python
+#     name: pear
+# ---
+
+# %% [markdown]
+# # 08 · Case study: one debate, round by round
+#
+# A debate rendered as a transcript: the graph the router chose, who critiqued whom and
+# what they recommended, each ACCEPT/REJECT, every agent's answer, confidence and
+# influence, and the vote. `debate_id = ""` picks the first PEAR debate where a correct
+# answer held by a minority in round 0 wins at the end.
+
+# %% tags=["parameters"]
+backend = "llamacpp"  # llamacpp | vllm | openai | simulated | replay
+preset = "smoke"  # smoke | paper | sim
+runs_dir = ""  # empty: data/runs/<preset>-<backend>
+model = ""  # model path or name; empty: the backend default
+seeds = ""  # empty: the preset seeds, else e.g. 0,1,2
+n_questions = 0  # questions per dataset; 0: the preset value
+
+debate_id = ""  # empty: the first debate where a minority correct answer wins
+
+# %% [markdown]
+# ## Load records (subset questions, with texts)
+
+# %%
+from IPython.display import Markdown, display
+
+from pear import paper
+
+figures = paper.figures_dir()
+exp = paper.experiment(preset, seeds=seeds, n_questions=n_questions, model=model,
+                       backend=backend)
+res = paper.load_results(paper.runs_path(runs_dir, preset, backend), exp, scope="subset",
+                         keep_text=True)
+
+# %% [markdown]
+# ## Choose the debate and render it
+
+# %%
+record, why = paper.case_study(res.records, debate_id)
+transcript = paper.render_transcript(record)
+print(f"case study: {why}; {res.label}")
+
+# %%
+display(Markdown(transcript))
+
+# %% [markdown]
+# ## Save
+
+# %%
+paper.save_markdown(f"*Case study: {why}. {res.label}.*\n\n{transcript}", "case_study",
+                    out_dir=figures)

@@ -1,0 +1,200 @@
+"""The notebooks: only library calls, one parameters cell with the common parameters, one
+producer per output (showyourwork), the case-study transcript, and (slow) the whole build on
+simulated agents."""
+from __future__ import annotations
+
+import ast
+import gzip
+import os
+import re
+from pathlib import Path
+
+import jupytext
+import pytest
+
+from pear import paper
+from pear.data import FILES, data_dir
+from record_factory import make_record
+
+NOTEBOOK_DIR = paper.REPO_ROOT / "notebooks"
+COMMON = {"backend", "preset", "runs_dir", "model", "seeds", "n_questions"}
+SAVERS = {"save_figure": (".pdf", ".png"), "save_table": (".tex", ".md"),
+          "save_markdown": (".md",)}
+
+
+def _code(name: str) -> ast.Module:
+    nb = jupytext.read(NOTEBOOK_DIR / f"{name}.py")
+    source = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    return ast.parse(source, filename=f"{name}.py")
+
+
+# -- (a) notebooks hold only library calls and one parameters cell -------------------------
+
+def test_the_notebook_folder_is_the_ordered_build():
+    on_disk = sorted(p.stem for p in NOTEBOOK_DIR.glob("[0-9][0-9]_*.py"))
+    assert on_disk == list(paper.NOTEBOOKS)
+    assert list(paper.NOTEBOOKS) == sorted(paper.NOTEBOOKS)
+    assert set(paper.EXPECTED_OUTPUTS) == set(paper.NOTEBOOKS)
+
+
+@pytest.mark.parametrize("name", paper.NOTEBOOKS)
+def test_notebook_defines_no_function_or_class(name):
+    defs = [type(n).__name__ for n in ast.walk(_code(name))
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda))]
+    assert defs == [], f"{name} defines {defs}: move the logic into pear/"
+
+
+@pytest.mark.parametrize("name", paper.NOTEBOOKS)
+def test_notebook_has_one_parameters_cell_with_the_common_parameters(name):
+    nb = jupytext.read(NOTEBOOK_DIR / f"{name}.py")
+    tagged = [i for i, c in enumerate(nb.cells)
+              if "parameters" in c.get("metadata", {}).get("tags", [])]
+    assert len(tagged) == 1
+    params = paper.notebook_parameters(NOTEBOOK_DIR / f"{name}.py")
+    assert COMMON <= set(params), f"{name} lacks {COMMON - set(params)}"
+    assert params["n_questions"] == 0 and params["seeds"] == "" and params["runs_dir"] == ""
+    # parameters come first: no code cell before them
+    assert all(c.cell_type != "code" for c in nb.cells[:tagged[0]])
+
+
+@pytest.mark.parametrize("name", paper.NOTEBOOKS)
+def test_notebook_holds_no_path_string(name):
+    paths = [n.value for n in ast.walk(_code(name))
+             if isinstance(n, ast.Constant) and isinstance(n.value, str)
+             and (re.search(r"[/\\]", n.value)
+                  or re.search(r"\.(csv|md|tex|png|pdf|json|jsonl|ipynb)$", n.value))]
+    assert paths == [], f"{name} spells paths {paths}: use runs_dir and pear.paper.figures_dir()"
+
+
+@pytest.mark.parametrize("name", paper.NOTEBOOKS)
+def test_notebook_imports_only_pear_and_ipython_display(name):
+    mods = set()
+    for n in ast.walk(_code(name)):
+        if isinstance(n, ast.Import):
+            mods |= {a.name for a in n.names}
+        elif isinstance(n, ast.ImportFrom):
+            mods.add(n.module)
+    assert mods <= {"pear", "IPython.display"}, mods
+
+
+# -- (b) every output has exactly one producer, and the list covers the study -------------
+
+def _saved_files(name: str) -> set[str]:
+    out = set()
+    for n in ast.walk(_code(name)):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
+            if n.func.attr == "write_numbers":
+                out.add("numbers.tex")
+            elif n.func.attr in SAVERS:
+                arg = n.args[1]
+                assert isinstance(arg, ast.Constant), f"{name}: output name must be a literal"
+                out |= {arg.value + ext for ext in SAVERS[n.func.attr]}
+    return out
+
+
+@pytest.mark.parametrize("name", paper.NOTEBOOKS)
+def test_expected_outputs_list_what_each_notebook_saves(name):
+    assert _saved_files(name) == set(paper.EXPECTED_OUTPUTS[name])
+
+
+def test_each_output_has_one_producer_and_the_study_is_covered():
+    files = [f for n in paper.NOTEBOOKS for f in paper.EXPECTED_OUTPUTS[n]]
+    assert len(files) == len(set(files))
+    for needed in ("main_results.tex", "main_results.md", "main_results_vs_paper.md",
+                   "numbers.tex", "full_dataset.tex", "full_dataset_vs_paper.md",
+                   "ablation.pdf", "ablation.png", "ablation.tex", "round_curves.pdf",
+                   "round_curves.png", "diagnostics.tex", "diagnostics_vs_paper.md",
+                   "significance.tex", "significance_vs_paper.md", "spearman.tex",
+                   "pareto.pdf", "pareto.png", "tokens.tex", "cost_vs_paper.md",
+                   "case_study.md"):
+        assert needed in files, needed
+
+
+def test_check_reports_missing_outputs(tmp_path, capsys):
+    assert paper.main(["--check", str(tmp_path)]) == 1
+    err = capsys.readouterr().err
+    assert "main_results.tex (from 01_main_results)" in err and "case_study.md" in err
+    for f in paper.EXPECTED_OUTPUTS["08_case_study"]:
+        (tmp_path / f).write_text("x")
+    assert paper.main(["--check", str(tmp_path), "--only", "08"]) == 0
+    (tmp_path / "case_study.md").write_text("")  # empty counts as missing
+    assert paper.main(["--check", str(tmp_path), "--only", "08"]) == 1
+
+
+# -- (d) the case-study transcript ----------------------------------------------------------
+
+def _debate() -> dict:
+    """Agents 0,1 wrong (5), agent 2 right (2); agent 2's critiques flip agent 0, agent 1
+    rejects; the minority answer wins."""
+    return make_record(
+        [["5", "5", "4"], ["4", "5", "4"], ["4", "4", "4"]], "4",
+        confidences=[[3, 3, 4], [4, 3, 4], [4, 4, 5]],
+        critiques={1: [(2, 0, "ACCEPT"), (2, 1, "REJECT"), (0, 2, None)],
+                   2: [(0, 1, "ACCEPT")]},
+        influence=[[0, 0, 0], [0.0, 0.0, 0.25], [0.5, 0.0, 0.125]],
+        question_id="q-minority")
+
+
+def test_render_transcript_shows_rounds_decisions_and_the_final_answer():
+    text = paper.render_transcript(_debate())
+    assert "### Round 0 (initial answers)" in text and "### Round 2" in text
+    assert re.search(r"Agent 3 → Agent 1: .*\*\*ACCEPT\*\*", text)
+    assert re.search(r"Agent 3 → Agent 2: .*\*\*REJECT\*\*", text)
+    assert "NOT DELIVERED" in text  # agent 1's critique of agent 3 never reached it
+    assert "Graph (source→target): 3→1, 3→2, 1→3" in text
+    assert "| 3 | 4 | 5 | ✓ | 0.12 |" in text  # agent, answer, confidence, correct, influence
+    assert text.rstrip().endswith("**Final answer: 4** — correct (gold 4)")
+
+
+def test_case_study_picks_the_first_minority_win_or_the_named_debate():
+    majority = make_record([["4", "4", "5"], ["4", "4", "4"]], "4", question_id="q-majority",
+                           critiques={1: [(0, 2, "ACCEPT")]})
+    lost = make_record([["4", "5", "5"], ["5", "5", "5"]], "4", question_id="q-lost",
+                       critiques={1: [(1, 0, "ACCEPT")]})
+    records = [majority, lost, _debate()]
+    rec, why = paper.case_study(records)
+    assert rec["question_id"] == "q-minority" and "minority" in why
+    rec, _ = paper.case_study(records, debate_id=lost["debate_id"])
+    assert rec is lost
+    with pytest.raises(ValueError, match="no debate 'nope'"):
+        paper.case_study(records, debate_id="nope")
+    rec, why = paper.case_study([majority, lost])  # no minority win: first PEAR debate
+    assert rec is majority and "no debate has a minority" in why
+
+
+# -- (c) the whole build on simulated agents ------------------------------------------------
+
+def _tiny_benchmarks(root: Path, n: int = 12) -> Path:
+    """The first ``n`` questions of every benchmark (full sets become n questions)."""
+    root.mkdir()
+    for name, file in FILES.items():
+        src = data_dir() / file
+        opener = gzip.open if file.endswith(".gz") else open
+        with opener(src, "rt", encoding="utf-8") as fh:
+            lines = [next(fh) for _ in range(n)]
+        with opener(root / file, "wt", encoding="utf-8") as fh:
+            fh.writelines(lines)
+    return root
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_build_on_simulated_agents_produces_every_output(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PEAR_DATA_DIR", str(_tiny_benchmarks(tmp_path / "bench")))
+    monkeypatch.delenv(paper.FIGURES_ENV, raising=False)
+    figures = tmp_path / "figures"
+    rc = paper.build(backend="simulated", preset="sim", seeds="0,1", n_questions=4,
+                     runs=str(tmp_path / "runs"), figures=figures, build_dir=tmp_path / "build")
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert paper.check_outputs(figures) == []
+    assert all(f"ok {n} in" in out for n in paper.NOTEBOOKS)
+    assert "simulated agents" in (figures / "main_results.md").read_text()
+    assert "ACCEPT" in (figures / "case_study.md").read_text()
+    assert os.environ.get(paper.FIGURES_ENV) is None  # the build restores the environment
+    # replay: rerun two notebooks on the recorded runs, nothing is run again
+    rc = paper.build(backend="replay", preset="sim", seeds="0,1", n_questions=4,
+                     runs=str(tmp_path / "runs"), figures=tmp_path / "replayed",
+                     build_dir=tmp_path / "build", only="00,08")
+    assert rc == 0
+    assert (tmp_path / "replayed" / "case_study.md").read_text().count("ACCEPT") >= 1
