@@ -1,0 +1,55 @@
+"""A real debate grid through the embedded llama.cpp model, the response cache and resume."""
+import pytest
+
+pytest.importorskip("llama_cpp")
+
+from pear.backends.cache import CachedBackend  # noqa: E402
+from pear.backends.llamacpp import LlamaCppBackend  # noqa: E402
+from pear.experiment import jobs, preset, run  # noqa: E402
+from pear.records import load_run  # noqa: E402
+
+
+class Counting:
+    """Counts the requests that reach the real backend."""
+
+    def __init__(self, inner):
+        self.inner, self.name, self.requests = inner, inner.name, 0
+
+    @property
+    def model_id(self):
+        return self.inner.model_id
+
+    def settings(self):
+        return self.inner.settings()
+
+    def generate(self, requests):
+        self.requests += len(requests)
+        return self.inner.generate(requests)
+
+
+@pytest.mark.slow
+def test_real_llamacpp_grid_runs_resumes_and_caches(tmp_path):
+    exp = preset("smoke", datasets=("gsm8k", "truthfulqa"), methods=("cot", "cot_sc", "ring",
+                 "pear"), seeds=(0,), n_questions=1, full_datasets=(), rounds=1,
+                 max_tokens=96)
+    counted = Counting(LlamaCppBackend())
+    backend = CachedBackend(counted, tmp_path / "cache.sqlite")
+    first = run(exp, backend, tmp_path / "a", progress=False)
+    assert first.complete and first.written == len(jobs(exp)) == 8
+    assert counted.requests > 0
+    debates, agent_rounds, critiques = load_run(tmp_path / "a")
+    assert (debates.tokens > 0).all() and (debates.calls > 0).all()
+    assert set(debates.method) == {"cot", "cot_sc", "ring", "pear"}
+    assert len(critiques[critiques.method == "ring"]) == 2 * 3  # 3 ring edges x 2 questions
+    # with seeds and the cache, a second run of the same grid costs no model call and
+    # reproduces the records (except timing)
+    calls_before = counted.requests
+    second = run(exp, backend, tmp_path / "b", progress=False)
+    assert second.written == 8 and counted.requests == calls_before
+    d2, _, _ = load_run(tmp_path / "b")
+    cols = ["debate_id", "final_answer", "correct", "tokens", "parse_failures"]
+    assert d2.sort_values("debate_id")[cols].reset_index(drop=True).equals(
+        debates.sort_values("debate_id")[cols].reset_index(drop=True))
+    # resume: nothing left to do
+    third = run(exp, backend, tmp_path / "a", progress=False)
+    assert third.written == 0 and third.already_done == 8
