@@ -31,23 +31,22 @@ n_questions = 0  # questions per dataset; 0: the preset value
 # ## Load records (subset questions)
 
 # %%
-from pear import paper, report
+from pear import paper, report, study
 
 report.set_style()
-figures = paper.figures_dir()
 exp = paper.experiment(preset, seeds=seeds, n_questions=n_questions, model=model,
                        backend=backend)
-res = paper.load_results(paper.runs_path(runs_dir, preset, backend), exp, scope="subset")
+res = study.load_results(paper.runs_path(runs_dir, preset, backend), exp, scope="subset")
 res.summary()
 
 # %% [markdown]
 # ## Compute
 
 # %%
-acc = paper.select(paper.accuracy(res.debates), methods=paper.MAIN_METHODS)
+acc = study.select(study.accuracy(res.debates), methods=study.MAIN_METHODS)
 main = report.table_main(acc)
-vs_paper, note = paper.beside_paper(acc, "main_results", ["accuracy"])
-numbers = paper.headline_numbers(acc)
+vs_paper, note = study.beside_paper(acc, "main_results", ["accuracy"])
+numbers = study.headline_numbers(acc)
 
 # %% [markdown]
 # ## Tables
@@ -73,13 +72,13 @@ numbers
 # ## Save
 
 # %%
-report.save_table(main, "main_results", bold_best="max", out_dir=figures,
+report.save_table(main, "main_results", bold_best="max",
                   caption=res.caption("Final-answer accuracy (mean ± std over seeds); best "
                                       "per row in bold."))
-report.save_table(vs_paper, "main_results_vs_paper", out_dir=figures,
+report.save_table(vs_paper, "main_results_vs_paper",
                   caption=res.caption("Main results: reproduced accuracy beside the study's "
                                       f"printed accuracy; diff = reproduced - paper. {note}"))
-report.save_table(numbers, "main_summary", out_dir=figures,
+report.save_table(numbers, "main_summary",
                   caption=res.caption("Summary numbers of the study's text, recomputed from "
                                       "the records and from its printed table."))
-report.write_numbers(paper.number_macros(numbers, res), out_dir=figures)
+report.write_numbers(study.number_macros(numbers, res), name="numbers")

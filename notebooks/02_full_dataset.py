@@ -29,22 +29,21 @@ n_questions = 0  # questions per dataset; 0: the preset value
 # ## Load records (full sets)
 
 # %%
-from pear import paper, report
+from pear import paper, report, study
 
 report.set_style()
-figures = paper.figures_dir()
 exp = paper.experiment(preset, seeds=seeds, n_questions=n_questions, model=model,
                        backend=backend)
-res = paper.load_results(paper.runs_path(runs_dir, preset, backend), exp, scope="full")
+res = study.load_results(paper.runs_path(runs_dir, preset, backend), exp, scope="full")
 res.summary()
 
 # %% [markdown]
 # ## Compute
 
 # %%
-acc = paper.accuracy(res.debates)
+acc = study.accuracy(res.debates)
 full = report.table_main(acc)
-vs_paper, note = paper.beside_paper(acc, "full_dataset", ["accuracy"])
+vs_paper, note = study.beside_paper(acc, "full_dataset", ["accuracy"])
 
 # %% [markdown]
 # ## Tables
@@ -60,8 +59,8 @@ vs_paper
 # ## Save
 
 # %%
-report.save_table(full, "full_dataset", bold_best="max", out_dir=figures,
+report.save_table(full, "full_dataset", bold_best="max",
                   caption=res.caption("Full-dataset accuracy; best per row in bold."))
-report.save_table(vs_paper, "full_dataset_vs_paper", out_dir=figures,
+report.save_table(vs_paper, "full_dataset_vs_paper",
                   caption=res.caption("Full-dataset accuracy beside the study's printed "
                                       f"numbers; diff = reproduced - paper. {note}"))

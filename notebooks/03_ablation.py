@@ -30,30 +30,29 @@ n_questions = 0  # questions per dataset; 0: the preset value
 # ## Load records (subset questions)
 
 # %%
-from pear import paper, report
+from pear import figures, paper, report, study
 
 report.set_style()
-figures = paper.figures_dir()
 exp = paper.experiment(preset, seeds=seeds, n_questions=n_questions, model=model,
                        backend=backend)
-res = paper.load_results(paper.runs_path(runs_dir, preset, backend), exp, scope="subset")
+res = study.load_results(paper.runs_path(runs_dir, preset, backend), exp, scope="subset")
 
 # %% [markdown]
 # ## Compute
 
 # %%
-acc = paper.select(paper.accuracy(res.debates), methods=report.ROUTING_VARIANTS)
+acc = study.select(study.accuracy(res.debates), methods=report.ROUTING_VARIANTS)
 table = report.table_main(acc)
-bars = paper.with_average(acc, over="dataset")
+bars = figures.with_average(acc, over="dataset")
 
 # %% [markdown]
 # ## Figure and table
 
 # %%
-fig = paper.facet(report.plot_ablation, bars, rows="model", cols=None, size=(7.0, 2.8),
-                  title="Routing ablation: accuracy per variant (Random = reference)",
-                  source=res.source, simulated=res.simulated)
-paper.display_figure(fig)
+fig = figures.facet(report.plot_ablation, bars, rows="model", cols=None, size=(7.0, 2.8),
+                    title="Routing ablation: accuracy per variant (Random = reference)",
+                    source=res.source, simulated=res.simulated)
+figures.display_figure(fig)
 
 # %%
 table
@@ -62,8 +61,8 @@ table
 # ## Save
 
 # %%
-report.save_figure(fig, "ablation", out_dir=figures)
-report.save_table(table, "ablation", bold_best="max", out_dir=figures,
+report.save_figure(fig, "ablation")
+report.save_table(table, "ablation", bold_best="max",
                   caption=res.caption("Routing ablation: accuracy of Random, PEAR and its six "
                                       "ablations (mean ± std over seeds); Average = mean over "
                                       "settings; best per row in bold."))

@@ -29,31 +29,30 @@ n_questions = 0  # questions per dataset; 0: the preset value
 # ## Load records (subset questions)
 
 # %%
-from pear import metrics, paper, report
+from pear import figures, metrics, paper, report, study
 
 report.set_style()
-figures = paper.figures_dir()
 exp = paper.experiment(preset, seeds=seeds, n_questions=n_questions, model=model,
                        backend=backend)
-res = paper.load_results(paper.runs_path(runs_dir, preset, backend), exp, scope="subset")
+res = study.load_results(paper.runs_path(runs_dir, preset, backend), exp, scope="subset")
 
 # %% [markdown]
 # ## Compute
 
 # %%
-curves = paper.with_average(metrics.round_accuracy(res.agent_rounds), over="dataset")
+curves = figures.with_average(metrics.round_accuracy(res.agent_rounds), over="dataset")
 
 # %% [markdown]
 # ## Figure
 
 # %%
-fig = paper.facet(report.plot_round_curves, curves, rows="model", cols="dataset",
-                  title="Round-wise accuracy of the vote per method",
-                  source=res.source, simulated=res.simulated, methods=paper.MAIN_METHODS)
-paper.display_figure(fig)
+fig = figures.facet(report.plot_round_curves, curves, rows="model", cols="dataset",
+                    title="Round-wise accuracy of the vote per method",
+                    source=res.source, simulated=res.simulated, methods=study.MAIN_METHODS)
+figures.display_figure(fig)
 
 # %% [markdown]
 # ## Save
 
 # %%
-report.save_figure(fig, "round_curves", out_dir=figures)
+report.save_figure(fig, "round_curves")

@@ -31,22 +31,21 @@ n_questions = 0  # questions per dataset; 0: the preset value
 # ## Load records (subset questions)
 
 # %%
-from pear import metrics, paper, report
+from pear import metrics, paper, report, study
 
 report.set_style()
-figures = paper.figures_dir()
 exp = paper.experiment(preset, seeds=seeds, n_questions=n_questions, model=model,
                        backend=backend)
-res = paper.load_results(paper.runs_path(runs_dir, preset, backend), exp, scope="subset")
+res = study.load_results(paper.runs_path(runs_dir, preset, backend), exp, scope="subset")
 
 # %% [markdown]
 # ## Compute
 
 # %%
-diag = paper.select(metrics.diagnostics(res.debates, res.agent_rounds, res.critiques),
-                    methods=paper.MAIN_METHODS)
+diag = study.select(metrics.diagnostics(res.debates, res.agent_rounds, res.critiques),
+                    methods=study.MAIN_METHODS)
 table = report.table_diagnostics(diag)
-vs_paper, note = paper.beside_paper(
+vs_paper, note = study.beside_paper(
     diag, "diagnostics", ["w2r", "r2w", "net", "acceptance", "cross_answer",
                           "source_confidence", "influence_entropy"], keys=["method"])
 
@@ -63,10 +62,10 @@ vs_paper
 # ## Save
 
 # %%
-report.save_table(table, "diagnostics", out_dir=figures,
+report.save_table(table, "diagnostics",
                   caption=res.caption("Trajectory diagnostics per method, averaged over "
                                       "settings."))
-report.save_table(vs_paper, "diagnostics_vs_paper", out_dir=figures,
+report.save_table(vs_paper, "diagnostics_vs_paper",
                   caption=res.caption("Trajectory diagnostics beside the study's printed "
                                       "numbers (averaged over its open-model settings); "
                                       "diff = reproduced - paper."))

@@ -32,27 +32,26 @@ n_questions = 0  # questions per dataset; 0: the preset value
 # ## Load records (subset questions and full sets)
 
 # %%
-from pear import paper, report
+from pear import metrics, paper, report, study
 
 report.set_style()
-figures = paper.figures_dir()
 exp = paper.experiment(preset, seeds=seeds, n_questions=n_questions, model=model,
                        backend=backend)
 runs = paper.runs_path(runs_dir, preset, backend)
-subset = paper.load_results(runs, exp, scope="subset")
-full = paper.load_results(runs, exp, scope="full")
+subset = study.load_results(runs, exp, scope="subset")
+full = study.load_results(runs, exp, scope="full")
 
 # %% [markdown]
 # ## Compute
 
 # %%
-sig, table = paper.significance_sets(full, subset)
-sig_vs_paper, sig_note = paper.beside_paper(
+sig, table = study.significance_sets(full, subset)
+sig_vs_paper, sig_note = study.beside_paper(
     sig, "significance", ["best_baseline_acc", "pear_acc", "b", "c", "chi2", "p_exact",
                           "win_rate", "wilson_low", "wilson_high", "power"],
     keys=["set", "dataset", "model"])
-ranks = paper.rank_agreement(paper.accuracy(subset.debates), paper.accuracy(full.debates))
-rank_vs_paper, rank_note = paper.beside_paper(ranks, "spearman", ["rho", "p_value"],
+ranks = metrics.rank_agreement(study.accuracy(subset.debates), study.accuracy(full.debates))
+rank_vs_paper, rank_note = study.beside_paper(ranks, "spearman", ["rho", "p_value"],
                                               keys=["dataset", "model"])
 
 # %% [markdown]
@@ -76,20 +75,19 @@ rank_vs_paper
 # ## Save
 
 # %%
-report.save_table(table, "significance", out_dir=figures,
+report.save_table(table, "significance",
                   caption=full.caption("PEAR against the strongest fixed topology: exact "
                                        "McNemar p (* < 0.05, ** < 0.01, *** < 0.001), "
                                        "discordant win rate with Wilson 95% interval, post-hoc "
                                        "power; full sets and subset (" + subset.grid + ")."))
-report.save_table(sig_vs_paper, "significance_vs_paper", digits=4, out_dir=figures,
+report.save_table(sig_vs_paper, "significance_vs_paper", digits=4,
                   caption=full.caption("Significance beside the study's printed table "
                                        "(accuracies in percent); diff = reproduced - paper. "
                                        + sig_note))
-report.save_table(paper.display_table(ranks, ["dataset", "model"]), "spearman", digits=4,
-                  out_dir=figures,
+report.save_table(study.display_table(ranks, ["dataset", "model"]), "spearman", digits=4,
                   caption=full.caption("Spearman rank agreement of the methods' accuracies "
                                        "between the subset (" + subset.grid + ") and the full "
                                        "set."))
-report.save_table(rank_vs_paper, "spearman_vs_paper", digits=4, out_dir=figures,
+report.save_table(rank_vs_paper, "spearman_vs_paper", digits=4,
                   caption=full.caption("Rank agreement beside the study's printed numbers; "
                                        "diff = reproduced - paper. " + rank_note))

@@ -15,7 +15,8 @@
 #
 # Tokens per example (prompt + completion over every call of a debate) against accuracy,
 # one panel per dataset (log x), Pareto-optimal methods ringed and joined; the cost table;
-# the study's quoted tokens per example (`data/paper/cost.csv`) beside the reproduced ones.
+# the study's quoted tokens per example (`data/paper/cost.csv`) beside the reproduced ones,
+# and both as LaTeX macros (`\TokensPEAR`, `\PaperTokensPEAR` ...) for the text.
 
 # %% tags=["parameters"]
 backend = "llamacpp"  # llamacpp | vllm | openai | simulated | replay
@@ -29,32 +30,32 @@ n_questions = 0  # questions per dataset; 0: the preset value
 # ## Load records (subset questions)
 
 # %%
-from pear import metrics, paper, report
+from pear import figures, metrics, paper, report, study
 
 report.set_style()
-figures = paper.figures_dir()
 exp = paper.experiment(preset, seeds=seeds, n_questions=n_questions, model=model,
                        backend=backend)
-res = paper.load_results(paper.runs_path(runs_dir, preset, backend), exp, scope="subset")
+res = study.load_results(paper.runs_path(runs_dir, preset, backend), exp, scope="subset")
 
 # %% [markdown]
 # ## Compute
 
 # %%
-points = paper.select(paper.cost_accuracy(res.debates), methods=paper.MAIN_METHODS)
+points = study.select(study.cost_accuracy(res.debates), methods=study.MAIN_METHODS)
 cost = metrics.costs(res.debates)
 tokens = report.table_tokens(cost)
-vs_paper, note = paper.beside_paper(paper.select(cost, methods=paper.MAIN_METHODS), "cost",
+vs_paper, note = study.beside_paper(study.select(cost, methods=study.MAIN_METHODS), "cost",
                                     ["tokens_per_example"], keys=["method"])
+quoted = study.quoted_macros(vs_paper, "Tokens", digits=0)
 
 # %% [markdown]
 # ## Figure and tables
 
 # %%
-fig = paper.facet(report.plot_pareto, points, rows="model", cols="dataset",
-                  title="Accuracy against tokens per example (Pareto frontier ringed)",
-                  source=res.source, simulated=res.simulated)
-paper.display_figure(fig)
+fig = figures.facet(report.plot_pareto, points, rows="model", cols="dataset",
+                    title="Accuracy against tokens per example (Pareto frontier ringed)",
+                    source=res.source, simulated=res.simulated)
+figures.display_figure(fig)
 
 # %%
 tokens
@@ -62,14 +63,18 @@ tokens
 # %%
 vs_paper
 
+# %%
+quoted
+
 # %% [markdown]
 # ## Save
 
 # %%
-report.save_figure(fig, "pareto", out_dir=figures)
-report.save_table(tokens, "tokens", digits=3, out_dir=figures,
+report.save_figure(fig, "pareto")
+report.save_table(tokens, "tokens", digits=3,
                   caption=res.caption("Cost per example (per debate), averaged over "
                                       "settings."))
-report.save_table(vs_paper, "cost_vs_paper", digits=0, out_dir=figures,
+report.save_table(vs_paper, "cost_vs_paper", digits=0,
                   caption=res.caption("Tokens per example beside the study's quoted numbers; "
                                       "diff = reproduced - paper."))
+report.write_numbers(quoted, name="numbers_cost")

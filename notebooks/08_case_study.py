@@ -34,28 +34,26 @@ debate_id = ""  # empty: the first debate where a minority correct answer wins
 # %%
 from IPython.display import Markdown, display
 
-from pear import paper
+from pear import paper, report, study, transcript
 
-figures = paper.figures_dir()
 exp = paper.experiment(preset, seeds=seeds, n_questions=n_questions, model=model,
                        backend=backend)
-res = paper.load_results(paper.runs_path(runs_dir, preset, backend), exp, scope="subset",
+res = study.load_results(paper.runs_path(runs_dir, preset, backend), exp, scope="subset",
                          keep_text=True)
 
 # %% [markdown]
 # ## Choose the debate and render it
 
 # %%
-record, why = paper.case_study(res.records, debate_id)
-transcript = paper.render_transcript(record)
+record, why = transcript.case_study(res.records, debate_id)
+text = transcript.render_transcript(record)
 print(f"case study: {why}; {res.label}")
 
 # %%
-display(Markdown(transcript))
+display(Markdown(text))
 
 # %% [markdown]
 # ## Save
 
 # %%
-paper.save_markdown(f"*Case study: {why}. {res.label}.*\n\n{transcript}", "case_study",
-                    out_dir=figures)
+report.save_markdown(f"*Case study: {why}. {res.label}.*\n\n{text}", "case_study")

@@ -16,6 +16,7 @@ names onto them.
 """
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Literal, Mapping, Sequence
 
@@ -30,7 +31,7 @@ __all__ = [
     "GROUP", "DATASETS", "DATASET_LABELS", "DATASET_NAMES", "METHOD_NAMES", "PAPER_DIR",
     "seed_accuracy", "accuracy", "round_accuracy", "update_rates", "critique_rates",
     "influence_entropy", "mean_influence_entropy", "diagnostics", "macro_average", "costs",
-    "gains", "gain_summary", "gains_versus", "pareto_front", "paired",
+    "gains", "gain_summary", "gains_versus", "rank_agreement", "pareto_front", "paired",
     "load_paper", "to_internal", "compare_with_paper",
 ]
 
@@ -335,6 +336,32 @@ def gains_versus(acc: pd.DataFrame, method: str = "pear",
              "n_settings": len(g)} for r in references
             if r == "best_fixed" and present & set(FIXED_TOPOLOGIES) or r in present]
     return pd.DataFrame(rows, columns=["reference", "gain", "n_settings"])
+
+
+def rank_agreement(acc_a: pd.DataFrame, acc_b: pd.DataFrame) -> pd.DataFrame:
+    """Spearman's rho (:func:`pear.stats.spearman`) between two accuracy tables (e.g. the
+    subset's and the full set's, from :func:`accuracy`) over the methods in both, per
+    (model, dataset) in both: ``model, dataset, n_methods, rho, p_value`` (NaN with fewer
+    than 3 methods or constant accuracies).
+
+    >>> a = pd.DataFrame({"model": "m", "dataset": "gsm8k", "method": ["x", "y", "z"],
+    ...                   "accuracy": [0.1, 0.2, 0.3]})
+    >>> out = rank_agreement(a, a.assign(accuracy=[0.3, 0.5, 0.4]))
+    >>> out[["n_methods", "rho"]].to_dict("records")
+    [{'n_methods': 3, 'rho': 0.5}]
+    """
+    from pear.stats import spearman  # pear.stats imports this module
+    both = acc_a.merge(acc_b, on=list(GROUP), suffixes=("_a", "_b"))
+    rows = []
+    for (m, ds), part in both.groupby(["model", "dataset"], sort=False):
+        rho = p = np.nan
+        if len(part) >= 3:
+            with warnings.catch_warnings():  # constant accuracies: rho undefined (NaN)
+                warnings.simplefilter("ignore")
+                rho, p = spearman(part["accuracy_a"], part["accuracy_b"])
+        rows.append({"model": m, "dataset": ds, "n_methods": len(part), "rho": rho, "p_value": p})
+    out = pd.DataFrame(rows, columns=["model", "dataset", "n_methods", "rho", "p_value"])
+    return _sorted(out, ["dataset"])
 
 
 def pareto_front(tokens: Sequence[float], accuracy: Sequence[float]) -> np.ndarray:

@@ -6,7 +6,8 @@ state).  Every plot states its provenance (``source``: backend and model) and, w
 ``simulated=True``, says "simulated agents" on every panel.  Tables are shaped by
 ``table_*`` (methods as columns in the order of :data:`pear.config.METHODS`, display names
 from ``METHOD_LABELS``; the significance table has one row per setting) and written by
-:func:`save_table`.
+:func:`save_table`.  Every ``save_*`` and :func:`write_numbers` writes into
+:func:`figures_dir` unless given ``out_dir``.
 
 >>> sorted(METHOD_COLORS) == sorted(METHODS)
 True
@@ -14,6 +15,7 @@ True
 from __future__ import annotations
 
 import math
+import os
 import re
 from pathlib import Path
 from typing import Literal, Mapping, Sequence
@@ -28,10 +30,10 @@ from pear.metrics import DATASET_LABELS, DATASETS, macro_average, pareto_front
 from pear.stats import stars
 
 __all__ = [
-    "METHOD_COLORS", "ROUTING_VARIANTS", "set_style", "save_figure", "save_table",
-    "write_numbers", "plot_round_curves", "plot_ablation", "plot_pareto",
-    "plot_accuracy_bars", "table_main", "table_diagnostics", "table_significance",
-    "table_tokens",
+    "METHOD_COLORS", "ROUTING_VARIANTS", "FIGURES_ENV", "figures_dir", "set_style",
+    "save_figure", "save_table", "save_markdown", "write_numbers", "plot_round_curves",
+    "plot_ablation", "plot_pareto", "plot_accuracy_bars", "table_main", "table_diagnostics",
+    "table_significance", "table_tokens",
 ]
 
 METHOD_COLORS = {  # colour-blind safe (seaborn "colorblind" + Paul Tol muted); fixed per method
@@ -43,6 +45,10 @@ METHOD_COLORS = {  # colour-blind safe (seaborn "colorblind" + Paul Tol muted); 
 """One colour per method name, the same in every figure."""
 ROUTING_VARIANTS = ("random", *ABLATIONS, "pear")
 """The bars of the ablation figure: random as reference, the six ablations, PEAR."""
+FIGURES_ENV = "PEAR_FIGURES_DIR"
+"""The environment variable naming the output folder (``pear paper`` sets it for the
+notebooks it runs)."""
+_REPO_ROOT = Path(__file__).resolve().parent.parent
 _DIAG_LABELS = {"w2r": "W2R", "r2w": "R2W", "net": "Net", "acceptance": "Acceptance",
                 "cross_answer": "Cross-answer", "source_confidence": "Source conf.",
                 "influence_entropy": "Influence entropy"}
@@ -64,6 +70,19 @@ def set_style(backend: str | None = "agg") -> None:
                                 "svg.hashsalt": "pear", "savefig.dpi": 200})
 
 
+def figures_dir(out_dir: str | os.PathLike[str] | None = None) -> Path:
+    """Where outputs go: ``out_dir`` if given, else ``$PEAR_FIGURES_DIR`` if set, else
+    ``<repository>/figures`` (found from the package's location, never from the cwd).
+
+    >>> figures_dir("/tmp/out").as_posix()
+    '/tmp/out'
+    """
+    if out_dir is not None:
+        return Path(out_dir)
+    env = os.environ.get(FIGURES_ENV)
+    return Path(env).expanduser().resolve() if env else _REPO_ROOT / "figures"
+
+
 def _check_name(name: str, what: str) -> str:
     if not name or name in (".", "..") or re.search(r"[/\\]", name):
         raise ValueError(f"invalid {what} name {name!r}: give a bare file name without a "
@@ -71,10 +90,11 @@ def _check_name(name: str, what: str) -> str:
     return name
 
 
-def save_figure(fig: Figure, name: str, out_dir: str | Path = "figures") -> tuple[Path, Path]:
-    """Write ``<out_dir>/<name>.pdf`` (byte-stable: no creation date) and ``<name>.png``;
-    returns both paths."""
-    out = Path(out_dir)
+def save_figure(fig: Figure, name: str, out_dir: str | os.PathLike[str] | None = None
+                ) -> tuple[Path, Path]:
+    """Write ``<out_dir>/<name>.pdf`` (byte-stable: no creation date) and ``<name>.png``
+    (``out_dir`` None: :func:`figures_dir`); returns both paths."""
+    out = figures_dir(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     pdf, png = out / f"{_check_name(name, 'figure')}.pdf", out / f"{name}.png"
     fig.savefig(pdf, bbox_inches="tight",
@@ -150,8 +170,9 @@ def _markdown(cells: pd.DataFrame) -> str:
 def save_table(df: pd.DataFrame, name: str, *, caption: str | None = None,
                label: str | None = None, bold_best: Literal["max", "min"] | None = None,
                best_axis: Literal["row", "column"] = "row", digits: int = 3,
-               out_dir: str | Path = "figures") -> tuple[Path, Path]:
-    """Write ``<name>.tex`` (booktabs, via ``Styler.to_latex(hrules=True)``) and ``<name>.md``.
+               out_dir: str | os.PathLike[str] | None = None) -> tuple[Path, Path]:
+    """Write ``<name>.tex`` (booktabs, via ``Styler.to_latex(hrules=True)``) and ``<name>.md``
+    into ``out_dir`` (None: :func:`figures_dir`).
 
     Columns that form pairs ``(X, "mean"), (X, "std")`` (as :func:`table_main` makes) print
     as one column X: ``0.645$_{\\pm 0.012}$`` in LaTeX, ``0.645 ± 0.012`` in Markdown.
@@ -169,7 +190,7 @@ def save_table(df: pd.DataFrame, name: str, *, caption: str | None = None,
     else:
         values = df
     bold = _best_mask(values, bold_best, best_axis, digits)
-    out = Path(out_dir)
+    out = figures_dir(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tex_cells = _render_cells(values, std, bold, digits, latex=True)
     styler = (tex_cells.style.format_index(escape="latex", axis=0)
@@ -185,9 +206,26 @@ def save_table(df: pd.DataFrame, name: str, *, caption: str | None = None,
     return tex_path, md_path
 
 
-def write_numbers(numbers: Mapping[str, float | int | str], out_dir: str | Path = "figures",
+def save_markdown(text: str, name: str, out_dir: str | os.PathLike[str] | None = None) -> Path:
+    """Write ``text`` to ``<out_dir>/<name>.md`` (``out_dir`` None: :func:`figures_dir`).
+
+    >>> import tempfile
+    >>> save_markdown("# Case", "case", tempfile.mkdtemp()).name
+    'case.md'
+    """
+    out = figures_dir(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{_check_name(name, 'markdown')}.md"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def write_numbers(numbers: Mapping[str, float | int | str],
+                  out_dir: str | os.PathLike[str] | None = None, name: str = "numbers",
                   digits: int | None = None) -> Path:
-    """Write ``<out_dir>/numbers.tex``: one ``\\newcommand{\\Name}{value}`` per entry.
+    """Write ``<out_dir>/<name>.tex`` (``out_dir`` None: :func:`figures_dir`): one
+    ``\\newcommand{\\Name}{value}`` per entry.  Each notebook that quotes numbers writes its
+    own file (``numbers``, ``numbers_cost`` ...), so every file has one producer.
 
     Names must be letters only (LaTeX macro names); floats print with ``digits`` decimals
     (or ``:g`` when None); a NaN is an error naming its key.
@@ -208,9 +246,9 @@ def write_numbers(numbers: Mapping[str, float | int | str], out_dir: str | Path 
         else:
             text = str(value)
         lines.append(rf"\newcommand{{\{key}}}{{{text}}}")
-    out = Path(out_dir)
+    out = figures_dir(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / "numbers.tex"
+    path = out / f"{_check_name(name, 'numbers file')}.tex"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
@@ -276,17 +314,22 @@ def table_significance(sig: pd.DataFrame) -> pd.DataFrame:
     """PEAR against its strongest fixed topology per (dataset, model): accuracies, the
     discordant pairs b/c, exact McNemar p with stars, the discordant win rate with its
     Wilson interval, and power, from :func:`pear.stats.significance` (or the printed table
-    mapped by :func:`pear.metrics.to_internal`; its ``best_baseline`` column is optional)."""
+    mapped by :func:`pear.metrics.to_internal`; its ``best_baseline`` column is optional).
+    Without discordant pairs (b = c = 0) the win rate and its interval are undefined and
+    print as an en dash "–", as does a missing p-value."""
+    def known(*values: object) -> bool:
+        return all(_fmt(v, 3) is not None for v in values)
     rows = {}
     for r in sig.to_dict("records"):
         key = (DATASET_LABELS.get(r["dataset"], r["dataset"]), r["model"])
         base = r.get("best_baseline")
+        p, win = r["p_exact"], (r["win_rate"], r["wilson_low"], r["wilson_high"])
         rows[key] = {**({} if base is None else {"Best fixed": METHOD_LABELS.get(base, base)}),
                      "Acc. best": r["best_baseline_acc"], "Acc. PEAR": r["pear_acc"],
                      "b": int(r["b"]), "c": int(r["c"]),
-                     "p (exact)": f"{r['p_exact']:.4f}{stars(r['p_exact'])}",
-                     "Win rate [95% CI]": f"{r['win_rate']:.3f} [{r['wilson_low']:.3f}, "
-                                          f"{r['wilson_high']:.3f}]",
+                     "p (exact)": f"{p:.4f}{stars(p)}" if known(p) else "–",
+                     "Win rate [95% CI]": "{:.3f} [{:.3f}, {:.3f}]".format(*win)
+                                          if known(*win) else "–",
                      "Power": r["power"]}
     out = pd.DataFrame.from_dict(rows, orient="index")
     out.index = pd.MultiIndex.from_tuples(out.index, names=["Dataset", "Model"])

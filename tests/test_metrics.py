@@ -264,6 +264,28 @@ def test_compare_with_paper_puts_numbers_side_by_side(paper_acc):
     assert (means["diff"] == 0).all()
 
 
+def test_rank_agreement_reproduces_the_studys_spearman_table(paper_acc):
+    full = metrics.to_internal(metrics.load_paper("full_dataset"))
+    out = metrics.rank_agreement(paper_acc, full)
+    assert out["dataset"].tolist() == ["truthfulqa"] * 2 + ["math500"] * 2   # table order
+    assert (out["n_methods"] == 7).all()   # the full sets ran every method but Random
+    printed = metrics.to_internal(metrics.load_paper("spearman"))   # 0.893 0.893 0.786 0.964
+    both = out.merge(printed, on=["dataset", "model"], suffixes=("", "_printed"))
+    assert len(both) == 4
+    assert both["rho"].to_numpy() == pytest.approx(both["rho_printed"].to_numpy(), abs=5e-4)
+
+
+def test_rank_agreement_needs_three_shared_methods():
+    sub = pd.DataFrame({"model": "m", "dataset": "math500", "method": ["a", "b", "c", "d"],
+                        "accuracy": [0.1, 0.2, 0.3, 0.4]})
+    full = sub.assign(accuracy=[0.2, 0.1, 0.3, 0.5]).iloc[:3]
+    assert metrics.rank_agreement(sub, full)[["n_methods", "rho"]].values.tolist() == [[3, 0.5]]
+    two = metrics.rank_agreement(sub, full.iloc[:2])
+    assert two["n_methods"].tolist() == [2] and two["rho"].isna().all()
+    flat = metrics.rank_agreement(sub, full.assign(accuracy=0.5))   # constant: undefined
+    assert flat["rho"].isna().all()
+
+
 # -- through the store ----------------------------------------------------------------------
 
 def test_metrics_read_a_written_run(tmp_path):

@@ -1,6 +1,6 @@
-"""The notebooks: only library calls, one parameters cell with the common parameters, one
-producer per output (showyourwork), the case-study transcript, and (slow) the whole build on
-simulated agents."""
+"""The notebooks: only library calls, one parameters cell with the common parameters, no
+output folder passed (the library's :func:`pear.report.figures_dir`), one producer per output
+(showyourwork), the case-study transcript, and (slow) the whole build on simulated agents."""
 from __future__ import annotations
 
 import ast
@@ -12,7 +12,7 @@ from pathlib import Path
 import jupytext
 import pytest
 
-from pear import paper
+from pear import paper, report, transcript
 from pear.data import FILES, data_dir
 from record_factory import make_record
 
@@ -63,7 +63,15 @@ def test_notebook_holds_no_path_string(name):
              if isinstance(n, ast.Constant) and isinstance(n.value, str)
              and (re.search(r"[/\\]", n.value)
                   or re.search(r"\.(csv|md|tex|png|pdf|json|jsonl|ipynb)$", n.value))]
-    assert paths == [], f"{name} spells paths {paths}: use runs_dir and pear.paper.figures_dir()"
+    assert paths == [], f"{name} spells paths {paths}: use runs_dir; outputs go to " \
+        "pear.report.figures_dir()"
+
+
+@pytest.mark.parametrize("name", paper.NOTEBOOKS)
+def test_notebook_passes_no_output_folder(name):
+    calls = [n.func.attr for n in ast.walk(_code(name)) if isinstance(n, ast.Call)
+             and isinstance(n.func, ast.Attribute) and any(k.arg == "out_dir" for k in n.keywords)]
+    assert calls == [], f"{name} passes out_dir to {calls}: the library picks the folder"
 
 
 @pytest.mark.parametrize("name", paper.NOTEBOOKS)
@@ -84,7 +92,9 @@ def _saved_files(name: str) -> set[str]:
     for n in ast.walk(_code(name)):
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute):
             if n.func.attr == "write_numbers":
-                out.add("numbers.tex")
+                names = [k.value for k in n.keywords if k.arg == "name"]
+                assert all(isinstance(v, ast.Constant) for v in names), f"{name}: literal name"
+                out.add((names[0].value if names else "numbers") + ".tex")
             elif n.func.attr in SAVERS:
                 arg = n.args[1]
                 assert isinstance(arg, ast.Constant), f"{name}: output name must be a literal"
@@ -106,7 +116,7 @@ def test_each_output_has_one_producer_and_the_study_is_covered():
                    "round_curves.png", "diagnostics.tex", "diagnostics_vs_paper.md",
                    "significance.tex", "significance_vs_paper.md", "spearman.tex",
                    "pareto.pdf", "pareto.png", "tokens.tex", "cost_vs_paper.md",
-                   "case_study.md"):
+                   "numbers_cost.tex", "case_study.md"):
         assert needed in files, needed
 
 
@@ -136,7 +146,7 @@ def _debate() -> dict:
 
 
 def test_render_transcript_shows_rounds_decisions_and_the_final_answer():
-    text = paper.render_transcript(_debate())
+    text = transcript.render_transcript(_debate())
     assert "### Round 0 (initial answers)" in text and "### Round 2" in text
     assert re.search(r"Agent 3 → Agent 1: .*\*\*ACCEPT\*\*", text)
     assert re.search(r"Agent 3 → Agent 2: .*\*\*REJECT\*\*", text)
@@ -152,13 +162,13 @@ def test_case_study_picks_the_first_minority_win_or_the_named_debate():
     lost = make_record([["4", "5", "5"], ["5", "5", "5"]], "4", question_id="q-lost",
                        critiques={1: [(1, 0, "ACCEPT")]})
     records = [majority, lost, _debate()]
-    rec, why = paper.case_study(records)
+    rec, why = transcript.case_study(records)
     assert rec["question_id"] == "q-minority" and "minority" in why
-    rec, _ = paper.case_study(records, debate_id=lost["debate_id"])
+    rec, _ = transcript.case_study(records, debate_id=lost["debate_id"])
     assert rec is lost
     with pytest.raises(ValueError, match="no debate 'nope'"):
-        paper.case_study(records, debate_id="nope")
-    rec, why = paper.case_study([majority, lost])  # no minority win: first PEAR debate
+        transcript.case_study(records, debate_id="nope")
+    rec, why = transcript.case_study([majority, lost])  # no minority win: first PEAR debate
     assert rec is majority and "no debate has a minority" in why
 
 
@@ -181,7 +191,7 @@ def _tiny_benchmarks(root: Path, n: int = 12) -> Path:
 @pytest.mark.timeout(900)
 def test_build_on_simulated_agents_produces_every_output(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PEAR_DATA_DIR", str(_tiny_benchmarks(tmp_path / "bench")))
-    monkeypatch.delenv(paper.FIGURES_ENV, raising=False)
+    monkeypatch.delenv(report.FIGURES_ENV, raising=False)
     figures = tmp_path / "figures"
     rc = paper.build(backend="simulated", preset="sim", seeds="0,1", n_questions=4,
                      runs=str(tmp_path / "runs"), figures=figures, build_dir=tmp_path / "build")
@@ -191,7 +201,11 @@ def test_build_on_simulated_agents_produces_every_output(tmp_path, monkeypatch, 
     assert all(f"ok {n} in" in out for n in paper.NOTEBOOKS)
     assert "simulated agents" in (figures / "main_results.md").read_text()
     assert "ACCEPT" in (figures / "case_study.md").read_text()
-    assert os.environ.get(paper.FIGURES_ENV) is None  # the build restores the environment
+    # 07 quotes the study's tokens per example (data/paper/cost.csv) beside the reproduced
+    cost = (figures / "numbers_cost.tex").read_text()
+    assert r"\newcommand{\PaperTokensPEAR}{32300}" in cost and r"\TokensCoTSC}" in cost
+    assert r"\newcommand{\PaperMeanAccPEAR}{0.748}" in (figures / "numbers.tex").read_text()
+    assert os.environ.get(report.FIGURES_ENV) is None  # the build restores the environment
     # replay: rerun two notebooks on the recorded runs, nothing is run again
     rc = paper.build(backend="replay", preset="sim", seeds="0,1", n_questions=4,
                      runs=str(tmp_path / "runs"), figures=tmp_path / "replayed",

@@ -1,15 +1,15 @@
-"""The glue of pear.paper the notebooks call, and the build's argument checks."""
+"""The build's parameters and argument checks (pear.paper), and the glue the analysis
+notebooks call: records of a scope, the study's numbers beside the reproduced ones, quoted
+numbers as macros (pear.study), and the case study from real records (pear.transcript)."""
 from __future__ import annotations
 
 import re
 
-import matplotlib
 import pandas as pd
 import pytest
 
-from pear import paper, report
+from pear import paper, study, transcript
 from pear.experiment import preset, run
-from pear.records import RecordWriter
 
 
 @pytest.fixture(scope="module")
@@ -53,12 +53,12 @@ def test_runs_path_defaults_under_the_repository():
 
 def test_load_results_selects_the_grid_and_names_missing_cells(sim_run, tmp_path):
     exp, out = sim_run
-    res = paper.load_results(out, exp)
+    res = study.load_results(out, exp)
     assert len(res.debates) == 2 * 3 * 3 * 2  # datasets x methods x seeds x questions
     assert res.simulated and res.label.startswith("simulated agents (backend simulated")
     assert "3 questions per dataset (question seed 0) x 2 seeds" in res.caption("T.")
     # a narrower grid reads a subset of the same records
-    one = paper.load_results(out, preset("smoke", datasets=("gsm8k",), methods=("pear",),
+    one = study.load_results(out, preset("smoke", datasets=("gsm8k",), methods=("pear",),
                                          seeds=(1,), n_questions=3, full_datasets=()))
     assert set(one.debates["method"]) == {"pear"} and set(one.debates["seed"]) == {1}
     # texts are dropped unless asked for
@@ -67,11 +67,11 @@ def test_load_results_selects_the_grid_and_names_missing_cells(sim_run, tmp_path
     wider = preset("smoke", datasets=("gsm8k",), methods=("cot", "star"), seeds=(0,),
                    n_questions=3, full_datasets=())
     with pytest.raises(FileNotFoundError, match=r"x gsm8k x star"):
-        paper.load_results(out, wider)
+        study.load_results(out, wider)
     with pytest.raises(FileNotFoundError, match="does not exist"):
-        paper.load_results(tmp_path / "none", exp)
+        study.load_results(tmp_path / "none", exp)
     with pytest.raises(ValueError, match="runs no full dataset"):
-        paper.load_results(out, exp, scope="full")
+        study.load_results(out, exp, scope="full")
 
 
 def test_run_experiments_replay_needs_records(tmp_path, sim_run):
@@ -80,23 +80,21 @@ def test_run_experiments_replay_needs_records(tmp_path, sim_run):
     assert paper.run_experiments("replay", *sim_run) is None
 
 
-def test_with_average_adds_the_mean_over_datasets():
-    df = pd.DataFrame({"model": "m", "dataset": ["gsm8k", "math500"] * 2, "method": "pear",
-                       "round": [0, 0, 1, 1], "accuracy": [0.4, 0.6, 0.6, 1.0],
-                       "std": [0.1] * 4})
-    avg = paper.with_average(df).query("dataset == 'Average'")
-    assert avg["round"].tolist() == [0, 1]
-    assert avg["accuracy"].round(6).tolist() == [0.5, 0.8] and avg["std"].isna().all()
+def test_describe_runs_counts_debates_per_model_method_and_dataset(sim_run):
+    table = paper.describe_runs(sim_run[1])
+    assert list(table.columns) == ["truthfulqa", "gsm8k"]   # the study's dataset order
+    assert table.index.get_level_values("method").tolist() == ["cot", "ring", "pear"]
+    assert (table.to_numpy() == 3 * 2).all()   # 3 questions x 2 seeds per cell
 
 
 def test_beside_paper_matches_model_names_or_pools_over_models():
     acc = pd.DataFrame({"dataset": "truthfulqa", "method": ["pear", "cot"], "accuracy": 0.5,
                         "model": "meta-llama/Llama-3.1-8B-Instruct"})
-    table, note = paper.beside_paper(acc, "full_dataset", ["accuracy"])
+    table, note = study.beside_paper(acc, "full_dataset", ["accuracy"])
     assert note == ""
     row = table.loc[("TruthfulQA", "Llama-3.1-8B", "PEAR")]
     assert row["paper"] == 0.824 and row["diff"] == pytest.approx(0.5 - 0.824)
-    table, note = paper.beside_paper(acc.assign(model="sim-1"), "full_dataset", ["accuracy"])
+    table, note = study.beside_paper(acc.assign(model="sim-1"), "full_dataset", ["accuracy"])
     assert "averaged over its 2 models" in note
     assert table.loc[("TruthfulQA", "PEAR"), "paper"] == pytest.approx((0.868 + 0.824) / 2)
 
@@ -104,9 +102,9 @@ def test_beside_paper_matches_model_names_or_pools_over_models():
 def test_headline_numbers_recompute_the_papers_quoted_numbers():
     from pear import metrics
     pap = metrics.to_internal(metrics.load_paper("main_results"))
-    numbers = paper.headline_numbers(pap.assign(std=0.0))
+    numbers = study.headline_numbers(pap.assign(std=0.0))
     assert (numbers["diff"].dropna().abs() < 1e-9).all()  # the table against itself
-    macros = paper.number_macros(numbers)
+    macros = study.number_macros(numbers)
     # data/paper/README.md: the table gives PEAR 0.748, gain 4.2, over Random 5.7, Chain 6.6
     assert macros["PaperMeanAccPEAR"] == "0.748" and macros["PaperGainBestFixed"] == "4.2"
     assert macros["GainOverRandom"] == "5.7" and macros["GainOverChain"] == "6.6"
@@ -114,41 +112,49 @@ def test_headline_numbers_recompute_the_papers_quoted_numbers():
     assert all(re.fullmatch(r"[A-Za-z]+", k) for k in macros)
 
 
-def test_rank_agreement_over_shared_methods():
-    sub = pd.DataFrame({"model": "m", "dataset": "math500", "method": ["a", "b", "c", "d"],
-                        "accuracy": [0.1, 0.2, 0.3, 0.4]})
-    full = sub.assign(accuracy=[0.2, 0.1, 0.3, 0.5]).iloc[:3]
-    out = paper.rank_agreement(sub, full)
-    assert out[["n_methods", "rho"]].values.tolist() == [[3, 0.5]]
-    assert pd.isna(paper.rank_agreement(sub, full.iloc[:2])["rho"]).all()
+def test_quoted_macros_put_the_studys_tokens_beside_the_reproduced():
+    cost = pd.DataFrame({"model": "m", "dataset": "gsm8k", "method": ["pear", "cot_sc", "ring"],
+                         "tokens_per_example": [30000.4, 2950.0, 24000.0]})
+    table, _ = study.beside_paper(cost, "cost", ["tokens_per_example"], keys=["method"])
+    macros = study.quoted_macros(table, "Tokens")
+    # data/paper/cost.csv: PEAR 32300, CoT-SC 3100; the study quotes no Ring cost
+    assert macros == {"TokensPEAR": "30000", "PaperTokensPEAR": "32300", "TokensCoTSC": "2950",
+                      "PaperTokensCoTSC": "3100", "TokensRing": "24000"}
+    twice = pd.DataFrame({"reproduced": [1.0, 2.0], "paper": [None, None]},
+                         index=["CoT-SC", "CoTSC"])
+    with pytest.raises(ValueError, match="'TokensCoTSC'"):
+        study.quoted_macros(twice, "Tokens")
 
 
-def test_facet_draws_one_panel_per_model_and_dataset_with_provenance():
-    report.set_style()
-    df = pd.DataFrame({"model": ["m1"] * 4 + ["m2"] * 4, "dataset": ["gsm8k", "math500"] * 4,
-                       "method": (["pear"] * 2 + ["random"] * 2) * 2, "accuracy": 0.5,
-                       "std": 0.0})
-    fig = paper.facet(report.plot_ablation, df, rows="model", cols="dataset", title="T",
-                      source="backend simulated; model m", simulated=True)
-    visible = [a for a in fig.axes if a.get_visible()]
-    assert len(visible) == 4
-    texts = [t.get_text() for t in fig.findobj(matplotlib.text.Text)]
-    assert sum("simulated agents" in t for t in texts) >= 4
-    footer = "simulated agents | backend simulated; model m"
-    assert [t.get_text() for t in fig.texts] == ["T", footer]  # suptitle and one footer
-    assert len(fig.legends) == 1
+def test_accuracy_hides_the_std_of_one_seed_and_select_keeps_rows(sim_run):
+    exp, out = sim_run
+    res = study.load_results(out, exp)
+    acc = study.accuracy(res.debates)
+    assert acc["n_seeds"].eq(2).all() and acc["std"].notna().all()
+    one = study.accuracy(res.debates[res.debates["seed"] == 0])
+    assert one["std"].isna().all()
+    picked = study.select(acc, methods=["pear"], datasets=["gsm8k"])
+    assert picked[["dataset", "method"]].values.tolist() == [["gsm8k", "pear"]]
+    joined = study.cost_accuracy(res.debates)
+    assert len(joined) == len(acc) and (joined["tokens_per_example"] > 0).all()
 
 
-def test_save_markdown_refuses_paths(tmp_path):
-    assert paper.save_markdown("# x", "case", out_dir=tmp_path).read_text() == "# x"
-    with pytest.raises(ValueError, match="bare name"):
-        paper.save_markdown("# x", "a/b", out_dir=tmp_path)
+def test_significance_sets_tests_the_first_seed_of_each_scope(sim_run):
+    exp, out = sim_run
+    res = study.load_results(out, exp)
+    rows, table = study.significance_sets(res)
+    assert set(rows["set"]) == {"subset, seed 0"} and (rows["n_pairs"] == 3).all()
+    assert table.index.names == ["Set", "Dataset", "Model"] and len(table) == 2
+    cot_only = study.load_results(out, preset("smoke", datasets=("gsm8k",), methods=("cot",),
+                                              seeds=(0,), n_questions=3, full_datasets=()))
+    with pytest.raises(ValueError, match="nothing to test"):
+        study.significance_sets(cot_only)
 
 
 def test_case_study_from_simulated_records_renders(sim_run):
     exp, out = sim_run
-    res = paper.load_results(out, exp, keep_text=True)
-    rec, why = paper.case_study(res.records)
-    text = paper.render_transcript(rec)
+    res = study.load_results(out, exp, keep_text=True)
+    rec, why = transcript.case_study(res.records)
+    text = transcript.render_transcript(rec)
     assert "Simulated agents" in text and "**Final answer:" in text
     assert re.search(r"\*\*(ACCEPT|REJECT)\*\*", text)

@@ -1,5 +1,8 @@
-"""Figure style, figure saving, tables, number macros and plots."""
+"""Figure style, the output folder, saving, tables, number macros, plots, and the figure
+layout of pear.figures (facet, with_average)."""
 from __future__ import annotations
+
+from pathlib import Path
 
 import matplotlib
 import numpy as np
@@ -8,9 +11,9 @@ import pytest
 from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 
-from pear import metrics, report
+from pear import figures, metrics, report, stats
 from pear.config import METHODS
-from pear.records import agent_rounds_frame
+from pear.records import agent_rounds_frame, debates_frame
 from record_factory import make_record, make_simple
 
 
@@ -65,6 +68,37 @@ def test_save_figure_writes_pdf_and_png_byte_stable(tmp_path):
 def test_save_figure_refuses_paths(tmp_path, name):
     with pytest.raises(ValueError, match="invalid figure name"):
         report.save_figure(_figure(), name, out_dir=tmp_path)
+
+
+def test_figures_dir_is_the_env_or_the_repositorys_never_the_cwd(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(report.FIGURES_ENV, raising=False)
+    repo = Path(report.__file__).resolve().parent.parent
+    assert report.figures_dir() == repo / "figures"
+    monkeypatch.setenv(report.FIGURES_ENV, str(tmp_path / "out"))
+    assert report.figures_dir() == tmp_path / "out"
+    assert report.figures_dir(tmp_path / "given") == tmp_path / "given"
+
+
+def test_every_saver_writes_into_the_figures_dir_by_default(tmp_path, monkeypatch):
+    monkeypatch.setenv(report.FIGURES_ENV, str(tmp_path / "env"))
+    table = pd.DataFrame({"Accuracy": [0.75]}, index=pd.Index(["PEAR"], name="Method"))
+    written = [*report.save_figure(_figure(), "fig"), *report.save_table(table, "tab"),
+               report.save_markdown("# Case\n", "case"),
+               report.write_numbers({"PearAcc": 0.75}, name="numbers_extra")]
+    assert [p.parent for p in written] == [tmp_path / "env"] * 6
+    assert [p.name for p in written] == ["fig.pdf", "fig.png", "tab.tex", "tab.md", "case.md",
+                                         "numbers_extra.tex"]
+    assert (tmp_path / "env" / "case.md").read_text() == "# Case\n"
+    assert "| PEAR | 0.750 |" in (tmp_path / "env" / "tab.md").read_text()
+
+
+@pytest.mark.parametrize("name", ["a/b", "..", ""])
+def test_save_markdown_and_write_numbers_refuse_paths(tmp_path, name):
+    with pytest.raises(ValueError, match="bare file name"):
+        report.save_markdown("# x", name, out_dir=tmp_path)
+    with pytest.raises(ValueError, match="bare file name"):
+        report.write_numbers({"X": 1}, tmp_path, name=name)
 
 
 # -- tables --------------------------------------------------------------------------------
@@ -182,6 +216,20 @@ def test_table_significance_from_the_printed_table(tmp_path):
     assert "Best fixed" not in printed.columns and printed.shape == (8, 7)
 
 
+def test_table_significance_without_discordant_pairs_prints_a_dash(tmp_path):
+    # PEAR and Ring agree on all 4 questions (3 right, 1 wrong): b = c = 0
+    recs = [make_simple(q < 3, method=m, question_id=f"q{q}") for m in ("pear", "ring")
+            for q in range(4)]
+    sig = stats.significance(debates_frame(recs))
+    assert (sig["b"].item(), sig["c"].item()) == (0, 0) and np.isnan(sig["win_rate"].item())
+    row = report.table_significance(sig).loc[("GSM8K", "m")]
+    assert row["Win rate [95% CI]"] == "–" and row["p (exact)"] == "1.0000"
+    assert (row["Acc. best"], row["Acc. PEAR"], row["Best fixed"]) == (0.75, 0.75, "Ring")
+    tex, md = report.save_table(report.table_significance(sig), "sig0", out_dir=tmp_path)
+    assert "nan" not in tex.read_text() + md.read_text()
+    assert "| GSM8K | m | Ring | 0.750 | 0.750 | 0 | 0 | 1.0000 | – | -- |" in md.read_text()
+
+
 # -- plots ---------------------------------------------------------------------------------
 
 def _round_records():
@@ -260,3 +308,37 @@ def test_plot_accuracy_bars(paper_acc):
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()][-1] == "PEAR"
     assert ax.patches[-1].get_height() == pytest.approx(0.7475)
+
+
+# -- figure layout (pear.figures) ----------------------------------------------------------
+
+def test_with_average_adds_the_mean_over_datasets():
+    df = pd.DataFrame({"model": "m", "dataset": ["gsm8k", "math500"] * 2, "method": "pear",
+                       "round": [0, 0, 1, 1], "accuracy": [0.4, 0.6, 0.6, 1.0],
+                       "std": [0.1] * 4})
+    out = figures.with_average(df)
+    assert len(out) == 6 and out.iloc[:4].equals(df)
+    avg = out.query("dataset == 'Average'")
+    assert avg["round"].tolist() == [0, 1]
+    assert avg["accuracy"].round(6).tolist() == [0.5, 0.8] and avg["std"].isna().all()
+
+
+def test_facet_draws_one_panel_per_model_and_dataset_with_provenance():
+    df = pd.DataFrame({"model": ["m1"] * 4 + ["m2"] * 4, "dataset": ["math500", "gsm8k"] * 4,
+                       "method": (["pear"] * 2 + ["random"] * 2) * 2,
+                       "accuracy": [0.5, 0.6, 0.4, 0.3, 0.7, 0.8, 0.2, 0.1], "std": 0.0})
+    fig = figures.facet(report.plot_ablation, figures.with_average(df), rows="model",
+                        cols="dataset", title="T", source="backend simulated; model m",
+                        simulated=True)
+    visible = [a for a in fig.axes if a.get_visible()]
+    assert len(visible) == 6   # 2 models x (GSM8K, MATH-500, Average)
+    assert [a.get_xticklabels()[0].get_text() for a in visible[:3]] == [
+        "GSM8K", "MATH-500", "Average"]   # the study's dataset order, Average last
+    assert visible[0].get_title().startswith("m1") and visible[3].get_title().startswith("m2")
+    # m1 on GSM8K: PEAR 0.6, Random 0.3; on the Average panel (0.55, 0.35)
+    assert sorted(p.get_height() for p in visible[0].patches) == pytest.approx([0.3, 0.6])
+    assert sorted(p.get_height() for p in visible[2].patches) == pytest.approx([0.35, 0.55])
+    assert sum("simulated agents" in t for t in _texts(fig)) >= 6
+    footer = "simulated agents | backend simulated; model m"
+    assert [t.get_text() for t in fig.texts] == ["T", footer]  # suptitle and one footer
+    assert len(fig.legends) == 1
