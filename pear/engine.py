@@ -124,6 +124,7 @@ class Engine:
         self.tokens = 0
         self.cache_hits = 0
         self.failed: list[tuple[str, str]] = []
+        self._schemas: dict[tuple[str, int], dict[str, Any]] = {}
 
     # identity ---------------------------------------------------------------
     def identity(self, job: Job) -> dict[str, Any]:
@@ -151,6 +152,12 @@ class Engine:
         self.tokens += sum(c.prompt_tokens + c.completion_tokens for c in out)
         self.cache_hits += sum(bool(c.cache_hit) for c in out)
         return out
+
+    def _schema(self, phase: str, n_items: int = 1) -> dict[str, Any]:
+        key = (phase, n_items)
+        if key not in self._schemas:
+            self._schemas[key] = prompts.schema_for(phase, self.debate.max_tokens, n_items)
+        return self._schemas[key]
 
     def _request(self, messages, schema, seed: int, meta: dict) -> Request:
         return Request(messages=messages, temperature=self.debate.temperature,
@@ -183,7 +190,7 @@ class Engine:
             for i in range(n_needed):
                 meta = {"phase": "initial", "round": 0, "agent": i, "dataset": dataset,
                         "question_id": qid, **_question_meta(q)}
-                reqs.append(self._request(prompts.initial_messages(q.task), prompts.SCHEMAS["initial"],
+                reqs.append(self._request(prompts.initial_messages(q.task), self._schema("initial"),
                                           derive_seed(seed, "round0", dataset, qid, i, "initial"), meta))
                 owners.append(key)
         outs = self._generate(reqs)
@@ -257,7 +264,8 @@ class Engine:
                         "question_id": q.id, "debate_id": d.ident["debate_id"], "own": own,
                         "targets": views, **_question_meta(q)}
                 reqs.append(self._request(
-                    prompts.critique_messages(q.task, own, views), prompts.SCHEMAS["critique"],
+                    prompts.critique_messages(q.task, own, views),
+                    self._schema("critique", len(views)),
                     derive_seed(d.job.seed, d.job.method.name, q.dataset, q.id, s, r, "critique"),
                     meta))
                 owners.append((d, s, targets))
@@ -292,7 +300,7 @@ class Engine:
                           "recommended_answer": c["recommended_answer"],
                           "source_confidence": c["source_confidence"],
                           "source_answer": c["source_answer"]} for j, c in enumerate(received)]
-                schema = prompts.SCHEMAS["revision"] if shown else prompts.SCHEMAS["initial"]
+                schema = self._schema("revision" if shown else "initial")
                 own = _view(d.agents[i], i)
                 meta = {"phase": "revision", "round": r, "agent": i, "dataset": q.dataset,
                         "question_id": q.id, "debate_id": d.ident["debate_id"], "own": own,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 __all__ = [
+    "schema_for",
     "SYSTEM_PROMPT",
     "CONFIDENCE_RUBRIC",
     "TASK_INSTRUCTIONS",
@@ -199,3 +200,34 @@ SCHEMAS: dict[str, dict[str, Any]] = {
 }
 """JSON schema per phase (``initial``, ``critique``, ``revision``); the engine drops
 ``decisions`` from the revision schema when an agent received no critique."""
+
+
+CHARS_PER_TOKEN = 3.0  # our choice: a conservative characters-per-token ratio for English/LaTeX
+JSON_OVERHEAD_TOKENS = 48  # our choice: keys, quotes, answer and confidence of the object
+
+
+def schema_for(phase: str, max_tokens: int, n_items: int = 1) -> dict[str, Any]:
+    """The phase's schema with free-text lengths capped so that a complete object fits in
+    ``max_tokens`` (a truncated object would be a parse failure).  ``n_items`` is the number
+    of reviews a critique holds (the budget is shared).
+
+    >>> schema_for("initial", 160)["properties"]["reasoning"]["maxLength"]
+    336
+    >>> schema_for("initial", 512)["properties"]["reasoning"]["maxLength"]
+    1392
+    """
+    import copy
+    if phase not in SCHEMAS:
+        raise ValueError(f"unknown phase {phase!r}: choose one of {', '.join(SCHEMAS)}")
+    budget = max(16, int((max_tokens - JSON_OVERHEAD_TOKENS) * CHARS_PER_TOKEN))
+    schema = copy.deepcopy(SCHEMAS[phase])
+    props = schema["properties"]
+    if "reasoning" in props:
+        props["reasoning"]["maxLength"] = min(props["reasoning"]["maxLength"], budget)
+    if "reviews" in props:
+        item = props["reviews"]["items"]["properties"]
+        per = max(16, budget // max(1, n_items) - 60)
+        item["critique"]["maxLength"] = min(item["critique"]["maxLength"], per)
+        item["recommended_answer"]["maxLength"] = min(item["recommended_answer"]["maxLength"], 60)
+        props["reviews"]["minItems"] = props["reviews"]["maxItems"] = n_items
+    return schema
