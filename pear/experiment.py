@@ -100,7 +100,7 @@ PRESETS: dict[str, Experiment] = {
     "smoke": Experiment("smoke", seeds=(0, 1), n_questions=1, full_datasets=("truthfulqa",),
                         full_n_questions=2, full_seeds=(0,),
                         debate=DebateConfig(n_agents=3, rounds=1, k=1, max_tokens=128),
-                        chunk_questions=16),
+                        chunk_questions=2),
     # the paper grid for the simulated backend (cheap, so everything is run)
     "sim": Experiment("sim", full_datasets=("truthfulqa", "math500"), chunk_questions=50),
 }
@@ -189,9 +189,17 @@ def answer_key(exp: Experiment) -> dict[tuple[str, str], str]:
 
 
 def model_dir(out_dir: str | os.PathLike[str], model: str) -> Path:
-    """Where one model's records live: ``<out_dir>/<model slug>/``."""
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", Path(model).name if os.sep in model else model)
-    return Path(out_dir) / (slug.strip("_") or "model")
+    """Where one model's records live: ``<out_dir>/<model slug>/`` (a readable prefix of the
+    model id plus a short hash of all of it, so distinct ids never share a directory).
+
+    >>> model_dir("runs", "SmolLM2.gguf@sha256:b179c9").name
+    'SmolLM2.gguf-d5c8391d97'
+    """
+    import hashlib
+    name = model.split("@", 1)[0]
+    name = Path(name).name if os.sep in name else name
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_")[:60] or "model"
+    return Path(out_dir) / f"{slug}-{hashlib.sha256(model.encode()).hexdigest()[:10]}"
 
 
 @dataclass
