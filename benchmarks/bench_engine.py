@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
+from pear.backends.base import Instrumented
 from pear.backends.simulated import SimulatedBackend
 from pear.config import METHODS, DebateConfig, method
 from pear.engine import Engine, Job
@@ -23,30 +24,10 @@ class Question:
     choices: tuple = ()
 
 
-class Timed:
-    """Wraps a backend and accumulates the time spent inside ``generate``."""
-
-    def __init__(self, inner):
-        self.inner, self.name, self.seconds = inner, inner.name, 0.0
-
-    @property
-    def model_id(self):
-        return self.inner.model_id
-
-    def settings(self):
-        return self.inner.settings()
-
-    def generate(self, requests):
-        t0 = time.perf_counter()
-        out = self.inner.generate(requests)
-        self.seconds += time.perf_counter() - t0
-        return out
-
-
 def main(n_questions: int = 200) -> None:
     qs = [Question(f"q{i:03d}", "gsm8k", f"Compute {i} + 17.", str(i + 17))
           for i in range(n_questions)]
-    backend = Timed(SimulatedBackend({(q.dataset, q.id): q.gold for q in qs}))
+    backend = Instrumented(SimulatedBackend({(q.dataset, q.id): q.gold for q in qs}))
     engine = Engine(backend, DebateConfig())
     jobs = [Job(q, method(m), 0) for q in qs for m in METHODS]
     t0 = time.perf_counter()

@@ -12,36 +12,16 @@ import argparse
 import tempfile
 import time
 
+from pear.backends.base import Instrumented
 from pear.backends.simulated import SimParams, SimulatedBackend
 from pear.experiment import answer_key, jobs, preset, run
 
 
-class Timed:
-    """Accumulates time spent inside the wrapped backend's ``generate``."""
-
-    def __init__(self, inner):
-        self.inner, self.name, self.seconds = inner, inner.name, 0.0
-
-    @property
-    def model_id(self):
-        return self.inner.model_id
-
-    def settings(self):
-        return self.inner.settings()
-
-    def generate(self, requests):
-        t0 = time.perf_counter()
-        out = self.inner.generate(requests)
-        self.seconds += time.perf_counter() - t0
-        return out
-
-
 def separate_cost(exp) -> tuple[int, int]:
-    """(generate calls, requests) if every method ran as its own grid."""
+    """(generate calls, round-0 requests) if every method ran as its own grid."""
     n, r = exp.debate.n_agents, exp.debate.rounds
     calls = requests = 0
     js = jobs(exp)
-    groups = {(j.seed, j.question.dataset, j.question.id) for j in js}
     per_method: dict[str, int] = {}
     for j in js:
         per_method[j.method.name] = per_method.get(j.method.name, 0) + 1
@@ -50,7 +30,6 @@ def separate_cost(exp) -> tuple[int, int]:
         debate = name not in ("cot", "cot_sc")
         calls += chunks * (1 + (2 * r if debate else 0))
         requests += count * (1 if name == "cot" else n)
-    del groups
     return calls, requests
 
 
@@ -67,13 +46,11 @@ def main() -> None:
     print(f"grid: {len(jobs(exp))} debates ({len(exp.datasets)} datasets x "
           f"{len(exp.methods)} methods x {len(seeds)} seeds x {args.n_questions} questions)")
     for latency in (0.0, 0.001):
-        be = Timed(SimulatedBackend(answer_key(exp), params=SimParams(latency_s=latency)))
+        be = Instrumented(SimulatedBackend(answer_key(exp), params=SimParams(latency_s=latency)))
         with tempfile.TemporaryDirectory() as out:
             t0 = time.perf_counter()
             s = run(exp, be, out, progress=False)
             wall = time.perf_counter() - t0
-        shared_round0 = s.requests - (s.requests - 0)  # placeholder for clarity below
-        del shared_round0
         print(f"latency {latency * 1000:.0f} ms/request: wall {wall:.1f} s, outside the "
               f"backend {1 - be.seconds / wall:.1%}; {s.generate_calls} generate calls "
               f"(separately: {sep_calls}, ratio {s.generate_calls / sep_calls:.2f}x), "

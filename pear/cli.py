@@ -31,24 +31,19 @@ def _csv(kind):
     return parse
 
 
-def _positive(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1: {text!r}")
-    return v
+def _int_at_least(lowest: int):
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+        if v < lowest:
+            raise argparse.ArgumentTypeError(f"must be >= {lowest}: {text!r}")
+        return v
+    return parse
 
 
-def _nonneg(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0: {text!r}")
-    return v
+_positive, _nonneg = _int_at_least(1), _int_at_least(0)
 
 
 def _parser() -> argparse.ArgumentParser:

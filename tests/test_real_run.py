@@ -3,28 +3,11 @@ import pytest
 
 pytest.importorskip("llama_cpp")
 
+from pear.backends.base import Instrumented  # noqa: E402
 from pear.backends.cache import CachedBackend  # noqa: E402
 from pear.backends.llamacpp import LlamaCppBackend  # noqa: E402
 from pear.experiment import jobs, preset, run  # noqa: E402
 from pear.records import load_run  # noqa: E402
-
-
-class Counting:
-    """Counts the requests that reach the real backend."""
-
-    def __init__(self, inner):
-        self.inner, self.name, self.requests = inner, inner.name, 0
-
-    @property
-    def model_id(self):
-        return self.inner.model_id
-
-    def settings(self):
-        return self.inner.settings()
-
-    def generate(self, requests):
-        self.requests += len(requests)
-        return self.inner.generate(requests)
 
 
 @pytest.mark.slow
@@ -32,7 +15,7 @@ def test_real_llamacpp_grid_runs_resumes_and_caches(tmp_path):
     exp = preset("smoke", datasets=("gsm8k", "truthfulqa"), methods=("cot", "cot_sc", "ring",
                  "pear"), seeds=(0,), n_questions=1, full_datasets=(), rounds=1,
                  max_tokens=96)
-    counted = Counting(LlamaCppBackend())
+    counted = Instrumented(LlamaCppBackend())
     backend = CachedBackend(counted, tmp_path / "cache.sqlite")
     first = run(exp, backend, tmp_path / "a", progress=False)
     assert first.complete and first.written == len(jobs(exp)) == 8

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Sequence, runtime_checkable
 
-__all__ = ["Request", "Completion", "Backend", "BackendError"]
+__all__ = ["Request", "Completion", "Backend", "BackendError", "Instrumented"]
 
 
 class BackendError(RuntimeError):
@@ -76,3 +76,29 @@ class Backend(Protocol):
     def settings(self) -> dict[str, Any]:
         """Settings for the run manifest (never an API key)."""
         ...
+
+
+class Instrumented:
+    """Wraps a backend and counts what reaches it: ``generate`` calls, requests, and the
+    seconds spent inside ``generate`` (for benchmarks and tests)."""
+
+    def __init__(self, inner: Backend):
+        self.inner, self.name = inner, inner.name
+        self.calls = self.requests = 0
+        self.seconds = 0.0
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    def settings(self) -> dict[str, Any]:
+        return self.inner.settings()
+
+    def generate(self, requests: Sequence[Request]) -> list[Completion]:
+        import time
+        t0 = time.perf_counter()
+        out = self.inner.generate(requests)
+        self.seconds += time.perf_counter() - t0
+        self.calls += 1
+        self.requests += len(requests)
+        return out
