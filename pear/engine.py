@@ -124,7 +124,7 @@ class Engine:
         self.tokens = 0
         self.cache_hits = 0
         self.failed: list[tuple[str, str]] = []
-        self._schemas: dict[tuple[str, int], dict[str, Any]] = {}
+        self._schemas: dict[tuple, dict[str, Any]] = {}
 
     # identity ---------------------------------------------------------------
     def identity(self, job: Job) -> dict[str, Any]:
@@ -153,10 +153,12 @@ class Engine:
         self.cache_hits += sum(bool(c.cache_hit) for c in out)
         return out
 
-    def _schema(self, phase: str, n_items: int = 1) -> dict[str, Any]:
-        key = (phase, n_items)
+    def _schema(self, phase: str, n_items: int = 1,
+                targets: Sequence[int] | None = None) -> dict[str, Any]:
+        key = (phase, n_items, tuple(targets) if targets is not None else None)
         if key not in self._schemas:
-            self._schemas[key] = prompts.schema_for(phase, self.debate.max_tokens, n_items)
+            self._schemas[key] = prompts.schema_for(phase, self.debate.max_tokens, n_items,
+                                                    targets)
         return self._schemas[key]
 
     def _request(self, messages, schema, seed: int, meta: dict) -> Request:
@@ -265,7 +267,7 @@ class Engine:
                         "targets": views, **_question_meta(q)}
                 reqs.append(self._request(
                     prompts.critique_messages(q.task, own, views),
-                    self._schema("critique", len(views)),
+                    self._schema("critique", len(views), targets),
                     derive_seed(d.job.seed, d.job.method.name, q.dataset, q.id, s, r, "critique"),
                     meta))
                 owners.append((d, s, targets))
@@ -300,7 +302,7 @@ class Engine:
                           "recommended_answer": c["recommended_answer"],
                           "source_confidence": c["source_confidence"],
                           "source_answer": c["source_answer"]} for j, c in enumerate(received)]
-                schema = self._schema("revision" if shown else "initial")
+                schema = self._schema("revision", len(shown)) if shown else self._schema("initial")
                 own = _view(d.agents[i], i)
                 meta = {"phase": "revision", "round": r, "agent": i, "dataset": q.dataset,
                         "question_id": q.id, "debate_id": d.ident["debate_id"], "own": own,

@@ -202,32 +202,46 @@ SCHEMAS: dict[str, dict[str, Any]] = {
 ``decisions`` from the revision schema when an agent received no critique."""
 
 
-CHARS_PER_TOKEN = 3.0  # our choice: a conservative characters-per-token ratio for English/LaTeX
+CHARS_PER_TOKEN = 2.5  # our choice: a conservative characters-per-token ratio (JSON, LaTeX)
 JSON_OVERHEAD_TOKENS = 48  # our choice: keys, quotes, answer and confidence of the object
+DECISION_TOKENS = 14  # our choice: one {"critique": i, "decision": "ACCEPT"} entry
+REVIEW_OVERHEAD_CHARS = 70  # our choice: keys, target and recommended answer of one review
 
 
-def schema_for(phase: str, max_tokens: int, n_items: int = 1) -> dict[str, Any]:
+def schema_for(phase: str, max_tokens: int, n_items: int = 1,
+               targets: Sequence[int] | None = None) -> dict[str, Any]:
     """The phase's schema with free-text lengths capped so that a complete object fits in
     ``max_tokens`` (a truncated object would be a parse failure).  ``n_items`` is the number
-    of reviews a critique holds (the budget is shared).
+    of reviews a critique holds or of decisions a revision owes (they share the budget);
+    ``targets`` (0-indexed agents) restricts a review's ``target`` to the agents routed to.
 
     >>> schema_for("initial", 160)["properties"]["reasoning"]["maxLength"]
-    336
-    >>> schema_for("initial", 512)["properties"]["reasoning"]["maxLength"]
-    1392
+    280
+    >>> schema_for("critique", 128, 2, targets=[1, 4])["properties"]["reviews"]["items"][
+    ...     "properties"]["target"]
+    {'type': 'integer', 'enum': [2, 5]}
     """
     import copy
     if phase not in SCHEMAS:
         raise ValueError(f"unknown phase {phase!r}: choose one of {', '.join(SCHEMAS)}")
-    budget = max(16, int((max_tokens - JSON_OVERHEAD_TOKENS) * CHARS_PER_TOKEN))
     schema = copy.deepcopy(SCHEMAS[phase])
     props = schema["properties"]
-    if "reasoning" in props:
-        props["reasoning"]["maxLength"] = min(props["reasoning"]["maxLength"], budget)
-    if "reviews" in props:
+    if phase == "critique":
+        budget = int((max_tokens - 16) * CHARS_PER_TOKEN)
         item = props["reviews"]["items"]["properties"]
-        per = max(16, budget // max(1, n_items) - 60)
+        per = max(16, budget // max(1, n_items) - REVIEW_OVERHEAD_CHARS)
         item["critique"]["maxLength"] = min(item["critique"]["maxLength"], per)
         item["recommended_answer"]["maxLength"] = min(item["recommended_answer"]["maxLength"], 60)
         props["reviews"]["minItems"] = props["reviews"]["maxItems"] = n_items
+        if targets is not None:
+            item["target"] = {"type": "integer", "enum": [t + 1 for t in targets]}
+        return schema
+    decisions = n_items if phase == "revision" else 0
+    budget = int((max_tokens - JSON_OVERHEAD_TOKENS - DECISION_TOKENS * decisions)
+                 * CHARS_PER_TOKEN)
+    props["reasoning"]["maxLength"] = min(props["reasoning"]["maxLength"], max(16, budget))
+    if phase == "revision":
+        props["decisions"]["minItems"] = props["decisions"]["maxItems"] = n_items
+        props["decisions"]["items"]["properties"]["critique"] = {
+            "type": "integer", "minimum": 1, "maximum": max(1, n_items)}
     return schema

