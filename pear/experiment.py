@@ -21,7 +21,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from pear.config import (DEBATE_METHODS, METHODS, DebateConfig, RouterConfig, method)
+from pear.config import METHODS, DebateConfig, RouterConfig, method
 from pear.engine import Engine, Job
 from pear.records import RecordWriter, completed_ids
 
@@ -95,12 +95,12 @@ PRESETS: dict[str, Experiment] = {
     "paper": Experiment("paper", full_datasets=("truthfulqa", "math500")),
     # the smallest grid that still feeds every table and figure with real data
     # (every method, dataset and seed-dependent statistic gets real data: 1 question per
-    # dataset, 2 seeds, 3 agents, 1 round; the "full-set" runs use 2 TruthfulQA questions
+    # dataset, 2 seeds, 3 agents, 1 round, 112 tokens a call; the "full-set" runs use 2 TruthfulQA questions
     # standing in for the 817).  Sized for the 15-minute CPU build.
     "smoke": Experiment("smoke", seeds=(0, 1), n_questions=1, full_datasets=("truthfulqa",),
                         full_n_questions=2, full_seeds=(0,),
-                        debate=DebateConfig(n_agents=3, rounds=1, k=1, max_tokens=128),
-                        chunk_questions=2),
+                        debate=DebateConfig(n_agents=3, rounds=1, k=1, max_tokens=112),
+                        chunk_questions=3),
     # the paper grid for the simulated backend (cheap, so everything is run)
     "sim": Experiment("sim", full_datasets=("truthfulqa", "math500"), chunk_questions=50),
 }

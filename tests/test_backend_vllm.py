@@ -168,6 +168,8 @@ def test_rejected_request_is_isolated(monkeypatch):
     assert [c.ok for c in out] == [True, False, True]
     assert out[1].finish_reason == "error" and "maximum model length" in out[1].error
     assert json.loads(out[2].text)["echo"] == "c"
+    # the whole batch was tried once, then each request alone
+    assert [len(call["messages"]) for call in fake.chat_calls] == [3, 1, 1, 1]
 
 
 def test_settings_record_engine_args_and_version(fake):

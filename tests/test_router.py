@@ -1,7 +1,5 @@
 """Router: the paper's formulas, permutation equivariance, the circulant degeneracy, and the
 influence penalty's monotonicity (with its analytic derivative)."""
-import itertools
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
