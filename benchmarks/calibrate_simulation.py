@@ -19,7 +19,7 @@ from pear import metrics
 from pear.backends.simulated import SimParams, SimulatedBackend
 from pear.engine import Engine
 from pear.experiment import answer_key, jobs, preset
-from pear.records import agent_rounds_frame, critiques_frame, debates_frame
+from pear.view import from_records
 from pear import tasks
 
 TARGET = {"w2r": 0.32, "r2w": 0.11, "acceptance": 0.58, "cross_answer": 0.475, "cot": 0.60}
@@ -30,9 +30,10 @@ def evaluate(params: SimParams, n_questions: int = 40) -> dict[str, float]:
                  full_datasets=())
     be = SimulatedBackend(answer_key(exp), params=params)
     recs = list(Engine(be, exp.debate, task_for=tasks.get).run(jobs(exp)))
-    deb, ar, cr = debates_frame(recs), agent_rounds_frame(recs), critiques_frame(recs)
-    diag = metrics.macro_average(metrics.diagnostics(deb, ar, cr)).set_index("method")
-    acc = metrics.macro_average(metrics.accuracy(deb)).set_index("method")["accuracy"]
+    t = from_records(recs)
+    diag = metrics.macro_average(metrics.diagnostics(t.debates, t.agent_rounds, t.edges))
+    diag = diag.set_index("method")
+    acc = metrics.macro_average(metrics.accuracy(t.debates)).set_index("method")["accuracy"]
     row = diag.loc["random"]
     return {"w2r": row["w2r"], "r2w": row["r2w"], "acceptance": row["acceptance"],
             "cross_answer": row["cross_answer"], "cot": acc["cot"],

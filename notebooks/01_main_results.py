@@ -31,12 +31,11 @@ n_questions = 0  # questions per dataset; 0: the preset value
 # ## Load records (subset questions)
 
 # %%
-from pear import paper, report, study
+from pear import compare, figures, report, study
 
-report.set_style()
-exp = paper.experiment(preset, seeds=seeds, n_questions=n_questions, model=model,
-                       backend=backend)
-res = study.load_results(paper.runs_path(runs_dir, preset, backend), exp, scope="subset")
+figures.set_style()
+res = study.results(backend, preset, runs_dir, model=model, seeds=seeds,
+                    n_questions=n_questions, scope="subset")
 res.summary()
 
 # %% [markdown]
@@ -45,8 +44,8 @@ res.summary()
 # %%
 acc = study.select(study.accuracy(res.debates), methods=study.MAIN_METHODS)
 main = report.table_main(acc)
-vs_paper, note = study.beside_paper(acc, "main_results", ["accuracy"])
-numbers = study.headline_numbers(acc)
+vs_paper, note = compare.beside_paper(acc, "main_results", ["accuracy"])
+numbers = compare.headline_numbers(acc)
 
 # %% [markdown]
 # ## Tables
@@ -81,4 +80,4 @@ report.save_table(vs_paper, "main_results_vs_paper",
 report.save_table(numbers, "main_summary",
                   caption=res.caption("Summary numbers of the study's text, recomputed from "
                                       "the records and from its printed table."))
-report.write_numbers(study.number_macros(numbers, res), name="numbers")
+report.write_numbers(compare.number_macros(numbers, res), name="numbers")

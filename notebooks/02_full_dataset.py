@@ -29,12 +29,11 @@ n_questions = 0  # questions per dataset; 0: the preset value
 # ## Load records (full sets)
 
 # %%
-from pear import paper, report, study
+from pear import compare, figures, report, study
 
-report.set_style()
-exp = paper.experiment(preset, seeds=seeds, n_questions=n_questions, model=model,
-                       backend=backend)
-res = study.load_results(paper.runs_path(runs_dir, preset, backend), exp, scope="full")
+figures.set_style()
+res = study.results(backend, preset, runs_dir, model=model, seeds=seeds,
+                    n_questions=n_questions, scope="full")
 res.summary()
 
 # %% [markdown]
@@ -43,7 +42,7 @@ res.summary()
 # %%
 acc = study.accuracy(res.debates)
 full = report.table_main(acc)
-vs_paper, note = study.beside_paper(acc, "full_dataset", ["accuracy"])
+vs_paper, note = compare.beside_paper(acc, "full_dataset", ["accuracy"])
 
 # %% [markdown]
 # ## Tables

@@ -30,18 +30,17 @@ n_questions = 0  # questions per dataset; 0: the preset value
 # ## Load records (subset questions)
 
 # %%
-from pear import figures, paper, report, study
+from pear import figures, report, study
 
-report.set_style()
-exp = paper.experiment(preset, seeds=seeds, n_questions=n_questions, model=model,
-                       backend=backend)
-res = study.load_results(paper.runs_path(runs_dir, preset, backend), exp, scope="subset")
+figures.set_style()
+res = study.results(backend, preset, runs_dir, model=model, seeds=seeds,
+                    n_questions=n_questions, scope="subset")
 
 # %% [markdown]
 # ## Compute
 
 # %%
-acc = study.select(study.accuracy(res.debates), methods=report.ROUTING_VARIANTS)
+acc = study.select(study.accuracy(res.debates), methods=study.ROUTING_VARIANTS)
 table = report.table_main(acc)
 bars = figures.with_average(acc, over="dataset")
 
@@ -49,7 +48,7 @@ bars = figures.with_average(acc, over="dataset")
 # ## Figure and table
 
 # %%
-fig = figures.facet(report.plot_ablation, bars, rows="model", cols=None, size=(7.0, 2.8),
+fig = figures.facet(figures.plot_ablation, bars, rows="model", cols=None, size=(7.0, 2.8),
                     title="Routing ablation: accuracy per variant (Random = reference)",
                     source=res.source, simulated=res.simulated)
 figures.display_figure(fig)
@@ -61,7 +60,7 @@ table
 # ## Save
 
 # %%
-report.save_figure(fig, "ablation")
+figures.save_figure(fig, "ablation")
 report.save_table(table, "ablation", bold_best="max",
                   caption=res.caption("Routing ablation: accuracy of Random, PEAR and its six "
                                       "ablations (mean ± std over seeds); Average = mean over "

@@ -29,24 +29,23 @@ n_questions = 0  # questions per dataset; 0: the preset value
 # ## Load records (subset questions)
 
 # %%
-from pear import figures, metrics, paper, report, study
+from pear import figures, metrics, study
 
-report.set_style()
-exp = paper.experiment(preset, seeds=seeds, n_questions=n_questions, model=model,
-                       backend=backend)
-res = study.load_results(paper.runs_path(runs_dir, preset, backend), exp, scope="subset")
+figures.set_style()
+res = study.results(backend, preset, runs_dir, model=model, seeds=seeds,
+                    n_questions=n_questions, scope="subset")
 
 # %% [markdown]
 # ## Compute
 
 # %%
-curves = figures.with_average(metrics.round_accuracy(res.agent_rounds), over="dataset")
+curves = figures.with_average(metrics.round_accuracy(res.debates, res.rounds), over="dataset")
 
 # %% [markdown]
 # ## Figure
 
 # %%
-fig = figures.facet(report.plot_round_curves, curves, rows="model", cols="dataset",
+fig = figures.facet(figures.plot_round_curves, curves, rows="model", cols="dataset",
                     title="Round-wise accuracy of the vote per method",
                     source=res.source, simulated=res.simulated, methods=study.MAIN_METHODS)
 figures.display_figure(fig)
@@ -55,4 +54,4 @@ figures.display_figure(fig)
 # ## Save
 
 # %%
-report.save_figure(fig, "round_curves")
+figures.save_figure(fig, "round_curves")

@@ -31,21 +31,21 @@ n_questions = 0  # questions per dataset; 0: the preset value
 # ## Load records (subset questions)
 
 # %%
-from pear import metrics, paper, report, study
+from pear import compare, figures, metrics, report, study
 
-report.set_style()
-exp = paper.experiment(preset, seeds=seeds, n_questions=n_questions, model=model,
-                       backend=backend)
-res = study.load_results(paper.runs_path(runs_dir, preset, backend), exp, scope="subset")
+figures.set_style()
+res = study.results(backend, preset, runs_dir, model=model, seeds=seeds,
+                    n_questions=n_questions, scope="subset")
 
 # %% [markdown]
 # ## Compute
 
 # %%
-diag = study.select(metrics.diagnostics(res.debates, res.agent_rounds, res.critiques),
+diag = study.select(metrics.diagnostics(res.debates, res.agent_rounds, res.edges),
                     methods=study.MAIN_METHODS)
 table = report.table_diagnostics(diag)
-vs_paper, note = study.beside_paper(
+definitions = report.table_diagnostics(diag, quantities=metrics.UPDATE_RATES)
+vs_paper, note = compare.beside_paper(
     diag, "diagnostics", ["w2r", "r2w", "net", "acceptance", "cross_answer",
                           "source_confidence", "influence_entropy"], keys=["method"])
 
@@ -54,6 +54,14 @@ vs_paper, note = study.beside_paper(
 
 # %%
 table
+
+# %% [markdown]
+# W2R, R2W and Net under the three definitions: per query (the study's), pooled over the
+# debates of a setting, and the authors' code (each agent's initial against its final
+# answer, per query).
+
+# %%
+definitions
 
 # %%
 vs_paper
@@ -64,8 +72,16 @@ vs_paper
 # %%
 report.save_table(table, "diagnostics",
                   caption=res.caption("Trajectory diagnostics per method, averaged over "
+                                      "settings; W2R, R2W and Net per query (the study's "
+                                      "definition: per debate, then averaged over debates)."))
+report.save_table(definitions, "diagnostics_definitions",
+                  caption=res.caption("W2R, R2W and Net under three definitions: per query "
+                                      "(the study's), pooled over each setting's debates, "
+                                      "and endpoints (each agent's initial against its final "
+                                      "answer, per query; the authors' code), averaged over "
                                       "settings."))
 report.save_table(vs_paper, "diagnostics_vs_paper",
                   caption=res.caption("Trajectory diagnostics beside the study's printed "
                                       "numbers (averaged over its open-model settings); "
+                                      "W2R, R2W and Net per query on both sides; "
                                       "diff = reproduced - paper."))

@@ -32,27 +32,26 @@ n_questions = 0  # questions per dataset; 0: the preset value
 # ## Load records (subset questions and full sets)
 
 # %%
-from pear import metrics, paper, report, study
+from pear import compare, figures, report, stats, study
 
-report.set_style()
-exp = paper.experiment(preset, seeds=seeds, n_questions=n_questions, model=model,
-                       backend=backend)
-runs = paper.runs_path(runs_dir, preset, backend)
-subset = study.load_results(runs, exp, scope="subset")
-full = study.load_results(runs, exp, scope="full")
+figures.set_style()
+subset = study.results(backend, preset, runs_dir, model=model, seeds=seeds,
+                       n_questions=n_questions, scope="subset")
+full = study.results(backend, preset, runs_dir, model=model, seeds=seeds,
+                     n_questions=n_questions, scope="full")
 
 # %% [markdown]
 # ## Compute
 
 # %%
 sig, table = study.significance_sets(full, subset)
-sig_vs_paper, sig_note = study.beside_paper(
+sig_vs_paper, sig_note = compare.beside_paper(
     sig, "significance", ["best_baseline_acc", "pear_acc", "b", "c", "chi2", "p_exact",
                           "win_rate", "wilson_low", "wilson_high", "power"],
     keys=["set", "dataset", "model"])
-ranks = metrics.rank_agreement(study.accuracy(subset.debates), study.accuracy(full.debates))
-rank_vs_paper, rank_note = study.beside_paper(ranks, "spearman", ["rho", "p_value"],
-                                              keys=["dataset", "model"])
+ranks = stats.rank_agreement(study.accuracy(subset.debates), study.accuracy(full.debates))
+rank_vs_paper, rank_note = compare.beside_paper(ranks, "spearman", ["rho", "p_value"],
+                                                keys=["dataset", "model"])
 
 # %% [markdown]
 # ## Tables
@@ -84,7 +83,7 @@ report.save_table(sig_vs_paper, "significance_vs_paper", digits=4,
                   caption=full.caption("Significance beside the study's printed table "
                                        "(accuracies in percent); diff = reproduced - paper. "
                                        + sig_note))
-report.save_table(study.display_table(ranks, ["dataset", "model"]), "spearman", digits=4,
+report.save_table(report.display_table(ranks, ["dataset", "model"]), "spearman", digits=4,
                   caption=full.caption("Spearman rank agreement of the methods' accuracies "
                                        "between the subset (" + subset.grid + ") and the full "
                                        "set."))

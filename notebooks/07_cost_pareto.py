@@ -30,12 +30,11 @@ n_questions = 0  # questions per dataset; 0: the preset value
 # ## Load records (subset questions)
 
 # %%
-from pear import figures, metrics, paper, report, study
+from pear import compare, figures, metrics, report, study
 
-report.set_style()
-exp = paper.experiment(preset, seeds=seeds, n_questions=n_questions, model=model,
-                       backend=backend)
-res = study.load_results(paper.runs_path(runs_dir, preset, backend), exp, scope="subset")
+figures.set_style()
+res = study.results(backend, preset, runs_dir, model=model, seeds=seeds,
+                    n_questions=n_questions, scope="subset")
 
 # %% [markdown]
 # ## Compute
@@ -44,15 +43,15 @@ res = study.load_results(paper.runs_path(runs_dir, preset, backend), exp, scope=
 points = study.select(study.cost_accuracy(res.debates), methods=study.MAIN_METHODS)
 cost = metrics.costs(res.debates)
 tokens = report.table_tokens(cost)
-vs_paper, note = study.beside_paper(study.select(cost, methods=study.MAIN_METHODS), "cost",
-                                    ["tokens_per_example"], keys=["method"])
-quoted = study.quoted_macros(vs_paper, "Tokens", digits=0)
+vs_paper, note = compare.beside_paper(study.select(cost, methods=study.MAIN_METHODS), "cost",
+                                      ["tokens_per_example"], keys=["method"])
+quoted = compare.quoted_macros(vs_paper, "Tokens", digits=0)
 
 # %% [markdown]
 # ## Figure and tables
 
 # %%
-fig = figures.facet(report.plot_pareto, points, rows="model", cols="dataset",
+fig = figures.facet(figures.plot_pareto, points, rows="model", cols="dataset",
                     title="Accuracy against tokens per example (Pareto frontier ringed)",
                     source=res.source, simulated=res.simulated)
 figures.display_figure(fig)
@@ -70,7 +69,7 @@ quoted
 # ## Save
 
 # %%
-report.save_figure(fig, "pareto")
+figures.save_figure(fig, "pareto")
 report.save_table(tokens, "tokens", digits=3,
                   caption=res.caption("Cost per example (per debate), averaged over "
                                       "settings."))

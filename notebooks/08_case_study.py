@@ -34,18 +34,16 @@ debate_id = ""  # empty: the first debate where a minority correct answer wins
 # %%
 from IPython.display import Markdown, display
 
-from pear import paper, report, study, transcript
+from pear import report, study, transcript
 
-exp = paper.experiment(preset, seeds=seeds, n_questions=n_questions, model=model,
-                       backend=backend)
-res = study.load_results(paper.runs_path(runs_dir, preset, backend), exp, scope="subset",
-                         keep_text=True)
+res = study.results(backend, preset, runs_dir, model=model, seeds=seeds,
+                    n_questions=n_questions, scope="subset")
 
 # %% [markdown]
 # ## Choose the debate and render it
 
 # %%
-record, why = transcript.case_study(res.records, debate_id)
+record, why = transcript.case_study(res, debate_id)
 text = transcript.render_transcript(record)
 print(f"case study: {why}; {res.label}")
 

@@ -1,4 +1,4 @@
-"""The ``pear`` command line: ``pear run``, ``pear show``, ``pear paper``.
+"""The ``pear`` command line: ``pear run``, ``pear show``, ``pear index``, ``pear paper``.
 
 Errors a user can make (bad argument, unknown preset/dataset/method/backend, missing file,
 unreachable server) print one line naming the problem and exit with code 2.
@@ -6,10 +6,11 @@ unreachable server) print one line naming the problem and exit with code 2.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import Any, Sequence
+
+from pear.factory import make_backend
 
 __all__ = ["main", "make_backend"]
 
@@ -75,6 +76,12 @@ def _parser() -> argparse.ArgumentParser:
                        description="Accuracy per method x dataset, tokens and parse failures.")
     s.add_argument("run_dir")
 
+    ix = sub.add_parser("index", help="build or update a run directory's columnar view",
+                        description="Index the records under RUN_DIR into RUN_DIR/view/ "
+                                    "(Parquet): only lines appended since the last index are "
+                                    "read; a stale or damaged view is rebuilt.")
+    ix.add_argument("run_dir")
+
     pp = sub.add_parser("paper", help="execute every notebook (jupytext + papermill)",
                         description="Run the notebooks in order; outputs go to figures/.")
     pp.add_argument("--backend", default="llamacpp",
@@ -87,32 +94,6 @@ def _parser() -> argparse.ArgumentParser:
     pp.add_argument("--base-url", default="", help="OpenAI-compatible endpoint")
     pp.add_argument("--only", default="", help="comma-separated notebook name prefixes")
     return p
-
-
-def make_backend(name: str, *, exp: Any = None, model: str | None = None,
-                 model_path: str | None = None, base_urls: Sequence[str] | None = None,
-                 cache_path: str | os.PathLike[str] | None = None) -> Any:
-    """Construct a backend by name with the CLI's settings, wrapped in the response cache."""
-    from pear import backends
-    from pear.experiment import answer_key
-    settings: dict[str, Any] = {}
-    if name == "simulated":
-        settings = {"answer_key": answer_key(exp), "n_agents": exp.debate.n_agents}
-    elif name == "llamacpp":
-        settings = {"model_path": model_path} if model_path else {}
-    elif name == "openai":
-        if not model:
-            raise ValueError("the openai backend needs --model NAME")
-        settings = {"model": model, **({"base_url": list(base_urls)} if base_urls else {})}
-    elif name == "vllm":
-        if not model:
-            raise ValueError("the vllm backend needs --model NAME")
-        settings = {"model": model}
-    be = backends.get(name, **settings)
-    if cache_path is not None and name != "simulated":
-        from pear.backends.cache import CachedBackend
-        be = CachedBackend(be, cache_path)
-    return be
 
 
 def _cmd_run(a: argparse.Namespace) -> int:
@@ -149,12 +130,20 @@ def _cmd_run(a: argparse.Namespace) -> int:
     return 0 if summary.complete else 1
 
 
+def _cmd_index(a: argparse.Namespace) -> int:
+    from pear.view import index
+    s = index(a.run_dir)
+    why = f" ({s.reason})" if s.reason else ""
+    print(f"{s.action}{why}: {s.new_debates} new debates read from {s.files} record files in "
+          f"{s.seconds:.1f} s; the view of {a.run_dir} holds {s.debates} debates")
+    return 0
+
+
 def _cmd_show(a: argparse.Namespace) -> int:
-    from pear.records import debates_frame, read_records
-    recs = read_records(a.run_dir)
-    if not recs:
+    from pear.view import load
+    df = load(a.run_dir).debates
+    if df.empty:
         raise ValueError(f"no debate records under {a.run_dir!r}")
-    df = debates_frame(recs)
     from pear.config import METHODS
     table = df.pivot_table(index="method", columns="dataset", values="correct", aggfunc="mean")
     table = table.reindex([m for m in METHODS if m in table.index])
@@ -175,6 +164,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_run(args)
         if args.command == "show":
             return _cmd_show(args)
+        if args.command == "index":
+            return _cmd_index(args)
         from pear.paper import build
         return build(backend=args.backend, preset=args.preset, model=args.model,
                      runs=args.runs, seeds=args.seeds, n_questions=args.n_questions,

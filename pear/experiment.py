@@ -26,7 +26,7 @@ from pear.engine import Engine, Job
 from pear.records import RecordWriter, completed_ids
 
 __all__ = ["Experiment", "PRESETS", "preset", "jobs", "run", "RunSummary", "answer_key",
-           "subset_questions", "full_questions",
+           "subset_questions", "full_questions", "SCOPES", "scope_debates",
            "MANIFEST", "read_manifest", "model_dir"]
 
 MANIFEST = "manifest.json"
@@ -161,6 +161,33 @@ def full_questions(exp: Experiment, dataset: str) -> list[Any]:
              if q.id not in ids][: max(0, exp.full_n_questions - len(subset))]
     keep = ids | {q.id for q in extra}
     return [q for q in load(dataset) if q.id in keep]
+
+
+SCOPES = ("subset", "full")
+
+
+def scope_debates(exp: Experiment, scope: str) -> list[tuple[str, str, int, str]]:
+    """``(dataset, question id, seed, method)`` of every debate in one scope of the grid:
+    ``subset`` = every method x seed on the seeded subset of each dataset; ``full`` = the
+    full-set methods x seeds on :func:`full_questions` of each full-set dataset (a debate in
+    both scopes is run once and read by both).  The union of the scopes is :func:`jobs`;
+    the analysis asks this function which records belong to a table.
+
+    >>> len(scope_debates(preset("smoke"), "full")), len(scope_debates(preset("smoke"), "subset"))
+    (14, 112)
+    """
+    if scope == "subset":
+        plan = [(ds, subset_questions(exp, ds), exp.seeds, exp.methods) for ds in exp.datasets]
+    elif scope == "full":
+        if not exp.full_datasets:
+            raise ValueError(f"preset {exp.name!r} runs no full dataset (full_datasets is "
+                             "empty): nothing in scope 'full'")
+        plan = [(ds, full_questions(exp, ds), exp.full_seeds, exp.full_methods)
+                for ds in exp.full_datasets]
+    else:
+        raise ValueError(f"unknown scope {scope!r}: use one of {', '.join(SCOPES)}")
+    return [(ds, q.id, seed, m) for ds, questions, seeds, methods in plan
+            for q in questions for seed in seeds for m in methods]
 
 
 def jobs(exp: Experiment) -> list[Job]:

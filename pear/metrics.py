@@ -1,13 +1,12 @@
-"""Metrics of debate records: accuracy, round-wise accuracy, trajectory diagnostics, cost,
-gains over baselines, and the study's printed numbers beside reproduced ones.
+"""Metrics of the columnar view (:mod:`pear.view`): accuracy, round-wise accuracy, the
+trajectory diagnostics, critique rates, influence entropy, cost, and gains over baselines.
 
-Every function reads the DataFrames of :mod:`pear.records` (``debates_frame``,
-``agent_rounds_frame``, ``critiques_frame``) and returns a tidy DataFrame keyed by
-``(model, dataset, method)`` (``GROUP``) unless told otherwise; methods and datasets are
-the internal names (``cot_sc``, ``math500``); :func:`to_internal` maps the paper's display
-names onto them.
+Every function takes the view's tables (``debates`` with the identity columns; the child
+tables ``agent_rounds``, ``edges``, ``rounds`` keyed by ``debate``), computes per-debate
+quantities with vectorised group-bys, and returns a tidy DataFrame keyed by ``by``
+(default :data:`GROUP` = model, dataset, method), rows in the study's table order.  Methods
+and datasets are internal names (``cot_sc``, ``math500``).
 
->>> import pandas as pd
 >>> d = pd.DataFrame({"model": "m", "dataset": "gsm8k", "method": "pear",
 ...                   "seed": [0, 0, 1, 1], "question_id": ["q1", "q2"] * 2,
 ...                   "correct": [True, False, True, True]})
@@ -16,53 +15,25 @@ names onto them.
 """
 from __future__ import annotations
 
-import warnings
-from pathlib import Path
-from typing import Literal, Mapping, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy.stats import entropy as scipy_entropy
 
 from pear.config import (CONFIDENCE_MAX, CONFIDENCE_MIN, DEBATE_METHODS, FIXED_TOPOLOGIES,
-                         METHOD_LABELS, METHODS, method as _method)
+                         METHODS, method as _method)
+from pear.labels import sort_rows as _sorted
 
 __all__ = [
-    "GROUP", "DATASETS", "DATASET_LABELS", "DATASET_NAMES", "METHOD_NAMES", "PAPER_DIR",
-    "seed_accuracy", "accuracy", "round_accuracy", "update_rates", "critique_rates",
-    "influence_entropy", "mean_influence_entropy", "diagnostics", "macro_average", "costs",
-    "gains", "gain_summary", "gains_versus", "rank_agreement", "pareto_front", "paired",
-    "load_paper", "to_internal", "compare_with_paper",
+    "GROUP", "UPDATE_RATES", "seed_accuracy", "accuracy", "round_accuracy", "update_rates",
+    "critique_rates", "influence_entropy", "mean_influence_entropy", "diagnostics",
+    "macro_average", "costs", "gains", "gain_summary", "gains_versus", "pareto_front",
+    "paired",
 ]
 
 GROUP = ("model", "dataset", "method")
 """The keys of one experimental cell; seeds and questions are averaged inside it."""
-DATASETS = ("mmlu_pro", "truthfulqa", "gsm8k", "math500")
-"""Internal dataset names in the order of the study's tables."""
-DATASET_LABELS = {"mmlu_pro": "MMLU-Pro", "truthfulqa": "TruthfulQA", "gsm8k": "GSM8K",
-                  "math500": "MATH-500"}
-DATASET_NAMES = {v: k for k, v in DATASET_LABELS.items()}
-"""Paper display name -> internal dataset name."""
-METHOD_NAMES = {v: k for k, v in METHOD_LABELS.items()}
-"""Paper display name -> internal method name."""
-MODEL_SPELLINGS = {"Qwen2.5-14B": "Qwen-2.5-14B"}
-"""The paper spells one model two ways; :func:`to_internal` keeps the main table's."""
-PAPER_DIR = Path(__file__).resolve().parent.parent / "data" / "paper"
 _SINGLE = {m for m in METHODS if _method(m).kind == "single"}
-
-
-def _rank(col: pd.Series) -> pd.Series:
-    order = {"method": METHODS, "dataset": DATASETS}.get(str(col.name))
-    if order is None:
-        return col
-    pos = {name: i for i, name in enumerate(order)}
-    return col.map(lambda v: (pos.get(v, len(pos)), str(v)))
-
-
-def _sorted(df: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
-    """Rows sorted by ``keys``, methods and datasets in the study's table order."""
-    keys = [k for k in keys if k in df.columns]
-    return df.sort_values(keys, key=_rank).reset_index(drop=True) if keys else df
 
 
 def _across_seeds(per_seed: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
@@ -72,6 +43,18 @@ def _across_seeds(per_seed: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
         std=("accuracy", lambda s: float(s.std(ddof=1)) if len(s) > 1 else 0.0),
         n_seeds=("seed", "nunique"), n_questions=("n_questions", "min")).reset_index()
     return _sorted(out, keys)
+
+
+def _per_debate(debates: pd.DataFrame, codes: np.ndarray,
+                values: dict[str, np.ndarray]) -> pd.DataFrame:
+    """Sums of ``values`` over the child rows of each debate (``codes`` = their ``debate``),
+    one row per row of ``debates``, with its ``debate`` key."""
+    keys = debates["debate"].to_numpy()
+    size = int(max(keys.max(initial=-1), codes.max(initial=-1))) + 1
+    out = {"debate": keys}
+    for name, v in values.items():
+        out[name] = np.bincount(codes, weights=np.asarray(v, dtype=float), minlength=size)[keys]
+    return pd.DataFrame(out)
 
 
 def seed_accuracy(debates: pd.DataFrame) -> pd.DataFrame:
@@ -94,7 +77,7 @@ def accuracy(debates: pd.DataFrame) -> pd.DataFrame:
     return _across_seeds(seed_accuracy(debates), GROUP)
 
 
-def round_accuracy(agent_rounds: pd.DataFrame) -> pd.DataFrame:
+def round_accuracy(debates: pd.DataFrame, rounds: pd.DataFrame) -> pd.DataFrame:
     """Accuracy of the vote after each round (round 0 = the initial answers), mean and std
     across seeds as in :func:`accuracy`: columns ``model, dataset, method, round, accuracy,
     std, n_seeds, n_questions``.
@@ -103,16 +86,19 @@ def round_accuracy(agent_rounds: pd.DataFrame) -> pd.DataFrame:
     carried flat over rounds 0..R, R the last round of any debate method of the same
     (model, dataset), so that they draw as horizontal reference lines.
 
-    >>> ar = pd.DataFrame({"model": "m", "dataset": "d", "seed": 0, "agent": 0,
-    ...     "method": ["cot", "pear", "pear"], "debate_id": ["a", "b", "b"],
-    ...     "round": [0, 0, 1], "vote_correct": [True, False, True]})
-    >>> round_accuracy(ar)[["method", "round", "accuracy"]].values.tolist()
+    >>> deb = pd.DataFrame({"debate": [0, 1], "model": "m", "dataset": "d", "seed": 0,
+    ...                     "method": ["cot", "pear"]})
+    >>> ro = pd.DataFrame({"debate": [0, 1, 1], "round": [0, 0, 1],
+    ...                    "vote_correct": [True, False, True]})
+    >>> round_accuracy(deb, ro)[["method", "round", "accuracy"]].values.tolist()
     [['cot', 0, 1.0], ['cot', 1, 1.0], ['pear', 0, 0.0], ['pear', 1, 1.0]]
     """
-    votes = agent_rounds.drop_duplicates(["debate_id", "round"])
+    votes = rounds[["debate", "round", "vote_correct"]].merge(
+        debates[["debate", *GROUP, "seed"]], on="debate")
     per_seed = votes.groupby([*GROUP, "seed", "round"], sort=False)["vote_correct"].agg(
         accuracy="mean", n_questions="size").reset_index()
     per_seed["accuracy"] = per_seed["accuracy"].astype(float)
+    per_seed["round"] = per_seed["round"].astype(int)
     out = _across_seeds(per_seed, [*GROUP, "round"])
     last = out.groupby(list(GROUP))["round"].transform("max")
     horizon = out[last > 0].groupby(["model", "dataset"])["round"].max()
@@ -122,88 +108,142 @@ def round_accuracy(agent_rounds: pd.DataFrame) -> pd.DataFrame:
     return _sorted(out, [*GROUP, "round"])
 
 
-def update_rates(agent_rounds: pd.DataFrame, by: Sequence[str] = GROUP) -> pd.DataFrame:
-    """Wrong-to-right and right-to-wrong rates of agent updates, pooled within ``by``.
+# ----------------------------------------------------------------- trajectory diagnostics
 
-    An update is one agent in round r-1 and in round r of the same debate.  Columns:
-    ``updates, from_wrong, from_right, w2r_count, r2w_count`` and the rates
-    ``w2r = w2r_count / from_wrong`` (wrong answers that became right), ``r2w = r2w_count
-    / from_right`` (right answers that became wrong) and ``net = w2r - r2w``.
+UPDATE_RATES = ("w2r", "r2w", "net", "w2r_pooled", "r2w_pooled", "net_pooled",
+                "w2r_endpoints", "r2w_endpoints", "net_endpoints")
+"""The update-rate columns of :func:`update_rates`, by definition."""
 
-    Why conditional rates: the study's diagnostics print W2R ~0.32, R2W ~0.11, Net ~0.21
-    per round.  As shares of all updates a Net of 0.21 would raise agent accuracy by 21
-    points every round, far beyond the ~14-point total gain from CoT to debate in its main
-    table; as conditional rates the accuracy settles where (1-a) 0.32 = a 0.11, at
-    a ~0.74, which is where its debate accuracies lie (0.68-0.75).  Groups with no update
-    at all (CoT, CoT-SC) get 0, as the study prints; a rate with an empty denominator in a
-    group that has updates is NaN.
 
-    >>> ar = pd.DataFrame({"model": "m", "dataset": "d", "method": "pear", "debate_id": "x",
-    ...     "agent": [0, 1, 0, 1], "round": [0, 0, 1, 1], "correct": [False, True, True, True]})
-    >>> update_rates(ar)[["updates", "w2r_count", "w2r", "r2w", "net"]].to_dict("records")
-    [{'updates': 2, 'w2r_count': 1, 'w2r': 1.0, 'r2w': 0.0, 'net': 1.0}]
+def _transitions(agent_rounds: pd.DataFrame) -> tuple[np.ndarray, ...]:
+    """(debate, before, after) of every agent update r-1 -> r, and (debate, initial, final)
+    of every agent with at least one update (its round 0 and its last round)."""
+    d = agent_rounds["debate"].to_numpy(np.int64)
+    a = agent_rounds["agent"].to_numpy(np.int64)
+    r = agent_rounds["round"].to_numpy(np.int64)
+    c = agent_rounds["correct"].to_numpy(bool)
+    order = np.lexsort((r, a, d))
+    d, a, r, c = d[order], a[order], r[order], c[order]
+    same_agent = (d[1:] == d[:-1]) & (a[1:] == a[:-1])
+    step = same_agent & (r[1:] == r[:-1] + 1)
+    first = np.r_[True, ~same_agent]          # first row of each (debate, agent)
+    last = np.r_[~same_agent, True]
+    f_idx, l_idx = np.flatnonzero(first), np.flatnonzero(last)
+    ends = (r[f_idx] == 0) & (r[l_idx] > 0)
+    return (d[1:][step], c[:-1][step], c[1:][step],
+            d[f_idx][ends], c[f_idx][ends], c[l_idx][ends])
+
+
+def _mean_rate(num: pd.Series, den: pd.Series, groups: pd.Series | list) -> pd.Series:
+    """Mean over the debates with ``den > 0`` of ``num / den``, per group."""
+    ok = den > 0
+    rate = (num[ok] / den[ok]).groupby([g[ok] for g in groups]).mean()
+    return rate
+
+
+def update_rates(debates: pd.DataFrame, agent_rounds: pd.DataFrame,
+                 by: Sequence[str] = GROUP) -> pd.DataFrame:
+    """Wrong-to-right and right-to-wrong rates of agent updates within ``by``, under three
+    definitions (an update is one agent in round r-1 and in round r of one debate; a query
+    is one debate, i.e. one question answered under one seed):
+
+    - ``w2r``, ``r2w``, ``net`` — **per query, the study's definition**: per debate,
+      W2R = (updates wrong at r-1 and right at r) / (updates wrong at r-1), summed over its
+      agents and rounds; then averaged over the debates, skipping those with no update
+      wrong at r-1 (W2R undefined there); R2W symmetric (skipping debates with no update
+      right at r-1); Net = W2R - R2W of those two means, so a table's Net is its W2R minus
+      its R2W;
+    - ``w2r_pooled``, ``r2w_pooled``, ``net_pooled`` — counts pooled over every debate of
+      the group before dividing (weights debates by their number of wrong updates);
+    - ``w2r_endpoints``, ``r2w_endpoints``, ``net_endpoints`` — the authors' code: each
+      agent's initial (round 0) against its final answer only, per debate the share of the
+      initially wrong (right) agents that end right (wrong), averaged over debates as the
+      per-query rates.
+
+    Also the counts ``updates, from_wrong, from_right, w2r_count, r2w_count`` and
+    ``queries`` (debates with an update).  Groups with no update at all (CoT, CoT-SC) get 0
+    for every rate, as the study prints; a rate with no defined query in a group that has
+    updates is NaN.
+
+    >>> deb = pd.DataFrame({"debate": [0, 1], "model": "m", "dataset": "d", "method": "pear"})
+    >>> ar = pd.DataFrame({"debate": [0] * 4 + [1] * 4, "agent": [0, 1] * 4,
+    ...     "round": [0, 0, 1, 1] * 2,
+    ...     "correct": [False, True, True, True, False, False, False, True]})
+    >>> out = update_rates(deb, ar).iloc[0]
+    >>> out["w2r"], out["w2r_pooled"], out["r2w"]
+    (np.float64(0.75), np.float64(0.6666666666666666), np.float64(0.0))
     """
     by = list(by)
-    cur = agent_rounds[[*by, "debate_id", "agent", "round", "correct"]]
-    prev = cur[["debate_id", "agent", "round", "correct"]].assign(
-        round=cur["round"] + 1).rename(columns={"correct": "before"})
-    upd = cur.merge(prev, on=["debate_id", "agent", "round"])
-    before, after = upd["before"].astype(bool), upd["correct"].astype(bool)
-    upd = upd.assign(from_wrong=~before, from_right=before, w2r_count=~before & after,
-                     r2w_count=before & ~after)
-    cols = ["from_wrong", "from_right", "w2r_count", "r2w_count"]
-    counts = upd.groupby(by)[cols].sum().astype(int)
-    counts.insert(0, "updates", upd.groupby(by).size())
-    groups = agent_rounds[by].drop_duplicates().set_index(by).index
-    out = counts.reindex(groups, fill_value=0).reset_index()
-    none = out["updates"] == 0
+    td, before, after, ed, initial, final = _transitions(agent_rounds)
+    per = _per_debate(debates, td, {
+        "updates": np.ones(len(td)), "from_wrong": ~before, "from_right": before,
+        "w2r_count": ~before & after, "r2w_count": before & ~after})
+    ends = _per_debate(debates, ed, {"e_wrong": ~initial, "e_right": initial,
+                                     "e_w2r": ~initial & final, "e_r2w": initial & ~final})
+    per = pd.concat([per, ends.drop(columns="debate")], axis=1)
+    keys = [debates[k].reset_index(drop=True) for k in by]
+    g = per.drop(columns="debate").groupby(keys, sort=False)
+    sums = g.sum()
+    out = pd.DataFrame({
+        "updates": sums["updates"], "from_wrong": sums["from_wrong"],
+        "from_right": sums["from_right"], "w2r_count": sums["w2r_count"],
+        "r2w_count": sums["r2w_count"],
+        "queries": (per["updates"] > 0).groupby(keys, sort=False).sum()})
+    counts = ["updates", "from_wrong", "from_right", "w2r_count", "r2w_count", "queries"]
+    out[counts] = out[counts].astype(int)
+    out["w2r"] = _mean_rate(per["w2r_count"], per["from_wrong"], keys)
+    out["r2w"] = _mean_rate(per["r2w_count"], per["from_right"], keys)
     with np.errstate(invalid="ignore", divide="ignore"):
-        out["w2r"] = np.where(none, 0.0, out["w2r_count"] / out["from_wrong"].replace(0, np.nan))
-        out["r2w"] = np.where(none, 0.0, out["r2w_count"] / out["from_right"].replace(0, np.nan))
-    out["net"] = out["w2r"] - out["r2w"]
-    return _sorted(out, by)
+        out["w2r_pooled"] = out["w2r_count"] / out["from_wrong"].replace(0, np.nan)
+        out["r2w_pooled"] = out["r2w_count"] / out["from_right"].replace(0, np.nan)
+    out["w2r_endpoints"] = _mean_rate(per["e_w2r"], per["e_wrong"], keys)
+    out["r2w_endpoints"] = _mean_rate(per["e_r2w"], per["e_right"], keys)
+    none = out["updates"] == 0
+    for kind in ("", "_pooled", "_endpoints"):
+        for col in (f"w2r{kind}", f"r2w{kind}"):
+            out[col] = out[col].astype(float).where(~none, 0.0)
+        out[f"net{kind}"] = out[f"w2r{kind}"] - out[f"r2w{kind}"]
+    out = out.reset_index()
+    out.columns = [*by, *out.columns[len(by):]]
+    return _sorted(out[[*by, *counts, *UPDATE_RATES]], by)
 
 
-def critique_rates(critiques: pd.DataFrame, agent_rounds: pd.DataFrame | None = None,
+def critique_rates(debates: pd.DataFrame, edges: pd.DataFrame,
                    by: Sequence[str] = GROUP) -> pd.DataFrame:
     """Critique diagnostics over routed edges, pooled within ``by``.
 
     Columns ``edges`` (routed critique edges), ``decisions`` (delivered critiques with an
     ACCEPT/REJECT decision), ``acceptance`` (share ACCEPT among ``decisions``),
     ``cross_answer`` (share of edges whose source answered differently from its target when
-    the critique was written) and ``source_confidence`` (mean of (c - 1) / 4, the source's
-    confidence c on the 1..5 scale mapped to [0, 1]).  With ``agent_rounds`` the answers of
-    round r-1 are compared after canonicalisation (``canonical``); without it the record's
-    ``cross_answer`` flag (raw answer strings) is used.  Groups without critiques are absent.
+    the critique was written: canonical answers of round r-1) and ``source_confidence``
+    (mean of (c - 1) / 4, the source's confidence c on the 1..5 scale mapped to [0, 1]).
+    Groups without critiques are absent.
 
-    >>> c = pd.DataFrame({"model": "m", "dataset": "d", "method": "pear", "delivered": True,
-    ...     "decision": ["ACCEPT", "REJECT", None], "cross_answer": [True, False, True],
-    ...     "source_confidence": [5, 3, 1]})
-    >>> out = critique_rates(c)[["acceptance", "cross_answer", "source_confidence"]]
+    >>> deb = pd.DataFrame({"debate": [0], "model": "m", "dataset": "d", "method": "pear"})
+    >>> e = pd.DataFrame({"debate": 0, "delivered": True, "decision": ["ACCEPT", "REJECT", None],
+    ...     "cross_answer": [True, False, True], "source_confidence": [5, 3, 1]})
+    >>> out = critique_rates(deb, e)[["acceptance", "cross_answer", "source_confidence"]]
     >>> out.round(3).values.tolist()
     [[0.5, 0.667, 0.5]]
     """
     by = list(by)
-    crit = critiques.copy()
-    if agent_rounds is not None and len(crit):
-        ans = agent_rounds[["debate_id", "round", "agent", "canonical"]].assign(
-            round=agent_rounds["round"] + 1)
-        for side in ("source", "target"):
-            crit = crit.merge(ans.rename(columns={"agent": side, "canonical": f"_{side}"}),
-                              on=["debate_id", "round", side], how="left")
-        known = crit["_source"].notna() & crit["_target"].notna()
-        crit["cross_answer"] = np.where(known, crit["_source"] != crit["_target"],
-                                        crit["cross_answer"])
-    has_decision = crit["delivered"].astype(bool) & crit["decision"].notna()
-    crit = crit.assign(
-        _decided=has_decision, _accepted=has_decision & (crit["decision"] == "ACCEPT"),
-        _cross=crit["cross_answer"].astype(float),
-        _conf=(crit["source_confidence"] - CONFIDENCE_MIN) / (CONFIDENCE_MAX - CONFIDENCE_MIN))
-    g = crit.groupby(by)
-    out = pd.DataFrame({"edges": g.size(), "decisions": g["_decided"].sum().astype(int),
-                        "acceptance": g["_accepted"].sum() / g["_decided"].sum().replace(0, np.nan),
-                        "cross_answer": g["_cross"].mean(), "source_confidence": g["_conf"].mean()})
-    return _sorted(out.reset_index(), by)
+    decided = edges["delivered"].to_numpy(bool) & edges["decision"].notna().to_numpy()
+    accepted = decided & (edges["decision"].astype(object) == "ACCEPT").to_numpy()
+    conf = ((edges["source_confidence"].to_numpy(float) - CONFIDENCE_MIN)
+            / (CONFIDENCE_MAX - CONFIDENCE_MIN))
+    per = _per_debate(debates, edges["debate"].to_numpy(np.int64), {
+        "edges": np.ones(len(edges)), "decisions": decided, "accepted": accepted,
+        "cross": edges["cross_answer"].to_numpy(float), "conf": conf})
+    keys = [debates[k].reset_index(drop=True) for k in by]
+    s = per.drop(columns="debate").groupby(keys, sort=False).sum()
+    s = s[s["edges"] > 0]
+    out = pd.DataFrame({"edges": s["edges"].astype(int),
+                        "decisions": s["decisions"].astype(int),
+                        "acceptance": s["accepted"] / s["decisions"].replace(0, np.nan),
+                        "cross_answer": s["cross"] / s["edges"],
+                        "source_confidence": s["conf"] / s["edges"]}).reset_index()
+    out.columns = [*by, *out.columns[len(by):]]
+    return _sorted(out, by)
 
 
 def influence_entropy(influence: Sequence[float] | np.ndarray) -> float:
@@ -216,45 +256,71 @@ def influence_entropy(influence: Sequence[float] | np.ndarray) -> float:
     (1.0, 0.0, 0.0)
     """
     rho = np.asarray(influence, dtype=float)
+    return float(_entropies(np.zeros(rho.size, dtype=np.int64), rho, 1)[0])
+
+
+def _entropies(codes: np.ndarray, rho: np.ndarray, size: int) -> np.ndarray:
+    """Normalised entropy of each debate's influence vector (the rows with code i)."""
     if (rho < 0).any():
-        raise ValueError(f"influence must be non-negative, got {rho.tolist()}")
-    total = rho.sum()
-    if rho.size <= 1 or total <= 0:
-        return 0.0
-    return float(min(1.0, max(0.0, scipy_entropy(rho) / np.log(rho.size))))
+        raise ValueError(f"influence must be non-negative, got {rho[rho < 0][:5].tolist()}")
+    n = np.bincount(codes, minlength=size)
+    total = np.bincount(codes, weights=rho, minlength=size)
+    p = rho / np.where(total[codes] > 0, total[codes], 1.0)
+    plogp = np.where(p > 0, p * np.log(np.where(p > 0, p, 1.0)), 0.0)
+    h = -np.bincount(codes, weights=plogp, minlength=size)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where((n > 1) & (total > 0), h / np.log(np.maximum(n, 2)), 0.0)
+    return np.clip(out, 0.0, 1.0) + 0.0  # + 0.0: no negative zero
 
 
-def mean_influence_entropy(debates: pd.DataFrame, by: Sequence[str] = GROUP) -> pd.DataFrame:
-    """Mean over debates of the normalised entropy of the final influence vector.
+def mean_influence_entropy(debates: pd.DataFrame, agent_rounds: pd.DataFrame,
+                           by: Sequence[str] = GROUP) -> pd.DataFrame:
+    """Mean over debates of the normalised entropy of the final influence vector (the
+    agents' influence after the last round, :func:`influence_entropy`).
 
     Debates without debate rounds have no influence update; their vote weighs every answer
     equally, so they count as uniform influence: 0 for a single answer (``cot``), 1 for
     several (``cot_sc``), as in the study's diagnostics.  Column ``influence_entropy``.
     """
-    def one(row: pd.Series) -> float:
-        if row["method"] in DEBATE_METHODS and row.get("rounds", 1) != 0:
-            return influence_entropy(row["final_influence"])
-        return 0.0 if row["method"] in _SINGLE or row["n_agents"] <= 1 else 1.0
+    by = list(by)
+    keys = debates["debate"].to_numpy(np.int64)
+    last = np.zeros(int(max(keys.max(initial=-1),
+                            agent_rounds["debate"].max() if len(agent_rounds) else -1)) + 1,
+                    dtype=np.int64)
+    last[keys] = debates["rounds"].to_numpy(np.int64)
+    codes = agent_rounds["debate"].to_numpy(np.int64)
+    final = agent_rounds["round"].to_numpy(np.int64) == last[codes]
+    ent = _entropies(codes[final], agent_rounds["influence"].to_numpy(float)[final],
+                     len(last))[keys]
+    routed = debates["method"].isin(DEBATE_METHODS).to_numpy() & \
+        (debates["rounds"].to_numpy() != 0)
+    single = debates["method"].isin(_SINGLE).to_numpy() | (debates["n_agents"].to_numpy() <= 1)
+    value = np.where(routed, ent, np.where(single, 0.0, 1.0))
+    out = pd.Series(value).groupby([debates[k].reset_index(drop=True) for k in by],
+                                   sort=False).mean()
+    out = out.rename("influence_entropy").reset_index()
+    out.columns = [*by, "influence_entropy"]
+    return _sorted(out, by)
 
-    ent = debates.apply(one, axis=1) if len(debates) else pd.Series(dtype=float)
-    out = debates.assign(influence_entropy=ent).groupby(list(by))["influence_entropy"].mean()
-    return _sorted(out.reset_index(), by)
 
-
-def diagnostics(debates: pd.DataFrame, agent_rounds: pd.DataFrame, critiques: pd.DataFrame,
+def diagnostics(debates: pd.DataFrame, agent_rounds: pd.DataFrame, edges: pd.DataFrame,
                 by: Sequence[str] = GROUP) -> pd.DataFrame:
-    """The study's trajectory diagnostics, pooled within ``by``: ``w2r, r2w, net,
-    acceptance, cross_answer, source_confidence, influence_entropy`` (see
-    :func:`update_rates`, :func:`critique_rates`, :func:`mean_influence_entropy`); methods
-    without debate rounds get 0 for the update rates and NaN for the critique columns."""
+    """The study's trajectory diagnostics within ``by``: ``w2r, r2w, net`` (per query, the
+    study's definition), ``acceptance, cross_answer, source_confidence,
+    influence_entropy`` in the study's column order, then the other definitions of the
+    update rates (``*_pooled``, ``*_endpoints``); see :func:`update_rates`,
+    :func:`critique_rates`, :func:`mean_influence_entropy`.  Methods without debate rounds
+    get 0 for the update rates and NaN for the critique columns."""
     by = list(by)
     base = debates[by].drop_duplicates()
-    upd = update_rates(agent_rounds, by)[[*by, "w2r", "r2w", "net"]]
-    crit = critique_rates(critiques, agent_rounds, by)[
+    upd = update_rates(debates, agent_rounds, by)[[*by, *UPDATE_RATES]]
+    crit = critique_rates(debates, edges, by)[
         [*by, "acceptance", "cross_answer", "source_confidence"]]
     out = (base.merge(upd, on=by, how="left").merge(crit, on=by, how="left")
-           .merge(mean_influence_entropy(debates, by), on=by, how="left"))
-    return _sorted(out, by)
+           .merge(mean_influence_entropy(debates, agent_rounds, by), on=by, how="left"))
+    cols = [*by, "w2r", "r2w", "net", "acceptance", "cross_answer", "source_confidence",
+            "influence_entropy", *UPDATE_RATES[3:]]
+    return _sorted(out[cols], by)
 
 
 def macro_average(df: pd.DataFrame, by: Sequence[str] = ("method",)) -> pd.DataFrame:
@@ -271,15 +337,26 @@ def macro_average(df: pd.DataFrame, by: Sequence[str] = ("method",)) -> pd.DataF
 def costs(debates: pd.DataFrame, by: Sequence[str] = GROUP) -> pd.DataFrame:
     """Cost per example (per debate): ``tokens_per_example`` (prompt + completion),
     ``prompt_tokens, completion_tokens, cached_tokens`` (means; cached is part of prompt),
-    ``calls_per_example``, ``parse_failure_rate`` (parse failures / calls) and
-    ``n_debates``."""
+    ``calls_per_example``, ``parse_failure_rate`` (parse failures / calls),
+    ``truncation_rate`` (calls stopped at the token budget / calls; NaN where the records
+    predate that field) and ``n_debates``."""
     g = debates.groupby(list(by))
+    calls = g["calls"].sum().replace(0, np.nan)
+    if "truncated_calls" in debates:
+        known = debates["truncated_calls"].notna()
+        trunc = (debates["truncated_calls"].astype(float).where(known, 0.0)
+                 .groupby([debates[k] for k in by]).sum())
+        called = debates["calls"].where(known, 0).groupby([debates[k] for k in by]).sum()
+        truncation = (trunc / called.replace(0, np.nan)).where(
+            known.groupby([debates[k] for k in by]).any())
+    else:
+        truncation = pd.Series(np.nan, index=calls.index)
     out = pd.DataFrame({
         "tokens_per_example": g["tokens"].mean(), "prompt_tokens": g["prompt_tokens"].mean(),
         "completion_tokens": g["completion_tokens"].mean(),
         "cached_tokens": g["cached_tokens"].mean(), "calls_per_example": g["calls"].mean(),
-        "parse_failure_rate": g["parse_failures"].sum() / g["calls"].sum().replace(0, np.nan),
-        "n_debates": g.size()})
+        "parse_failure_rate": g["parse_failures"].sum() / calls,
+        "truncation_rate": truncation.astype(float), "n_debates": g.size()})
     return _sorted(out.reset_index(), by)
 
 
@@ -338,32 +415,6 @@ def gains_versus(acc: pd.DataFrame, method: str = "pear",
     return pd.DataFrame(rows, columns=["reference", "gain", "n_settings"])
 
 
-def rank_agreement(acc_a: pd.DataFrame, acc_b: pd.DataFrame) -> pd.DataFrame:
-    """Spearman's rho (:func:`pear.stats.spearman`) between two accuracy tables (e.g. the
-    subset's and the full set's, from :func:`accuracy`) over the methods in both, per
-    (model, dataset) in both: ``model, dataset, n_methods, rho, p_value`` (NaN with fewer
-    than 3 methods or constant accuracies).
-
-    >>> a = pd.DataFrame({"model": "m", "dataset": "gsm8k", "method": ["x", "y", "z"],
-    ...                   "accuracy": [0.1, 0.2, 0.3]})
-    >>> out = rank_agreement(a, a.assign(accuracy=[0.3, 0.5, 0.4]))
-    >>> out[["n_methods", "rho"]].to_dict("records")
-    [{'n_methods': 3, 'rho': 0.5}]
-    """
-    from pear.stats import spearman  # pear.stats imports this module
-    both = acc_a.merge(acc_b, on=list(GROUP), suffixes=("_a", "_b"))
-    rows = []
-    for (m, ds), part in both.groupby(["model", "dataset"], sort=False):
-        rho = p = np.nan
-        if len(part) >= 3:
-            with warnings.catch_warnings():  # constant accuracies: rho undefined (NaN)
-                warnings.simplefilter("ignore")
-                rho, p = spearman(part["accuracy_a"], part["accuracy_b"])
-        rows.append({"model": m, "dataset": ds, "n_methods": len(part), "rho": rho, "p_value": p})
-    out = pd.DataFrame(rows, columns=["model", "dataset", "n_methods", "rho", "p_value"])
-    return _sorted(out, ["dataset"])
-
-
 def pareto_front(tokens: Sequence[float], accuracy: Sequence[float]) -> np.ndarray:
     """Boolean mask of the Pareto-optimal points: no other point has at most the tokens and
     at least the accuracy, better in one.  Points with equal (tokens, accuracy) tie as optimal.
@@ -397,59 +448,4 @@ def paired(debates: pd.DataFrame, method_a: str, method_b: str) -> pd.DataFrame:
         sides.append(part.rename(columns={"correct": f"correct_{suffix}"}))
     out = sides[0].merge(sides[1], on=keys)
     out[["correct_a", "correct_b"]] = out[["correct_a", "correct_b"]].astype(int)
-    return _sorted(out, keys)
-
-
-def load_paper(name: str) -> pd.DataFrame:
-    """The study's printed numbers ``data/paper/<name>.csv`` as printed (display names).
-
-    >>> load_paper("cost").set_index("method").loc["PEAR", "tokens_per_example"]
-    np.int64(32300)
-    """
-    path = PAPER_DIR / f"{name}.csv"
-    if not path.is_file():
-        known = ", ".join(sorted(p.stem for p in PAPER_DIR.glob("*.csv")))
-        raise FileNotFoundError(f"no paper table {name!r} ({path}); known: {known}")
-    return pd.read_csv(path)
-
-
-def to_internal(df: pd.DataFrame) -> pd.DataFrame:
-    """A copy with the paper's display names mapped to internal ones in the ``dataset``,
-    ``method`` and ``model`` columns (names already internal are kept).
-
-    >>> to_internal(pd.DataFrame({"dataset": ["MATH-500"], "method": ["CoT-SC"]})).values.tolist()
-    [['math500', 'cot_sc']]
-    """
-    out = df.copy()
-    for col, mapping in (("dataset", DATASET_NAMES), ("method", METHOD_NAMES),
-                         ("model", MODEL_SPELLINGS)):
-        if col in out:
-            out[col] = out[col].map(lambda v, m=mapping: m.get(v, v))
-    return out
-
-
-def compare_with_paper(reproduced: pd.DataFrame, paper: pd.DataFrame,
-                       keys: Sequence[str] = GROUP, value: str = "accuracy",
-                       model_map: Mapping[str, str] | None = None,
-                       how: Literal["inner", "left", "right", "outer"] = "inner",
-                       ) -> pd.DataFrame:
-    """Reproduced and printed ``value`` side by side: columns ``*keys, reproduced, paper,
-    diff`` (reproduced - paper).  Paper names are mapped with :func:`to_internal`;
-    ``model_map`` renames reproduced models (e.g. ``{"Qwen/Qwen2.5-14B-Instruct":
-    "Qwen-2.5-14B"}``).  Rows sharing ``keys`` on one side are averaged first, so
-    ``keys=("method",)`` compares per-method means over all settings.
-
-    >>> rep = pd.DataFrame({"method": ["pear", "cot"], "tokens_per_example": [30000, 900]})
-    >>> compare_with_paper(rep, load_paper("cost"), keys=["method"],
-    ...                    value="tokens_per_example").values.tolist()
-    [['cot', 900.0, 800.0, 100.0], ['pear', 30000.0, 32300.0, -2300.0]]
-    """
-    keys = list(keys)
-    rep = reproduced.copy()
-    if model_map and "model" in rep:
-        rep["model"] = rep["model"].map(lambda v: model_map.get(v, v))
-    rep_g, pap_g = (side.groupby(keys)[value].mean().rename(name).reset_index()
-                    for side, name in ((rep, "reproduced"), (to_internal(paper), "paper")))
-    out = rep_g.merge(pap_g, on=keys, how=how)
-    out["diff"] = out["reproduced"] - out["paper"]
     return _sorted(out, keys)

@@ -4,10 +4,11 @@ the grid), and ``build()`` (jupytext + papermill).
 
 showyourwork's rules: every figure, table and quoted number in ``figures/`` has exactly one
 producer, listed in :data:`EXPECTED_OUTPUTS`; :data:`NOTEBOOKS` is the one ordered build;
-``python -m pear.paper --check figures`` fails naming every missing output.  What the
-analysis notebooks share lives in :mod:`pear.study` (records and the study's numbers),
-:mod:`pear.metrics`, :mod:`pear.stats`, :mod:`pear.report` (tables, plots, saving into
-:func:`pear.report.figures_dir`), :mod:`pear.figures` and :mod:`pear.transcript`.
+``python -m pear.paper --check figures`` fails naming every missing output.  The analysis
+runs one way: records -> columnar view (:mod:`pear.view`) -> :mod:`pear.metrics` ->
+:mod:`pear.stats` -> the study's printed numbers (:mod:`pear.compare`) -> tables
+(:mod:`pear.report`) -> plots (:mod:`pear.figures`) -> the notebooks' glue
+(:mod:`pear.study`, :mod:`pear.transcript`) -> this build.
 
 >>> [n for n in NOTEBOOKS if not EXPECTED_OUTPUTS[n]]
 ['00_run_experiments']
@@ -18,19 +19,18 @@ True
 from __future__ import annotations
 
 import os
-import re
 import sys
 import time
 import warnings
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-import numpy as np
 import pandas as pd
 
 from pear.config import METHODS
-from pear.metrics import DATASETS
+from pear.labels import DATASETS
 from pear.report import FIGURES_ENV, figures_dir
+from pear.study import BACKENDS, REPO_ROOT, experiment, runs_path
 
 __all__ = [
     "NOTEBOOKS", "EXPECTED_OUTPUTS", "BACKENDS", "REPO_ROOT", "FIGURES_ENV", "build",
@@ -38,9 +38,6 @@ __all__ = [
     "run_experiments", "describe_runs",
 ]
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-BACKENDS = ("llamacpp", "vllm", "openai", "simulated", "replay")
-"""``replay``: run nothing, read the records already in the run directory."""
 KERNEL = "pear"
 
 NOTEBOOKS = ("00_run_experiments", "01_main_results", "02_full_dataset", "03_ablation",
@@ -64,7 +61,8 @@ EXPECTED_OUTPUTS: dict[str, tuple[str, ...]] = {
     "02_full_dataset": (*_tab("full_dataset"), *_tab("full_dataset_vs_paper")),
     "03_ablation": (*_fig("ablation"), *_tab("ablation")),
     "04_round_curves": _fig("round_curves"),
-    "05_diagnostics": (*_tab("diagnostics"), *_tab("diagnostics_vs_paper")),
+    "05_diagnostics": (*_tab("diagnostics"), *_tab("diagnostics_definitions"),
+                       *_tab("diagnostics_vs_paper")),
     "06_significance": (*_tab("significance"), *_tab("significance_vs_paper"),
                         *_tab("spearman"), *_tab("spearman_vs_paper")),
     "07_cost_pareto": (*_fig("pareto"), *_tab("tokens"), *_tab("cost_vs_paper"),
@@ -76,65 +74,24 @@ EXPECTED_OUTPUTS: dict[str, tuple[str, ...]] = {
 
 # ----------------------------------------------------------------- parameters and runs
 
-def runs_path(runs_dir: str, preset: str, backend: str) -> Path:
-    """The run directory: ``runs_dir`` if given, else ``data/runs/<preset>-<backend>``."""
-    return Path(runs_dir).expanduser().resolve() if runs_dir else \
-        REPO_ROOT / "data" / "runs" / f"{preset}-{backend}"
-
-
-def _seeds(seeds: str | Sequence[int]) -> tuple[int, ...] | None:
-    if isinstance(seeds, str):
-        items = [s.strip() for s in seeds.split(",") if s.strip()]
-        if not items:
-            return None
-        if not all(re.fullmatch(r"\d+", s) for s in items):
-            raise ValueError(f"invalid seeds {seeds!r}: give comma-separated non-negative "
-                             "integers, e.g. '0,1,2', or '' for the preset's")
-        return tuple(int(s) for s in items)
-    return tuple(int(s) for s in seeds) or None
-
-
-def experiment(preset: str, seeds: str | Sequence[int] = "", n_questions: int = 0,
-               model: str = "", backend: str = "") -> Any:
-    """The preset's :class:`pear.experiment.Experiment` with the notebook parameters:
-    ``seeds`` ("" = the preset's), ``n_questions`` (0 = the preset's) and, for the vllm and
-    openai backends, ``model`` as the grid's model.
-
-    >>> e = experiment("smoke", seeds="3,4", n_questions=5)
-    >>> e.seeds, e.n_questions
-    ((3, 4), 5)
-    """
-    from pear.experiment import preset as make_preset
-    if backend and backend not in BACKENDS:
-        raise ValueError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
-    over: dict[str, Any] = {}
-    if (parsed := _seeds(seeds)) is not None:
-        over["seeds"] = parsed
-    if isinstance(n_questions, bool) or not isinstance(n_questions, (int, np.integer)) \
-            or n_questions < 0:
-        raise ValueError(f"invalid n_questions={n_questions!r}: use 0 (the preset's) or more")
-    if n_questions:
-        over["n_questions"] = int(n_questions)
-    if model and backend in ("vllm", "openai"):
-        over["models"] = (model,)
-    return make_preset(preset, **over)
-
-
 def run_experiments(backend: str, exp: Any, runs_dir: str | os.PathLike[str], *,
                     model: str = "", base_url: str = "", progress: bool = True) -> Any:
     """Run (or resume) every debate of ``exp`` into ``runs_dir`` with the CLI's backend
-    (responses cached in ``runs_dir/cache.sqlite``); returns the
-    :class:`pear.experiment.RunSummary`.  ``backend="replay"`` runs nothing: it checks that
-    ``runs_dir`` holds records and returns None."""
-    from pear.cli import make_backend
+    (responses cached in ``runs_dir/cache.sqlite``), then bring the run's columnar view up
+    to date (:func:`pear.view.index`) so that the analysis notebooks only read it; returns
+    the :class:`pear.experiment.RunSummary`.  ``backend="replay"`` runs nothing: it checks
+    that ``runs_dir`` holds records, indexes them and returns None."""
     from pear.experiment import run
+    from pear.factory import make_backend
     from pear.records import iter_records
+    from pear.view import index
     out = Path(runs_dir)
     if backend == "replay":
         if not out.is_dir() or next(iter_records(out), None) is None:
             raise FileNotFoundError(f"backend 'replay' needs recorded debates, but {str(out)!r} "
                                     "holds none: pass --runs DIR of an earlier run")
         print(f"replay: reading the records in {out}; nothing is run")
+        _report_index(index(out))
         return None
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
@@ -157,17 +114,22 @@ def run_experiments(backend: str, exp: Any, runs_dir: str | os.PathLike[str], *,
         first = s.failed[0][1] if s.failed else "unknown"
         raise RuntimeError(f"the grid is incomplete ({len(s.failed)} debates failed; first: "
                            f"{first}); rerun to resume")
+    _report_index(index(out))
     return s
 
 
+def _report_index(summary: Any) -> None:
+    print(f"columnar view: {summary.action} ({summary.new_debates} new debates, "
+          f"{summary.debates} in all) in {summary.seconds:.1f} s")
+
+
 def describe_runs(runs_dir: str | os.PathLike[str]) -> pd.DataFrame:
-    """Debates recorded under ``runs_dir``: one row per (model, method), one column per
-    dataset."""
-    from pear.records import iter_records
-    rows = [(r["model"], r["method"], r["dataset"]) for r in iter_records(runs_dir)]
-    df = pd.DataFrame(rows, columns=["model", "method", "dataset"])
-    table = df.pivot_table(index=["model", "method"], columns="dataset", aggfunc="size",
-                           fill_value=0)
+    """Debates recorded under ``runs_dir`` (its columnar view): one row per (model,
+    method), one column per dataset."""
+    from pear.view import load
+    df = load(runs_dir, columns={"debates": ["model", "method", "dataset"]}).debates
+    table = df.pivot_table(index=["model", "method"], columns="dataset", values="debate",
+                           aggfunc="size", fill_value=0)
     order = {m: i for i, m in enumerate(METHODS)}
     table = table.sort_index(key=lambda ix: ix.map(order) if ix.name == "method" else ix)
     return table[[d for d in DATASETS if d in table] + [d for d in table if d not in DATASETS]]

@@ -1,33 +1,12 @@
-"""The debate record schema, an append-only JSON Lines store, a resume index, and readers.
+"""The debate record: its typed schema, an append-only JSON Lines store, a resume index, and
+streaming readers.
 
 One JSON object per finished debate, one line each, in files named ``debates.jsonl``
-anywhere under a run directory.  Schema (version 1)::
-
-    {
-      "schema": 1,
-      "debate_id": str,            # stable id of (model, dataset, method, seed, question, config)
-      "model": str, "backend": str, "dataset": str, "method": str, "seed": int,
-      "question_id": str, "config_hash": str, "n_agents": int, "rounds": int,
-      "gold": str,                 # gold answer, canonical form
-      "rounds_data": [             # round 0 = initial answers, then rounds 1..R
-        {"round": int,
-         "edges": [[source, target], ...],          # 0-indexed agents; [] in round 0
-         "router": null | {"pool_size": int, "score": float, "T": float, "I": float,
-                           "L": float, "score_min": float, "score_max": float},
-         "agents": [{"agent": int, "answer": str, "canonical": str, "confidence": int,
-                     "reasoning": str, "correct": bool, "parse_error": str | null}, ...],
-         "critiques": [{"source": int, "target": int, "critique": str,
-                        "recommended_answer": str, "source_answer": str,
-                        "target_answer": str, "source_confidence": int,
-                        "target_confidence": int, "delivered": bool,
-                        "decision": "ACCEPT" | "REJECT" | null,
-                        "parse_error": str | null}, ...],
-         "influence": [float, ...],                 # rho after this round's update
-         "vote": str, "vote_correct": bool}, ...],  # majority vote after this round
-      "final_answer": str, "correct": bool,
-      "tokens": {"prompt": int, "completion": int, "cached": int},
-      "calls": int, "parse_failures": int, "latency_s": float, "finished_at": str
-    }
+anywhere under a run directory.  :class:`DebateRecord` (with :class:`RoundEntry`,
+:class:`AgentEntry`, :class:`CritiqueEntry`, :class:`RouterEntry`, :class:`Tokens`) is the
+schema: the engine writes it, the tests' record factory builds it, and the columnar view
+(:mod:`pear.view`) reads it.  Fields added after schema 1 was first written are optional
+(``total=False`` parts); :func:`with_defaults` fills them for records that predate them.
 
 ``cot`` records hold agent 0 only; ``cot_sc`` records hold the n initial answers; both
 have a single round (round 0).  A critique whose source produced no usable review is
@@ -35,34 +14,196 @@ recorded with ``delivered = false`` and is never shown to its target.
 
 Timing fields (``latency_s``, ``finished_at``) are the only ones that differ between two
 runs of the same grid with the same seeds and cache.
+
+Readers stream: one line in memory at a time, whatever the size of the file.
+
+>>> sorted(DebateRecord.__required_keys__ - {"rounds_data", "tokens"})[:4]
+['backend', 'calls', 'config_hash', 'correct']
 """
 from __future__ import annotations
 
 import json
 import os
+import re
 import warnings
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterator, Literal, Optional, TypedDict
+
+import msgspec
 
 __all__ = [
-    "SCHEMA_VERSION",
-    "RECORDS_FILE",
-    "TIMING_FIELDS",
-    "RecordWriter",
-    "iter_records",
-    "read_records",
-    "completed_ids",
-    "debates_frame",
-    "agent_rounds_frame",
-    "critiques_frame",
-    "load_run",
+    "SCHEMA_VERSION", "RECORDS_FILE", "TIMING_FIELDS", "IDENTITY",
+    "Tokens", "RouterEntry", "AgentEntry", "CritiqueEntry", "RoundEntry", "DebateRecord",
+    "PromptStyle", "Assessment", "with_defaults", "missing_fields",
+    "RecordWriter", "record_files", "iter_lines", "parse_line", "iter_records", "read_records",
+    "read_record_at", "completed_ids",
 ]
 
 SCHEMA_VERSION = 1
 RECORDS_FILE = "debates.jsonl"
 TIMING_FIELDS = ("latency_s", "finished_at")
 IDENTITY = ("model", "backend", "dataset", "method", "seed", "question_id", "config_hash")
+"""The fields that say which debate a record is (hashed into ``debate_id``)."""
 
+PromptStyle = Literal["paper", "compact"]
+Assessment = Literal["Strong", "Acceptable", "Flawed", ""]
+
+
+# ----------------------------------------------------------------- the schema
+
+class Tokens(TypedDict):
+    """Token counts summed over every call of a debate (cached is part of prompt)."""
+
+    prompt: int
+    completion: int
+    cached: int
+
+
+class RouterEntry(TypedDict):
+    """The router's choice in one round: pool size, the chosen relabelling's score and its
+    T/I/L terms, and the range of scores over the pool."""
+
+    pool_size: int
+    score: float
+    T: float
+    I: float  # noqa: E741 - the paper's name
+    L: float
+    score_min: float
+    score_max: float
+
+
+class _AgentRequired(TypedDict):
+    agent: int
+    """0-indexed agent."""
+    answer: str
+    canonical: str
+    """The answer after task canonicalisation (what votes, routing and grading compare)."""
+    confidence: int
+    """1..5."""
+    reasoning: str
+    correct: bool
+    parse_error: Optional[str]
+
+
+class AgentEntry(_AgentRequired, total=False):
+    """One agent's answer after a round."""
+
+    truncated: bool
+    """The call stopped at the token budget (finish reason "length"); absent in older
+    records."""
+
+
+class _CritiqueRequired(TypedDict):
+    source: int
+    target: int
+    source_answer: str
+    target_answer: str
+    """Both agents' answers when the critique was written (those of round r-1)."""
+    source_confidence: int
+    target_confidence: int
+    delivered: bool
+    """False when the source produced no usable review (never shown to the target)."""
+    decision: Optional[Literal["ACCEPT", "REJECT"]]
+    parse_error: Optional[str]
+
+
+class CritiqueEntry(_CritiqueRequired, total=False):
+    """One routed critique edge: the source's review of its target and the target's
+    decision.  Paper-style reviews carry ``step_loc``, ``correction``, ``assessment`` and
+    the target's one-sentence ``reason``; older records carry ``critique`` and
+    ``recommended_answer`` instead."""
+
+    step_loc: str
+    correction: str
+    assessment: Assessment
+    reason: str
+    critique: str
+    recommended_answer: str
+
+
+class RoundEntry(TypedDict):
+    """Round r of a debate (round 0 = the initial answers)."""
+
+    round: int
+    edges: list[list[int]]
+    """[source, target] pairs, 0-indexed; [] in round 0."""
+    router: Optional[RouterEntry]
+    agents: list[AgentEntry]
+    critiques: list[CritiqueEntry]
+    influence: list[float]
+    """rho after this round's update, one per agent."""
+    vote: str
+    vote_correct: bool
+
+
+class _RecordRequired(TypedDict):
+    schema: int
+    debate_id: str
+    """Stable id of (model, backend, dataset, method, seed, question, config)."""
+    model: str
+    backend: str
+    dataset: str
+    method: str
+    seed: int
+    question_id: str
+    config_hash: str
+    n_agents: int
+    rounds: int
+    gold: str
+    rounds_data: list[RoundEntry]
+    final_answer: str
+    correct: bool
+    tokens: Tokens
+    calls: int
+    parse_failures: int
+
+
+class DebateRecord(_RecordRequired, total=False):
+    """One finished debate (schema :data:`SCHEMA_VERSION`)."""
+
+    latency_s: float
+    finished_at: str
+    prompt_style: PromptStyle
+    """Which prompt templates produced it; absent in older records."""
+    truncated_calls: int
+    """Calls whose finish reason was "length"; absent in older records."""
+
+
+_CRITIQUE_TEXTS = ("step_loc", "correction", "assessment", "reason")
+
+
+def with_defaults(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` with the fields later schema revisions added filled in where absent
+    (in place; returned for chaining): ``prompt_style`` and ``truncated_calls`` None
+    (unknown), agents' ``truncated`` False, critiques' ``step_loc``, ``correction``,
+    ``assessment``, ``reason`` "" (older critiques keep ``critique`` and
+    ``recommended_answer``).
+
+    >>> r = with_defaults({"rounds_data": [{"agents": [{}], "critiques": [{}]}]})
+    >>> r["truncated_calls"], r["rounds_data"][0]["agents"][0]["truncated"]
+    (None, False)
+    """
+    record.setdefault("prompt_style", None)
+    record.setdefault("truncated_calls", None)
+    for rd in record.get("rounds_data", ()):
+        for a in rd.get("agents", ()):
+            a.setdefault("truncated", False)
+        for c in rd.get("critiques", ()):
+            for key in _CRITIQUE_TEXTS:
+                c.setdefault(key, "")
+    return record
+
+
+def missing_fields(record: dict[str, Any]) -> list[str]:
+    """The required top-level fields ``record`` lacks (sorted; [] for a valid record).
+
+    >>> missing_fields({"debate_id": "x"})[:3]
+    ['backend', 'calls', 'config_hash']
+    """
+    return sorted(DebateRecord.__required_keys__ - record.keys())
+
+
+# ----------------------------------------------------------------- writing
 
 class RecordWriter:
     """Appends records to ``<run_dir>/debates.jsonl``: one line each, flushed at once,
@@ -75,7 +216,7 @@ class RecordWriter:
         _repair_torn_tail(self.path)
         self._fh = open(self.path, "a", encoding="utf-8")
 
-    def write(self, record: dict[str, Any]) -> None:
+    def write(self, record: DebateRecord | dict[str, Any]) -> None:
         """Append one finished debate and flush it to the OS."""
         line = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
         self._fh.write(line + "\n")
@@ -99,20 +240,33 @@ class RecordWriter:
 
 
 def _repair_torn_tail(path: Path) -> None:
-    """Cut a trailing partial line (no newline, or not valid JSON) left by a crash."""
+    """Cut a trailing partial line (no newline) left by a crash, reading only the tail."""
     if not path.exists() or path.stat().st_size == 0:
         return
     with open(path, "rb+") as fh:
-        data = fh.read()
-        if data.endswith(b"\n"):
+        size = fh.seek(0, os.SEEK_END)
+        fh.seek(size - 1)
+        if fh.read(1) == b"\n":
             return
-        cut = data.rfind(b"\n") + 1
-        warnings.warn(f"{path}: dropping a torn last line of {len(data) - cut} bytes "
+        cut, pos, block = 0, size, 1 << 16
+        while pos > 0:  # the last newline, searched backwards block by block
+            start = max(0, pos - block)
+            fh.seek(start)
+            i = fh.read(pos - start).rfind(b"\n")
+            if i >= 0:
+                cut = start + i + 1
+                break
+            pos = start
+        warnings.warn(f"{path}: dropping a torn last line of {size - cut} bytes "
                       f"left by an interrupted run", RuntimeWarning, stacklevel=3)
         fh.truncate(cut)
 
 
-def _record_files(run_dir: str | os.PathLike[str]) -> list[Path]:
+# ----------------------------------------------------------------- reading
+
+def record_files(run_dir: str | os.PathLike[str]) -> list[Path]:
+    """Every ``debates.jsonl`` under ``run_dir`` (or ``run_dir`` itself if it is a file),
+    sorted; an error if ``run_dir`` does not exist."""
     root = Path(run_dir)
     if root.is_file():
         return [root]
@@ -121,33 +275,61 @@ def _record_files(run_dir: str | os.PathLike[str]) -> list[Path]:
     return sorted(root.rglob(RECORDS_FILE))
 
 
+def iter_lines(path: str | os.PathLike[str], offset: int = 0, line_no: int = 0
+               ) -> Iterator[tuple[int, int, bytes]]:
+    """``(byte offset, line number, line)`` of every complete line of ``path`` from byte
+    ``offset`` on (``line_no`` = the number of lines before ``offset``), one line in memory
+    at a time.  A last line without its newline (a write still under way, or one a crash
+    cut) is not yielded."""
+    with open(path, "rb") as fh:
+        fh.seek(offset)
+        pos, n = offset, line_no
+        for line in fh:
+            if not line.endswith(b"\n"):
+                return
+            n += 1
+            yield pos, n, line
+            pos += len(line)
+
+
+_DECODER: msgspec.json.Decoder | None = None
+
+
+def parse_line(path: Path | str, line_no: int, line: bytes) -> dict[str, Any] | None:
+    """One record line decoded and checked against :class:`DebateRecord` (msgspec: unknown
+    fields are ignored, a missing field or a wrong type is not); None for a blank line.  A
+    corrupt or invalid line is an error naming the file, the line and the field."""
+    global _DECODER
+    if not line.strip():
+        return None
+    if _DECODER is None:
+        _DECODER = msgspec.json.Decoder(DebateRecord)
+    try:
+        return _DECODER.decode(line)
+    except msgspec.ValidationError as err:
+        raise ValueError(f"{path}:{line_no}: not a debate record ({err})") from None
+    except msgspec.DecodeError as err:
+        raise ValueError(f"{path}:{line_no}: corrupt record ({err})") from None
+
+
 def iter_records(run_dir: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
-    """Every complete record under ``run_dir``; a torn last line is skipped with a warning,
-    a corrupt line elsewhere is an error naming the file and line."""
-    for path in _record_files(run_dir):
-        with open(path, encoding="utf-8") as fh:
-            lines = fh.read().split("\n")
-        last = len(lines) - 1  # after the final "\n" the split yields "" (complete file)
-        for i, line in enumerate(lines):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as err:
-                if i == last:
-                    warnings.warn(f"{path}: ignoring a torn last line ({len(line)} bytes)",
-                                  RuntimeWarning, stacklevel=2)
-                    continue
-                raise ValueError(f"{path}:{i + 1}: corrupt record ({err})") from None
-            if i == last:  # valid JSON but no newline: the write was cut after the object
-                warnings.warn(f"{path}: ignoring a last line without newline", RuntimeWarning,
-                              stacklevel=2)
-                continue
-            yield rec
+    """Every complete record under ``run_dir``, streamed; a torn last line is skipped with a
+    warning, a corrupt line elsewhere is an error naming the file and line."""
+    for path in record_files(run_dir):
+        end = 0
+        for pos, line_no, line in iter_lines(path):
+            end = pos + len(line)
+            rec = parse_line(path, line_no, line)
+            if rec is not None:
+                yield rec
+        if path.stat().st_size > end:
+            warnings.warn(f"{path}: ignoring a torn last line "
+                          f"({path.stat().st_size - end} bytes)", RuntimeWarning, stacklevel=2)
 
 
 def read_records(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """All complete records under ``run_dir``, de-duplicated by ``debate_id`` (first wins)."""
+    """All complete records under ``run_dir`` in memory, de-duplicated by ``debate_id``
+    (first wins).  For small runs and tests; the analysis reads :mod:`pear.view`."""
     seen: set[str] = set()
     out = []
     for rec in iter_records(run_dir):
@@ -157,85 +339,34 @@ def read_records(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return out
 
 
+def read_record_at(path: str | os.PathLike[str], offset: int) -> dict[str, Any]:
+    """The one record whose line starts at byte ``offset`` of ``path`` (the view stores
+    each debate's file and offset), with :func:`with_defaults` applied."""
+    with open(path, "rb") as fh:
+        fh.seek(offset)
+        line = fh.readline()
+    if not line.endswith(b"\n"):
+        raise ValueError(f"{path}: no complete record at byte {offset}")
+    rec = parse_line(path, -1, line)
+    if rec is None:
+        raise ValueError(f"{path}: no record at byte {offset}")
+    return with_defaults(rec)
+
+
+_ID_PREFIX = re.compile(rb'^\{"schema":\d+,"debate_id":"([^"\\]+)"')
+
+
 def completed_ids(run_dir: str | os.PathLike[str]) -> set[str]:
-    """The resume index: ids of debates already recorded under ``run_dir``."""
+    """The resume index: ids of debates already recorded under ``run_dir`` (streamed; the
+    id is read from the line's start where the writer put it, else the line is parsed)."""
     if not Path(run_dir).exists():
         return set()
-    return {r["debate_id"] for r in iter_records(run_dir)}
-
-
-def debates_frame(records: Iterable[dict[str, Any]]):
-    """One row per debate: identity, gold, final answer, correctness, tokens, calls,
-    parse failures, the final influence vector."""
-    import pandas as pd
-
-    rows = []
-    for r in records:
-        tok = r["tokens"]
-        rows.append({
-            "debate_id": r["debate_id"], **{k: r[k] for k in IDENTITY},
-            "n_agents": r["n_agents"], "rounds": r["rounds"], "gold": r["gold"],
-            "final_answer": r["final_answer"], "correct": bool(r["correct"]),
-            "prompt_tokens": tok["prompt"], "completion_tokens": tok["completion"],
-            "cached_tokens": tok["cached"], "tokens": tok["prompt"] + tok["completion"],
-            "calls": r["calls"], "parse_failures": r["parse_failures"],
-            "final_influence": list(r["rounds_data"][-1]["influence"]),
-            "latency_s": r.get("latency_s", 0.0),
-        })
-    return pd.DataFrame(rows, columns=None if rows else [
-        "debate_id", *IDENTITY, "n_agents", "rounds", "gold", "final_answer", "correct",
-        "prompt_tokens", "completion_tokens", "cached_tokens", "tokens", "calls",
-        "parse_failures", "final_influence", "latency_s"])
-
-
-def agent_rounds_frame(records: Iterable[dict[str, Any]]):
-    """One row per debate x round x agent: answer, canonical answer, confidence,
-    correctness, parse error, the agent's influence and the vote after that round."""
-    import pandas as pd
-
-    rows = []
-    for r in records:
-        ident = {"debate_id": r["debate_id"], **{k: r[k] for k in IDENTITY}}
-        for rd in r["rounds_data"]:
-            for a in rd["agents"]:
-                rows.append({**ident, "round": rd["round"], "agent": a["agent"],
-                             "answer": a["answer"], "canonical": a["canonical"],
-                             "confidence": a["confidence"], "correct": bool(a["correct"]),
-                             "parse_error": a["parse_error"],
-                             "influence": rd["influence"][a["agent"]]
-                             if a["agent"] < len(rd["influence"]) else 0.0,
-                             "vote": rd["vote"], "vote_correct": bool(rd["vote_correct"])})
-    return pd.DataFrame(rows, columns=None if rows else [
-        "debate_id", *IDENTITY, "round", "agent", "answer", "canonical", "confidence",
-        "correct", "parse_error", "influence", "vote", "vote_correct"])
-
-
-def critiques_frame(records: Iterable[dict[str, Any]]):
-    """One row per routed critique edge: source/target, their answers and confidences when
-    the critique was written, whether it was delivered, the target's decision."""
-    import pandas as pd
-
-    rows = []
-    for r in records:
-        ident = {"debate_id": r["debate_id"], **{k: r[k] for k in IDENTITY}}
-        for rd in r["rounds_data"]:
-            for c in rd["critiques"]:
-                rows.append({**ident, "round": rd["round"], "source": c["source"],
-                             "target": c["target"], "source_answer": c["source_answer"],
-                             "target_answer": c["target_answer"],
-                             "source_confidence": c["source_confidence"],
-                             "target_confidence": c["target_confidence"],
-                             "cross_answer": c["source_answer"] != c["target_answer"],
-                             "delivered": bool(c["delivered"]), "decision": c["decision"],
-                             "accepted": c["decision"] == "ACCEPT",
-                             "parse_error": c["parse_error"]})
-    return pd.DataFrame(rows, columns=None if rows else [
-        "debate_id", *IDENTITY, "round", "source", "target", "source_answer", "target_answer",
-        "source_confidence", "target_confidence", "cross_answer", "delivered", "decision",
-        "accepted", "parse_error"])
-
-
-def load_run(run_dir: str | os.PathLike[str]):
-    """``(debates, agent_rounds, critiques)`` DataFrames of every record under ``run_dir``."""
-    recs = read_records(run_dir)
-    return debates_frame(recs), agent_rounds_frame(recs), critiques_frame(recs)
+    out: set[str] = set()
+    for path in record_files(run_dir):
+        for _, line_no, line in iter_lines(path):
+            m = _ID_PREFIX.match(line)
+            if m:
+                out.add(m.group(1).decode())
+            elif (rec := parse_line(path, line_no, line)) is not None:
+                out.add(rec["debate_id"])
+    return out

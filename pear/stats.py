@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Literal, Sequence
 
@@ -36,7 +37,8 @@ from statsmodels.stats.power import NormalIndPower
 from statsmodels.stats.proportion import proportion_confint, proportion_effectsize
 
 from pear.config import FIXED_TOPOLOGIES
-from pear.metrics import paired
+from pear.labels import sort_rows
+from pear.metrics import GROUP, paired
 
 __all__ = [
     "McNemarResult",
@@ -50,6 +52,7 @@ __all__ = [
     "holm",
     "stars",
     "significance",
+    "rank_agreement",
 ]
 
 
@@ -312,3 +315,28 @@ def significance(debates: pd.DataFrame, method: str = "pear", against: str = "be
                      "wilson_high": high, "power": power.normal if power else np.nan,
                      "power_exact": power.exact if power else np.nan})
     return pd.DataFrame(rows, columns=_SIGNIFICANCE_COLUMNS)
+
+
+def rank_agreement(acc_a: pd.DataFrame, acc_b: pd.DataFrame) -> pd.DataFrame:
+    """Spearman's rho (:func:`spearman`) between two accuracy tables (e.g. the
+    subset's and the full set's, from :func:`pear.metrics.accuracy`) over the methods in both, per
+    (model, dataset) in both: ``model, dataset, n_methods, rho, p_value`` (NaN with fewer
+    than 3 methods or constant accuracies).
+
+    >>> a = pd.DataFrame({"model": "m", "dataset": "gsm8k", "method": ["x", "y", "z"],
+    ...                   "accuracy": [0.1, 0.2, 0.3]})
+    >>> out = rank_agreement(a, a.assign(accuracy=[0.3, 0.5, 0.4]))
+    >>> out[["n_methods", "rho"]].to_dict("records")
+    [{'n_methods': 3, 'rho': 0.5}]
+    """
+    both = acc_a.merge(acc_b, on=list(GROUP), suffixes=("_a", "_b"))
+    rows = []
+    for (m, ds), part in both.groupby(["model", "dataset"], sort=False):
+        rho = p = np.nan
+        if len(part) >= 3:
+            with warnings.catch_warnings():  # constant accuracies: rho undefined (NaN)
+                warnings.simplefilter("ignore")
+                rho, p = spearman(part["accuracy_a"], part["accuracy_b"])
+        rows.append({"model": m, "dataset": ds, "n_methods": len(part), "rho": rho, "p_value": p})
+    out = pd.DataFrame(rows, columns=["model", "dataset", "n_methods", "rho", "p_value"])
+    return sort_rows(out, ["dataset"])

@@ -1,17 +1,22 @@
-"""Hand-made debate records in the schema of :mod:`pear.records` (version 1), for tests of
-metrics, stats and report that need known answers.
+"""Hand-made debate records in the typed schema of :mod:`pear.records`
+(:class:`~pear.records.DebateRecord` and its parts), for tests of the view, metrics, stats
+and report that need known answers.
 
 ``make_record`` takes the answers of every agent in every round (round 0 = initial answers)
 and, per debate round, the routed critiques as ``(source, target, decision)`` triples
 (``decision`` None = not delivered); it fills in correctness, votes, the answers and
 confidences each critique saw (those of round r-1), and the bookkeeping fields.
+``legacy=True`` writes the record as older engines did (no ``prompt_style``,
+``truncated_calls``, agents' ``truncated``; critiques with ``critique`` and
+``recommended_answer`` instead of the paper's review fields).
 """
 from __future__ import annotations
 
 from collections import Counter
 from typing import Callable, Sequence
 
-from pear.records import SCHEMA_VERSION
+from pear.records import (SCHEMA_VERSION, AgentEntry, CritiqueEntry, DebateRecord, RoundEntry,
+                          Tokens)
 
 Critique = tuple[int, int, "str | None"]
 
@@ -23,6 +28,22 @@ def _vote(canon: list[str]) -> str:
     return next(a for a in canon if counts[a] == best)
 
 
+def _critique(s: int, t: int, decision: str | None, answers, conf, r: int,
+              legacy: bool) -> CritiqueEntry:
+    entry = CritiqueEntry(
+        source=s, target=t, source_answer=answers[r - 1][s], target_answer=answers[r - 1][t],
+        source_confidence=conf[r - 1][s], target_confidence=conf[r - 1][t],
+        delivered=decision is not None, decision=decision,
+        parse_error=None if decision else "no review")
+    if legacy:
+        entry.update(critique=f"agent {s} on agent {t}", recommended_answer=answers[r - 1][s])
+    else:
+        entry.update(step_loc="step 1", correction=f"use {answers[r - 1][s]}",
+                     assessment="Flawed" if answers[r - 1][s] != answers[r - 1][t]
+                     else "Acceptable", reason=f"agent {t}'s reason")
+    return entry
+
+
 def make_record(answers: Sequence[Sequence[str]], gold: str, *, method: str = "pear",
                 model: str = "m", dataset: str = "gsm8k", seed: int = 0,
                 question_id: str = "q0",
@@ -31,51 +52,49 @@ def make_record(answers: Sequence[Sequence[str]], gold: str, *, method: str = "p
                 influence: Sequence[Sequence[float]] | None = None,
                 canonical: Callable[[str], str] = lambda a: a,
                 tokens: tuple[int, int, int] = (100, 50, 0), calls: int = 1,
-                parse_failures: int = 0) -> dict:
+                parse_failures: int = 0, truncated_calls: int = 0,
+                legacy: bool = False) -> DebateRecord:
     """One debate record.  ``answers[r][i]`` is agent i's answer after round r;
     ``confidences[r][i]`` its confidence (default 3); ``critiques[r]`` the edges of
     round r >= 1; ``influence[r]`` rho after round r (default zeros); ``canonical`` maps
     an answer to its canonical form (correct = canonical == gold)."""
     n = len(answers[0])
     conf = confidences or [[3] * n for _ in answers]
-    rounds_data = []
+    rounds_data: list[RoundEntry] = []
     for r, row in enumerate(answers):
         canon = [canonical(a) for a in row]
-        crit = []
-        for s, t, decision in (critiques or {}).get(r, ()):
-            crit.append({
-                "source": s, "target": t, "critique": f"agent {s} on agent {t}",
-                "recommended_answer": answers[r - 1][s], "source_answer": answers[r - 1][s],
-                "target_answer": answers[r - 1][t], "source_confidence": conf[r - 1][s],
-                "target_confidence": conf[r - 1][t], "delivered": decision is not None,
-                "decision": decision, "parse_error": None if decision else "no review"})
+        crit = [_critique(s, t, d, answers, conf, r, legacy)
+                for s, t, d in (critiques or {}).get(r, ())]
+        agents = []
+        for i, a in enumerate(row):
+            agent = AgentEntry(agent=i, answer=a, canonical=canon[i], confidence=conf[r][i],
+                               reasoning="", correct=canon[i] == gold, parse_error=None)
+            if not legacy:
+                agent["truncated"] = False
+            agents.append(agent)
         vote = _vote(canon)
-        rounds_data.append({
-            "round": r, "edges": [[c["source"], c["target"]] for c in crit],
-            "router": None,
-            "agents": [{"agent": i, "answer": a, "canonical": canon[i], "confidence": conf[r][i],
-                        "reasoning": "", "correct": canon[i] == gold, "parse_error": None}
-                       for i, a in enumerate(row)],
-            "critiques": crit,
-            "influence": list(influence[r]) if influence else [0.0] * n,
-            "vote": vote, "vote_correct": vote == gold})
+        rounds_data.append(RoundEntry(
+            round=r, edges=[[c["source"], c["target"]] for c in crit], router=None,
+            agents=agents, critiques=crit,
+            influence=list(influence[r]) if influence else [0.0] * n,
+            vote=vote, vote_correct=vote == gold))
     final = rounds_data[-1]["vote"]
-    return {
-        "schema": SCHEMA_VERSION,
-        "debate_id": f"{model}|{dataset}|{method}|{seed}|{question_id}",
-        "model": model, "backend": "handmade", "dataset": dataset, "method": method,
-        "seed": seed, "question_id": question_id, "config_hash": "h0", "n_agents": n,
-        "rounds": len(answers) - 1, "gold": gold, "rounds_data": rounds_data,
-        "final_answer": final, "correct": final == gold,
-        "tokens": {"prompt": tokens[0], "completion": tokens[1], "cached": tokens[2]},
-        "calls": calls, "parse_failures": parse_failures, "latency_s": 0.0,
-        "finished_at": "2025-01-01T00:00:00Z",
-    }
+    record = DebateRecord(
+        schema=SCHEMA_VERSION, debate_id=f"{model}|{dataset}|{method}|{seed}|{question_id}",
+        model=model, backend="handmade", dataset=dataset, method=method, seed=seed,
+        question_id=question_id, config_hash="h0", n_agents=n, rounds=len(answers) - 1,
+        gold=gold, rounds_data=rounds_data, final_answer=final, correct=final == gold,
+        tokens=Tokens(prompt=tokens[0], completion=tokens[1], cached=tokens[2]),
+        calls=calls, parse_failures=parse_failures, latency_s=0.0,
+        finished_at="2025-01-01T00:00:00Z")
+    if not legacy:
+        record.update(prompt_style="paper", truncated_calls=truncated_calls)
+    return record
 
 
 def make_simple(correct: bool, *, method: str, seed: int = 0, question_id: str = "q0",
                 model: str = "m", dataset: str = "gsm8k", n_agents: int = 1,
-                tokens: tuple[int, int, int] = (100, 50, 0), calls: int = 1) -> dict:
+                tokens: tuple[int, int, int] = (100, 50, 0), calls: int = 1) -> DebateRecord:
     """A record with round 0 only whose vote is right or wrong (e.g. ``cot``)."""
     answer = "1" if correct else "0"
     return make_record([[answer] * n_agents], "1", method=method, seed=seed,

@@ -1,4 +1,6 @@
-"""Metrics on hand-made records with known answers, and on the study's printed tables."""
+"""Metrics on hand-made records with known answers (through the columnar view), on a
+simulated run against a direct computation from the records, and on the study's printed
+tables."""
 from __future__ import annotations
 
 import math
@@ -8,13 +10,17 @@ import pandas as pd
 import pytest
 from hypothesis import given, strategies as st
 
-from pear import metrics
-from pear.records import RecordWriter, agent_rounds_frame, critiques_frame, debates_frame, load_run
+from pear import compare, metrics, stats, view
+from pear.records import RecordWriter
 from record_factory import make_record, make_simple
 
 
-def frames(records):
-    return debates_frame(records), agent_rounds_frame(records), critiques_frame(records)
+def tables(records):
+    return view.from_records(records)
+
+
+def debates_of(records):
+    return tables(records).debates
 
 
 # The paper's appendix case: one of five agents right at round 0, all five right after round 1.
@@ -22,6 +28,10 @@ APPENDIX = make_record([["42", "41", "41", "40", "41"], ["42"] * 5], "42",
                        critiques={1: [(0, 1, "ACCEPT"), (0, 2, "ACCEPT"), (0, 3, "ACCEPT"),
                                       (0, 4, "ACCEPT")]},
                        influence=[[0.0] * 5, [0.5, 0, 0, 0, 0]])
+# Its case study over three rounds (appendix: "W2R = 4, R2W = 0"): the four wrong agents all
+# switch to the right answer in round 1 and nobody moves after.
+APPENDIX_3 = make_record([["42", "41", "41", "40", "41"]] + [["42"] * 5] * 3, "42",
+                         question_id="case")
 
 
 # -- accuracy ---------------------------------------------------------------------------
@@ -30,21 +40,21 @@ def test_accuracy_is_mean_and_std_across_seeds_not_flags():
     # seed accuracies 2/4, 3/4, 4/4 -> mean 0.75, sample std exactly 0.25
     recs = [make_simple(q < k, method="pear", seed=s, question_id=f"q{q}")
             for s, k in enumerate((2, 3, 4)) for q in range(4)]
-    acc = metrics.accuracy(debates_frame(recs))
+    acc = metrics.accuracy(debates_of(recs))
     assert acc[["model", "dataset", "method"]].values.tolist() == [["m", "gsm8k", "pear"]]
     row = acc.iloc[0]
     assert row["accuracy"] == pytest.approx(0.75)
     assert row["std"] == pytest.approx(0.25)
     assert row["std"] != pytest.approx(np.std([q < k for k in (2, 3, 4) for q in range(4)], ddof=1))
     assert (row["n_seeds"], row["n_questions"]) == (3, 4)
-    per_seed = metrics.seed_accuracy(debates_frame(recs))
+    per_seed = metrics.seed_accuracy(debates_of(recs))
     assert per_seed["accuracy"].tolist() == [0.5, 0.75, 1.0]
 
 
 def test_accuracy_with_one_seed_has_zero_std_and_methods_in_table_order():
     recs = [make_simple(True, method=m, question_id=f"q{q}") for m in ("pear", "cot", "clique")
             for q in range(3)] + [make_simple(False, method="cot", question_id="q3")]
-    acc = metrics.accuracy(debates_frame(recs))
+    acc = metrics.accuracy(debates_of(recs))
     assert acc["method"].tolist() == ["cot", "clique", "pear"]
     assert acc["std"].tolist() == [0.0, 0.0, 0.0]
     assert acc.set_index("method").loc["cot", "accuracy"] == pytest.approx(0.75)
@@ -53,7 +63,8 @@ def test_accuracy_with_one_seed_has_zero_std_and_methods_in_table_order():
 def test_round_accuracy_follows_the_vote_and_carries_cot_flat():
     recs = [APPENDIX, make_simple(True, method="cot"),
             make_simple(False, method="cot_sc", n_agents=5)]
-    ra = metrics.round_accuracy(agent_rounds_frame(recs))
+    t = tables(recs)
+    ra = metrics.round_accuracy(t.debates, t.rounds)
     got = {(m, r): a for m, r, a in ra[["method", "round", "accuracy"]].values.tolist()}
     assert got == {("cot", 0): 1.0, ("cot", 1): 1.0, ("cot_sc", 0): 0.0, ("cot_sc", 1): 0.0,
                    ("pear", 0): 0.0, ("pear", 1): 1.0}
@@ -62,11 +73,66 @@ def test_round_accuracy_follows_the_vote_and_carries_cot_flat():
 
 # -- trajectory diagnostics ---------------------------------------------------------------
 
+def _rates(records):
+    t = tables(records)
+    return metrics.update_rates(t.debates, t.agent_rounds)
+
+
 def test_appendix_case_update_counts_and_rates():
-    upd = metrics.update_rates(agent_rounds_frame([APPENDIX])).iloc[0]
+    upd = _rates([APPENDIX]).iloc[0]
     assert (upd["updates"], upd["from_wrong"], upd["from_right"]) == (5, 4, 1)
     assert (upd["w2r_count"], upd["r2w_count"]) == (4, 0)
+    for kind in ("", "_pooled", "_endpoints"):   # one query: every definition agrees
+        assert (upd[f"w2r{kind}"], upd[f"r2w{kind}"], upd[f"net{kind}"]) == (1.0, 0.0, 1.0)
+
+
+def test_appendix_case_study_over_three_rounds():
+    # 4 wrong -> right transitions and none right -> wrong (the appendix's W2R = 4, R2W = 0);
+    # the only wrong agent-rounds are the four of round 0, so W2R per query = 4 / 4
+    upd = _rates([APPENDIX_3]).iloc[0]
+    assert (upd["w2r_count"], upd["r2w_count"], upd["from_wrong"]) == (4, 0, 4)
+    assert upd["from_right"] == 1 + 5 + 5   # right at r-1 in rounds 1, 2, 3
     assert (upd["w2r"], upd["r2w"], upd["net"]) == (1.0, 0.0, 1.0)
+    assert (upd["w2r_endpoints"], upd["r2w_endpoints"]) == (1.0, 0.0)
+
+
+# Three questions where the definitions differ (5 agents; "1" right, "0" wrong):
+#   qa: one round; agent 0 wrong -> right, the rest stay right.
+#       W2R 1/1, R2W 0/4.
+#   qb: two rounds; round 0: agents 0-3 wrong, 4 right; round 1: agent 0 right, agent 4
+#       wrong; round 2: agent 0 wrong again, agent 4 right again.
+#       r=1: from wrong 4 (1 -> right), from right 1 (1 -> wrong); r=2: from wrong 4
+#       (agent 4 -> right), from right 1 (agent 0 -> wrong).  W2R 2/8, R2W 2/2.
+#       Endpoints: initially wrong 0-3 all end wrong (0/4); initially right 4 ends right (0/1).
+#   qc: one round, everyone right throughout: no wrong agent-round, W2R undefined (skipped);
+#       R2W 0/5.
+QA = make_record([["0", "1", "1", "1", "1"], ["1"] * 5], "1", question_id="qa")
+QB = make_record([["0", "0", "0", "0", "1"], ["1", "0", "0", "0", "0"],
+                  ["0", "0", "0", "0", "1"]], "1", question_id="qb")
+QC = make_record([["1"] * 5, ["1"] * 5], "1", question_id="qc")
+
+
+def test_per_query_pooled_and_endpoint_rates_differ_as_defined():
+    upd = _rates([QA, QB, QC]).iloc[0]
+    assert upd["queries"] == 3
+    # per query: W2R mean(1, 2/8) over qa, qb (qc skipped); R2W mean(0, 1, 0)
+    assert upd["w2r"] == pytest.approx((1 + 2 / 8) / 2)
+    assert upd["r2w"] == pytest.approx(1 / 3)
+    assert upd["net"] == pytest.approx((1 + 2 / 8) / 2 - 1 / 3)
+    # pooled: (1 + 2) / (1 + 8) and (0 + 2 + 0) / (4 + 2 + 5)
+    assert upd["w2r_pooled"] == pytest.approx(3 / 9)
+    assert upd["r2w_pooled"] == pytest.approx(2 / 11)
+    # endpoints: W2R mean(1/1, 0/4) (qc skipped); R2W mean(0/4, 0/1, 0/5)
+    assert upd["w2r_endpoints"] == pytest.approx(0.5)
+    assert upd["r2w_endpoints"] == 0.0
+    assert upd["net_endpoints"] == pytest.approx(0.5)
+
+
+def test_a_group_with_no_defined_query_is_nan_and_one_without_updates_zero():
+    upd = _rates([QC, make_simple(True, method="cot")]).set_index("method")
+    assert np.isnan(upd.loc["pear", "w2r"]) and upd.loc["pear", "r2w"] == 0.0
+    assert upd.loc["cot", ["w2r", "r2w", "net", "w2r_pooled", "w2r_endpoints"]].tolist() \
+        == [0.0] * 5
 
 
 def test_update_rates_are_conditional_on_the_starting_state():
@@ -74,12 +140,15 @@ def test_update_rates_are_conditional_on_the_starting_state():
     # agent 4 right stays; rounds 1 -> 2: nobody changes.
     rec = make_record([["0", "0", "0", "1", "1"], ["1", "1", "0", "0", "1"],
                        ["1", "1", "0", "0", "1"]], "1")
-    upd = metrics.update_rates(agent_rounds_frame([rec])).iloc[0]
+    upd = _rates([rec]).iloc[0]
     assert upd["updates"] == 10
     assert (upd["from_wrong"], upd["w2r_count"]) == (5, 2)   # 3 wrong at r0, 2 wrong at r1
     assert (upd["from_right"], upd["r2w_count"]) == (5, 1)
     assert upd["w2r"] == pytest.approx(2 / 5) and upd["r2w"] == pytest.approx(1 / 5)
     assert upd["net"] == pytest.approx(1 / 5)
+    # endpoints: agents 0, 1 of the 3 initially wrong end right; agent 3 of 2 ends wrong
+    assert upd["w2r_endpoints"] == pytest.approx(2 / 3)
+    assert upd["r2w_endpoints"] == pytest.approx(1 / 2)
 
 
 def test_critique_rates_on_a_handmade_set():
@@ -90,21 +159,21 @@ def test_critique_rates_on_a_handmade_set():
                       confidences=[[5, 3, 1, 4, 2], [5, 3, 1, 4, 2]],
                       critiques={1: [(0, 1, "ACCEPT"), (1, 2, "REJECT"), (2, 3, None),
                                      (3, 4, "ACCEPT")]})
-    _, ar, cr = frames([rec])
-    out = metrics.critique_rates(cr, ar).iloc[0]
+    t = tables([rec])
+    out = metrics.critique_rates(t.debates, t.edges).iloc[0]
     assert (out["edges"], out["decisions"]) == (4, 3)
     assert out["acceptance"] == pytest.approx(2 / 3)
     assert out["cross_answer"] == pytest.approx(2 / 4)
     assert out["source_confidence"] == pytest.approx((1.0 + 0.5 + 0.0 + 0.75) / 4)
 
 
-def test_cross_answer_compares_canonical_answers_when_agent_rounds_are_given():
+def test_cross_answer_compares_canonical_answers():
     # raw answers differ only in case and spaces; the canonical forms agree
     rec = make_record([["Paris", " paris"], ["Paris", " paris"]], "paris",
                       canonical=lambda a: a.strip().lower(), critiques={1: [(0, 1, "REJECT")]})
-    _, ar, cr = frames([rec])
-    assert metrics.critique_rates(cr).iloc[0]["cross_answer"] == 1.0   # raw strings
-    assert metrics.critique_rates(cr, ar).iloc[0]["cross_answer"] == 0.0
+    t = tables([rec])
+    assert t.edges["cross_answer"].tolist() == [False]
+    assert metrics.critique_rates(t.debates, t.edges).iloc[0]["cross_answer"] == 0.0
 
 
 @pytest.mark.parametrize("vector, expected", [
@@ -133,8 +202,9 @@ def test_influence_entropy_rejects_negative_influence():
 def test_diagnostics_match_the_study_conventions_for_methods_without_rounds():
     recs = [APPENDIX, make_simple(True, method="cot"), make_simple(True, method="cot_sc",
                                                                    n_agents=5)]
-    diag = metrics.diagnostics(*frames(recs)).set_index("method")
-    assert list(diag.columns[-7:]) == list(metrics.load_paper("diagnostics").columns[1:])
+    t = tables(recs)
+    diag = metrics.diagnostics(t.debates, t.agent_rounds, t.edges).set_index("method")
+    assert list(diag.columns[2:9]) == list(compare.load_paper("diagnostics").columns[1:])
     for m in ("cot", "cot_sc"):
         assert diag.loc[m, ["w2r", "r2w", "net"]].tolist() == [0.0, 0.0, 0.0]
         assert diag.loc[m, ["acceptance", "cross_answer", "source_confidence"]].isna().all()
@@ -158,18 +228,28 @@ def test_costs_per_example():
     recs = [make_record([["1"]], "1", question_id="a", tokens=(100, 50, 20), calls=10,
                         parse_failures=1),
             make_record([["1"]], "1", question_id="b", tokens=(200, 50, 0), calls=10)]
-    c = metrics.costs(debates_frame(recs)).iloc[0]
+    c = metrics.costs(debates_of(recs)).iloc[0]
     assert c["tokens_per_example"] == 200 and c["prompt_tokens"] == 150
     assert c["completion_tokens"] == 50 and c["cached_tokens"] == 10
     assert c["calls_per_example"] == 10 and c["parse_failure_rate"] == pytest.approx(1 / 20)
     assert c["n_debates"] == 2
+    assert c["truncation_rate"] == 0.0
+
+
+def test_truncation_rate_counts_only_records_that_say():
+    recs = [make_record([["1"]], "1", question_id="a", calls=10, truncated_calls=3),
+            make_record([["1"]], "1", question_id="b", calls=10, truncated_calls=1),
+            make_record([["1"]], "1", question_id="c", calls=10, legacy=True)]
+    assert metrics.costs(debates_of(recs)).iloc[0]["truncation_rate"] == pytest.approx(4 / 20)
+    legacy = metrics.costs(debates_of(recs[2:])).iloc[0]
+    assert np.isnan(legacy["truncation_rate"])
 
 
 # -- gains over baselines, on the study's main table --------------------------------------
 
 @pytest.fixture(scope="module")
 def paper_acc():
-    return metrics.to_internal(metrics.load_paper("main_results"))
+    return compare.to_internal(compare.load_paper("main_results"))
 
 
 def test_gain_over_best_fixed_recomputes_the_tables_numbers(paper_acc):
@@ -227,22 +307,22 @@ def test_paired_aligns_on_seed_and_question():
             for s, q, c in [(0, "a", True), (0, "b", True), (1, "a", False)]]
     recs += [make_simple(c, method="clique", seed=s, question_id=q)
              for s, q, c in [(1, "a", True), (0, "b", False), (0, "a", True), (0, "z", True)]]
-    p = metrics.paired(debates_frame(recs), "pear", "clique")
+    p = metrics.paired(debates_of(recs), "pear", "clique")
     assert p[["seed", "question_id", "correct_a", "correct_b"]].values.tolist() == [
         [0, "a", 1, 1], [0, "b", 1, 0], [1, "a", 0, 1]]
     with pytest.raises(ValueError, match="'ring'"):
-        metrics.paired(debates_frame(recs), "pear", "ring")
+        metrics.paired(debates_of(recs), "pear", "ring")
 
 
 # -- the study's printed numbers ------------------------------------------------------------
 
 def test_load_paper_names_a_missing_table():
     with pytest.raises(FileNotFoundError, match="'nope'"):
-        metrics.load_paper("nope")
+        compare.load_paper("nope")
 
 
 def test_to_internal_maps_display_names_and_model_spelling():
-    df = metrics.to_internal(metrics.load_paper("full_dataset"))
+    df = compare.to_internal(compare.load_paper("full_dataset"))
     assert set(df["dataset"]) == {"truthfulqa", "math500"}
     assert set(df["method"]) == {"cot", "cot_sc", "clique", "star", "chain", "ring", "pear"}
     assert set(df["model"]) == {"Qwen-2.5-14B", "Llama-3.1-8B"}
@@ -251,13 +331,13 @@ def test_to_internal_maps_display_names_and_model_spelling():
 def test_compare_with_paper_puts_numbers_side_by_side(paper_acc):
     reproduced = paper_acc.assign(model=paper_acc["model"].str.lower(),
                                   accuracy=paper_acc["accuracy"] + 0.01)
-    cmp = metrics.compare_with_paper(
-        reproduced, metrics.load_paper("main_results"),
+    cmp = compare.compare_with_paper(
+        reproduced, compare.load_paper("main_results"),
         model_map={m.lower(): m for m in paper_acc["model"].unique()})
     assert len(cmp) == 192
     assert list(cmp.columns) == ["model", "dataset", "method", "reproduced", "paper", "diff"]
     assert cmp["diff"].to_numpy() == pytest.approx(np.full(192, 0.01))
-    means = metrics.compare_with_paper(paper_acc, metrics.load_paper("main_results"),
+    means = compare.compare_with_paper(paper_acc, compare.load_paper("main_results"),
                                        keys=["method"]).set_index("method")
     assert means.loc["pear", "paper"] == pytest.approx(0.7475)   # README: table 0.748
     assert means.loc["clique", "paper"] == pytest.approx(0.690417, abs=1e-6)
@@ -265,11 +345,11 @@ def test_compare_with_paper_puts_numbers_side_by_side(paper_acc):
 
 
 def test_rank_agreement_reproduces_the_studys_spearman_table(paper_acc):
-    full = metrics.to_internal(metrics.load_paper("full_dataset"))
-    out = metrics.rank_agreement(paper_acc, full)
+    full = compare.to_internal(compare.load_paper("full_dataset"))
+    out = stats.rank_agreement(paper_acc, full)
     assert out["dataset"].tolist() == ["truthfulqa"] * 2 + ["math500"] * 2   # table order
     assert (out["n_methods"] == 7).all()   # the full sets ran every method but Random
-    printed = metrics.to_internal(metrics.load_paper("spearman"))   # 0.893 0.893 0.786 0.964
+    printed = compare.to_internal(compare.load_paper("spearman"))   # 0.893 0.893 0.786 0.964
     both = out.merge(printed, on=["dataset", "model"], suffixes=("", "_printed"))
     assert len(both) == 4
     assert both["rho"].to_numpy() == pytest.approx(both["rho_printed"].to_numpy(), abs=5e-4)
@@ -279,10 +359,10 @@ def test_rank_agreement_needs_three_shared_methods():
     sub = pd.DataFrame({"model": "m", "dataset": "math500", "method": ["a", "b", "c", "d"],
                         "accuracy": [0.1, 0.2, 0.3, 0.4]})
     full = sub.assign(accuracy=[0.2, 0.1, 0.3, 0.5]).iloc[:3]
-    assert metrics.rank_agreement(sub, full)[["n_methods", "rho"]].values.tolist() == [[3, 0.5]]
-    two = metrics.rank_agreement(sub, full.iloc[:2])
+    assert stats.rank_agreement(sub, full)[["n_methods", "rho"]].values.tolist() == [[3, 0.5]]
+    two = stats.rank_agreement(sub, full.iloc[:2])
     assert two["n_methods"].tolist() == [2] and two["rho"].isna().all()
-    flat = metrics.rank_agreement(sub, full.assign(accuracy=0.5))   # constant: undefined
+    flat = stats.rank_agreement(sub, full.assign(accuracy=0.5))   # constant: undefined
     assert flat["rho"].isna().all()
 
 
@@ -292,7 +372,53 @@ def test_metrics_read_a_written_run(tmp_path):
     with RecordWriter(tmp_path / "run") as w:
         for rec in (APPENDIX, make_simple(False, method="cot")):
             w.write(rec)
-    debates, ar, cr = load_run(tmp_path / "run")
-    acc = metrics.accuracy(debates).set_index("method")["accuracy"]
+    v = view.load(tmp_path / "run")
+    acc = metrics.accuracy(v.debates).set_index("method")["accuracy"]
     assert acc.to_dict() == {"cot": 0.0, "pear": 1.0}
-    assert metrics.diagnostics(debates, ar, cr).set_index("method").loc["pear", "w2r"] == 1.0
+    diag = metrics.diagnostics(v.debates, v.agent_rounds, v.edges).set_index("method")
+    assert diag.loc["pear", "w2r"] == 1.0
+
+
+# -- against a direct computation from the records ------------------------------------------
+
+def _by_hand(records):
+    """W2R / R2W per query and pooled, straight from the records' dicts."""
+    out = {}
+    for method in {r["method"] for r in records}:
+        per_w, per_r, pooled = [], [], np.zeros(4)
+        for r in records:
+            if r["method"] != method:
+                continue
+            c = np.zeros(4)  # from wrong, wrong -> right, from right, right -> wrong
+            rounds = r["rounds_data"]
+            for before, after in zip(rounds, rounds[1:]):
+                now = {a["agent"]: a["correct"] for a in after["agents"]}
+                for a in before["agents"]:
+                    if a["agent"] in now:
+                        right, then = a["correct"], now[a["agent"]]
+                        c += [not right, not right and then, right, right and not then]
+            if c[0]:
+                per_w.append(c[1] / c[0])
+            if c[2]:
+                per_r.append(c[3] / c[2])
+            pooled += c
+        out[method] = (np.mean(per_w) if per_w else 0.0, np.mean(per_r) if per_r else 0.0,
+                       pooled[1] / pooled[0] if pooled[0] else 0.0,
+                       pooled[3] / pooled[2] if pooled[2] else 0.0)
+    return out
+
+
+def test_update_rates_on_a_simulated_run_match_a_direct_computation(tmp_path):
+    from pear.experiment import preset, run
+    from pear.factory import make_backend
+    from pear.records import read_records
+    exp = preset("sim", datasets=("gsm8k",), methods=("cot", "ring", "pear"), seeds=(0,),
+                 n_questions=12, full_datasets=(), rounds=3)
+    run(exp, make_backend("simulated", exp=exp), tmp_path, progress=False)
+    v = view.load(tmp_path)
+    got = metrics.update_rates(v.debates, v.agent_rounds).set_index("method")
+    for method, (w2r, r2w, w2r_pooled, r2w_pooled) in _by_hand(read_records(tmp_path)).items():
+        row = got.loc[method]
+        assert row[["w2r", "r2w", "w2r_pooled", "r2w_pooled"]].to_numpy(float) == \
+            pytest.approx([w2r, r2w, w2r_pooled, r2w_pooled], rel=1e-12), method
+    assert got.loc["pear", "w2r"] != pytest.approx(got.loc["pear", "w2r_pooled"])

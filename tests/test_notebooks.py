@@ -12,7 +12,7 @@ from pathlib import Path
 import jupytext
 import pytest
 
-from pear import paper, report, transcript
+from pear import paper, report, transcript, view
 from pear.data import FILES, data_dir
 from record_factory import make_record
 
@@ -156,20 +156,32 @@ def test_render_transcript_shows_rounds_decisions_and_the_final_answer():
     assert text.rstrip().endswith("**Final answer: 4** — correct (gold 4)")
 
 
+def test_render_transcript_shows_the_papers_review_fields_and_older_ones():
+    text = transcript.render_transcript(_debate())
+    assert re.search(r"Agent 3 → Agent 1: .*assessment \*\*Flawed\*\*, at step 1: “use 4”"
+                     r" → \*\*ACCEPT\*\* \(agent 0's reason\)", text)
+    old = make_record([["5", "4"], ["4", "4"]], "4", critiques={1: [(1, 0, "ACCEPT")]},
+                      legacy=True)
+    text = transcript.render_transcript(old)
+    assert re.search(r"Agent 2 → Agent 1: .*recommends \*\*4\*\*: “agent 1 on agent 0”"
+                     r" → \*\*ACCEPT\*\*", text)
+
+
 def test_case_study_picks_the_first_minority_win_or_the_named_debate():
     majority = make_record([["4", "4", "5"], ["4", "4", "4"]], "4", question_id="q-majority",
                            critiques={1: [(0, 2, "ACCEPT")]})
     lost = make_record([["4", "5", "5"], ["5", "5", "5"]], "4", question_id="q-lost",
                        critiques={1: [(1, 0, "ACCEPT")]})
-    records = [majority, lost, _debate()]
+    records = view.from_records([majority, lost, _debate()])
     rec, why = transcript.case_study(records)
     assert rec["question_id"] == "q-minority" and "minority" in why
     rec, _ = transcript.case_study(records, debate_id=lost["debate_id"])
-    assert rec is lost
+    assert rec == lost
     with pytest.raises(ValueError, match="no debate 'nope'"):
         transcript.case_study(records, debate_id="nope")
-    rec, why = transcript.case_study([majority, lost])  # no minority win: first PEAR debate
-    assert rec is majority and "no debate has a minority" in why
+    # no minority win: the first PEAR debate
+    rec, why = transcript.case_study(view.from_records([majority, lost]))
+    assert rec == majority and "no debate has a minority" in why
 
 
 # -- (c) the whole build on simulated agents ------------------------------------------------

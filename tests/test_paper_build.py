@@ -1,22 +1,24 @@
-"""The build's parameters and argument checks (pear.paper), and the glue the analysis
-notebooks call: records of a scope, the study's numbers beside the reproduced ones, quoted
-numbers as macros (pear.study), and the case study from real records (pear.transcript)."""
+"""The build's parameters and argument checks (pear.paper), the glue the analysis notebooks
+call: the debates of a scope as the grid defines it (pear.study), the study's numbers beside
+the reproduced ones and quoted numbers as macros (pear.compare), and the case study from
+real records (pear.transcript)."""
 from __future__ import annotations
 
 import re
+import warnings
 
 import pandas as pd
 import pytest
 
-from pear import paper, study, transcript
-from pear.experiment import preset, run
+from pear import compare, paper, study, transcript
+from pear.experiment import jobs, preset, run, scope_debates
+from pear.factory import make_backend
 
 
 @pytest.fixture(scope="module")
 def sim_run(tmp_path_factory):
     """A tiny simulated grid: GSM8K and TruthfulQA, 3 methods, 2 seeds, 3 questions, and
     TruthfulQA's full set for CoT only."""
-    from pear.cli import make_backend
     exp = preset("smoke", datasets=("gsm8k", "truthfulqa"), methods=("cot", "ring", "pear"),
                  seeds=(0, 1), n_questions=3, full_datasets=())
     out = tmp_path_factory.mktemp("runs")
@@ -61,8 +63,10 @@ def test_load_results_selects_the_grid_and_names_missing_cells(sim_run, tmp_path
     one = study.load_results(out, preset("smoke", datasets=("gsm8k",), methods=("pear",),
                                          seeds=(1,), n_questions=3, full_datasets=()))
     assert set(one.debates["method"]) == {"pear"} and set(one.debates["seed"]) == {1}
-    # texts are dropped unless asked for
-    assert all(a["reasoning"] == "" for a in res.records[0]["rounds_data"][0]["agents"])
+    # the view holds no texts; one debate's record is read with them
+    assert "reasoning" not in res.agent_rounds.columns
+    first = res.record(res.debates["debate_id"].iloc[0])
+    assert first["rounds_data"][0]["agents"][0]["reasoning"]
     # a method never run is an error naming the cell
     wider = preset("smoke", datasets=("gsm8k",), methods=("cot", "star"), seeds=(0,),
                    n_questions=3, full_datasets=())
@@ -90,21 +94,20 @@ def test_describe_runs_counts_debates_per_model_method_and_dataset(sim_run):
 def test_beside_paper_matches_model_names_or_pools_over_models():
     acc = pd.DataFrame({"dataset": "truthfulqa", "method": ["pear", "cot"], "accuracy": 0.5,
                         "model": "meta-llama/Llama-3.1-8B-Instruct"})
-    table, note = study.beside_paper(acc, "full_dataset", ["accuracy"])
+    table, note = compare.beside_paper(acc, "full_dataset", ["accuracy"])
     assert note == ""
     row = table.loc[("TruthfulQA", "Llama-3.1-8B", "PEAR")]
     assert row["paper"] == 0.824 and row["diff"] == pytest.approx(0.5 - 0.824)
-    table, note = study.beside_paper(acc.assign(model="sim-1"), "full_dataset", ["accuracy"])
+    table, note = compare.beside_paper(acc.assign(model="sim-1"), "full_dataset", ["accuracy"])
     assert "averaged over its 2 models" in note
     assert table.loc[("TruthfulQA", "PEAR"), "paper"] == pytest.approx((0.868 + 0.824) / 2)
 
 
 def test_headline_numbers_recompute_the_papers_quoted_numbers():
-    from pear import metrics
-    pap = metrics.to_internal(metrics.load_paper("main_results"))
-    numbers = study.headline_numbers(pap.assign(std=0.0))
+    pap = compare.to_internal(compare.load_paper("main_results"))
+    numbers = compare.headline_numbers(pap.assign(std=0.0))
     assert (numbers["diff"].dropna().abs() < 1e-9).all()  # the table against itself
-    macros = study.number_macros(numbers)
+    macros = compare.number_macros(numbers)
     # data/paper/README.md: the table gives PEAR 0.748, gain 4.2, over Random 5.7, Chain 6.6
     assert macros["PaperMeanAccPEAR"] == "0.748" and macros["PaperGainBestFixed"] == "4.2"
     assert macros["GainOverRandom"] == "5.7" and macros["GainOverChain"] == "6.6"
@@ -115,15 +118,15 @@ def test_headline_numbers_recompute_the_papers_quoted_numbers():
 def test_quoted_macros_put_the_studys_tokens_beside_the_reproduced():
     cost = pd.DataFrame({"model": "m", "dataset": "gsm8k", "method": ["pear", "cot_sc", "ring"],
                          "tokens_per_example": [30000.4, 2950.0, 24000.0]})
-    table, _ = study.beside_paper(cost, "cost", ["tokens_per_example"], keys=["method"])
-    macros = study.quoted_macros(table, "Tokens")
+    table, _ = compare.beside_paper(cost, "cost", ["tokens_per_example"], keys=["method"])
+    macros = compare.quoted_macros(table, "Tokens")
     # data/paper/cost.csv: PEAR 32300, CoT-SC 3100; the study quotes no Ring cost
     assert macros == {"TokensPEAR": "30000", "PaperTokensPEAR": "32300", "TokensCoTSC": "2950",
                       "PaperTokensCoTSC": "3100", "TokensRing": "24000"}
     twice = pd.DataFrame({"reproduced": [1.0, 2.0], "paper": [None, None]},
                          index=["CoT-SC", "CoTSC"])
     with pytest.raises(ValueError, match="'TokensCoTSC'"):
-        study.quoted_macros(twice, "Tokens")
+        compare.quoted_macros(twice, "Tokens")
 
 
 def test_accuracy_hides_the_std_of_one_seed_and_select_keeps_rows(sim_run):
@@ -153,8 +156,58 @@ def test_significance_sets_tests_the_first_seed_of_each_scope(sim_run):
 
 def test_case_study_from_simulated_records_renders(sim_run):
     exp, out = sim_run
-    res = study.load_results(out, exp, keep_text=True)
-    rec, why = transcript.case_study(res.records)
+    res = study.load_results(out, exp)
+    rec, why = transcript.case_study(res)
     text = transcript.render_transcript(rec)
     assert "Simulated agents" in text and "**Final answer:" in text
     assert re.search(r"\*\*(ACCEPT|REJECT)\*\*", text)
+
+
+# -- one grid definition: the analysis asks experiment.scope_debates ------------------------
+
+@pytest.mark.parametrize("name", ["smoke", "sim"])
+def test_the_scopes_together_are_the_grid_that_runs(name):
+    exp = preset(name, n_questions=3) if name == "sim" else preset(name)
+    ran = {(j.question.dataset, j.question.id, j.seed, j.method.name) for j in jobs(exp)}
+    scoped = set(scope_debates(exp, "subset")) | set(scope_debates(exp, "full"))
+    assert scoped == ran
+    with pytest.raises(ValueError, match="unknown scope 'all'"):
+        scope_debates(exp, "all")
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    """The smoke preset's whole grid (subset and the 2-question full-set stand-in)."""
+    exp = preset("smoke")
+    out = tmp_path_factory.mktemp("smoke")
+    assert run(exp, make_backend("simulated", exp=exp), out, progress=False).complete
+    return exp, out
+
+
+def test_a_complete_smoke_run_misses_nothing_and_names_its_stand_in(smoke_run):
+    exp, out = smoke_run
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # a "debates are missing" warning fails the test
+        full = study.load_results(out, exp, scope="full")
+        subset = study.load_results(out, exp, scope="subset")
+    assert set(full.debates["question_id"]) == {q for _, q, _, _ in scope_debates(exp, "full")}
+    assert len(full.debates) == 2 * 7 and len(subset.debates) == 4 * 2 * 14
+    caption = full.caption("Full-dataset accuracy.")
+    assert "2-question stand-in for the full TruthfulQA set (817 questions)" in caption
+    assert "Full sets" not in caption and "full sets" not in caption
+    assert "1 question per dataset (question seed 0) x 2 seeds" in subset.caption("T.")
+
+
+def test_a_smoke_run_short_of_debates_says_how_many(smoke_run, tmp_path):
+    import shutil
+    exp, out = smoke_run
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy, ignore=shutil.ignore_patterns("view"))
+    path = next(copy.rglob("debates.jsonl"))
+    lines = path.read_text().splitlines(keepends=True)
+    full_ids = {q for _, q, _, _ in scope_debates(exp, "full")}
+    keep = [ln for ln in lines if not any(f'"question_id":"{q}"' in ln and '"method":"ring"' in ln
+                                          for q in sorted(full_ids)[1:])]
+    path.write_text("".join(keep))
+    with pytest.warns(RuntimeWarning, match=r"^1 debates of the full grid are missing"):
+        study.load_results(copy, exp, scope="full")

@@ -7,7 +7,7 @@ from pear.backends.base import Instrumented  # noqa: E402
 from pear.backends.cache import CachedBackend  # noqa: E402
 from pear.backends.llamacpp import LlamaCppBackend  # noqa: E402
 from pear.experiment import jobs, preset, run  # noqa: E402
-from pear.records import load_run  # noqa: E402
+from pear.view import load  # noqa: E402
 
 
 @pytest.mark.slow
@@ -20,16 +20,18 @@ def test_real_llamacpp_grid_runs_resumes_and_caches(tmp_path):
     first = run(exp, backend, tmp_path / "a", progress=False)
     assert first.complete and first.written == len(jobs(exp)) == 8
     assert counted.requests > 0
-    debates, agent_rounds, critiques = load_run(tmp_path / "a")
+    run_a = load(tmp_path / "a")
+    debates, edges = run_a.debates, run_a.edges
     assert (debates.tokens > 0).all() and (debates.calls > 0).all()
     assert set(debates.method) == {"cot", "cot_sc", "ring", "pear"}
-    assert len(critiques[critiques.method == "ring"]) == 2 * 3  # 3 ring edges x 2 questions
+    ring = debates.debate[debates.method == "ring"]
+    assert edges.debate.isin(ring).sum() == 2 * 3  # 3 ring edges x 2 questions
     # with seeds and the cache, a second run of the same grid costs no model call and
     # reproduces the records (except timing)
     calls_before = counted.requests
     second = run(exp, backend, tmp_path / "b", progress=False)
     assert second.written == 8 and counted.requests == calls_before
-    d2, _, _ = load_run(tmp_path / "b")
+    d2 = load(tmp_path / "b").debates
     cols = ["debate_id", "final_answer", "correct", "tokens", "parse_failures"]
     assert d2.sort_values("debate_id")[cols].reset_index(drop=True).equals(
         debates.sort_values("debate_id")[cols].reset_index(drop=True))

@@ -1,5 +1,5 @@
-"""Figure style, the output folder, saving, tables, number macros, plots, and the figure
-layout of pear.figures (facet, with_average)."""
+"""Tables, the output folder and number macros (pear.report); figure style, saving, plots
+and layout (pear.figures)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,20 +11,20 @@ import pytest
 from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 
-from pear import figures, metrics, report, stats
+from pear import compare, figures, metrics, report, stats
 from pear.config import METHODS
-from pear.records import agent_rounds_frame, debates_frame
+from pear.view import from_records
 from record_factory import make_record, make_simple
 
 
 @pytest.fixture(scope="module", autouse=True)
 def style():
-    report.set_style()
+    figures.set_style()
 
 
 @pytest.fixture(scope="module")
 def paper_acc():
-    return metrics.to_internal(metrics.load_paper("main_results"))
+    return compare.to_internal(compare.load_paper("main_results"))
 
 
 def _texts(fig: Figure) -> list[str]:
@@ -41,8 +41,8 @@ def test_style_settings():
 
 
 def test_every_method_has_its_own_colour():
-    assert set(report.METHOD_COLORS) == set(METHODS)
-    assert len({report.METHOD_COLORS[m] for m in METHODS}) == len(METHODS)
+    assert set(figures.METHOD_COLORS) == set(METHODS)
+    assert len({figures.METHOD_COLORS[m] for m in METHODS}) == len(METHODS)
 
 
 def _figure() -> Figure:
@@ -54,20 +54,20 @@ def _figure() -> Figure:
 
 
 def test_save_figure_writes_pdf_and_png_byte_stable(tmp_path):
-    pdf, png = report.save_figure(_figure(), "curves", out_dir=tmp_path / "a")
+    pdf, png = figures.save_figure(_figure(), "curves", out_dir=tmp_path / "a")
     assert (pdf.name, png.name) == ("curves.pdf", "curves.png")
     data = pdf.read_bytes()
     assert data.startswith(b"%PDF") and png.read_bytes().startswith(b"\x89PNG")
     assert len(data) > 1000 and png.stat().st_size > 1000
     assert b"CreationDate" not in data
-    pdf2, _ = report.save_figure(_figure(), "curves", out_dir=tmp_path / "b")
+    pdf2, _ = figures.save_figure(_figure(), "curves", out_dir=tmp_path / "b")
     assert pdf2.read_bytes() == data
 
 
 @pytest.mark.parametrize("name", ["sub/fig", "..\\fig", "", ".."])
 def test_save_figure_refuses_paths(tmp_path, name):
     with pytest.raises(ValueError, match="invalid figure name"):
-        report.save_figure(_figure(), name, out_dir=tmp_path)
+        figures.save_figure(_figure(), name, out_dir=tmp_path)
 
 
 def test_figures_dir_is_the_env_or_the_repositorys_never_the_cwd(tmp_path, monkeypatch):
@@ -83,7 +83,7 @@ def test_figures_dir_is_the_env_or_the_repositorys_never_the_cwd(tmp_path, monke
 def test_every_saver_writes_into_the_figures_dir_by_default(tmp_path, monkeypatch):
     monkeypatch.setenv(report.FIGURES_ENV, str(tmp_path / "env"))
     table = pd.DataFrame({"Accuracy": [0.75]}, index=pd.Index(["PEAR"], name="Method"))
-    written = [*report.save_figure(_figure(), "fig"), *report.save_table(table, "tab"),
+    written = [*figures.save_figure(_figure(), "fig"), *report.save_table(table, "tab"),
                report.save_markdown("# Case\n", "case"),
                report.write_numbers({"PearAcc": 0.75}, name="numbers_extra")]
     assert [p.parent for p in written] == [tmp_path / "env"] * 6
@@ -138,7 +138,7 @@ def test_save_table_latex_and_markdown(tmp_path, paper_acc):
 
 
 def test_main_table_without_std_prints_means_only(tmp_path):
-    full = metrics.to_internal(metrics.load_paper("full_dataset"))
+    full = compare.to_internal(compare.load_paper("full_dataset"))
     t = report.table_main(full, average=False)
     assert t.shape == (4, 14) and t.xs("std", axis=1, level=1).isna().all().all()
     latex = report.save_table(t, "full", bold_best="max", out_dir=tmp_path)[0].read_text()
@@ -185,12 +185,18 @@ def test_write_numbers(tmp_path):
 
 
 def test_table_diagnostics_and_tokens_use_method_order_and_labels():
-    diag = report.table_diagnostics(metrics.to_internal(metrics.load_paper("diagnostics")))
+    diag = report.table_diagnostics(compare.to_internal(compare.load_paper("diagnostics")))
     assert list(diag.columns) == ["CoT", "CoT-SC", "Clique", "Star", "Chain", "Ring", "Random",
                                   "PEAR"]
-    assert list(diag.index) == ["W2R", "R2W", "Net", "Acceptance", "Cross-answer",
-                                "Source conf.", "Influence entropy"]
-    assert diag.loc["Net", "PEAR"] == pytest.approx(0.243)
+    assert list(diag.index) == ["W2R (per query)", "R2W (per query)", "Net (per query)",
+                                "Acceptance", "Cross-answer", "Source conf.",
+                                "Influence entropy"]
+    assert diag.loc["Net (per query)", "PEAR"] == pytest.approx(0.243)
+    both = pd.DataFrame({"method": ["pear"], "w2r": [0.4], "w2r_pooled": [0.3],
+                         "w2r_endpoints": [0.5]})
+    named = report.table_diagnostics(both, quantities=metrics.UPDATE_RATES)
+    assert named["PEAR"].to_dict() == {"W2R (per query)": 0.4, "W2R (pooled)": 0.3,
+                                       "W2R (endpoints)": 0.5}
     assert np.isnan(diag.loc["Acceptance", "CoT"])
     cost = pd.DataFrame({"model": "m", "dataset": ["gsm8k", "math500"] * 2,
                          "method": ["pear", "pear", "cot", "cot"],
@@ -201,10 +207,13 @@ def test_table_diagnostics_and_tokens_use_method_order_and_labels():
     assert list(tok.columns) == ["CoT", "PEAR"]
     assert tok.loc["Tokens / example"].tolist() == [800, 32000]
     assert tok.loc["Parse failures", "PEAR"] == pytest.approx(0.02)
+    assert "Truncated calls" not in tok.index   # records that do not say
+    tok = report.table_tokens(cost.assign(truncation_rate=[0.1, 0.3, 0.0, 0.0]))
+    assert tok.loc["Truncated calls", "PEAR"] == pytest.approx(0.2)
 
 
 def test_table_significance_from_the_printed_table(tmp_path):
-    sig = metrics.to_internal(metrics.load_paper("significance")).assign(best_baseline="clique")
+    sig = compare.to_internal(compare.load_paper("significance")).assign(best_baseline="clique")
     t = report.table_significance(sig)
     assert t.index[0] == ("TruthfulQA", "Qwen-2.5-14B")
     row = t.loc[("TruthfulQA", "Qwen-2.5-14B")]
@@ -212,7 +221,7 @@ def test_table_significance_from_the_printed_table(tmp_path):
     assert (row["b"], row["c"], row["Best fixed"]) == (33, 14, "Clique")
     latex = report.save_table(t, "sig", out_dir=tmp_path)[0].read_text()
     assert "& 33 & 14 &" in latex and "0.0079**" in latex
-    printed = report.table_significance(metrics.to_internal(metrics.load_paper("significance")))
+    printed = report.table_significance(compare.to_internal(compare.load_paper("significance")))
     assert "Best fixed" not in printed.columns and printed.shape == (8, 7)
 
 
@@ -220,7 +229,7 @@ def test_table_significance_without_discordant_pairs_prints_a_dash(tmp_path):
     # PEAR and Ring agree on all 4 questions (3 right, 1 wrong): b = c = 0
     recs = [make_simple(q < 3, method=m, question_id=f"q{q}") for m in ("pear", "ring")
             for q in range(4)]
-    sig = stats.significance(debates_frame(recs))
+    sig = stats.significance(from_records(recs).debates)
     assert (sig["b"].item(), sig["c"].item()) == (0, 0) and np.isnan(sig["win_rate"].item())
     row = report.table_significance(sig).loc[("GSM8K", "m")]
     assert row["Win rate [95% CI]"] == "–" and row["p (exact)"] == "1.0000"
@@ -242,9 +251,14 @@ def _round_records():
     return recs
 
 
+def _round_accuracy():
+    t = from_records(_round_records())
+    return metrics.round_accuracy(t.debates, t.rounds)
+
+
 def test_plot_round_curves_panels_source_and_simulated_mark():
-    ra = metrics.round_accuracy(agent_rounds_frame(_round_records()))
-    fig = report.plot_round_curves(ra, title="Round-wise accuracy",
+    ra = _round_accuracy()
+    fig = figures.plot_round_curves(ra, title="Round-wise accuracy",
                                    source="backend=simulated, model=sim-1", simulated=True)
     assert isinstance(fig, Figure) and len(fig.axes) == 2
     texts = _texts(fig)
@@ -254,23 +268,23 @@ def test_plot_round_curves_panels_source_and_simulated_mark():
     pear_line = [l for l in fig.axes[0].get_lines() if l.get_label() == "PEAR"][0]
     assert pear_line.get_xdata().tolist() == [0, 1, 2]
     assert pear_line.get_ydata().tolist() == [0.0, 1.0, 1.0]
-    assert to_rgba(pear_line.get_color()) == to_rgba(report.METHOD_COLORS["pear"])
+    assert to_rgba(pear_line.get_color()) == to_rgba(figures.METHOD_COLORS["pear"])
     cot_line = [l for l in fig.axes[0].get_lines() if l.get_label() == "CoT"][0]
     assert cot_line.get_ydata().tolist() == pytest.approx([1 / 3] * 3)
-    plain = _texts(report.plot_round_curves(ra, source="backend=vllm, model=Qwen2.5-14B"))
+    plain = _texts(figures.plot_round_curves(ra, source="backend=vllm, model=Qwen2.5-14B"))
     assert "backend=vllm, model=Qwen2.5-14B" in plain
     assert not any("simulated" in t for t in plain)
 
 
 def test_plot_on_a_given_axis_needs_one_dataset():
-    ra = metrics.round_accuracy(agent_rounds_frame(_round_records()))
+    ra = _round_accuracy()
     fig = Figure()
     ax = fig.subplots()
-    assert report.plot_round_curves(ra[ra["dataset"] == "gsm8k"], ax=ax) is fig
+    assert figures.plot_round_curves(ra[ra["dataset"] == "gsm8k"], ax=ax) is fig
     with pytest.raises(ValueError, match="2 panels"):
-        report.plot_round_curves(ra, ax=ax)
+        figures.plot_round_curves(ra, ax=ax)
     with pytest.raises(ValueError, match="round"):
-        report.plot_round_curves(ra.drop(columns="round"))
+        figures.plot_round_curves(ra.drop(columns="round"))
 
 
 def test_plot_ablation_bars_in_variant_order():
@@ -278,7 +292,7 @@ def test_plot_ablation_bars_in_variant_order():
     acc = pd.DataFrame({"model": "m", "dataset": np.repeat(["gsm8k", "math500"], 8),
                         "method": methods * 2, "accuracy": np.linspace(0.5, 0.8, 16),
                         "std": 0.01})
-    fig = report.plot_ablation(acc, simulated=True, source="sim")
+    fig = figures.plot_ablation(acc, simulated=True, source="sim")
     ax = fig.axes[0]
     assert len(ax.patches) == 16
     assert [t.get_text() for t in ax.get_legend().get_texts()] == [
@@ -293,7 +307,7 @@ def test_plot_pareto_marks_the_frontier():
     df = pd.DataFrame({"dataset": "gsm8k", "method": ["cot", "cot_sc", "clique", "chain", "pear"],
                        "tokens_per_example": [800, 3100, 36700, 24800, 32300],
                        "accuracy": [0.555, 0.586, 0.690, 0.681, 0.748]})
-    fig = report.plot_pareto(df, source="paper numbers")
+    fig = figures.plot_pareto(df, source="paper numbers")
     ax = fig.axes[0]
     assert ax.get_xscale() == "log"
     ringed = {c.get_label(): c.get_edgecolor().shape[0] > 0 and c.get_edgecolor()[0][3] > 0
@@ -304,7 +318,7 @@ def test_plot_pareto_marks_the_frontier():
 
 
 def test_plot_accuracy_bars(paper_acc):
-    fig = report.plot_accuracy_bars(paper_acc)
+    fig = figures.plot_accuracy_bars(paper_acc)
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_xticklabels()][-1] == "PEAR"
     assert ax.patches[-1].get_height() == pytest.approx(0.7475)
@@ -327,7 +341,7 @@ def test_facet_draws_one_panel_per_model_and_dataset_with_provenance():
     df = pd.DataFrame({"model": ["m1"] * 4 + ["m2"] * 4, "dataset": ["math500", "gsm8k"] * 4,
                        "method": (["pear"] * 2 + ["random"] * 2) * 2,
                        "accuracy": [0.5, 0.6, 0.4, 0.3, 0.7, 0.8, 0.2, 0.1], "std": 0.0})
-    fig = figures.facet(report.plot_ablation, figures.with_average(df), rows="model",
+    fig = figures.facet(figures.plot_ablation, figures.with_average(df), rows="model",
                         cols="dataset", title="T", source="backend simulated; model m",
                         simulated=True)
     visible = [a for a in fig.axes if a.get_visible()]

@@ -12,8 +12,9 @@ import pytest
 
 from pear.backends.simulated import SimulatedBackend
 from pear.experiment import answer_key, jobs, model_dir, preset, read_manifest, run
-from pear.records import (RECORDS_FILE, TIMING_FIELDS, RecordWriter, agent_rounds_frame,
-                          critiques_frame, debates_frame, read_records)
+from pear.records import RECORDS_FILE, TIMING_FIELDS, RecordWriter, read_records
+from pear.view import load as load_view
+from record_factory import make_record
 
 EXP = dict(datasets=("gsm8k", "truthfulqa"), n_questions=6, seeds=(0, 1), full_datasets=(),
            rounds=2, chunk_questions=2)
@@ -107,7 +108,7 @@ def test_torn_last_line_is_ignored_then_repaired(tmp_path):
 
 def test_corrupt_line_in_the_middle_is_an_error(tmp_path):
     with RecordWriter(tmp_path) as w:
-        w.write({"debate_id": "a"})
+        w.write(make_record([["1"]], "1", question_id="a"))
     with open(tmp_path / RECORDS_FILE, "a") as fh:
         fh.write("{broken\n")
         fh.write('{"debate_id": "b"}\n')
@@ -115,16 +116,29 @@ def test_corrupt_line_in_the_middle_is_an_error(tmp_path):
         read_records(tmp_path)
 
 
-def test_frames_have_one_row_per_unit(tmp_path):
+def test_a_record_that_breaks_the_schema_is_an_error_naming_the_field(tmp_path):
+    good = make_record([["1"]], "1", question_id="a")
+    bad = make_record([["1"]], "1", question_id="b")
+    bad["rounds_data"][0]["agents"][0]["confidence"] = "high"
+    with RecordWriter(tmp_path) as w:
+        w.write(good)
+        w.write(bad)
+    with pytest.raises(ValueError, match=r"debates.jsonl:2: not a debate record .*confidence"):
+        read_records(tmp_path)
+
+
+def test_view_tables_have_one_row_per_unit(tmp_path):
     exp = preset("sim", **EXP)
     run(exp, SimulatedBackend(answer_key(exp)), tmp_path, progress=False)
     recs = read_records(tmp_path)
-    deb, ar, cr = debates_frame(recs), agent_rounds_frame(recs), critiques_frame(recs)
+    v = load_view(tmp_path)
+    deb, ar, ed = v.debates, v.agent_rounds, v.edges
     assert len(deb) == len(recs) == len(jobs(exp))
     expected_agent_rows = sum(len(rd["agents"]) for r in recs for rd in r["rounds_data"])
     assert len(ar) == expected_agent_rows
+    assert len(v.rounds) == sum(len(r["rounds_data"]) for r in recs)
     ring = deb[deb.method == "ring"]
-    assert (cr[cr.method == "ring"].groupby("debate_id").size() == 5 * 2).all()
+    assert (ed[ed.debate.isin(ring.debate)].groupby("debate").size() == 5 * 2).all()
     assert len(ring) == 2 * 2 * 6
 
 

@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from pear import metrics, stats
-from pear.records import debates_frame
+from pear import compare, stats
+from pear.view import from_records
 from record_factory import make_simple
 
-SIGNIFICANCE = metrics.load_paper("significance")
+SIGNIFICANCE = compare.load_paper("significance")
 
 
 # -- McNemar ------------------------------------------------------------------------------
@@ -81,7 +81,7 @@ def test_significance_from_records():
             recs.append(make_simple(q in (0, 5) if s == 0 else q < 2, method="chain", seed=s,
                                     question_id=f"q{q}"))
             recs.append(make_simple(False, method="clique", seed=s, question_id=f"q{q}"))
-    sig = stats.significance(debates_frame(recs)).iloc[0]
+    sig = stats.significance(from_records(recs).debates).iloc[0]
     assert sig["best_baseline"] == "chain" and sig["n_pairs"] == 12
     assert (sig["b"], sig["c"]) == (6, 1)
     assert sig["pear_acc"] == pytest.approx(9 / 12)
@@ -91,9 +91,9 @@ def test_significance_from_records():
     assert sig["chi2"] == pytest.approx(16 / 7)     # (|6 - 1| - 1)^2 / 7
     assert (sig["wilson_low"], sig["wilson_high"]) == pytest.approx(stats.wilson(6, 7))
     assert sig["power"] == pytest.approx(stats.mcnemar_power(6, 1).normal)
-    vs_clique = stats.significance(debates_frame(recs), against="clique").iloc[0]
+    vs_clique = stats.significance(from_records(recs).debates, against="clique").iloc[0]
     assert (vs_clique["best_baseline"], vs_clique["b"], vs_clique["c"]) == ("clique", 9, 0)
-    assert stats.significance(debates_frame(recs), method="ring").empty
+    assert stats.significance(from_records(recs).debates, method="ring").empty
 
 
 # -- Wilson -------------------------------------------------------------------------------
@@ -171,10 +171,10 @@ def test_spearman_permutation_p_equals_brute_force_enumeration():
 
 
 def test_spearman_reproduces_the_rank_agreement_table():
-    sub = metrics.to_internal(metrics.load_paper("main_results"))
-    full = metrics.to_internal(metrics.load_paper("full_dataset"))
+    sub = compare.to_internal(compare.load_paper("main_results"))
+    full = compare.to_internal(compare.load_paper("full_dataset"))
     both = full.merge(sub, on=["dataset", "model", "method"], suffixes=("_full", "_sub"))
-    printed = metrics.to_internal(metrics.load_paper("spearman"))
+    printed = compare.to_internal(compare.load_paper("spearman"))
     for row in printed.to_dict("records"):
         part = both[(both["dataset"] == row["dataset"]) & (both["model"] == row["model"])]
         assert len(part) == 7

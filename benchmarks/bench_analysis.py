@@ -1,0 +1,198 @@
+"""The analysis at the study's scale: indexing a run into its columnar view, the eight
+analysis notebooks over the ``sim`` grid, and indexing a synthetic run of real-size records.
+
+Every step runs in a subprocess of its own; its wall time and peak resident memory (the
+largest process of its tree, from ``wait4``) are printed.  Steps:
+
+1. ``sim`` grid: the ``sim`` preset on simulated agents (62,419 debates), made with
+   ``pear run`` unless ``--runs DIR`` holds it already;
+2. indexing it from scratch (``pear index``), then again with nothing new (the freshness
+   check every notebook pays), then after 1,000 appended debates (incremental);
+3. each analysis notebook 01..08 executed by ``pear paper --backend replay --only NN``
+   (kernel start, imports, loading, metrics, tables, figures), and their total;
+4. a synthetic real-size run (``--synthetic DIR``): the sim grid's records with reasoning,
+   critique and reason texts of the study's length (512-token answers; about 6 GB), then
+   its indexing and the diagnostics over its view.
+
+``--repo DIR`` runs steps 3 (and 2 when DIR has ``pear.view``) against another checkout,
+e.g. the commit before the view, for before/after figures on one machine.  Goals (issue
+11): notebooks 01..08 <= 60 s in all with peak RSS <= 1.5 GB; indexing the ~6 GB run with
+peak RSS <= 2 GB.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ("01_main_results", "02_full_dataset", "03_ablation", "04_round_curves",
+             "05_diagnostics", "06_significance", "07_cost_pareto", "08_case_study")
+# realistic text lengths (our choice): a 512-token answer's reasoning ~ 2,000 characters;
+# a paper-style critique's correction ~ 400 and its step location ~ 40; a decision's reason
+# ~ 150 characters
+REASONING, CORRECTION, STEP, REASON = 2000, 400, 40, 150
+
+
+def measure(cmd: list[str], *, repo: Path = REPO, label: str, env: dict | None = None,
+            quiet: bool = True) -> tuple[float, float]:
+    """Run ``cmd`` (cwd and PYTHONPATH = ``repo``); print and return (seconds, peak GB)."""
+    full_env = {**os.environ, "PYTHONPATH": str(repo), "MPLBACKEND": "agg", **(env or {})}
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=repo, env=full_env,
+                            stdout=subprocess.DEVNULL if quiet else None,
+                            stderr=subprocess.PIPE)
+    _, status, usage = os.wait4(proc.pid, 0)
+    seconds = time.perf_counter() - t0
+    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"{label} failed:\n{err[-3000:]}")
+    peak = usage.ru_maxrss / 1024 ** 2   # KiB -> GiB
+    print(f"  {label:<34} {seconds:8.1f} s   peak RSS {peak:5.2f} GB", flush=True)
+    return seconds, peak
+
+
+def py(*args: str) -> list[str]:
+    return [sys.executable, *args]
+
+
+def sim_grid(runs: Path) -> None:
+    if any(runs.rglob("debates.jsonl")):
+        print(f"sim grid: reusing {runs}")
+        return
+    print(f"sim grid: running the sim preset into {runs} (several minutes)")
+    measure(py("-m", "pear", "run", "--preset", "sim", "--backend", "simulated", "--out",
+               str(runs), "--quiet"), label="pear run --preset sim")
+
+
+def indexing(runs: Path, repo: Path) -> None:
+    if not (repo / "pear" / "view.py").exists():
+        print("indexing: this checkout has no columnar view")
+        return
+    print("indexing the sim grid")
+    shutil.rmtree(runs / "view", ignore_errors=True)
+    measure(py("-m", "pear", "index", str(runs)), repo=repo, label="from scratch")
+    measure(py("-m", "pear", "index", str(runs)), repo=repo, label="fresh (nothing new)")
+    with tempfile.TemporaryDirectory() as tmp:   # +1,000 debates, then back as they were
+        files = sorted(runs.rglob("debates.jsonl"))
+        saved = Path(tmp) / "saved.jsonl"
+        shutil.copyfile(files[0], saved)
+        with open(files[0], "rb") as fh:
+            extra = [line.replace(b'"debate_id":"', b'"debate_id":"extra-', 1)
+                     for _, line in zip(range(1000), fh)]
+        with open(files[0], "ab") as fh:
+            fh.writelines(extra)
+        try:
+            measure(py("-m", "pear", "index", str(runs)), repo=repo, label="+1,000 appended")
+        finally:
+            shutil.copyfile(saved, files[0])
+    measure(py("-m", "pear", "index", str(runs)), repo=repo, label="rebuilt after the rewrite")
+
+
+def notebooks(runs: Path, repo: Path, figures: Path | None) -> None:
+    print(f"notebooks 01..08 on the sim grid ({repo})")
+    total, peak = 0.0, 0.0
+    with tempfile.TemporaryDirectory() as tmp:
+        out = figures or Path(tmp)
+        for name in NOTEBOOKS:
+            s, p = measure(py("-m", "pear", "paper", "--backend", "replay", "--preset", "sim",
+                              "--runs", str(runs), "--only", name[:2]), repo=repo,
+                           label=name, env={"PEAR_FIGURES_DIR": str(out)})
+            total, peak = total + s, max(peak, p)
+    print(f"  {'all eight':<34} {total:8.1f} s   peak RSS {peak:5.2f} GB")
+
+
+def synthesize(src: Path, out: Path) -> None:
+    """The sim grid's records with texts of realistic length (streamed, one line at a time)."""
+    import msgspec
+    import numpy as np
+    rng = np.random.default_rng(0)
+    words = np.array("the answer step so we get then compute total because each value "
+                     "check sum product equals hence therefore first second next "
+                     "option".split())
+
+    def text(n: int) -> str:
+        k = max(1, n // 6)
+        return " ".join(words[rng.integers(0, len(words), k)].tolist())[:n]
+
+    out.mkdir(parents=True, exist_ok=True)
+    dec, enc = msgspec.json.Decoder(), msgspec.json.Encoder()
+    size = 0
+    for path in sorted(src.rglob("debates.jsonl")):
+        target = out / path.relative_to(src)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "rb") as fh, open(target, "wb") as w:
+            for line in fh:
+                rec = dec.decode(line)
+                for rd in rec["rounds_data"]:
+                    for a in rd["agents"]:
+                        a["reasoning"] = text(REASONING)
+                    for c in rd["critiques"]:
+                        c.pop("critique", None)
+                        c.pop("recommended_answer", None)
+                        c.update(step_loc=text(STEP), correction=text(CORRECTION),
+                                 assessment="Flawed", reason=text(REASON))
+                rec.update(prompt_style="paper", truncated_calls=0)
+                data = enc.encode(rec) + b"\n"
+                size += len(data)
+                w.write(data)
+    print(f"  synthetic run: {size / 1e9:.2f} GB of records in {out}")
+
+
+METRICS = """
+import sys, time
+from pear import metrics, view
+t = time.perf_counter()
+v = view.load(sys.argv[1])
+diag = metrics.diagnostics(v.debates, v.agent_rounds, v.edges)
+acc = metrics.accuracy(v.debates); cost = metrics.costs(v.debates)
+rounds = metrics.round_accuracy(v.debates, v.rounds)
+print(f"{len(v.debates)} debates, {len(v.agent_rounds)} agent rows, {len(v.edges)} edges: "
+      f"{time.perf_counter() - t:.1f} s", file=sys.stderr)
+"""
+
+
+def synthetic(runs: Path, out: Path, repo: Path) -> None:
+    print("synthetic real-size run")
+    if not any(out.rglob("debates.jsonl")):
+        t0 = time.perf_counter()
+        synthesize(runs, out)
+        print(f"  written in {time.perf_counter() - t0:.0f} s")
+    else:
+        size = sum(p.stat().st_size for p in out.rglob("debates.jsonl"))
+        print(f"  reusing {out} ({size / 1e9:.2f} GB of records)")
+    shutil.rmtree(out / "view", ignore_errors=True)
+    measure(py("-m", "pear", "index", str(out)), repo=repo, label="indexing from scratch")
+    measure(py("-c", METRICS, str(out)), repo=repo, label="load + every metric")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=Path, default=None,
+                    help="the sim grid's run directory (made if empty; default: a temp dir)")
+    ap.add_argument("--repo", type=Path, default=REPO, help="checkout to measure")
+    ap.add_argument("--synthetic", type=Path, default=None,
+                    help="directory of the synthetic real-size run (made if empty)")
+    ap.add_argument("--figures", type=Path, default=None,
+                    help="keep the notebooks' outputs here (default: a temp dir)")
+    ap.add_argument("--skip", default="", help="comma-separated: index,notebooks,synthetic")
+    a = ap.parse_args()
+    skip = {s.strip() for s in a.skip.split(",") if s.strip()}
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = a.runs or Path(tmp) / "sim"
+        sim_grid(runs)
+        if "index" not in skip:
+            indexing(runs, a.repo.resolve())
+        if "notebooks" not in skip:
+            notebooks(runs, a.repo.resolve(), a.figures)
+        if "synthetic" not in skip:
+            synthetic(runs, a.synthetic or Path(tmp) / "synthetic", a.repo.resolve())
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,38 @@
+"""Backends built from user settings, shared by the CLI (:mod:`pear.cli`) and the notebook
+build (:mod:`pear.paper`), so that neither imports the other.
+
+>>> make_backend("simulated", exp=__import__("pear.experiment").experiment.preset("smoke")).name
+'simulated'
+"""
+from __future__ import annotations
+
+import os
+from typing import Any, Sequence
+
+__all__ = ["make_backend"]
+
+
+def make_backend(name: str, *, exp: Any = None, model: str | None = None,
+                 model_path: str | None = None, base_urls: Sequence[str] | None = None,
+                 cache_path: str | os.PathLike[str] | None = None) -> Any:
+    """Construct a backend by name with the CLI's settings, wrapped in the response cache."""
+    from pear import backends
+    from pear.experiment import answer_key
+    settings: dict[str, Any] = {}
+    if name == "simulated":
+        settings = {"answer_key": answer_key(exp), "n_agents": exp.debate.n_agents}
+    elif name == "llamacpp":
+        settings = {"model_path": model_path} if model_path else {}
+    elif name == "openai":
+        if not model:
+            raise ValueError("the openai backend needs --model NAME")
+        settings = {"model": model, **({"base_url": list(base_urls)} if base_urls else {})}
+    elif name == "vllm":
+        if not model:
+            raise ValueError("the vllm backend needs --model NAME")
+        settings = {"model": model}
+    be = backends.get(name, **settings)
+    if cache_path is not None and name != "simulated":
+        from pear.backends.cache import CachedBackend
+        be = CachedBackend(be, cache_path)
+    return be

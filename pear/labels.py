@@ -1,0 +1,103 @@
+"""The names readers see, defined once: the study's dataset order and display names, method
+display names (:data:`pear.config.METHOD_LABELS`), the labels of every quantity a table
+prints, and the study's row order for sorting.
+
+>>> DATASETS
+('mmlu_pro', 'truthfulqa', 'gsm8k', 'math500')
+>>> dataset_label("math500"), method_label("cot_sc"), dataset_label("other")
+('MATH-500', 'CoT-SC', 'other')
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from pear.config import ABLATIONS, FIXED_TOPOLOGIES, METHOD_LABELS, METHODS
+
+__all__ = ["MAIN_METHODS", "ROUTING_VARIANTS", "DATASET_LABELS", "DATASETS", "DATASET_NAMES",
+           "METHOD_LABELS", "METHOD_NAMES", "MODEL_SPELLINGS", "QUANTITY_LABELS", "INDEX_LABELS",
+           "dataset_label", "method_label", "order_key", "sort_rows", "display"]
+
+MAIN_METHODS = ("cot", "cot_sc", *FIXED_TOPOLOGIES, "random", "pear")
+"""The methods of the study's main table, in its column order."""
+ROUTING_VARIANTS = ("random", *ABLATIONS, "pear")
+"""The routing ablation's variants: Random as reference, the six ablations, PEAR."""
+DATASET_LABELS = {"mmlu_pro": "MMLU-Pro", "truthfulqa": "TruthfulQA", "gsm8k": "GSM8K",
+                  "math500": "MATH-500"}
+"""Internal dataset name -> the study's display name, in the order of the study's tables."""
+DATASETS = tuple(DATASET_LABELS)
+"""Internal dataset names in the order of the study's tables."""
+DATASET_NAMES = {v: k for k, v in DATASET_LABELS.items()}
+"""The study's display name -> internal dataset name."""
+METHOD_NAMES = {v: k for k, v in METHOD_LABELS.items()}
+"""The study's display name -> internal method name."""
+MODEL_SPELLINGS = {"Qwen2.5-14B": "Qwen-2.5-14B"}
+"""The study spells one model two ways; its main table's spelling is kept."""
+QUANTITY_LABELS = {
+    "accuracy": "Accuracy", "best_baseline_acc": "Acc. best fixed (%)",
+    "pear_acc": "Acc. PEAR (%)", "p_exact": "p (exact)", "win_rate": "Win rate",
+    "wilson_low": "Wilson low", "wilson_high": "Wilson high", "power": "Power",
+    "rho": "rho", "p_value": "p",
+    "w2r": "W2R (per query)", "r2w": "R2W (per query)", "net": "Net (per query)",
+    "w2r_pooled": "W2R (pooled)", "r2w_pooled": "R2W (pooled)", "net_pooled": "Net (pooled)",
+    "w2r_endpoints": "W2R (endpoints)", "r2w_endpoints": "R2W (endpoints)",
+    "net_endpoints": "Net (endpoints)",
+    "acceptance": "Acceptance", "cross_answer": "Cross-answer",
+    "source_confidence": "Source conf.", "influence_entropy": "Influence entropy",
+    "tokens_per_example": "Tokens / example", "cached_tokens": "Cached / example",
+    "calls_per_example": "Calls / example", "parse_failure_rate": "Parse failures",
+    "truncation_rate": "Truncated calls"}
+"""Column name -> the label tables print (W2R/R2W/Net name their definition)."""
+INDEX_LABELS = {"dataset": "Dataset", "model": "Model", "method": "Method",
+                "quantity": "Quantity", "key": "Key", "set": "Set"}
+
+_ORDER = {"method": {m: i for i, m in enumerate(METHODS)},
+          "dataset": {d: i for i, d in enumerate(DATASETS)}}
+
+
+def dataset_label(name: str) -> str:
+    """The study's display name of a dataset (unknown names as given)."""
+    return DATASET_LABELS.get(name, name)
+
+
+def method_label(name: str) -> str:
+    """The study's display name of a method (unknown names as given)."""
+    return METHOD_LABELS.get(name, name)
+
+
+def order_key(column: str, value: Any) -> tuple[int, str]:
+    """Sort key placing methods and datasets in the study's table order, others after.
+
+    >>> sorted(["pear", "x", "cot"], key=lambda m: order_key("method", m))
+    ['cot', 'pear', 'x']
+    """
+    pos = _ORDER.get(column, {})
+    return pos.get(value, len(pos)), str(value)
+
+
+def sort_rows(df: pd.DataFrame, keys: Any) -> pd.DataFrame:
+    """Rows sorted by ``keys`` (those present), methods and datasets in table order.
+
+    >>> sort_rows(pd.DataFrame({"method": ["pear", "cot"], "x": [1, 2]}), ["method"])["x"].tolist()
+    [2, 1]
+    """
+    keys = [k for k in keys if k in df.columns]
+    if not keys:
+        return df
+
+    def rank(col: pd.Series) -> pd.Series:
+        if col.name not in _ORDER:
+            return col
+        return col.map(lambda v: order_key(str(col.name), v))
+    return df.sort_values(keys, key=rank).reset_index(drop=True)
+
+
+def display(df: pd.DataFrame) -> pd.DataFrame:
+    """A copy with display names in the ``dataset``, ``method`` and ``quantity`` columns."""
+    out = df.copy()
+    for col, fn in (("dataset", dataset_label), ("method", method_label),
+                    ("quantity", lambda q: QUANTITY_LABELS.get(q, q))):
+        if col in out:
+            out[col] = out[col].map(fn)
+    return out

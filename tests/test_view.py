@@ -1,0 +1,243 @@
+"""The columnar view: built by streaming, updated incrementally from appended lines, rebuilt
+when the records or the view changed under it, and the ``pear index`` command."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pear import view
+from pear.records import RECORDS_FILE, RecordWriter, read_records
+from record_factory import make_record, make_simple
+
+
+def _records(n: int, start: int = 0, method: str = "pear") -> list[dict]:
+    """n debates of 3 agents over 2 rounds; question k is right iff k is even."""
+    out = []
+    for k in range(start, start + n):
+        right = "1" if k % 2 == 0 else "0"
+        out.append(make_record([["0", right, "1"], [right, right, "1"], [right] * 3], "1",
+                               method=method, question_id=f"q{k}",
+                               critiques={1: [(2, 0, "ACCEPT"), (0, 1, "REJECT")],
+                                          2: [(1, 2, None)]}))
+    return out
+
+
+def _write(run_dir: Path, records, sub: str = "model-a") -> Path:
+    with RecordWriter(run_dir / sub) as w:
+        for r in records:
+            w.write(r)
+    return run_dir / sub / RECORDS_FILE
+
+
+def _frames(run_dir: Path) -> dict[str, pd.DataFrame]:
+    v = view.load(run_dir, update=False)
+    return {t: v.table(t).drop(columns=[c for c in ("file", "offset") if t == "debates"])
+            for t in view.TABLES}
+
+
+def test_tables_hold_one_row_per_unit_with_the_records_values(tmp_path):
+    recs = _records(4)
+    _write(tmp_path, recs)
+    s = view.index(tmp_path)
+    assert (s.action, s.debates, s.new_debates, s.files) == ("built", 4, 4, 1)
+    v = view.load(tmp_path)
+    assert v.debates["question_id"].tolist() == ["q0", "q1", "q2", "q3"]
+    assert v.debates["correct"].tolist() == [True, False, True, False]
+    assert len(v.agent_rounds) == 4 * 3 * 3 and len(v.rounds) == 4 * 3
+    assert len(v.edges) == 4 * 3
+    e = v.edges[v.edges["debate"] == 0].sort_values(["round", "source"])
+    assert e["decision"].astype(object).fillna("none").tolist() == ["REJECT", "ACCEPT", "none"]
+    assert e["delivered"].tolist() == [True, True, False]
+    # round-1 edge 2 -> 0: answers "1" vs "0" in round 0 (cross); 0 -> 1: "0" vs "1" (cross)
+    assert e["cross_answer"].tolist() == [True, True, False]
+    assert v.debates["truncated_calls"].tolist() == [0] * 4
+    assert (v.debates["prompt_style"] == "paper").all()
+
+
+def test_a_fresh_view_is_not_rewritten_and_appended_lines_are_read_alone(tmp_path):
+    path = _write(tmp_path, _records(3))
+    view.index(tmp_path)
+    before = {p: p.stat().st_mtime_ns for p in (tmp_path / "view").rglob("*.parquet")}
+    assert view.index(tmp_path).action == "fresh"
+    assert {p: p.stat().st_mtime_ns for p in (tmp_path / "view").rglob("*.parquet")} == before
+    _write(tmp_path, _records(2, start=3))
+    s = view.index(tmp_path)
+    assert (s.action, s.new_debates, s.debates) == ("updated", 2, 5)
+    incremental = _frames(tmp_path)
+    assert len(list((tmp_path / "view" / "debates").glob("*.parquet"))) == 2
+    # the same records indexed from scratch give the same tables
+    (tmp_path / "view" / "manifest.json").unlink()
+    assert view.index(tmp_path).action == "built"
+    scratch = _frames(tmp_path)
+    for t in view.TABLES:
+        pd.testing.assert_frame_equal(incremental[t], scratch[t], check_categorical=False)
+    assert path.stat().st_size > 0
+
+
+def test_a_new_record_file_is_added_and_duplicates_keep_the_first_in_path_order(tmp_path):
+    _write(tmp_path, _records(2), sub="b")
+    view.index(tmp_path)
+    first = make_simple(True, method="cot", question_id="q0")
+    dup = make_simple(False, method="cot", question_id="q0")   # same debate_id
+    _write(tmp_path, [first], sub="a")   # a/ sorts before b/
+    _write(tmp_path, [dup], sub="b")
+    assert view.index(tmp_path).new_debates == 2
+    v = view.load(tmp_path)
+    cot = v.debates[v.debates["method"] == "cot"]
+    assert len(cot) == 1 and cot["correct"].item()   # a/'s record, as read_records keeps
+    kept = [r for r in read_records(tmp_path) if r["method"] == "cot"]
+    assert kept[0]["correct"] is True
+    assert set(v.rounds["debate"]) == set(v.debates["debate"])
+
+
+@pytest.mark.parametrize("change, reason", [
+    ("rewrite", "changed in what was indexed"),
+    ("truncate", "shrank"),
+    ("remove", "is gone"),
+])
+def test_records_changed_under_the_view_rebuild_it(tmp_path, change, reason):
+    path = _write(tmp_path, _records(4))
+    view.index(tmp_path)
+    text = path.read_text()
+    if change == "rewrite":   # same length, one answer edited in the middle
+        path.write_text(text.replace('"question_id":"q1"', '"question_id":"q9"'))
+    elif change == "truncate":
+        path.write_text("".join(text.splitlines(keepends=True)[:2]))
+    else:
+        _write(tmp_path, _records(1, start=7), sub="other")
+        path.unlink()
+    s = view.index(tmp_path)
+    assert s.action == "built" and reason in s.reason
+    ids = view.load(tmp_path).debates["question_id"].tolist()
+    assert ids == {"rewrite": ["q0", "q9", "q2", "q3"], "truncate": ["q0", "q1"],
+                   "remove": ["q7"]}[change]
+
+
+@pytest.mark.parametrize("damage", ["flip", "truncate", "delete", "manifest"])
+def test_a_damaged_view_is_detected_and_rebuilt(tmp_path, damage):
+    _write(tmp_path, _records(3))
+    view.index(tmp_path)
+    part = next((tmp_path / "view" / "edges").glob("*.parquet"))
+    if damage == "flip":
+        data = bytearray(part.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        part.write_bytes(bytes(data))
+    elif damage == "truncate":
+        part.write_bytes(part.read_bytes()[:-10])
+    elif damage == "delete":
+        part.unlink()
+    else:
+        (tmp_path / "view" / "manifest.json").write_text("{not json")
+    s = view.index(tmp_path)
+    assert s.action == "built"
+    assert len(view.load(tmp_path).edges) == 3 * 3
+
+
+def test_a_torn_last_line_waits_until_it_is_complete(tmp_path):
+    path = _write(tmp_path, _records(2))
+    line = json.dumps(_records(1, start=2)[0], separators=(",", ":"))
+    with open(path, "a") as fh:
+        fh.write(line[:40])
+    assert view.index(tmp_path).debates == 2
+    with open(path, "a") as fh:
+        fh.write(line[40:] + "\n")
+    s = view.index(tmp_path)
+    assert (s.action, s.new_debates) == ("updated", 1)
+
+
+def test_a_bad_record_is_an_error_naming_file_line_and_field(tmp_path):
+    bad = _records(2)
+    del bad[1]["tokens"]
+    path = _write(tmp_path, bad)
+    with pytest.raises(ValueError, match=rf"{path}:2: not a debate record.*tokens"):
+        view.index(tmp_path)
+    assert not (tmp_path / "view" / "manifest.json").exists()   # nothing half-written
+    assert not list((tmp_path / "view").rglob("*.parquet"))
+
+
+def test_records_older_than_the_new_fields_load_with_defaults(tmp_path):
+    old = make_record([["0", "1"], ["1", "1"]], "1", critiques={1: [(1, 0, "ACCEPT")]},
+                      legacy=True, question_id="old")
+    assert "prompt_style" not in old
+    assert "assessment" not in old["rounds_data"][1]["critiques"][0]
+    _write(tmp_path, [old, _records(1)[0]])
+    v = view.load(tmp_path)
+    assert v.debates["truncated_calls"].isna().tolist() == [True, False]
+    assert v.debates["prompt_style"].isna().tolist() == [True, False]
+    assert v.agent_rounds.loc[v.agent_rounds["debate"] == 0, "truncated"].isna().all()
+    assert v.edges.loc[v.edges["debate"] == 0, "assessment"].isna().all()
+    rec = v.record(old["debate_id"])
+    assert rec["truncated_calls"] is None and rec["prompt_style"] is None
+    c = rec["rounds_data"][1]["critiques"][0]
+    assert (c["assessment"], c["reason"], c["recommended_answer"]) == ("", "", "1")
+
+
+def test_one_record_is_read_with_its_texts_by_offset(tmp_path):
+    recs = _records(3)
+    recs[1]["rounds_data"][0]["agents"][0]["reasoning"] = "a long chain of thought " * 200
+    _write(tmp_path, recs)
+    v = view.load(tmp_path)
+    rec = v.record(recs[1]["debate_id"])
+    assert rec["rounds_data"][0]["agents"][0]["reasoning"].startswith("a long chain")
+    assert rec["debate_id"] == recs[1]["debate_id"]
+    with pytest.raises(ValueError, match="no debate 'nope'"):
+        v.record("nope")
+
+
+def test_columns_and_select_restrict_what_is_read(tmp_path):
+    _write(tmp_path, _records(4))
+    v = view.load(tmp_path, columns={"debates": ["method", "correct"]})
+    assert set(v.debates.columns) == {"debate", "debate_id", "file", "offset", "method",
+                                      "correct"}
+    picked = view.load(tmp_path).select(np.array([True, False, True, False]))
+    assert picked.debates["question_id"].tolist() == ["q0", "q2"]
+    assert set(picked.agent_rounds["debate"]) == set(picked.debates["debate"])
+    with pytest.raises(ValueError, match="unknown view column 'nope'"):
+        view.load(tmp_path, columns={"debates": ["nope"]})
+
+
+def test_an_unwritable_run_directory_is_indexed_elsewhere(tmp_path, monkeypatch):
+    _write(tmp_path, _records(2))
+    real = view.index
+
+    def refuse(run_dir, **kw):
+        if kw.get("view_dir") is None:
+            raise PermissionError("read-only")
+        return real(run_dir, **kw)
+    monkeypatch.setattr(view, "index", refuse)
+    with pytest.warns(RuntimeWarning, match="not writable"):
+        v = view.load(tmp_path)
+    assert len(v.debates) == 2 and len(v.edges) == 6
+    assert not (tmp_path / "view").exists()
+
+
+def test_pear_index_command(tmp_path):
+    _write(tmp_path, _records(2))
+    cmd = [sys.executable, "-m", "pear", "index", str(tmp_path)]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.startswith("built: 2 new debates"), out.stderr
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert again.stdout.startswith("fresh: 0 new debates")
+    missing = subprocess.run([sys.executable, "-m", "pear", "index", str(tmp_path / "no")],
+                             capture_output=True, text=True, timeout=120)
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
+
+
+def test_in_memory_tables_match_the_indexed_ones(tmp_path):
+    recs = _records(3) + [make_simple(True, method="cot", question_id="x")]
+    _write(tmp_path, recs)
+    disk = _frames(tmp_path) if view.index(tmp_path) else None
+    mem = view.from_records(recs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for t in view.TABLES:
+            a = disk[t].reset_index(drop=True)
+            b = mem.table(t).drop(columns=[c for c in ("file", "offset") if t == "debates"])
+            pd.testing.assert_frame_equal(a, b, check_categorical=False)
