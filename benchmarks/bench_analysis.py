@@ -8,8 +8,9 @@ largest process of its tree, from ``wait4``) are printed.  Steps:
    ``pear run`` unless ``--runs DIR`` holds it already;
 2. indexing it from scratch (``pear index``), then again with nothing new (the freshness
    check every notebook pays), then after 1,000 appended debates (incremental);
-3. each analysis notebook 01..08 executed by ``pear paper --backend replay --only NN``
-   (kernel start, imports, loading, metrics, tables, figures), and their total;
+3. the analysis notebooks 01..08 executed by one ``pear paper --backend replay --only
+   01,...,08`` as ``make paper`` runs them: each notebook's time (kernel start, imports,
+   loading, metrics, tables, figures), their total, and the build's peak RSS;
 4. a synthetic real-size run (``--synthetic DIR``): the sim grid's records with reasoning,
    critique and reason texts of the study's length (512-token answers; about 6 GB), then
    its indexing and the diagnostics over its view.
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -39,22 +41,24 @@ NOTEBOOKS = ("01_main_results", "02_full_dataset", "03_ablation", "04_round_curv
 REASONING, CORRECTION, STEP, REASON = 2000, 400, 40, 150
 
 
-def measure(cmd: list[str], *, repo: Path = REPO, label: str, env: dict | None = None,
-            quiet: bool = True) -> tuple[float, float]:
-    """Run ``cmd`` (cwd and PYTHONPATH = ``repo``); print and return (seconds, peak GB)."""
+def measure(cmd: list[str], *, repo: Path = REPO, label: str, env: dict | None = None
+            ) -> tuple[float, float, str]:
+    """Run ``cmd`` (cwd and PYTHONPATH = ``repo``); print and return (seconds, peak GB of
+    its largest process, stdout)."""
     full_env = {**os.environ, "PYTHONPATH": str(repo), "MPLBACKEND": "agg", **(env or {})}
     t0 = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=repo, env=full_env,
-                            stdout=subprocess.DEVNULL if quiet else None,
-                            stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(proc.pid, 0)
-    seconds = time.perf_counter() - t0
-    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen(cmd, cwd=repo, env=full_env, stdout=out, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - t0
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(errors="replace"), err.read().decode(errors="replace")
     if os.waitstatus_to_exitcode(status) != 0:
-        raise SystemExit(f"{label} failed:\n{err[-3000:]}")
+        raise SystemExit(f"{label} failed:\n{stdout[-2000:]}\n{stderr[-3000:]}")
     peak = usage.ru_maxrss / 1024 ** 2   # KiB -> GiB
     print(f"  {label:<34} {seconds:8.1f} s   peak RSS {peak:5.2f} GB", flush=True)
-    return seconds, peak
+    return seconds, peak, stdout
 
 
 def py(*args: str) -> list[str]:
@@ -95,16 +99,21 @@ def indexing(runs: Path, repo: Path) -> None:
 
 
 def notebooks(runs: Path, repo: Path, figures: Path | None) -> None:
+    """The eight notebooks in one ``pear paper`` build, as ``make paper`` runs them; each
+    notebook's time is the build's own ("ok NAME in X s": kernel start to last cell)."""
     print(f"notebooks 01..08 on the sim grid ({repo})")
-    total, peak = 0.0, 0.0
     with tempfile.TemporaryDirectory() as tmp:
         out = figures or Path(tmp)
-        for name in NOTEBOOKS:
-            s, p = measure(py("-m", "pear", "paper", "--backend", "replay", "--preset", "sim",
-                              "--runs", str(runs), "--only", name[:2]), repo=repo,
-                           label=name, env={"PEAR_FIGURES_DIR": str(out)})
-            total, peak = total + s, max(peak, p)
-    print(f"  {'all eight':<34} {total:8.1f} s   peak RSS {peak:5.2f} GB")
+        seconds, peak, stdout = measure(
+            py("-m", "pear", "paper", "--backend", "replay", "--preset", "sim", "--runs",
+               str(runs), "--only", ",".join(n[:2] for n in NOTEBOOKS)),
+            repo=repo, label="pear paper --only 01..08", env={"PEAR_FIGURES_DIR": str(out)})
+    times = {m.group(1): float(m.group(2))
+             for m in re.finditer(r"^ok (\S+) in ([0-9.]+) s", stdout, re.M)}
+    for name in NOTEBOOKS:
+        print(f"    {name:<32} {times.get(name, float('nan')):8.1f} s")
+    print(f"  {'the eight notebooks':<34} {sum(times.values()):8.1f} s   peak RSS {peak:5.2f} GB"
+          f" (the whole build: {seconds:.1f} s)")
 
 
 def synthesize(src: Path, out: Path) -> None:

@@ -22,12 +22,11 @@ import pandas as pd
 from pear import labels
 from pear.config import METHODS
 from pear.metrics import macro_average
-from pear.stats import stars
 
 __all__ = [
     "FIGURES_ENV", "figures_dir", "save_table", "save_markdown", "write_numbers",
     "output_name", "display_table", "table_main", "table_diagnostics", "table_significance", "table_tokens",
-    "STUDY_DIAGNOSTICS",
+    "STUDY_DIAGNOSTICS", "stars",
 ]
 
 FIGURES_ENV = "PEAR_FIGURES_DIR"
@@ -276,6 +275,17 @@ def table_tokens(cost: pd.DataFrame) -> pd.DataFrame:
         if label in t.index:
             t.loc[label] = [v if pd.isna(v) else int(round(v)) for v in t.loc[label]]
     return t
+
+
+def stars(p: float) -> str:
+    """Significance marker: ``***`` p < 0.001, ``**`` p < 0.01, ``*`` p < 0.05, else ``""``.
+
+    >>> [stars(p) for p in (0.0004, 0.0079, 0.0444, 0.2)]
+    ['***', '**', '*', '']
+    """
+    if p is None or not np.isfinite(p):
+        return ""
+    return "***" if p < 0.001 else "**" if p < 0.01 else "*" if p < 0.05 else ""
 
 
 def table_significance(sig: pd.DataFrame) -> pd.DataFrame:

@@ -50,7 +50,6 @@ __all__ = [
     "spearman",
     "bootstrap_diff",
     "holm",
-    "stars",
     "significance",
     "rank_agreement",
 ]
@@ -261,17 +260,6 @@ def holm(pvalues: Sequence[float] | np.ndarray) -> np.ndarray:
     if np.isnan(p).any() or (p < 0).any() or (p > 1).any():
         raise ValueError(f"p-values must lie in [0, 1], got {p.tolist()}")
     return multipletests(p, method="holm")[1]
-
-
-def stars(p: float) -> str:
-    """Significance marker: ``***`` p < 0.001, ``**`` p < 0.01, ``*`` p < 0.05, else ``""``.
-
-    >>> [stars(p) for p in (0.0004, 0.0079, 0.0444, 0.2)]
-    ['***', '**', '*', '']
-    """
-    if p is None or not np.isfinite(p):
-        return ""
-    return "***" if p < 0.001 else "**" if p < 0.01 else "*" if p < 0.05 else ""
 
 
 _SIGNIFICANCE_COLUMNS = ["model", "dataset", "best_baseline", "best_baseline_acc", "pear_acc",

@@ -26,7 +26,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from pear import metrics, report, stats, view
+from pear import metrics, report, view
 from pear.labels import MAIN_METHODS, ROUTING_VARIANTS, dataset_label
 
 __all__ = [
@@ -274,6 +274,7 @@ def significance_sets(*scopes: Results) -> tuple[pd.DataFrame, pd.DataFrame]:
     (:func:`pear.report.table_significance` with a leading "Set" level); ``rows`` (with a
     ``set`` column) only the first scope that has a testable setting, the one to set
     beside the study's table (give the full set first)."""
+    from pear import stats  # scipy and statsmodels load only where a test is run
     parts, tables = [], {}
     for res in scopes:
         seed = min(res.exp.full_seeds if res.scope == "full" else res.exp.seeds)

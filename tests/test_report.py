@@ -356,3 +356,10 @@ def test_facet_draws_one_panel_per_model_and_dataset_with_provenance():
     footer = "simulated agents | backend simulated; model m"
     assert [t.get_text() for t in fig.texts] == ["T", footer]  # suptitle and one footer
     assert len(fig.legends) == 1
+
+
+@pytest.mark.parametrize("p, marker", [(0.0004, "***"), (0.001, "**"), (0.0079, "**"),
+                                       (0.01, "*"), (0.0444, "*"), (0.05, ""), (0.2, ""),
+                                       (float("nan"), "")])
+def test_stars(p, marker):
+    assert report.stars(p) == marker

@@ -231,7 +231,7 @@ def test_bootstrap_of_identical_differences_is_a_point():
         stats.bootstrap_diff([1, 0], [1], rng=np.random.default_rng(0))
 
 
-# -- Holm, stars ---------------------------------------------------------------------------
+# -- Holm ----------------------------------------------------------------------------------
 
 def test_holm_on_a_known_vector():
     # sorted 0.005, 0.01, 0.03, 0.04 -> x4, x3, x2, x1 = 0.02, 0.03, 0.06, 0.04 -> monotone 0.06
@@ -240,10 +240,3 @@ def test_holm_on_a_known_vector():
     assert stats.holm([0.5, 0.9]).tolist() == pytest.approx([1.0, 1.0])   # 2 x 0.5, then monotone
     with pytest.raises(ValueError, match="p-values"):
         stats.holm([0.1, 1.5])
-
-
-@pytest.mark.parametrize("p, marker", [(0.0004, "***"), (0.001, "**"), (0.0079, "**"),
-                                       (0.01, "*"), (0.0444, "*"), (0.05, ""), (0.2, ""),
-                                       (float("nan"), "")])
-def test_stars(p, marker):
-    assert stats.stars(p) == marker
