@@ -73,6 +73,10 @@ class DebateConfig:
     """Sampling temperature of every call."""
     json_mode: bool = True  # our choice
     """Ask backends for schema-constrained JSON when they support it."""
+    prompt_style: Literal["paper", "compact"] = "paper"  # paper
+    """``paper``: the study's printed templates, answer-first JSON, no caps beyond the token
+    budget; ``compact`` (our choice, tiny CPU models only): short reasoning-first prompts with
+    free text capped to fit the budget (see :mod:`pear.prompts`)."""
 
     def __post_init__(self) -> None:
         _check(isinstance(self.n_agents, int) and self.n_agents >= 2, "n_agents", self.n_agents,
@@ -85,6 +89,8 @@ class DebateConfig:
                self.max_tokens, "use an integer >= 16")
         _check(isinstance(self.temperature, (int, float)) and 0.0 <= self.temperature <= 2.0,
                "temperature", self.temperature, "use a value in [0, 2]")
+        _check(self.prompt_style in ("paper", "compact"), "prompt_style", self.prompt_style,
+               "use 'paper' (the study's templates) or 'compact' (tiny CPU models)")
 
 
 BaseGraph = Literal["in_regular", "circulant"]

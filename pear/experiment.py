@@ -99,7 +99,8 @@ PRESETS: dict[str, Experiment] = {
     # standing in for the 817).  Sized for the 15-minute CPU build.
     "smoke": Experiment("smoke", seeds=(0, 1), n_questions=1, full_datasets=("truthfulqa",),
                         full_n_questions=2, full_seeds=(0,),
-                        debate=DebateConfig(n_agents=3, rounds=1, k=1, max_tokens=112),
+                        debate=DebateConfig(n_agents=3, rounds=1, k=1, max_tokens=112,
+                                            prompt_style="compact"),
                         chunk_questions=3),
     # the paper grid for the simulated backend (cheap, so everything is run)
     "sim": Experiment("sim", full_datasets=("truthfulqa", "math500"), chunk_questions=50),

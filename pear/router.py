@@ -275,7 +275,9 @@ class Router:
 
 def make_router(method: Method, debate: DebateConfig, rng: np.random.Generator) -> Router:
     """The router of ``method`` (fixed topology, random relabelling, PEAR or an ablation);
-    a routed method draws its base role graph from ``rng``."""
+    a routed method draws its base role graph from ``rng``.  The engine seeds ``rng`` from
+    (run seed, question) alone, so every routed method of one question starts from the same
+    base graph and PEAR, Random and the ablations differ only in routing (paired)."""
     return Router(method, debate, rng)
 
 

@@ -129,7 +129,9 @@ def _strip_text(rec: dict[str, Any]) -> dict[str, Any]:
         for a in rd["agents"]:
             a["reasoning"] = ""
         for c in rd["critiques"]:
-            c["critique"] = ""
+            for key in ("step_loc", "correction", "reason", "critique"):
+                if key in c:
+                    c[key] = ""
     return rec
 
 

@@ -70,7 +70,7 @@ def _question_text(rec: dict[str, Any]) -> list[str]:
 
 def render_transcript(record: dict[str, Any]) -> str:
     """A debate record as a Markdown transcript, round by round: the routed graph and the
-    router's scores, every critique (who critiqued whom, what it recommended, the
+    router's scores, every critique (who critiqued whom, its assessment and step, the
     confidences, ACCEPT/REJECT), every agent's answer, confidence and influence, the vote;
     then the final answer against the gold one.  Agents are numbered from 1."""
     r = record
@@ -100,9 +100,11 @@ def render_transcript(record: dict[str, Any]) -> str:
             decision = c["decision"] if c["delivered"] else "NOT DELIVERED"
             out.append(f"- Agent {c['source'] + 1} → Agent {c['target'] + 1}: "
                        f"{c['source_answer'] or '–'} (conf {c['source_confidence']}) critiques "
-                       f"{c['target_answer'] or '–'} (conf {c['target_confidence']}), recommends "
-                       f"**{_cell(c['recommended_answer'], 60)}** → **{decision}**"
-                       + (f". “{_cell(c['critique'])}”" if c.get("critique") else ""))
+                       f"{c['target_answer'] or '–'} (conf {c['target_confidence']}): "
+                       f"{c.get('assessment') or 'no assessment'} → **{decision}**"
+                       + (f". Step: “{_cell(c['step_loc'])}”" if c.get("step_loc") else "")
+                       + (f"; correction: “{_cell(c['correction'])}”" if c.get("correction")
+                          else ""))
         if rd["critiques"]:
             out.append("")
         influence = rd.get("influence") or []

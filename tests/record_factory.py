@@ -44,8 +44,9 @@ def make_record(answers: Sequence[Sequence[str]], gold: str, *, method: str = "p
         crit = []
         for s, t, decision in (critiques or {}).get(r, ()):
             crit.append({
-                "source": s, "target": t, "critique": f"agent {s} on agent {t}",
-                "recommended_answer": answers[r - 1][s], "source_answer": answers[r - 1][s],
+                "source": s, "target": t, "step_loc": f"agent {s} on agent {t}",
+                "correction": f"it is {answers[r - 1][s]}", "assessment": "Flawed",
+                "reason": "", "source_answer": answers[r - 1][s],
                 "target_answer": answers[r - 1][t], "source_confidence": conf[r - 1][s],
                 "target_confidence": conf[r - 1][t], "delivered": decision is not None,
                 "decision": decision, "parse_error": None if decision else "no review"})
