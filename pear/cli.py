@@ -64,6 +64,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--n-questions", type=_positive, help="questions per dataset")
     r.add_argument("--rounds", type=_nonneg, help="debate rounds")
     r.add_argument("--agents", type=_positive, help="number of agents")
+    r.add_argument("--prompt-style", choices=("paper", "compact"),
+                   help="paper (the study's templates) or compact (tiny CPU models)")
     r.add_argument("--no-full", action="store_true", help="skip the full-dataset runs")
     r.add_argument("--model", action="append", help="model name (vllm/openai); repeatable")
     r.add_argument("--model-path", help="GGUF file for the llamacpp backend")
@@ -120,7 +122,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
     over: dict[str, Any] = {}
     for arg, key in (("datasets", "datasets"), ("methods", "methods"), ("seeds", "seeds"),
                      ("n_questions", "n_questions"), ("rounds", "rounds"),
-                     ("agents", "n_agents")):
+                     ("agents", "n_agents"), ("prompt_style", "prompt_style")):
         if getattr(a, arg) is not None:
             over[key] = getattr(a, arg)
     if a.no_full:

@@ -117,7 +117,8 @@ def preset(name: str, **overrides: Any) -> Experiment:
         raise ValueError(f"unknown preset {name!r}: choose one of {', '.join(PRESETS)}")
     exp = PRESETS[name]
     debate_over = {k: overrides.pop(k) for k in ("rounds", "n_agents", "k", "max_tokens",
-                                                  "temperature") if k in overrides}
+                                                  "temperature", "prompt_style")
+                   if k in overrides}
     if debate_over:
         d = dataclasses.asdict(exp.debate) | debate_over
         if "n_agents" in debate_over and "k" not in debate_over:
