@@ -177,6 +177,7 @@ class Engine:
         self.tokens = 0
         self.cache_hits = 0
         self.failed: list[tuple[str, str]] = []
+        self._schemas: dict[tuple, dict[str, Any]] = {}
 
     # identity ---------------------------------------------------------------
     def identity(self, job: Job) -> dict[str, Any]:
@@ -207,8 +208,13 @@ class Engine:
 
     def _request(self, messages, phase: str, seed: int, meta: dict, *,
                  targets: Sequence[int] = (), sources: Sequence[int] = ()) -> Request:
-        schema = prompts.schema_for(phase, self.style, self.debate.max_tokens, targets=targets,
-                                    sources=sources) if self.debate.json_mode else None
+        schema = None
+        if self.debate.json_mode:
+            key = (phase, tuple(targets), tuple(sources))
+            if key not in self._schemas:
+                self._schemas[key] = prompts.schema_for(phase, self.style, self.debate.max_tokens,
+                                                        targets=targets, sources=sources)
+            schema = self._schemas[key]
         return Request(messages=messages, temperature=self.debate.temperature,
                        max_tokens=self.debate.max_tokens, seed=seed, schema=schema, meta=meta)
 
