@@ -1,0 +1,40 @@
+"""The default protocol is unchanged: a seeded simulated run reproduces the golden records
+(tests/golden/) field for field, timing fields aside.  Regenerate the golden file with
+``PYTHONPATH=$PWD python -m tests.golden`` only when a protocol change is intended."""
+import importlib.util
+import sys
+from pathlib import Path
+
+_DIR = Path(__file__).with_name("golden")
+_spec = importlib.util.spec_from_file_location("pear_golden", _DIR / "__init__.py")
+golden = importlib.util.module_from_spec(_spec)
+sys.modules.setdefault("pear_golden", golden)
+_spec.loader.exec_module(golden)
+
+
+def _differences(old, new, path=""):
+    """Paths where ``new`` differs from ``old`` (first few), for a readable failure."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        out = []
+        for k in sorted(set(old) | set(new)):
+            if k not in new:
+                out.append(f"{path}.{k}: missing")
+            elif k not in old:
+                out.append(f"{path}.{k}: not in the golden record")
+            else:
+                out += _differences(old[k], new[k], f"{path}.{k}")
+        return out
+    if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
+        return [d for i, (a, b) in enumerate(zip(old, new)) for d in _differences(a, b, f"{path}[{i}]")]
+    return [] if old == new else [f"{path}: golden {old!r}, now {new!r}"]
+
+
+def test_default_protocol_reproduces_the_golden_records():
+    stored = golden.load()
+    now = golden.generate()
+    assert len(stored) == 84 and len(now) == len(stored)
+    assert {r["method"] for r in stored} >= {"cot", "cot_sc", "clique", "pear", "random"}
+    assert sum(r["parse_failures"] for r in stored) > 0  # junk completions are covered
+    diffs = [f"{s['method']} {s['question_id']}{d}" for s, n in zip(stored, now)
+             for d in _differences(s, n)]
+    assert not diffs, "\n".join(diffs[:20])
