@@ -485,6 +485,7 @@ class Engine:
         return {
             "schema": SCHEMA_VERSION, **d.ident, "prompt_style": self.style,
             "n_agents": len(d.agents), "rounds": len(d.rounds_data) - 1,
+            "max_rounds": self.debate.rounds if d.job.method.is_debate else 0,
             "stop_reason": d.stop_reason if d.job.method.is_debate else None,
             "gold_shown_to": [i for i, a in enumerate(d.agents) if a.role == "adversarial"],
             "gold": d.job.question.gold, "rounds_data": d.rounds_data,

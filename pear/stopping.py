@@ -9,8 +9,9 @@ sooner; the engine checks them after round 0 (the initial answers) and after eve
   ``vote``) has not changed for K consecutive rounds, i.e. votes of rounds r-K..r are equal.
 
 A stopped debate leaves the engine's lockstep batch (no more calls, no more tokens); its
-record says ``rounds`` (rounds actually run) and ``stop_reason`` (``consensus``, ``stable``,
-``max_rounds`` when it ran all R rounds; ``None`` for CoT and CoT-SC, which have no rounds).
+record says ``rounds`` (rounds actually run), ``max_rounds`` (R; 0 for CoT and CoT-SC) and
+``stop_reason`` (``consensus``, ``stable``, ``max_rounds`` when it ran all R rounds; ``None``
+for CoT and CoT-SC, which have no rounds).
 
 Round-wise analyses carry the last round forward for stopped debates (:func:`padded_rounds`),
 so that a curve over rounds 0..R averages the same debates at every round; the vote of a
@@ -81,7 +82,8 @@ def padded_rounds(rounds_data: Sequence[Mapping[str, Any]], rounds: int) -> list
     """Rounds 0..``rounds`` of a record: the rounds that ran, then the last one carried
     forward (same agents, vote and influence; no edges or critiques; ``carried: True``).
 
-    What round-wise metrics (accuracy per round) should read for debates that stopped early.
+    What round-wise metrics (accuracy per round) should read for debates that stopped early:
+    ``padded_rounds(record["rounds_data"], record["max_rounds"])``.
 
     >>> rd = [{"round": 0, "vote": "4", "vote_correct": True, "edges": [], "critiques": []}]
     >>> [(x["round"], x["vote"], x["carried"]) for x in padded_rounds(rd, 2)]

@@ -80,6 +80,7 @@ def test_consensus_never_runs_a_round_after_unanimity():
         assert (recs[("q0", m)]["rounds"], recs[("q0", m)]["stop_reason"]) == (1, "consensus")
         assert (recs[("q1", m)]["rounds"], recs[("q1", m)]["stop_reason"]) == (0, "consensus")
         assert (recs[("q2", m)]["rounds"], recs[("q2", m)]["stop_reason"]) == (4, "max_rounds")
+        assert {recs[(q, m)]["max_rounds"] for q in ("q0", "q1", "q2")} == {4}
         assert len(recs[("q0", m)]["rounds_data"]) == 2
         assert recs[("q1", m)]["calls"] == 5 and recs[("q1", m)]["final_answer"] == "3"
     # no request of a stopped debate after its last round: round r's critique batch holds
@@ -117,7 +118,7 @@ def test_carry_forward_pads_a_stopped_debate_to_all_rounds():
     _, recs = _run(ByRound(SCRIPT_VOTES), [Job(QS[0], method("ring"), 0)], rounds=5,
                    stop="stable:2")
     rec = recs[("q0", "ring")]
-    padded = padded_rounds(rec["rounds_data"], 5)
+    padded = padded_rounds(rec["rounds_data"], rec["max_rounds"])
     assert [rd["round"] for rd in padded] == [0, 1, 2, 3, 4, 5]
     assert [rd["vote"] for rd in padded] == list("abbbbb")
     assert [rd["carried"] for rd in padded] == [False] * 4 + [True] * 2
@@ -132,6 +133,7 @@ def test_stop_rule_is_part_of_the_identity_and_cot_records_have_no_stop_reason()
     assert a[("q0", "pear")]["config_hash"] != b[("q0", "pear")]["config_hash"]
     assert a[("q0", "cot")]["stop_reason"] is None and a[("q0", "pear")]["stop_reason"] == \
         "max_rounds"
+    assert (a[("q0", "cot")]["max_rounds"], a[("q0", "pear")]["max_rounds"]) == (0, 2)
     assert config_hash(DebateConfig()) == config_hash(DebateConfig(stop="none"))
 
 

@@ -43,7 +43,8 @@ def _expected_additions(rec):
     mixed models) and the values the default protocol must give them.  Once the file is
     regenerated they are in it and compared like every other field."""
     debate = rec["method"] not in ("cot", "cot_sc")
-    return ({"stop_reason": "max_rounds" if debate else None, "gold_shown_to": []},
+    return ({"stop_reason": "max_rounds" if debate else None, "gold_shown_to": [],
+             "max_rounds": rec["rounds"]},
             {"role": "honest", "model": rec["model"]})
 
 
