@@ -275,8 +275,10 @@ def identity_dict(config: Any) -> dict[str, Any]:
     """``dataclasses.asdict(config)`` without the extension fields (stop, roles, agent models)
     left at their defaults: what identifies a config in hashes and run manifests.
 
-    >>> "stop" in identity_dict(DebateConfig()), "stop" in identity_dict(DebateConfig(stop="consensus"))
-    (False, True)
+    >>> "stop" in identity_dict(DebateConfig())
+    False
+    >>> "stop" in identity_dict(DebateConfig(stop="consensus"))
+    True
     """
     out = dataclasses.asdict(config)
     for f in dataclasses.fields(config):
@@ -293,7 +295,8 @@ def config_hash(*configs: Any) -> str:
     True
     >>> config_hash(DebateConfig()) == config_hash(DebateConfig(rounds=3))
     False
-    >>> config_hash(DebateConfig()) == config_hash(DebateConfig(roles=("adversarial",) + ("honest",) * 4))
+    >>> adversary = ("adversarial",) + ("honest",) * 4
+    >>> config_hash(DebateConfig()) == config_hash(DebateConfig(roles=adversary))
     False
     """
     payload = [identity_dict(c) if dataclasses.is_dataclass(c) else c for c in configs]

@@ -146,16 +146,17 @@ def _terms(g: _Group) -> Terms:
     ``route_batch`` all call it); per-edge terms are gathered from ``(D, n, n)`` and
     ``(D, n)`` tables, so the work is O(C m)."""
     n, m, own = g.answer.shape[1], g.m, g.owner
-    y, c = g.answer, g.confidence                                  # y_i, c_i: (D, n)
-    T_pair = ((y[:, :, None] != y[:, None, :])                     # [y_s != y_t]
-              & (c[:, :, None] >= g.tau_src[:, None, None])        # [c_s >= tau_src]
-              & (c[:, None, :] <= g.tau_tgt[:, None, None]))       # [c_t <= tau_tgt]: T(s,t), (D, n, n)
-    L_src = np.maximum(0, g.tau_low[:, None] + 1 - c)              # L(s) = max(0, tau_low + 1 - c_s), (D, n)
-    at_src = own[:, None] * n + g.src                              # (debate, s) of every edge, flat, (C, m)
-    T = np.take(T_pair.ravel(), at_src * n + g.tgt).sum(axis=1) / m         # T~ = sum_E T(s,t) / m
-    I = np.take(g.influence.ravel(), at_src).sum(axis=1) / m               # I~ = sum_s rho_s d_out(s) / m
-    L = np.take(L_src.ravel(), at_src).sum(axis=1) / (m * g.tau_low[own])  # L~ = sum_E L(s) / (m tau_low)
-    S = g.alpha_T[own] * T - g.alpha_I[own] * I - g.alpha_L[own] * L  # S = a_T T~ - a_I I~ - a_L L~
+    y, c = g.answer, g.confidence                           # y_i, c_i: (D, n)
+    T_pair = ((y[:, :, None] != y[:, None, :])              # [y_s != y_t]
+              & (c[:, :, None] >= g.tau_src[:, None, None])  # [c_s >= tau_src]
+              & (c[:, None, :] <= g.tau_tgt[:, None, None]))  # [c_t <= tau_tgt]: T(s,t), (D, n, n)
+    L_src = np.maximum(0, g.tau_low[:, None] + 1 - c)       # L(s) = max(0, tau_low + 1 - c_s)
+    at_src = own[:, None] * n + g.src                       # flat (debate, s) per edge, (C, m)
+    T = np.take(T_pair.ravel(), at_src * n + g.tgt).sum(axis=1) / m  # T~ = sum_E T(s,t) / m
+    I = np.take(g.influence.ravel(), at_src).sum(axis=1) / m        # I~ = sum_s rho_s d_out(s) / m
+    L = np.take(L_src.ravel(), at_src).sum(axis=1) \
+        / (m * g.tau_low[own])                                      # L~ = sum_E L(s) / (m tau_low)
+    S = g.alpha_T[own] * T - g.alpha_I[own] * I - g.alpha_L[own] * L  # a_T T~ - a_I I~ - a_L L~
     return Terms(S, T, I, L)
 
 

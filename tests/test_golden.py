@@ -1,5 +1,6 @@
 """The default protocol is unchanged: a seeded simulated run reproduces the golden records
-(tests/golden/) field for field, timing fields aside (floats equal to 1e-12 relative).  Regenerate the golden file with
+(tests/golden/) field for field, timing fields aside (floats equal to 1e-12 relative).
+Regenerate the golden file with
 ``PYTHONPATH=$PWD python -m tests.golden`` only when a protocol change is intended."""
 import importlib.util
 import json
@@ -27,7 +28,8 @@ def _differences(old, new, path=""):
                 out += _differences(old[k], new[k], f"{path}.{k}")
         return out
     if isinstance(old, list) and isinstance(new, list) and len(old) == len(new):
-        return [d for i, (a, b) in enumerate(zip(old, new)) for d in _differences(a, b, f"{path}[{i}]")]
+        return [d for i, (a, b) in enumerate(zip(old, new))
+                for d in _differences(a, b, f"{path}[{i}]")]
     if isinstance(old, float) and isinstance(new, float):
         # a float may differ in its last bits when a sum is reordered (e.g. the router's score
         # S = a_T T~ - a_I I~ - a_L L~ vs the same sum folded per edge); anything a rounding
