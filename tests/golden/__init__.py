@@ -28,7 +28,7 @@ SEEDS = (0,)
 ROUNDS = 2
 SIM_SEED = 0
 
-SIM_PARAMS: dict[str, Any] = dict(  # pinned: the calibrated defaults of 2026-03, plus junk
+SIM_PARAMS: dict[str, Any] = dict(  # pinned: the defaults when recorded, plus junk replies
     skill_mean=0.605, skill_spread=0.6, difficulty_sd=1.506, n_wrong=4, wrong_decay=0.735,
     conf_base=2.676, conf_gap=0.454, conf_sd=1.0, accept_bias=0.047, accept_src=0.016,
     accept_tgt=0.335, accept_right=0.315, accept_agree=0.089, recheck=0.06,
