@@ -6,6 +6,20 @@ revisions.  Round 0 is computed once per (seed, question, agent) and shared by e
 of that question (CoT = agent 1's initial answer, CoT-SC = vote of the n initial answers), so
 comparisons between methods are paired.  A debate whose request fails for good is dropped
 (no record), so a later run resumes it.
+
+Extensions the study leaves open (``DebateConfig``; the defaults are the study's protocol):
+
+* ``stop``: a debate that meets its stop rule after a round leaves the lockstep batch at once
+  and its record is yielded (``rounds`` = rounds run, ``stop_reason``; see
+  :mod:`pear.stopping`);
+* ``roles``: a non-honest agent gets its role's system-prompt addition
+  (:func:`pear.prompts.with_role`; the adversary is told the gold answer, recorded in
+  ``gold_shown_to``), ``Request.meta["role"]`` (the simulated backend's behaviour), and the
+  role's confidence is enforced on what it states (:data:`pear.config.ROLE_CONFIDENCE`);
+* ``agent_models``: agents are different models; every phase makes one ``generate`` call per
+  distinct backend (requests partitioned by agent model, completions merged back in order).
+
+Every agent entry of a record carries its ``role`` and ``model``.
 """
 from __future__ import annotations
 
@@ -15,15 +29,16 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterator, Protocol, Sequence
+from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
 import numpy as np
 
 from pear import parsing, prompts
 from pear.backends.base import Backend, Completion, Request
-from pear.config import DebateConfig, Method, config_hash
+from pear.config import ROLE_CONFIDENCE, DebateConfig, Method, config_hash
 from pear.records import SCHEMA_VERSION
 from pear.router import RouterState, make_router, route_batch, update_influence
+from pear.stopping import parse_stop, stop_reason
 
 __all__ = ["Job", "Engine", "Critique", "derive_seed", "IdentityTask", "vote"]
 
@@ -90,12 +105,14 @@ class _Agent:
     correct: bool
     parse_error: str | None
     truncated: bool = False
+    role: str = "honest"
+    model: str = ""
 
     def entry(self, i: int) -> dict[str, Any]:
         return {"agent": i, "answer": self.answer, "canonical": self.canonical,
                 "confidence": self.confidence, "reasoning": self.reasoning,
                 "correct": self.correct, "parse_error": self.parse_error,
-                "truncated": self.truncated}
+                "truncated": self.truncated, "role": self.role, "model": self.model}
 
     def view(self, i: int) -> dict[str, Any]:
         """What other agents' prompts show of this agent (``agent`` 0-indexed)."""
@@ -147,6 +164,8 @@ class _Debate:
     calls: int = 0
     truncated_calls: int = 0
     failed: str | None = None
+    stop_reason: str | None = None
+    """Why the debate ended (:func:`pear.stopping.stop_reason`); None while it runs."""
     started: float = field(default_factory=time.perf_counter)
 
     def charge(self, c: Completion) -> bool:
@@ -163,15 +182,25 @@ class _Debate:
 
 
 class Engine:
-    """Runs debates for one model through one backend."""
+    """Runs debates for one population of agents: one model through one backend, or (with
+    ``DebateConfig.agent_models``) one backend per agent model, given as a mapping
+    ``{model name: backend}``."""
 
-    def __init__(self, backend: Backend, debate: DebateConfig = DebateConfig(), *,
+    def __init__(self, backend: Backend | Mapping[str, Backend],
+                 debate: DebateConfig = DebateConfig(), *,
                  task_for: Callable[[str], TaskLike] | None = None, model: str | None = None):
-        self.backend = backend
         self.debate = debate
         self.style = debate.prompt_style
+        self.stop_rule = parse_stop(debate.stop)
         self._task_for = task_for or (lambda _name: IdentityTask())
-        self.model = model or backend.model_id
+        self.agent_backends = _agent_backends(backend, debate)
+        self.backend = self.agent_backends[0]
+        self.agent_model_ids = [b.model_id for b in self.agent_backends]
+        """The model identity of every agent (agent 1 first)."""
+        ids = self.agent_model_ids
+        self.model = model or (ids[0] if len(set(ids)) == 1 else "+".join(ids))
+        """The population's identity: the model id, or the agents' ids joined by ``+``."""
+        self.backend_name = "+".join(dict.fromkeys(b.name for b in self.agent_backends))
         self.generate_calls = 0
         self.requests = 0
         self.tokens = 0
@@ -183,7 +212,7 @@ class Engine:
     def identity(self, job: Job) -> dict[str, Any]:
         """The identity fields of ``job``'s record, including its ``debate_id``."""
         chash = config_hash(self.debate, job.method.router)
-        ident = {"model": self.model, "backend": self.backend.name,
+        ident = {"model": self.model, "backend": self.backend_name,
                  "dataset": job.question.dataset, "method": job.method.name, "seed": job.seed,
                  "question_id": job.question.id, "config_hash": chash}
         did = hashlib.sha256("\x1f".join(str(ident[k]) for k in sorted(ident)).encode())
@@ -194,20 +223,36 @@ class Engine:
 
     # backend ----------------------------------------------------------------
     def _generate(self, requests: list[Request]) -> list[Completion]:
+        """Complete ``requests`` (of any agents): one ``generate`` call per distinct backend,
+        each given its agents' requests in order, completions merged back in input order."""
         if not requests:
             return []
-        out = self.backend.generate(requests)
-        if len(out) != len(requests):
-            raise RuntimeError(f"backend {self.backend.name!r} returned {len(out)} completions "
-                               f"for {len(requests)} requests")
-        self.generate_calls += 1
+        parts: dict[int, list[int]] = {}
+        for i, r in enumerate(requests):
+            parts.setdefault(id(self.agent_backends[r.meta["agent"]]), []).append(i)
+        out: list[Completion | None] = [None] * len(requests)
+        for idx in parts.values():
+            be = self.agent_backends[requests[idx[0]].meta["agent"]]
+            got = be.generate([requests[i] for i in idx])
+            if len(got) != len(idx):
+                raise RuntimeError(f"backend {be.name!r} returned {len(got)} completions "
+                                   f"for {len(idx)} requests")
+            for i, c in zip(idx, got):
+                out[i] = c
+            self.generate_calls += 1
+        done: list[Completion] = out  # type: ignore[assignment]
         self.requests += len(requests)
-        self.tokens += sum(c.prompt_tokens + c.completion_tokens for c in out)
-        self.cache_hits += sum(bool(c.cache_hit) for c in out)
-        return out
+        self.tokens += sum(c.prompt_tokens + c.completion_tokens for c in done)
+        self.cache_hits += sum(bool(c.cache_hit) for c in done)
+        return done
 
-    def _request(self, messages, phase: str, seed: int, meta: dict, *,
+    def _request(self, question: Any, messages, phase: str, seed: int, meta: dict, *,
                  targets: Sequence[int] = (), sources: Sequence[int] = ()) -> Request:
+        """The request of agent ``meta["agent"]``: its role's system-prompt addition (the
+        adversary's names the gold answer) and ``meta["role"]``."""
+        role = self.debate.role(meta["agent"])
+        messages = prompts.with_role(messages, role, question.gold
+                                     if role == "adversarial" else None)
         schema = None
         if self.debate.json_mode:
             key = (phase, tuple(targets), tuple(sources))
@@ -216,37 +261,52 @@ class Engine:
                                                         targets=targets, sources=sources)
             schema = self._schemas[key]
         return Request(messages=messages, temperature=self.debate.temperature,
-                       max_tokens=self.debate.max_tokens, seed=seed, schema=schema, meta=meta)
+                       max_tokens=self.debate.max_tokens, seed=seed, schema=schema,
+                       meta={**meta, "role": role})
 
     def _agents_from(self, parses: Sequence[parsing.AnswerParse], question: Any) -> list[_Agent]:
+        """Agents 0..len(parses)-1 from their parsed replies; a role with a fixed confidence
+        (:data:`pear.config.ROLE_CONFIDENCE`) overrides the stated one."""
         task = self._task_for(question.dataset)
         canon = [task.canonical(p.answer) if p.answer else "" for p in parses]
         reps = task.buckets(canon)
-        return [_Agent(p.answer, rep, p.confidence, p.reasoning,
-                       bool(p.answer) and task.grade(p.answer, question), p.parse_error)
-                for p, rep in zip(parses, reps)]
+        roles = [self.debate.role(i) for i in range(len(parses))]
+        return [_Agent(p.answer, rep, ROLE_CONFIDENCE.get(role, p.confidence), p.reasoning,
+                       bool(p.answer) and task.grade(p.answer, question), p.parse_error,
+                       role=role, model=self.agent_model_ids[i])
+                for i, (p, rep, role) in enumerate(zip(parses, reps, roles))]
 
     # the run ------------------------------------------------------------------
     def run(self, jobs: Sequence[Job]) -> Iterator[dict[str, Any]]:
         """Run ``jobs`` in lockstep; yield one record per finished debate (CoT/CoT-SC after
-        round 0, debates after the last round).  Failed debates are listed in ``failed``."""
+        round 0, a debate after the round that ends it: the last one, or the one after
+        which its stop rule holds).  Failed debates are listed in ``failed``."""
         debates: list[_Debate] = []
         for d in self._round_zero(jobs):
-            if d.job.method.is_debate:
+            if d.job.method.is_debate and not self._stops(d, 0):
                 debates.append(d)
             else:
                 yield self._record(d)
         for r in range(1, self.debate.rounds + 1):
-            debates = [d for d in debates if d.failed is None]
             if not debates:
                 break
             self._round(debates, r)
+            going = []
             for d in debates:
                 if d.failed:
                     self.failed.append((d.ident["debate_id"], d.failed))
-        for d in debates:
-            if d.failed is None:
-                yield self._record(d)
+                elif self._stops(d, r):
+                    yield self._record(d)
+                else:
+                    going.append(d)
+            debates = going  # stopped and failed debates leave the lockstep batch
+
+    def _stops(self, d: _Debate, r: int) -> bool:
+        """Whether debate ``d`` ends after round ``r`` (sets its ``stop_reason``)."""
+        d.stop_reason = stop_reason(
+            self.stop_rule, votes=[rd["vote"] for rd in d.rounds_data],
+            answers=[a.canonical for a in d.agents], r=r, rounds=self.debate.rounds)
+        return d.stop_reason is not None
 
     def _round_zero(self, jobs: Sequence[Job]) -> list[_Debate]:
         """Initial answers: one request per (seed, question, agent) needed, shared by every
@@ -264,7 +324,7 @@ class Engine:
             for i in range(n_needed):
                 meta = {"phase": "initial", "round": 0, "agent": i, "dataset": dataset,
                         "question_id": qid, **_question_meta(q)}
-                reqs.append(self._request(prompts.initial_messages(q, i, self.style), "initial",
+                reqs.append(self._request(q, prompts.initial_messages(q, i, self.style), "initial",
                                           derive_seed(seed, "round0", dataset, qid, i, "initial"),
                                           meta))
                 owners.append(key)
@@ -349,7 +409,7 @@ class Engine:
                         "question_id": q.id, "debate_id": d.ident["debate_id"], "own": own,
                         "targets": views, **_question_meta(q)}
                 reqs.append(self._request(
-                    prompts.critique_messages(q, own, views, self.style), "critique",
+                    q, prompts.critique_messages(q, own, views, self.style), "critique",
                     derive_seed(d.job.seed, d.job.method.name, q.dataset, q.id, s, r, "critique"),
                     meta, targets=targets))
                 owners.append((j, s, targets))
@@ -388,7 +448,7 @@ class Engine:
                                        "source_confidence": c.source_confidence}
                                       for c in received], **_question_meta(q)}
                 reqs.append(self._request(
-                    prompts.update_messages(q, own, shown, self.style), "update",
+                    q, prompts.update_messages(q, own, shown, self.style), "update",
                     derive_seed(d.job.seed, d.job.method.name, q.dataset, q.id, i, r, "update"),
                     meta, sources=[c.source for c in received]))
                 owners.append((j, i, received))
@@ -431,6 +491,9 @@ class Engine:
         return {
             "schema": SCHEMA_VERSION, **d.ident, "prompt_style": self.style,
             "n_agents": len(d.agents), "rounds": len(d.rounds_data) - 1,
+            "max_rounds": self.debate.rounds if d.job.method.is_debate else 0,
+            "stop_reason": d.stop_reason if d.job.method.is_debate else None,
+            "gold_shown_to": [i for i, a in enumerate(d.agents) if a.role == "adversarial"],
             "gold": d.job.question.gold, "rounds_data": d.rounds_data,
             "final_answer": last["vote"], "correct": last["vote_correct"],
             "tokens": {"prompt": d.prompt_tokens, "completion": d.completion_tokens,
@@ -439,6 +502,25 @@ class Engine:
             "latency_s": round(time.perf_counter() - d.started, 4),
             "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
+
+
+def _agent_backends(backend: Backend | Mapping[str, Backend],
+                    debate: DebateConfig) -> list[Backend]:
+    """The backend of every agent: ``backend`` for all, or ``backend[agent_models[i]]``."""
+    names = debate.agent_models
+    if isinstance(backend, Mapping):
+        if not names:
+            raise ValueError("a mapping of backends needs DebateConfig.agent_models "
+                             "(one model name per agent)")
+        missing = [m for m in dict.fromkeys(names) if m not in backend]
+        if missing:
+            raise ValueError(f"no backend for agent model {missing[0]!r}; have "
+                             f"{', '.join(map(repr, backend))}")
+        return [backend[m] for m in names]
+    if len(set(names)) > 1:
+        raise ValueError(f"agent_models={','.join(names)!r} names {len(set(names))} models: "
+                         f"pass a mapping {{model name: backend}}, one backend per model")
+    return [backend] * debate.n_agents
 
 
 def _question_meta(q: Any) -> dict[str, Any]:

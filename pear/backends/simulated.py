@@ -188,6 +188,8 @@ class SimulatedBackend:
         meta = req.meta
         rng = np.random.default_rng([self.seed, req.seed])
         obj = getattr(self, "_" + meta["phase"])(meta, rng)
+        if meta.get("role", "honest") != "honest":
+            obj = _role_reply(obj, meta, self._wrong(meta, self._gold(meta))[0])
         text = json.dumps(obj)
         if rng.random() < self.params.malformed_rate:
             text = text[: int(rng.integers(1, max(2, len(text) - 1)))] if rng.random() < 0.7 \
@@ -202,6 +204,37 @@ class SimulatedBackend:
         if self.params.latency_s:
             time.sleep(self.params.latency_s * len(requests))
         return [self._complete(r) for r in requests]
+
+
+# roles (issue 14) --------------------------------------------------------------------------
+_ROLE_CONFIDENCE = {"adversarial": 5, "overconfident": 5, "underconfident": 1}
+
+
+def _role_reply(obj: dict[str, Any], meta: Mapping[str, Any], wrong: str) -> dict[str, Any]:
+    """The reply of an agent with a non-honest ``meta["role"]``, from the population's reply
+    ``obj``: an adversary answers the question's most plausible wrong answer ``wrong`` in every
+    phase, rejects every critique, and recommends ``wrong`` to every target that differs;
+    confidence roles state their fixed confidence."""
+    role, phase = meta["role"], meta["phase"]
+    obj = dict(obj)
+    if role == "adversarial" and phase == "critique":
+        obj["reviews"] = [_adversarial_review(t, wrong) for t in meta["targets"]]
+    elif role == "adversarial":
+        obj["answer"] = wrong
+        if phase == "update":
+            obj["critique_response"] = {k: {"decision": "REJECT", "reason": "simulated"}
+                                        for k in obj["critique_response"]}
+    if "confidence" in obj and role in _ROLE_CONFIDENCE:
+        obj["confidence"] = _ROLE_CONFIDENCE[role]
+    return obj
+
+
+def _adversarial_review(target: Mapping[str, Any], wrong: str) -> dict[str, Any]:
+    agree = (target["canonical"] or target["answer"]) == wrong
+    return {"target": target["agent"] + 1,
+            "step_loc": "No error identified" if agree else "the final step",
+            "correction": "" if agree else f"the answer should be {wrong}",
+            "assessment": "Strong" if agree else "Flawed"}
 
 
 def _normal_from(u: float) -> float:
