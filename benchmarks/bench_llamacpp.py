@@ -18,7 +18,9 @@ import time
 
 from pear.backends.base import Request
 from pear.backends.llamacpp import LlamaCppBackend, default_model_path, schema_grammar
-from pear.prompts import SCHEMAS, initial_messages, task_block
+from types import SimpleNamespace
+
+from pear.prompts import initial_messages, schema_for
 
 QUESTIONS = [
     "Tom has 3 apples and buys 5 more. How many apples does he have?",
@@ -30,8 +32,10 @@ QUESTIONS = [
 
 def workload(n: int, max_tokens: int, constrained: bool) -> list[Request]:
     """``n`` initial-phase requests: agents of 4 questions in turn, one seed per agent."""
-    schema = SCHEMAS["initial"] if constrained else None
-    return [Request(initial_messages(task_block("gsm8k", QUESTIONS[i % len(QUESTIONS)])),
+    schema = schema_for("initial", "compact", max_tokens) if constrained else None
+    return [Request(initial_messages(SimpleNamespace(dataset="gsm8k", choices=None,
+                                                     question=QUESTIONS[i % len(QUESTIONS)]),
+                                     i % 5, "compact"),
                     temperature=0.2, max_tokens=max_tokens, seed=1000 + i, schema=schema)
             for i in range(n)]
 
@@ -77,7 +81,7 @@ def bench_high_level(args: argparse.Namespace, threads: int) -> dict[bool, float
 
     llm = Llama(default_model_path(), n_ctx=4096, n_threads=threads, flash_attn=False,
                 verbose=False)
-    grammar = LlamaGrammar.from_string(schema_grammar(SCHEMAS["initial"]), verbose=False)
+    grammar = LlamaGrammar.from_string(schema_grammar(schema_for("initial", "compact", args.max_tokens)), verbose=False)
     results = {}
     for constrained in (False, True):
         requests = workload(args.requests, args.max_tokens, False)

@@ -47,6 +47,14 @@ def _int_at_least(lowest: int):
 _positive, _nonneg = _int_at_least(1), _int_at_least(0)
 
 
+def _role(text: str) -> tuple[int, str]:
+    """``AGENT=ROLE`` (agent numbered from 1); the role's name is checked by the config."""
+    agent, sep, role = text.partition("=")
+    if not sep or not agent.strip().isdigit() or not role.strip():
+        raise argparse.ArgumentTypeError(f"expected AGENT=ROLE (e.g. 2=adversarial), got {text!r}")
+    return int(agent), role.strip()
+
+
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="pear", description="PEAR multi-agent debate: run grids, inspect runs, "
                 "rebuild the paper's tables and figures.")
@@ -65,10 +73,21 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--n-questions", type=_positive, help="questions per dataset")
     r.add_argument("--rounds", type=_nonneg, help="debate rounds")
     r.add_argument("--agents", type=_positive, help="number of agents")
+    r.add_argument("--prompt-style", choices=("paper", "compact"),
+                   help="paper (the study's templates) or compact (tiny CPU models)")
+    r.add_argument("--stop", help="early stopping: none (default, the study) | consensus | "
+                   "stable:K (the vote unchanged for K rounds)")
+    r.add_argument("--role", action="append", type=_role, metavar="AGENT=ROLE",
+                   help="role of one agent (numbered from 1): honest | adversarial | "
+                   "overconfident | underconfident; repeatable")
+    r.add_argument("--agent-models", type=_csv(str), metavar="M1,M2,...",
+                   help="one model per agent (a mixed population; openai or llamacpp backend)")
     r.add_argument("--no-full", action="store_true", help="skip the full-dataset runs")
     r.add_argument("--model", action="append", help="model name (vllm/openai); repeatable")
     r.add_argument("--model-path", help="GGUF file for the llamacpp backend")
-    r.add_argument("--base-url", action="append", help="OpenAI-compatible endpoint; repeatable")
+    r.add_argument("--base-url", action="append",
+                   help="OpenAI-compatible endpoint; repeatable; MODEL=URL serves one of "
+                   "--agent-models from its own server")
     r.add_argument("--no-cache", action="store_true", help="do not use the response cache")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
 
@@ -101,21 +120,29 @@ def _cmd_run(a: argparse.Namespace) -> int:
     over: dict[str, Any] = {}
     for arg, key in (("datasets", "datasets"), ("methods", "methods"), ("seeds", "seeds"),
                      ("n_questions", "n_questions"), ("rounds", "rounds"),
-                     ("agents", "n_agents")):
+                     ("agents", "n_agents"), ("prompt_style", "prompt_style")):
         if getattr(a, arg) is not None:
             over[key] = getattr(a, arg)
     if a.no_full:
         over["full_datasets"] = ()
-    if a.model and a.backend in ("vllm", "openai"):
+    if a.stop is not None:
+        over["stop"] = a.stop
+    if a.role:
+        over["roles"] = dict(a.role)
+    if a.agent_models:
+        over["agent_models"] = a.agent_models
+    if a.model and a.backend in ("vllm", "openai") and not a.agent_models:
         over["models"] = tuple(a.model)
     exp = preset(a.preset, **over)
     out = Path(a.out)
     cache = None if a.no_cache else out / "cache.sqlite"
-    if exp.models:
+    if exp.debate.agent_models:
+        backend: Any = _population_factory(a, exp, cache)
+    elif exp.models:
         def factory(m: str):
             return make_backend(a.backend, exp=exp, model=m, base_urls=a.base_url,
                                 cache_path=cache)
-        backend: Any = factory
+        backend = factory
     else:
         backend = make_backend(a.backend, exp=exp, model_path=a.model_path,
                                base_urls=a.base_url, cache_path=cache)
@@ -137,6 +164,35 @@ def _cmd_index(a: argparse.Namespace) -> int:
     print(f"{s.action}{why}: {s.new_debates} new debates read from {s.files} record files in "
           f"{s.seconds:.1f} s; the view of {a.run_dir} holds {s.debates} debates")
     return 0
+
+
+def _population_factory(a: argparse.Namespace, exp: Any, cache: Path | None):
+    """``model name -> Backend`` for a mixed population (``--agent-models``); ``--base-url
+    MODEL=URL`` gives a model its own server, plain URLs serve every model."""
+    names = list(dict.fromkeys(exp.debate.agent_models))
+    if a.model:
+        raise ValueError("give --model or --agent-models, not both")
+    if a.backend == "simulated":
+        raise ValueError("the simulated backend is one population; --agent-models needs the "
+                         "openai or llamacpp backend")
+    if a.backend == "vllm" and len(names) > 1:
+        raise ValueError("one vLLM process holds one engine: serve each model with `vllm serve "
+                         "MODEL` and use --backend openai --base-url MODEL=URL per model")
+    per_model: dict[str, list[str]] = {}
+    shared: list[str] = []
+    for url in a.base_url or []:
+        model, sep, rest = url.partition("=")
+        if sep and model in names:
+            per_model.setdefault(model, []).append(rest)
+        else:
+            shared.append(url)
+
+    def factory(m: str):
+        if a.backend == "llamacpp":
+            return make_backend("llamacpp", exp=exp, model_path=m, cache_path=cache)
+        return make_backend(a.backend, exp=exp, model=m, base_urls=per_model.get(m) or shared,
+                            cache_path=cache)
+    return factory
 
 
 def _cmd_show(a: argparse.Namespace) -> int:

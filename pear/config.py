@@ -16,7 +16,7 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Literal, Mapping
 
 __all__ = [
     "DebateConfig",
@@ -32,6 +32,10 @@ __all__ = [
     "config_hash",
     "CONFIDENCE_MIN",
     "CONFIDENCE_MAX",
+    "ROLES",
+    "ROLE_CONFIDENCE",
+    "roles_for",
+    "identity_dict",
 ]
 
 CONFIDENCE_MIN = 1  # paper: integer confidence scale 1..5
@@ -50,6 +54,19 @@ METHOD_LABELS = {
     "pear_L": "PEAR-L", "pear_TI": "PEAR-TI", "pear_TL": "PEAR-TL", "pear_IL": "PEAR-IL",
 }
 """Display names used by tables and figures (the paper's spelling)."""
+
+
+ROLES = ("honest", "adversarial", "overconfident", "underconfident")
+"""Agent roles (our extension; the study has honest agents only): ``adversarial`` argues for
+a wrong answer with confidence 5 and recommends it in critiques; ``overconfident`` always
+states confidence 5, ``underconfident`` always 1."""
+
+ROLE_CONFIDENCE = {"adversarial": 5, "overconfident": 5, "underconfident": 1}  # our choice
+"""The confidence the engine records for an agent of these roles, whatever it stated."""
+
+_OMIT_DEFAULT = {"identity": "omit_default"}
+"""Field metadata: an extension left at its default is not part of a config's identity, so
+adding it changed no existing hash or run directory."""
 
 
 def _check(cond: bool, name: str, value: Any, fix: str) -> None:
@@ -73,6 +90,19 @@ class DebateConfig:
     """Sampling temperature of every call."""
     json_mode: bool = True  # our choice
     """Ask backends for schema-constrained JSON when they support it."""
+    prompt_style: Literal["paper", "compact"] = "paper"  # paper
+    """``paper``: the study's printed templates, answer-first JSON, no caps beyond the token
+    budget; ``compact`` (our choice, tiny CPU models only): short reasoning-first prompts with
+    free text capped to fit the budget (see :mod:`pear.prompts`)."""
+    stop: str = field(default="none", metadata=_OMIT_DEFAULT)  # paper: every debate runs R rounds
+    """Early stopping: ``none``, ``consensus`` or ``stable:K`` (see :mod:`pear.stopping`)."""
+    roles: tuple[str, ...] = field(default=(), metadata=_OMIT_DEFAULT)  # paper: all honest
+    """One role per agent (agent 1 first) from :data:`ROLES`; ``()`` = every agent honest
+    (an all-honest tuple is stored as ``()``).  Build it from ``AGENT=ROLE`` assignments with
+    :func:`roles_for`."""
+    agent_models: tuple[str, ...] = field(default=(), metadata=_OMIT_DEFAULT)  # paper: one model
+    """One model name per agent (a mixed population); ``()`` = every agent is the engine's
+    one model."""
 
     def __post_init__(self) -> None:
         _check(isinstance(self.n_agents, int) and self.n_agents >= 2, "n_agents", self.n_agents,
@@ -85,6 +115,52 @@ class DebateConfig:
                self.max_tokens, "use an integer >= 16")
         _check(isinstance(self.temperature, (int, float)) and 0.0 <= self.temperature <= 2.0,
                "temperature", self.temperature, "use a value in [0, 2]")
+        _check(self.prompt_style in ("paper", "compact"), "prompt_style", self.prompt_style,
+               "use 'paper' (the study's templates) or 'compact' (tiny CPU models)")
+        from pear.stopping import parse_stop
+        parse_stop(self.stop)
+        object.__setattr__(self, "roles", tuple(self.roles))
+        object.__setattr__(self, "agent_models", tuple(self.agent_models))
+        if self.roles:
+            _check(len(self.roles) == self.n_agents, "roles", self.roles,
+                   f"give one role per agent ({self.n_agents})")
+            bad = [r for r in self.roles if r not in ROLES]
+            _check(not bad, "role", bad[0] if bad else None, f"choose one of {', '.join(ROLES)}")
+            if all(r == "honest" for r in self.roles):
+                object.__setattr__(self, "roles", ())
+        if self.agent_models:
+            _check(len(self.agent_models) == self.n_agents, "agent_models",
+                   ",".join(self.agent_models),
+                   f"give one model per agent: {self.n_agents} names, got "
+                   f"{len(self.agent_models)}")
+            _check(all(isinstance(m, str) and m.strip() for m in self.agent_models),
+                   "agent_models", self.agent_models, "model names must be non-empty")
+
+    def role(self, agent: int) -> str:
+        """The role of ``agent`` (0-indexed)."""
+        return self.roles[agent] if self.roles else "honest"
+
+
+def roles_for(n_agents: int, assignments: Mapping[int, str]) -> tuple[str, ...]:
+    """Per-agent roles from ``{agent: role}`` assignments, agents numbered from 1; the others
+    are honest.
+
+    >>> roles_for(3, {2: "adversarial"})
+    ('honest', 'adversarial', 'honest')
+    >>> roles_for(5, {9: "adversarial"})
+    Traceback (most recent call last):
+    ...
+    ValueError: invalid role agent 9: agents are numbered 1..5
+    """
+    out = ["honest"] * n_agents
+    for agent, role in assignments.items():
+        if not (isinstance(agent, int) and 1 <= agent <= n_agents):
+            raise ValueError(f"invalid role agent {agent!r}: agents are numbered 1..{n_agents}")
+        if role not in ROLES:
+            raise ValueError(f"invalid role {role!r} for agent {agent}: choose one of "
+                             f"{', '.join(ROLES)}")
+        out[agent - 1] = role
+    return tuple(out)
 
 
 BaseGraph = Literal["in_regular", "circulant"]
@@ -195,14 +271,34 @@ def method(name: str, router: RouterConfig | None = None) -> Method:
     return Method(name, "routed", replace(base, **{**zero, **keep}))
 
 
+def identity_dict(config: Any) -> dict[str, Any]:
+    """``dataclasses.asdict(config)`` without the extension fields (stop, roles, agent models)
+    left at their defaults: what identifies a config in hashes and run manifests.
+
+    >>> "stop" in identity_dict(DebateConfig())
+    False
+    >>> "stop" in identity_dict(DebateConfig(stop="consensus"))
+    True
+    """
+    out = dataclasses.asdict(config)
+    for f in dataclasses.fields(config):
+        if f.metadata.get("identity") == "omit_default" and getattr(config, f.name) == f.default:
+            out.pop(f.name)
+    return out
+
+
 def config_hash(*configs: Any) -> str:
-    """A short, stable hash of frozen dataclass configs (key order independent).
+    """A short, stable hash of frozen dataclass configs (key order independent; extension
+    fields at their defaults left out, see :func:`identity_dict`).
 
     >>> config_hash(DebateConfig()) == config_hash(DebateConfig())
     True
     >>> config_hash(DebateConfig()) == config_hash(DebateConfig(rounds=3))
     False
+    >>> adversary = ("adversarial",) + ("honest",) * 4
+    >>> config_hash(DebateConfig()) == config_hash(DebateConfig(roles=adversary))
+    False
     """
-    payload = [dataclasses.asdict(c) if dataclasses.is_dataclass(c) else c for c in configs]
+    payload = [identity_dict(c) if dataclasses.is_dataclass(c) else c for c in configs]
     blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]

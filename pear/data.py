@@ -5,9 +5,9 @@ Nothing is downloaded.  The directory is ``<repository>/data/benchmarks`` unless
 environment variable ``PEAR_DATA_DIR`` names another one (``SOURCES.md`` there gives the record
 format and provenance).  Subsets are a seeded uniform sample without replacement, returned in
 source order; the seed is derived from ``(dataset, seed)`` with sha256, so the same call gives the
-same ids on every machine.  Multiple-choice options are shuffled once per question with a seed
+same ids on every machine.  TruthfulQA's options are shuffled once per question with a seed
 derived from ``"dataset:id"`` (not from the run seed), so a question looks the same in every run
-and the gold letters are spread over the positions.
+and the gold letters are spread over the positions; MMLU-Pro keeps its own option order.
 
 >>> qs = load("gsm8k", n=3, seed=0)
 >>> [q.id for q in qs] == [q.id for q in load("gsm8k", n=3, seed=0)]
@@ -30,7 +30,6 @@ from typing import Any
 import numpy as np
 
 from pear import tasks
-from pear.prompts import option_letters, task_block
 
 __all__ = [
     "DATASETS",
@@ -41,6 +40,8 @@ __all__ = [
     "get_question",
     "sha256_files",
     "stable_seed",
+    "option_letters",
+    "SHUFFLED",
 ]
 
 DATASETS = ("gsm8k", "math500", "truthfulqa", "mmlu_pro")
@@ -67,16 +68,15 @@ class Question:
     """One of :data:`DATASETS`."""
     question: str
     """The raw question text."""
-    task: str
-    """The text block put into prompts (:func:`pear.prompts.task_block`)."""
     choices: tuple[str, ...] | None
-    """The options in the order shown (after the per-question shuffle); None if open-ended."""
+    """The options in the order shown (TruthfulQA: after the per-question shuffle; MMLU-Pro:
+    the benchmark's own order); None if open-ended."""
     gold: str
     """The gold answer in canonical form (:meth:`pear.tasks.Task.canonical`); for multiple
     choice the letter of the correct option as shown."""
     gold_raw: str
     """The source's gold answer, verbatim (TruthfulQA: the correct option's text; MMLU-Pro:
-    the source letter before the shuffle)."""
+    the source letter)."""
     permutation: tuple[int, ...] | None
     """Shown position -> source option index; None if open-ended."""
     meta: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
@@ -123,8 +123,24 @@ def _records(path: str) -> tuple[dict[str, Any], ...]:
         return tuple(json.loads(line) for line in fh if line.strip())
 
 
+SHUFFLED = ("truthfulqa",)
+"""Datasets whose options are shown in a seeded per-question order.  TruthfulQA MC1 lists the
+correct choice first in its source, so it must be shuffled; MMLU-Pro's own order is the
+standard one and is kept (the study's setting)."""
+
+
+def option_letters(n: int) -> str:
+    """The letters of ``n`` options: ``option_letters(4) == 'ABCD'``."""
+    if not 1 <= n <= 26:
+        raise ValueError(f"invalid number of options {n}: use 1..26")
+    return "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[:n]
+
+
 def _shuffle(dataset: str, qid: str, n_options: int) -> tuple[int, ...]:
-    """The per-question option order: shown position -> source index (seeded by the id)."""
+    """The per-question option order: shown position -> source index (seeded by the id for
+    :data:`SHUFFLED` datasets, the source order otherwise)."""
+    if dataset not in SHUFFLED:
+        return tuple(range(n_options))
     rng = np.random.default_rng(stable_seed(dataset, qid))
     return tuple(int(i) for i in rng.permutation(n_options))
 
@@ -152,8 +168,7 @@ def _question(dataset: str, rec: dict[str, Any]) -> Question:
     else:
         perm, choices = None, None
         gold = tasks.get(dataset).canonical(gold_raw)
-    return Question(id=qid, dataset=dataset, question=text,
-                    task=task_block(dataset, text, choices), choices=choices, gold=gold,
+    return Question(id=qid, dataset=dataset, question=text, choices=choices, gold=gold,
                     gold_raw=gold_raw, permutation=perm, meta=meta)
 
 

@@ -6,25 +6,41 @@ revisions.  Round 0 is computed once per (seed, question, agent) and shared by e
 of that question (CoT = agent 1's initial answer, CoT-SC = vote of the n initial answers), so
 comparisons between methods are paired.  A debate whose request fails for good is dropped
 (no record), so a later run resumes it.
+
+Extensions the study leaves open (``DebateConfig``; the defaults are the study's protocol):
+
+* ``stop``: a debate that meets its stop rule after a round leaves the lockstep batch at once
+  and its record is yielded (``rounds`` = rounds run, ``stop_reason``; see
+  :mod:`pear.stopping`);
+* ``roles``: a non-honest agent gets its role's system-prompt addition
+  (:func:`pear.prompts.with_role`; the adversary is told the gold answer, recorded in
+  ``gold_shown_to``), ``Request.meta["role"]`` (the simulated backend's behaviour), and the
+  role's confidence is enforced on what it states (:data:`pear.config.ROLE_CONFIDENCE`);
+* ``agent_models``: agents are different models; every phase makes one ``generate`` call per
+  distinct backend (requests partitioned by agent model, completions merged back in order).
+
+Every agent entry of a record carries its ``role`` and ``model``.
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterator, Protocol, Sequence
+from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
 import numpy as np
 
 from pear import parsing, prompts
 from pear.backends.base import Backend, Completion, Request
-from pear.config import DebateConfig, Method, config_hash
+from pear.config import ROLE_CONFIDENCE, DebateConfig, Method, config_hash
 from pear.records import SCHEMA_VERSION
 from pear.router import RouterState, make_router, route_batch, update_influence
+from pear.stopping import parse_stop, stop_reason
 
-__all__ = ["Job", "Engine", "derive_seed", "IdentityTask", "vote"]
+__all__ = ["Job", "Engine", "Critique", "derive_seed", "IdentityTask", "vote"]
 
 
 def derive_seed(*parts: Any) -> int:
@@ -88,11 +104,49 @@ class _Agent:
     reasoning: str
     correct: bool
     parse_error: str | None
+    truncated: bool = False
+    role: str = "honest"
+    model: str = ""
 
     def entry(self, i: int) -> dict[str, Any]:
         return {"agent": i, "answer": self.answer, "canonical": self.canonical,
                 "confidence": self.confidence, "reasoning": self.reasoning,
-                "correct": self.correct, "parse_error": self.parse_error}
+                "correct": self.correct, "parse_error": self.parse_error,
+                "truncated": self.truncated, "role": self.role, "model": self.model}
+
+    def view(self, i: int) -> dict[str, Any]:
+        """What other agents' prompts show of this agent (``agent`` 0-indexed)."""
+        return {"agent": i, "answer": self.answer or "(no answer)", "canonical": self.canonical,
+                "confidence": self.confidence, "reasoning": self.reasoning}
+
+
+@dataclass
+class Critique:
+    """One routed edge of a round: the source's review of the target and the target's verdict."""
+
+    source: int
+    target: int
+    source_answer: str
+    target_answer: str
+    source_confidence: int
+    target_confidence: int
+    step_loc: str = ""
+    correction: str = ""
+    assessment: str = ""
+    delivered: bool = False
+    """Whether the source produced a usable review (only delivered critiques are shown)."""
+    decision: str | None = None
+    """ACCEPT, REJECT, or None when the target gave no usable decision."""
+    reason: str = ""
+    parse_error: str | None = None
+
+    def shown(self) -> dict[str, Any]:
+        """The critique as the target's update prompt shows it (no source confidence)."""
+        return {"source": self.source, "step_loc": self.step_loc, "correction": self.correction,
+                "assessment": self.assessment}
+
+    def entry(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
 
 
 @dataclass
@@ -104,21 +158,49 @@ class _Debate:
     rounds_data: list[dict[str, Any]]
     influence: np.ndarray
     router: Any = None
-    tokens: list[int] = field(default_factory=lambda: [0, 0, 0])
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
     calls: int = 0
+    truncated_calls: int = 0
     failed: str | None = None
+    stop_reason: str | None = None
+    """Why the debate ended (:func:`pear.stopping.stop_reason`); None while it runs."""
     started: float = field(default_factory=time.perf_counter)
+
+    def charge(self, c: Completion) -> bool:
+        """Count ``c``'s tokens and call against this debate; False (and the debate marked
+        failed) when the request failed for good."""
+        self.prompt_tokens += c.prompt_tokens
+        self.completion_tokens += c.completion_tokens
+        self.cached_tokens += c.cached_tokens
+        self.calls += 1
+        self.truncated_calls += c.finish_reason == "length"
+        if not c.ok:
+            self.failed = self.failed or c.error
+        return c.ok
 
 
 class Engine:
-    """Runs debates for one model through one backend."""
+    """Runs debates for one population of agents: one model through one backend, or (with
+    ``DebateConfig.agent_models``) one backend per agent model, given as a mapping
+    ``{model name: backend}``."""
 
-    def __init__(self, backend: Backend, debate: DebateConfig = DebateConfig(), *,
+    def __init__(self, backend: Backend | Mapping[str, Backend],
+                 debate: DebateConfig = DebateConfig(), *,
                  task_for: Callable[[str], TaskLike] | None = None, model: str | None = None):
-        self.backend = backend
         self.debate = debate
+        self.style = debate.prompt_style
+        self.stop_rule = parse_stop(debate.stop)
         self._task_for = task_for or (lambda _name: IdentityTask())
-        self.model = model or backend.model_id
+        self.agent_backends = _agent_backends(backend, debate)
+        self.backend = self.agent_backends[0]
+        self.agent_model_ids = [b.model_id for b in self.agent_backends]
+        """The model identity of every agent (agent 1 first)."""
+        ids = self.agent_model_ids
+        self.model = model or (ids[0] if len(set(ids)) == 1 else "+".join(ids))
+        """The population's identity: the model id, or the agents' ids joined by ``+``."""
+        self.backend_name = "+".join(dict.fromkeys(b.name for b in self.agent_backends))
         self.generate_calls = 0
         self.requests = 0
         self.tokens = 0
@@ -130,7 +212,7 @@ class Engine:
     def identity(self, job: Job) -> dict[str, Any]:
         """The identity fields of ``job``'s record, including its ``debate_id``."""
         chash = config_hash(self.debate, job.method.router)
-        ident = {"model": self.model, "backend": self.backend.name,
+        ident = {"model": self.model, "backend": self.backend_name,
                  "dataset": job.question.dataset, "method": job.method.name, "seed": job.seed,
                  "question_id": job.question.id, "config_hash": chash}
         did = hashlib.sha256("\x1f".join(str(ident[k]) for k in sorted(ident)).encode())
@@ -141,49 +223,99 @@ class Engine:
 
     # backend ----------------------------------------------------------------
     def _generate(self, requests: list[Request]) -> list[Completion]:
+        """Complete ``requests`` (of any agents): one ``generate`` call per distinct backend,
+        each given its agents' requests in order, completions merged back in input order."""
         if not requests:
             return []
-        out = self.backend.generate(requests)
-        if len(out) != len(requests):
-            raise RuntimeError(f"backend {self.backend.name!r} returned {len(out)} completions "
-                               f"for {len(requests)} requests")
-        self.generate_calls += 1
+        parts: dict[int, list[int]] = {}
+        for i, r in enumerate(requests):
+            parts.setdefault(id(self.agent_backends[r.meta["agent"]]), []).append(i)
+        out: list[Completion | None] = [None] * len(requests)
+        for idx in parts.values():
+            be = self.agent_backends[requests[idx[0]].meta["agent"]]
+            got = be.generate([requests[i] for i in idx])
+            if len(got) != len(idx):
+                raise RuntimeError(f"backend {be.name!r} returned {len(got)} completions "
+                                   f"for {len(idx)} requests")
+            for i, c in zip(idx, got):
+                out[i] = c
+            self.generate_calls += 1
+        done: list[Completion] = out  # type: ignore[assignment]
         self.requests += len(requests)
-        self.tokens += sum(c.prompt_tokens + c.completion_tokens for c in out)
-        self.cache_hits += sum(bool(c.cache_hit) for c in out)
-        return out
+        self.tokens += sum(c.prompt_tokens + c.completion_tokens for c in done)
+        self.cache_hits += sum(bool(c.cache_hit) for c in done)
+        return done
 
-    def _schema(self, phase: str, n_items: int = 1,
-                targets: Sequence[int] | None = None) -> dict[str, Any]:
-        key = (phase, n_items, tuple(targets) if targets is not None else None)
-        if key not in self._schemas:
-            self._schemas[key] = prompts.schema_for(phase, self.debate.max_tokens, n_items,
-                                                    targets)
-        return self._schemas[key]
-
-    def _request(self, messages, schema, seed: int, meta: dict) -> Request:
+    def _request(self, question: Any, messages, phase: str, seed: int, meta: dict, *,
+                 targets: Sequence[int] = (), sources: Sequence[int] = ()) -> Request:
+        """The request of agent ``meta["agent"]``: its role's system-prompt addition (the
+        adversary's names the gold answer) and ``meta["role"]``."""
+        role = self.debate.role(meta["agent"])
+        messages = prompts.with_role(messages, role, question.gold
+                                     if role == "adversarial" else None)
+        schema = None
+        if self.debate.json_mode:
+            key = (phase, tuple(targets), tuple(sources))
+            if key not in self._schemas:
+                self._schemas[key] = prompts.schema_for(phase, self.style, self.debate.max_tokens,
+                                                        targets=targets, sources=sources)
+            schema = self._schemas[key]
         return Request(messages=messages, temperature=self.debate.temperature,
-                       max_tokens=self.debate.max_tokens, seed=seed,
-                       schema=schema if self.debate.json_mode else None, meta=meta)
+                       max_tokens=self.debate.max_tokens, seed=seed, schema=schema,
+                       meta={**meta, "role": role})
 
     def _agents_from(self, parses: Sequence[parsing.AnswerParse], question: Any) -> list[_Agent]:
+        """Agents 0..len(parses)-1 from their parsed replies; a role with a fixed confidence
+        (:data:`pear.config.ROLE_CONFIDENCE`) overrides the stated one."""
         task = self._task_for(question.dataset)
         canon = [task.canonical(p.answer) if p.answer else "" for p in parses]
         reps = task.buckets(canon)
-        return [_Agent(p.answer, rep, p.confidence, p.reasoning,
-                       bool(p.answer) and task.grade(p.answer, question), p.parse_error)
-                for p, rep in zip(parses, reps)]
+        roles = [self.debate.role(i) for i in range(len(parses))]
+        return [_Agent(p.answer, rep, ROLE_CONFIDENCE.get(role, p.confidence), p.reasoning,
+                       bool(p.answer) and task.grade(p.answer, question), p.parse_error,
+                       role=role, model=self.agent_model_ids[i])
+                for i, (p, rep, role) in enumerate(zip(parses, reps, roles))]
 
     # the run ------------------------------------------------------------------
     def run(self, jobs: Sequence[Job]) -> Iterator[dict[str, Any]]:
         """Run ``jobs`` in lockstep; yield one record per finished debate (CoT/CoT-SC after
-        round 0, debates after the last round).  Failed debates are listed in ``failed``."""
+        round 0, a debate after the round that ends it: the last one, or the one after
+        which its stop rule holds).  Failed debates are listed in ``failed``."""
+        debates: list[_Debate] = []
+        for d in self._round_zero(jobs):
+            if d.job.method.is_debate and not self._stops(d, 0):
+                debates.append(d)
+            else:
+                yield self._record(d)
+        for r in range(1, self.debate.rounds + 1):
+            if not debates:
+                break
+            self._round(debates, r)
+            going = []
+            for d in debates:
+                if d.failed:
+                    self.failed.append((d.ident["debate_id"], d.failed))
+                elif self._stops(d, r):
+                    yield self._record(d)
+                else:
+                    going.append(d)
+            debates = going  # stopped and failed debates leave the lockstep batch
+
+    def _stops(self, d: _Debate, r: int) -> bool:
+        """Whether debate ``d`` ends after round ``r`` (sets its ``stop_reason``)."""
+        d.stop_reason = stop_reason(
+            self.stop_rule, votes=[rd["vote"] for rd in d.rounds_data],
+            answers=[a.canonical for a in d.agents], r=r, rounds=self.debate.rounds)
+        return d.stop_reason is not None
+
+    def _round_zero(self, jobs: Sequence[Job]) -> list[_Debate]:
+        """Initial answers: one request per (seed, question, agent) needed, shared by every
+        method of that question; a routed method's base role graph is drawn from
+        (seed, question) alone, so PEAR, Random and the ablations share it (paired)."""
         n = self.debate.n_agents
         groups: dict[tuple, list[Job]] = defaultdict(list)
         for job in jobs:
             groups[(job.seed, job.question.dataset, job.question.id)].append(job)
-
-        # round 0: one call for every (seed, question, agent) needed
         reqs, owners = [], []
         for key, gjobs in groups.items():
             seed, dataset, qid = key
@@ -192,162 +324,163 @@ class Engine:
             for i in range(n_needed):
                 meta = {"phase": "initial", "round": 0, "agent": i, "dataset": dataset,
                         "question_id": qid, **_question_meta(q)}
-                reqs.append(self._request(prompts.initial_messages(q.task), self._schema("initial"),
-                                          derive_seed(seed, "round0", dataset, qid, i, "initial"), meta))
+                reqs.append(self._request(q, prompts.initial_messages(q, i, self.style), "initial",
+                                          derive_seed(seed, "round0", dataset, qid, i, "initial"),
+                                          meta))
                 owners.append(key)
-        outs = self._generate(reqs)
-        round0: dict[tuple, list[tuple[parsing.AnswerParse, Completion]]] = defaultdict(list)
-        for key, comp in zip(owners, outs):
-            round0[key].append((parsing.parse_answer(comp.text) if comp.ok else None, comp))
+        round0: dict[tuple, list[Completion]] = defaultdict(list)
+        for key, comp in zip(owners, self._generate(reqs)):
+            round0[key].append(comp)
 
-        debates: list[_Debate] = []
+        out: list[_Debate] = []
         for key, gjobs in groups.items():
-            pairs = round0[key]
-            errors = [c.error for _, c in pairs if not c.ok]
+            comps = round0[key]
+            error = next((c.error for c in comps if not c.ok), None)
             q = gjobs[0].question
-            agents = None if errors else self._agents_from([p for p, _ in pairs], q)
+            agents = None if error else self._agents_from(
+                [parsing.parse_answer(c.text) for c in comps], q)
             for job in gjobs:
                 ident = self.identity(job)
-                if errors:
-                    self.failed.append((ident["debate_id"], errors[0]))
+                if error:
+                    self.failed.append((ident["debate_id"], error))
                     continue
                 k = 1 if job.method.kind == "single" else n
                 d = _Debate(job, ident, np.random.default_rng(
                     derive_seed(job.seed, job.method.name, q.dataset, q.id, "debate")),
-                    [_copy(a) for a in agents[:k]], [], np.zeros(n))
-                for _, c in pairs[:k]:
-                    _add_tokens(d, c)
-                self._close_round(d, 0, np.zeros((0, 2), dtype=np.int64), None, [])
+                    [dataclasses.replace(a, truncated=c.finish_reason == "length")
+                     for a, c in zip(agents[:k], comps[:k])], [], np.zeros(n))
+                for c in comps[:k]:
+                    d.charge(c)
                 if job.method.is_debate:
-                    d.router = make_router(job.method, self.debate, d.rng)
-                    debates.append(d)
-                else:
-                    yield self._record(d)
-
-        for r in range(1, self.debate.rounds + 1):
-            debates = [d for d in debates if d.failed is None]
-            if not debates:
-                break
-            self._round(debates, r)
-            for d in debates:
-                if d.failed:
-                    self.failed.append((d.ident["debate_id"], d.failed))
-        for d in debates:
-            if d.failed is None:
-                yield self._record(d)
+                    base_rng = np.random.default_rng(derive_seed(job.seed, q.dataset, q.id,
+                                                                 "base_graph"))
+                    d.router = make_router(job.method, self.debate, base_rng)
+                self._close(d, 0, None, [])
+                out.append(d)
+        return out
 
     def _round(self, debates: list[_Debate], r: int) -> None:
-        # routing and critiques
-        plans: list[Any] = []
+        """One debate round for every debate in flight: route, critique, update, close."""
+        plans = self._route(debates)
+        critiques = self._critique(debates, plans, r)
+        updates = self._update(debates, critiques, r)
+        for d, plan, crits, parses in zip(debates, plans, critiques, updates):
+            if d.failed:
+                continue
+            d.agents = [dataclasses.replace(a, truncated=t) for a, t in
+                        zip(self._agents_from([p for p, _ in parses], d.job.question),
+                            (t for _, t in parses))]
+            accepted = {(c.source, c.target) for c in crits if c.decision == "ACCEPT"}
+            d.influence = update_influence(
+                d.influence, plan.edges, [(s, t) in accepted for s, t in plan.edges.tolist()],
+                d.job.method.router.beta)
+            self._close(d, r, plan, crits)
+
+    def _route(self, debates: list[_Debate]) -> list[Any]:
+        """Each debate's graph for this round (routed debates scored in one vectorized batch)."""
+        plans: list[Any] = [None] * len(debates)
         batch, slots = [], []
-        for d in debates:
+        for j, d in enumerate(debates):
             state = RouterState(tuple(a.canonical for a in d.agents),
                                 tuple(a.confidence for a in d.agents),
                                 tuple(d.influence.tolist()), np.zeros((0, 2), dtype=np.int64))
             item = d.router.batch_item(state, d.rng)
             if item is None:
-                plans.append(d.router.choose(state, d.rng))
+                plans[j] = d.router.choose(state, d.rng)
             else:
-                slots.append(len(plans))
-                plans.append(None)
+                slots.append(j)
                 batch.append(item)
-        for slot, decision in zip(slots, route_batch(batch)):
-            plans[slot] = decision
+        for j, decision in zip(slots, route_batch(batch)):
+            plans[j] = decision
+        return plans
+
+    def _critique(self, debates: list[_Debate], plans: list[Any], r: int) -> list[list[Critique]]:
+        """One request per source with out-edges, covering all of its targets."""
         reqs, owners = [], []
-        for d, decision in zip(debates, plans):
+        for j, (d, plan) in enumerate(zip(debates, plans)):
             by_source: dict[int, list[int]] = defaultdict(list)
-            for s, t in decision.edges.tolist():
+            for s, t in plan.edges.tolist():
                 by_source[s].append(t)
             q = d.job.question
             for s, targets in sorted(by_source.items()):
-                own = _view(d.agents[s], s)
-                views = [_view(d.agents[t], t) for t in targets]
+                own = d.agents[s].view(s)
+                views = [d.agents[t].view(t) for t in targets]
                 meta = {"phase": "critique", "round": r, "agent": s, "dataset": q.dataset,
                         "question_id": q.id, "debate_id": d.ident["debate_id"], "own": own,
                         "targets": views, **_question_meta(q)}
                 reqs.append(self._request(
-                    prompts.critique_messages(q.task, own, views),
-                    self._schema("critique", len(views), targets),
+                    q, prompts.critique_messages(q, own, views, self.style), "critique",
                     derive_seed(d.job.seed, d.job.method.name, q.dataset, q.id, s, r, "critique"),
-                    meta))
-                owners.append((d, s, targets))
-        critiques: dict[int, list[dict[str, Any]]] = defaultdict(list)  # id(debate) -> entries
-        for (d, s, targets), comp in zip(owners, self._generate(reqs)):
-            _add_tokens(d, comp)
-            if not comp.ok:
-                d.failed = d.failed or comp.error
+                    meta, targets=targets))
+                owners.append((j, s, targets))
+        out: list[list[Critique]] = [[] for _ in debates]
+        for (j, s, targets), comp in zip(owners, self._generate(reqs)):
+            d = debates[j]
+            if not d.charge(comp):
                 continue
             parsed = parsing.parse_critique(comp.text, targets)
             for t in targets:
                 review = parsed.reviews.get(t)
-                critiques[id(d)].append({
-                    "source": s, "target": t,
-                    "critique": review["critique"] if review else "",
-                    "recommended_answer": review["recommended_answer"] if review else "",
-                    "source_answer": d.agents[s].canonical, "target_answer": d.agents[t].canonical,
-                    "source_confidence": d.agents[s].confidence,
-                    "target_confidence": d.agents[t].confidence,
-                    "delivered": review is not None, "decision": None,
-                    "parse_error": None if review else (parsed.parse_error or "missing review")})
+                out[j].append(Critique(
+                    source=s, target=t, source_answer=d.agents[s].canonical,
+                    target_answer=d.agents[t].canonical, source_confidence=d.agents[s].confidence,
+                    target_confidence=d.agents[t].confidence, **(review or {}),
+                    delivered=review is not None,
+                    parse_error=None if review else (parsed.parse_error or "missing review")))
+        return out
 
-        # revisions: every agent, with the critiques delivered to it
+    def _update(self, debates: list[_Debate], critiques: list[list[Critique]],
+                r: int) -> list[list[tuple[parsing.AnswerParse, bool]]]:
+        """Every agent answers the critiques delivered to it (ACCEPT/REJECT each) and revises;
+        per debate, (parse, truncated) per agent."""
         reqs, owners = [], []
-        for d in debates:
+        for j, d in enumerate(debates):
             if d.failed:
                 continue
             q = d.job.question
             for i in range(len(d.agents)):
-                received = [c for c in critiques[id(d)] if c["target"] == i and c["delivered"]]
-                shown = [{"id": j + 1, "source": c["source"], "critique": c["critique"],
-                          "recommended_answer": c["recommended_answer"],
-                          "source_confidence": c["source_confidence"],
-                          "source_answer": c["source_answer"]} for j, c in enumerate(received)]
-                schema = self._schema("revision", len(shown)) if shown else self._schema("initial")
-                own = _view(d.agents[i], i)
-                meta = {"phase": "revision", "round": r, "agent": i, "dataset": q.dataset,
+                received = [c for c in critiques[j] if c.target == i and c.delivered]
+                shown = [c.shown() for c in received]
+                own = d.agents[i].view(i)
+                meta = {"phase": "update", "round": r, "agent": i, "dataset": q.dataset,
                         "question_id": q.id, "debate_id": d.ident["debate_id"], "own": own,
-                        "critiques": shown, **_question_meta(q)}
+                        "critiques": [{**c.shown(), "source_answer": c.source_answer,
+                                       "source_confidence": c.source_confidence}
+                                      for c in received], **_question_meta(q)}
                 reqs.append(self._request(
-                    prompts.revision_messages(q.task, own, shown), schema,
-                    derive_seed(d.job.seed, d.job.method.name, q.dataset, q.id, i, r, "revision"),
-                    meta))
-                owners.append((d, i, received))
-        parses: dict[int, list] = defaultdict(list)
-        for (d, i, received), comp in zip(owners, self._generate(reqs)):
-            _add_tokens(d, comp)
-            if not comp.ok:
-                d.failed = d.failed or comp.error
+                    q, prompts.update_messages(q, own, shown, self.style), "update",
+                    derive_seed(d.job.seed, d.job.method.name, q.dataset, q.id, i, r, "update"),
+                    meta, sources=[c.source for c in received]))
+                owners.append((j, i, received))
+        out: list[list[tuple[parsing.AnswerParse, bool]]] = [[] for _ in debates]
+        for (j, i, received), comp in zip(owners, self._generate(reqs)):
+            d = debates[j]
+            if not d.charge(comp):
                 continue
-            p = parsing.parse_revision(comp.text, len(received))
-            for j, c in enumerate(received, start=1):
-                c["decision"] = p.decisions.get(j)
-                if c["decision"] is None:
-                    c["parse_error"] = f"missing decision from agent {i + 1}"
+            p = parsing.parse_revision(comp.text, [c.source for c in received])
+            for c in received:
+                c.decision = p.decisions.get(c.source)
+                c.reason = p.reasons.get(c.source, "")
+                if c.decision is None:
+                    c.parse_error = f"missing decision from agent {i + 1}"
             if not p.answer:  # documented fallback: keep the previous answer and confidence
                 prev = d.agents[i]
-                p = parsing.RevisionParse(prev.answer, prev.confidence, p.reasoning or prev.reasoning,
-                                          p.parse_error, p.decisions)
-            parses[id(d)].append(p)
+                p = dataclasses.replace(p, answer=prev.answer, confidence=prev.confidence,
+                                        reasoning=p.reasoning or prev.reasoning)
+            out[j].append((p, comp.finish_reason == "length"))
+        return out
 
-        for d, decision in zip(debates, plans):
-            if d.failed:
-                continue
-            d.agents = self._agents_from(parses[id(d)], d.job.question)
-            entries = critiques[id(d)]
-            accepted = [any(c["source"] == s and c["target"] == t and c["decision"] == "ACCEPT"
-                            for c in entries) for s, t in decision.edges.tolist()]
-            d.influence = update_influence(d.influence, decision.edges, accepted,
-                                           d.job.method.router.beta)
-            self._close_round(d, r, decision.edges, decision.to_record(), entries)
-
-    def _close_round(self, d: _Debate, r: int, edges: np.ndarray, router: dict | None,
-                     critiques: list[dict]) -> None:
+    def _close(self, d: _Debate, r: int, plan: Any, critiques: list[Critique]) -> None:
+        """Vote and append round ``r`` to the debate's record."""
         canon = [a.canonical for a in d.agents]
         winner = vote(canon, d.rng)
         won = [a for a in d.agents if a.canonical == winner]
+        edges = plan.edges if plan is not None else np.zeros((0, 2), dtype=np.int64)
         d.rounds_data.append({
-            "round": r, "edges": np.asarray(edges).tolist(), "router": router,
-            "agents": [a.entry(i) for i, a in enumerate(d.agents)], "critiques": critiques,
+            "round": r, "edges": np.asarray(edges).tolist(),
+            "router": plan.to_record() if plan is not None else None,
+            "agents": [a.entry(i) for i, a in enumerate(d.agents)],
+            "critiques": [c.entry() for c in critiques],
             "influence": [float(x) for x in d.influence],
             "vote": winner, "vote_correct": bool(winner) and won[0].correct})
 
@@ -356,33 +489,40 @@ class Engine:
         failures = sum(a["parse_error"] is not None for rd in d.rounds_data for a in rd["agents"])
         failures += sum(c["parse_error"] is not None for rd in d.rounds_data for c in rd["critiques"])
         return {
-            "schema": SCHEMA_VERSION, **d.ident, "n_agents": len(d.agents),
-            "rounds": len(d.rounds_data) - 1, "gold": d.job.question.gold,
-            "rounds_data": d.rounds_data, "final_answer": last["vote"],
-            "correct": last["vote_correct"],
-            "tokens": {"prompt": d.tokens[0], "completion": d.tokens[1], "cached": d.tokens[2]},
-            "calls": d.calls, "parse_failures": failures,
+            "schema": SCHEMA_VERSION, **d.ident, "prompt_style": self.style,
+            "n_agents": len(d.agents), "rounds": len(d.rounds_data) - 1,
+            "max_rounds": self.debate.rounds if d.job.method.is_debate else 0,
+            "stop_reason": d.stop_reason if d.job.method.is_debate else None,
+            "gold_shown_to": [i for i, a in enumerate(d.agents) if a.role == "adversarial"],
+            "gold": d.job.question.gold, "rounds_data": d.rounds_data,
+            "final_answer": last["vote"], "correct": last["vote_correct"],
+            "tokens": {"prompt": d.prompt_tokens, "completion": d.completion_tokens,
+                       "cached": d.cached_tokens},
+            "calls": d.calls, "truncated_calls": d.truncated_calls, "parse_failures": failures,
             "latency_s": round(time.perf_counter() - d.started, 4),
             "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
 
 
+def _agent_backends(backend: Backend | Mapping[str, Backend],
+                    debate: DebateConfig) -> list[Backend]:
+    """The backend of every agent: ``backend`` for all, or ``backend[agent_models[i]]``."""
+    names = debate.agent_models
+    if isinstance(backend, Mapping):
+        if not names:
+            raise ValueError("a mapping of backends needs DebateConfig.agent_models "
+                             "(one model name per agent)")
+        missing = [m for m in dict.fromkeys(names) if m not in backend]
+        if missing:
+            raise ValueError(f"no backend for agent model {missing[0]!r}; have "
+                             f"{', '.join(map(repr, backend))}")
+        return [backend[m] for m in names]
+    if len(set(names)) > 1:
+        raise ValueError(f"agent_models={','.join(names)!r} names {len(set(names))} models: "
+                         f"pass a mapping {{model name: backend}}, one backend per model")
+    return [backend] * debate.n_agents
+
+
 def _question_meta(q: Any) -> dict[str, Any]:
     choices = getattr(q, "choices", None)
     return {"n_choices": len(choices) if choices else 0}
-
-
-def _view(agent: _Agent, i: int) -> dict[str, Any]:
-    return {"agent": i, "answer": agent.answer or "(no answer)", "canonical": agent.canonical,
-            "confidence": agent.confidence, "reasoning": agent.reasoning}
-
-
-def _copy(a: _Agent) -> _Agent:
-    return _Agent(a.answer, a.canonical, a.confidence, a.reasoning, a.correct, a.parse_error)
-
-
-def _add_tokens(d: _Debate, c: Completion) -> None:
-    d.tokens[0] += c.prompt_tokens
-    d.tokens[1] += c.completion_tokens
-    d.tokens[2] += c.cached_tokens
-    d.calls += 1

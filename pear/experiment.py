@@ -21,7 +21,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from pear.config import METHODS, DebateConfig, RouterConfig, method
+from pear.config import METHODS, DebateConfig, RouterConfig, identity_dict, method, roles_for
 from pear.engine import Engine, Job
 from pear.records import RecordWriter, completed_ids
 
@@ -81,8 +81,8 @@ class Experiment:
 
     def protocol(self) -> dict[str, Any]:
         """What must agree between runs that append to one directory."""
-        return {"debate": dataclasses.asdict(self.debate),
-                "router": dataclasses.asdict(self.router),
+        return {"debate": identity_dict(self.debate),
+                "router": identity_dict(self.router),
                 "question_seed": self.question_seed}
 
     def to_dict(self) -> dict[str, Any]:
@@ -99,7 +99,8 @@ PRESETS: dict[str, Experiment] = {
     # standing in for the 817).  Sized for the 15-minute CPU build.
     "smoke": Experiment("smoke", seeds=(0, 1), n_questions=1, full_datasets=("truthfulqa",),
                         full_n_questions=2, full_seeds=(0,),
-                        debate=DebateConfig(n_agents=3, rounds=1, k=1, max_tokens=112),
+                        debate=DebateConfig(n_agents=3, rounds=1, k=1, max_tokens=112,
+                                            prompt_style="compact"),
                         chunk_questions=3),
     # the paper grid for the simulated backend (cheap, so everything is run)
     "sim": Experiment("sim", full_datasets=("truthfulqa", "math500"), chunk_questions=50),
@@ -107,20 +108,28 @@ PRESETS: dict[str, Experiment] = {
 
 
 def preset(name: str, **overrides: Any) -> Experiment:
-    """A named preset with overrides (``rounds``/``agents``/``k`` go to the debate config).
+    """A named preset with overrides (``rounds``, ``n_agents``, ``k``, ``max_tokens``,
+    ``temperature``, ``prompt_style``, ``stop``, ``roles``, ``agent_models`` go to the debate
+    config; ``roles`` may be ``{agent (from 1): role}`` assignments).
 
     >>> preset("smoke", seeds=(3,)).seeds
     (3,)
+    >>> preset("smoke", roles={2: "adversarial"}).debate.roles
+    ('honest', 'adversarial', 'honest')
     """
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}: choose one of {', '.join(PRESETS)}")
     exp = PRESETS[name]
     debate_over = {k: overrides.pop(k) for k in ("rounds", "n_agents", "k", "max_tokens",
-                                                  "temperature") if k in overrides}
+                                                  "temperature", "prompt_style", "stop",
+                                                  "roles", "agent_models")
+                   if k in overrides}
     if debate_over:
         d = dataclasses.asdict(exp.debate) | debate_over
         if "n_agents" in debate_over and "k" not in debate_over:
             d["k"] = min(d["k"], d["n_agents"] - 1)
+        if isinstance(d["roles"], Mapping):
+            d["roles"] = roles_for(d["n_agents"], d["roles"])
         overrides["debate"] = DebateConfig(**d)
     unknown = set(overrides) - {f.name for f in dataclasses.fields(Experiment)}
     if unknown:
@@ -305,20 +314,28 @@ def run(exp: Experiment, backend: Any | Callable[[str], Any], out_dir: str | os.
     """Run every missing debate of ``exp`` into ``out_dir``.
 
     ``backend`` is a Backend (one model) or a callable ``model name -> Backend`` (one per
-    entry of ``exp.models``).
+    entry of ``exp.models``, or one per distinct ``exp.debate.agent_models`` for a mixed
+    population, which runs as one unit).
     """
     from pear import tasks
     from pear.data import sha256_files
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     models = list(exp.models) or [None]
-    backends = [(m, backend(m) if callable(backend) and not hasattr(backend, "generate")
-                 else backend) for m in models]
+    factory = callable(backend) and not hasattr(backend, "generate")
+    if exp.debate.agent_models:
+        if not factory or exp.models:
+            raise ValueError("a mixed population (agent_models) needs a backend factory "
+                             "(model name -> Backend) and no separate models")
+        units: list[Any] = [{m: backend(m) for m in dict.fromkeys(exp.debate.agent_models)}]
+    else:
+        units = [backend(m) if factory else backend for m in models]
+    engines = [Engine(u, exp.debate, task_for=task_for or tasks.get) for u in units]
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     manifest = {
         "protocol": exp.protocol(),
-        "backend": backends[0][1].name,
-        "models": [b.model_id for _, b in backends],
+        "backend": engines[0].backend_name,
+        "models": [e.model for e in engines],
         "data_sha256": sha256_files(),
     }
     old = read_manifest(out)
@@ -326,20 +343,20 @@ def run(exp: Experiment, backend: Any | Callable[[str], Any], out_dir: str | os.
         _check_manifest(old, manifest, out)
     manifest.update({
         "experiments": (old or {}).get("experiments", []) + [exp.to_dict()],
-        "backend_settings": [b.settings() for _, b in backends],
-        "versions": _versions(backends[0][1].name), "git_commit": _git_commit(),
+        "backend_settings": [b.settings() for e in engines
+                             for b in {id(b): b for b in e.agent_backends}.values()],
+        "versions": _versions(engines[0].backend.name), "git_commit": _git_commit(),
         "started_at": (old or {}).get("started_at", started), "resumed_at": started,
         "finished_at": None, "command": " ".join(map(str, sys.argv)),
     })
     _write_manifest(out, manifest)
 
     all_jobs = jobs(exp)
-    summary = RunSummary(total=len(all_jobs) * len(backends), already_done=0, written=0,
+    summary = RunSummary(total=len(all_jobs) * len(engines), already_done=0, written=0,
                          failed=[], generate_calls=0, requests=0, tokens=0, cache_hits=0)
     bar = _progress(summary.total, progress)
-    for _, be in backends:
-        engine = Engine(be, exp.debate, task_for=task_for or tasks.get)
-        rdir = model_dir(out, be.model_id)
+    for engine in engines:
+        rdir = model_dir(out, engine.model)
         done = completed_ids(rdir)
         todo = [j for j in all_jobs if engine.debate_id(j) not in done]
         summary.already_done += len(all_jobs) - len(todo)

@@ -14,6 +14,7 @@ Fallbacks (documented, and always flagged in ``parse_error``):
   (``delivered = false``); no critique is ever fabricated.
 * a decision missing for a received critique: ``None`` (neither ACCEPT nor REJECT); it counts
   as not accepted for influence and is excluded from the acceptance rate.  Never "REJECT all".
+* an unknown ``assessment`` word: ``""`` (the review still counts).
 """
 from __future__ import annotations
 
@@ -261,22 +262,32 @@ def _answer_from(text: str, obj: dict[str, Any] | None, err: str | None) -> Answ
 
 @dataclass
 class CritiqueParse:
-    """The reviews of one critique call, by target (0-indexed), and what went wrong."""
+    """The reviews of one critique call by target (0-indexed): ``step_loc``, ``correction``
+    and ``assessment`` (one of Strong/Acceptable/Flawed, or ``""`` when missing or unknown)."""
 
     reviews: dict[int, dict[str, str]]
     parse_error: str | None = None
 
 
+_ASSESSMENTS = {"strong": "Strong", "acceptable": "Acceptable", "flawed": "Flawed"}
+
+
+def _assessment(value: Any) -> str:
+    word = (_text(value) or "").strip(" .!*").lower()
+    return next((v for k, v in _ASSESSMENTS.items() if word.startswith(k)), "")
+
+
 def parse_critique(text: str, targets: Sequence[int]) -> CritiqueParse:
-    """Reviews keyed by 0-indexed target; ``target`` in the JSON is 1-indexed ("Agent 3").
+    """Reviews keyed by 0-indexed target; ``target`` in the JSON is 1-indexed ("Participant 3").
 
-    With exactly one target, a single review without a usable ``target`` is taken as that
-    target's.  A target with no review gets nothing (flagged), never a made-up critique.
+    A review counts when it says anything (step_loc, correction or an assessment).  With exactly
+    one target, a single review without a usable ``target`` is taken as that target's.  A
+    target with no review gets nothing (flagged), never a made-up critique.
 
-    >>> p = parse_critique('{"reviews": [{"target": 2, "critique": "ok", '
-    ...                    '"recommended_answer": "4"}]}', [1, 3])
-    >>> sorted(p.reviews), p.parse_error
-    ([1], 'missing review for agent 4')
+    >>> p = parse_critique('{"reviews": [{"target": 2, "step_loc": "step 2", '
+    ...                    '"correction": "7, not 8", "assessment": "flawed"}]}', [1, 3])
+    >>> p.reviews[1]["assessment"], p.parse_error
+    ('Flawed', 'missing review for agent 4')
     """
     obj, err = extract_json(text)
     reviews: dict[int, dict[str, str]] = {}
@@ -287,15 +298,16 @@ def parse_critique(text: str, targets: Sequence[int]) -> CritiqueParse:
         for item in raw:
             if not isinstance(item, dict):
                 continue
-            critique = _text(item.get("critique")) or ""
-            if not critique:
+            review = {"step_loc": _text(item.get("step_loc")) or "",
+                      "correction": _text(item.get("correction")) or "",
+                      "assessment": _assessment(item.get("assessment"))}
+            if not any(review.values()):
                 continue
             tgt = _target_index(item.get("target"))
             if tgt is None and len(targets) == 1 and len(raw) == 1:
                 tgt = targets[0]
             if tgt in targets and tgt not in reviews:
-                reviews[tgt] = {"critique": critique,
-                                "recommended_answer": _text(item.get("recommended_answer")) or ""}
+                reviews[tgt] = review
     missing = [t for t in targets if t not in reviews]
     problems = [] if obj is not None else [err or "invalid JSON"]
     problems += [f"missing review for agent {t + 1}" for t in missing]
@@ -313,43 +325,48 @@ def _target_index(value: Any) -> int | None:
     return None
 
 
+def _decision(value: Any) -> str | None:
+    word = value.strip().upper() if isinstance(value, str) else ""
+    return "ACCEPT" if word.startswith("ACC") else "REJECT" if word.startswith("REJ") else None
+
+
 @dataclass
 class RevisionParse(AnswerParse):
-    """A revised answer plus a decision per received critique (1-based id -> ACCEPT/REJECT)."""
+    """A revised answer plus, per critic (0-indexed source), its ACCEPT/REJECT and the reason."""
+
+    reasons: dict[int, str] = field(default_factory=dict)
 
 
-def parse_revision(text: str, n_critiques: int) -> RevisionParse:
-    """Parse an answer-update completion; a missing decision is left out of ``decisions``
-    (neither ACCEPT nor REJECT) and flagged.
+def parse_revision(text: str, sources: Sequence[int]) -> RevisionParse:
+    """Parse an answer-update completion: the answer fields and ``critique_response``, an
+    object keyed by the critics' 1-based ids (``"3"``, ``"Agent 3"``) of
+    ``{"decision": "ACCEPT"|"REJECT", "reason": ...}`` (a bare decision string is accepted too).
+    A missing decision is left out of ``decisions`` (neither ACCEPT nor REJECT) and flagged.
 
-    >>> r = parse_revision('{"decisions": [{"critique": 1, "decision": "accept"}], '
-    ...                    '"reasoning": "", "answer": "B", "confidence": 4}', 2)
-    >>> r.decisions, r.answer, r.parse_error
-    ({1: 'ACCEPT'}, 'B', 'missing decision for critique 2')
+    >>> r = parse_revision('{"answer": "B", "confidence": 4, "reasoning": "", '
+    ...                    '"critique_response": {"2": {"decision": "accept", "reason": "ok"}}}', [1, 3])
+    >>> r.decisions, r.reasons, r.answer, r.parse_error
+    ({1: 'ACCEPT'}, {1: 'ok'}, 'B', 'missing decision on the critique from agent 4')
     """
     obj, err = extract_json(text)
     base = _answer_from(text, obj, err)
     decisions: dict[int, str] = {}
-    raw = obj.get("decisions") if isinstance(obj, dict) else None
-    if isinstance(raw, list):
-        for pos, item in enumerate(raw, start=1):
-            if isinstance(item, dict):
-                cid = _target_index(item.get("critique"))
-                cid = pos if cid is None else cid + 1
-                word = item.get("decision")
-            else:
-                cid, word = pos, item
-            word = word.strip().upper() if isinstance(word, str) else ""
-            if word.startswith("ACC"):
-                word = "ACCEPT"
-            elif word.startswith("REJ"):
-                word = "REJECT"
-            else:
-                continue
-            if 1 <= cid <= n_critiques and cid not in decisions:
-                decisions[cid] = word
+    reasons: dict[int, str] = {}
+    raw = obj.get("critique_response") if isinstance(obj, dict) else None
+    items: list[tuple[Any, Any]] = []
+    if isinstance(raw, dict):
+        items = list(raw.items())
+    elif isinstance(raw, list):  # tolerated: [{"source": 3, "decision": ...}, ...]
+        items = [(it.get("source", it.get("agent")), it) for it in raw if isinstance(it, dict)]
+    for key, value in items:
+        src = _target_index(key)
+        entry = value if isinstance(value, dict) else {"decision": value}
+        word = _decision(entry.get("decision"))
+        if src in sources and word and src not in decisions:
+            decisions[src] = word
+            reasons[src] = _text(entry.get("reason")) or ""
     problems = [base.parse_error] if base.parse_error else []
-    problems += [f"missing decision for critique {i}" for i in range(1, n_critiques + 1)
-                 if i not in decisions]
+    problems += [f"missing decision on the critique from agent {s + 1}" for s in sources
+                 if s not in decisions]
     return RevisionParse(base.answer, base.confidence, base.reasoning,
-                         "; ".join(problems) if problems else None, decisions)
+                         "; ".join(problems) if problems else None, decisions, reasons)

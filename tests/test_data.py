@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pear import data, tasks
-from pear.prompts import task_block
+from pear.prompts import problem_block
 
 BENCH = Path(__file__).resolve().parent.parent / "data" / "benchmarks"
 
@@ -31,7 +31,7 @@ def test_full_load_sizes_and_unique_ids(name: str, size: int) -> None:
     assert {q.dataset for q in qs} == {name}
     assert all(q.gold for q in qs), "every question has a canonical gold answer"
     assert all(tasks.get(name).canonical(q.gold) == q.gold for q in qs)
-    assert all(q.question.strip() in q.task for q in qs)
+    assert all(q.question.strip() in problem_block(q) for q in qs)
 
 
 def test_full_load_is_source_order() -> None:
@@ -89,7 +89,7 @@ def test_truthfulqa_gold_letter_points_at_the_correct_choice() -> None:
         assert q.choices[ord(q.gold) - ord("A")] == correct
         assert sorted(q.choices) == sorted(rec["choices"])
         assert q.choices == tuple(rec["choices"][i] for i in q.permutation)
-        assert f"{q.gold}. {correct}" in q.task
+        assert f"{q.gold}. {correct}" in problem_block(q)
     letters = Counter(q.gold for q in qs)
     assert len(letters) >= 4
     assert max(letters.values()) / len(qs) < 0.4, letters  # not all "A" as in the source
@@ -105,6 +105,13 @@ def test_mmlu_pro_gold_letter_points_at_the_source_answer_text() -> None:
         assert q.choices == tuple(rec["choices"][i] for i in q.permutation)
         assert q.gold_raw == rec["answer"]
     assert len(Counter(q.gold for q in qs)) >= 8
+
+
+def test_mmlu_pro_keeps_the_benchmarks_option_order() -> None:
+    src = _source(data.FILES["mmlu_pro"])
+    for q in data.load("mmlu_pro", n=300, seed=1):
+        assert q.choices == tuple(src[q.id]["choices"])
+        assert q.gold == src[q.id]["answer"].strip().upper()
 
 
 def test_mmlu_pro_letter_wins_over_answer_index_quirk() -> None:
@@ -128,7 +135,7 @@ def test_open_ended_questions() -> None:
     assert q.gold_raw == r"\left( 3, \frac{\pi}{2} \right)"
     assert q.gold == tasks.get("math500").canonical(q.gold_raw) == r"(3,\frac{\pi}{2})"
     assert q.meta["level"] == 2 and q.meta["subject"] == "Precalculus"
-    assert q.task == task_block("math500", q.question, None)
+    assert problem_block(q).endswith("Problem:\n" + q.question.strip())
     g = data.load("gsm8k")[0]
     assert (g.id, g.gold, g.gold_raw) == ("gsm8k-0000", "18", "18")
 

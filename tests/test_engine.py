@@ -16,7 +16,7 @@ from pear.records import TIMING_FIELDS
 class Q:
     id: str
     dataset: str
-    task: str
+    question: str
     gold: str
     choices: tuple = ()
 
@@ -26,14 +26,14 @@ KEY = {(q.dataset, q.id): q.gold for q in QS}
 
 
 class Scripted:
-    """Agent i answers ``initial[i]``; every critic recommends its own answer; every target
-    accepts every critique and adopts the recommendation of its lowest-numbered critic."""
+    """Agent i answers ``initial[i]``; every critic points to its own answer; every target
+    accepts every critique and adopts the answer of its lowest-numbered critic."""
 
     name = "scripted"
     model_id = "scripted-1"
 
-    def __init__(self, initial, accept=True):
-        self.initial, self.accept, self.batches = initial, accept, []
+    def __init__(self, initial, accept=True, finish="stop"):
+        self.initial, self.accept, self.batches, self.finish = initial, accept, [], finish
 
     def settings(self):
         return {}
@@ -46,17 +46,20 @@ class Scripted:
             if m["phase"] == "initial":
                 obj = {"reasoning": "r", "answer": self.initial[m["agent"]], "confidence": 3}
             elif m["phase"] == "critique":
-                obj = {"reviews": [{"target": t["agent"] + 1, "critique": "see mine",
-                                    "recommended_answer": m["own"]["answer"]}
-                                   for t in m["targets"]]}
+                obj = {"reviews": [{"target": t["agent"] + 1, "step_loc": "step 1",
+                                    "correction": f"it is {m['own']['answer']}",
+                                    "assessment": "Flawed"} for t in m["targets"]]}
             else:
                 crit = m["critiques"]
                 dec = "ACCEPT" if self.accept else "REJECT"
-                ans = min(crit, key=lambda c: c["source"])["recommended_answer"] \
+                ans = min(crit, key=lambda c: c["source"])["source_answer"] \
                     if crit and self.accept else m["own"]["answer"]
-                obj = {"decisions": [{"critique": c["id"], "decision": dec} for c in crit],
-                       "reasoning": "r", "answer": ans, "confidence": 3}
-            out.append(Completion(json.dumps(obj), prompt_tokens=10, completion_tokens=5))
+                obj = {"answer": ans, "confidence": 3, "reasoning": "r",
+                       "critique_response": {str(c["source"] + 1): {"decision": dec,
+                                                                    "reason": "x"}
+                                             for c in crit}}
+            out.append(Completion(json.dumps(obj), prompt_tokens=10, completion_tokens=5,
+                                  finish_reason=self.finish))
         return out
 
 
@@ -118,14 +121,16 @@ def test_chain_dynamics_with_scripted_agents():
     assert rec["calls"] == 5 + 2 * (4 + 5)
     assert rec["tokens"] == {"prompt": 10 * rec["calls"], "completion": 5 * rec["calls"],
                              "cached": 0}
-    assert be.batches[1] == ["critique"] * 4 and be.batches[2] == ["revision"] * 5
+    assert be.batches[1] == ["critique"] * 4 and be.batches[2] == ["update"] * 5
 
 
 def test_pear_round_records_router_terms_and_in_degree_k():
     be = Scripted(["10", "1", "2", "3", "4"], accept=False)
     rec = next(Engine(be, DebateConfig(rounds=2)).run([Job(QS[0], method("pear"), 0)]))
+    from pear.graphs import distinct_relabellings
+    n_distinct = len(distinct_relabellings(np.array(rec["rounds_data"][1]["edges"]), 5))
     for rd in rec["rounds_data"][1:]:
-        assert rd["router"]["pool_size"] == 100
+        assert rd["router"]["pool_size"] == min(100, n_distinct)
         assert rd["router"]["score_min"] <= rd["router"]["score"] <= rd["router"]["score_max"]
         indeg = np.bincount([t for _, t in rd["edges"]], minlength=5)
         assert indeg.tolist() == [2] * 5
@@ -152,7 +157,7 @@ def test_failed_requests_drop_the_debate():
         def generate(self, requests):
             out = super().generate(requests)
             return [Completion("", finish_reason="error", error="HTTP 503")
-                    if r.meta["phase"] == "revision" and r.meta["agent"] == 0 else c
+                    if r.meta["phase"] == "update" and r.meta["agent"] == 0 else c
                     for r, c in zip(requests, out)]
     eng = Engine(Flaky(["1", "2", "3", "4", "5"]), DebateConfig(rounds=1))
     recs = list(eng.run([Job(QS[0], method(m), 0) for m in ("cot", "ring", "pear")]))
@@ -169,3 +174,70 @@ def test_vote_tie_break_is_uniform_and_seeded():
     assert vote(["", "", "x"], rng) == "x" and vote(["", ""], rng) == ""
     assert [vote(["a", "b"], np.random.default_rng(5)) for _ in range(3)] == \
         [vote(["a", "b"], np.random.default_rng(5))] * 3
+
+
+def test_routed_methods_of_one_question_share_their_base_graph():
+    # the base graph shows as the multiset of in/out-degree pairs every relabelling keeps;
+    # with one question and seed, Random and every PEAR variant route relabellings of it
+    from pear.config import ROUTED_METHODS
+    from pear.graphs import to_adjacency
+
+    def degrees(rec):
+        shapes = set()
+        for rd in rec["rounds_data"][1:]:
+            adj = to_adjacency(np.array(rd["edges"]), 5)
+            shapes.add(tuple(sorted(adj.sum(axis=1).tolist())))
+        return shapes
+
+    for q in QS[:4]:
+        recs = list(Engine(SimulatedBackend(KEY), DebateConfig(rounds=3)).run(
+            [Job(q, method(m), 3) for m in ROUTED_METHODS]))
+        routers = {r["method"]: r for r in recs}
+        shapes = {m: degrees(r) for m, r in routers.items()}
+        assert all(len(v) == 1 for v in shapes.values())  # one base graph per debate
+        assert len(set(map(frozenset, shapes.values()))) == 1, shapes
+
+
+def test_base_graph_drawn_from_seed_and_question_not_method():
+    from pear.router import make_router
+    from pear.engine import derive_seed
+    eng = Engine(SimulatedBackend(KEY), DebateConfig())
+    graphs = set()
+    for m in ("random", "pear", "pear_T", "pear_IL"):
+        rng = np.random.default_rng(derive_seed(0, "gsm8k", "q1", "base_graph"))
+        graphs.add(tuple(map(tuple, make_router(method(m), eng.debate, rng).base.tolist())))
+    assert len(graphs) == 1
+
+
+def test_paper_style_prompts_reach_the_backend_and_records_name_the_style():
+    be = Scripted(["10", "1", "2", "3", "4"])
+    rec = next(Engine(be, DebateConfig(rounds=1)).run([Job(QS[0], method("ring"), 0)]))
+    assert rec["prompt_style"] == "paper" and rec["truncated_calls"] == 0
+    crit = rec["rounds_data"][1]["critiques"][0]
+    assert (crit["step_loc"], crit["assessment"], crit["reason"]) == ("step 1", "Flawed", "x")
+    assert "recommended_answer" not in crit and "critique" not in crit
+
+
+def test_truncated_completions_are_counted():
+    be = Scripted(["10", "1", "2", "3", "4"], finish="length")
+    rec = next(Engine(be, DebateConfig(rounds=1)).run([Job(QS[0], method("ring"), 0)]))
+    assert rec["truncated_calls"] == rec["calls"] == 5 + 5 + 5
+    assert all(a["truncated"] for rd in rec["rounds_data"] for a in rd["agents"])
+
+
+def test_update_prompt_never_shows_the_critics_confidence():
+    seen = []
+
+    class Spy(Scripted):
+        def generate(self, requests):
+            seen.extend(r for r in requests if r.meta["phase"] == "update")
+            return super().generate(requests)
+    next(Engine(Spy(["10", "1", "2", "3", "4"]), DebateConfig(rounds=1)).run(
+        [Job(QS[0], method("clique"), 0)]))
+    user = seen[0].messages[1]["content"]
+    assert "[Critique from Agent 2]" in user and "assessment: Flawed" in user
+    assert "Confidence: 3" in user  # the agent's own previous confidence only
+    assert user.count("Confidence:") == 1
+    props = seen[0].schema["properties"]
+    assert list(props) == ["answer", "confidence", "reasoning", "critique_response"]
+    assert sorted(props["critique_response"]["required"]) == ["2", "3", "4", "5"]

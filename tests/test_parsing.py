@@ -53,24 +53,52 @@ def test_real_newlines_inside_strings_and_real_escapes_survive():
 
 def test_critique_reviews_by_target_and_missing_flagged():
     text = json.dumps({"reviews": [
-        {"target": 3, "critique": "wrong sign", "recommended_answer": "-4"},
-        {"target": "Agent 5", "critique": "correct", "recommended_answer": "4"},
-        {"target": 9, "critique": "not a target", "recommended_answer": "1"}]})
+        {"target": 3, "step_loc": "step 2", "correction": "the sign is -", "assessment": "Flawed"},
+        {"target": "Participant 5", "step_loc": "No error identified", "correction": "",
+         "assessment": "strong."},
+        {"target": 9, "step_loc": "not a target", "correction": "", "assessment": "Flawed"}]})
     p = parse_critique(text, [2, 4, 0])
-    assert p.reviews == {2: {"critique": "wrong sign", "recommended_answer": "-4"},
-                         4: {"critique": "correct", "recommended_answer": "4"}}
+    assert p.reviews == {
+        2: {"step_loc": "step 2", "correction": "the sign is -", "assessment": "Flawed"},
+        4: {"step_loc": "No error identified", "correction": "", "assessment": "Strong"}}
     assert p.parse_error == "missing review for agent 1"
     empty = parse_critique("garbage", [1])
     assert empty.reviews == {} and "missing review for agent 2" in empty.parse_error
 
 
-def test_revision_decisions_never_default_to_reject():
-    p = parse_revision('{"reasoning": "r", "answer": "B", "confidence": 3}', 2)
+def test_critique_with_unknown_assessment_still_counts_and_empty_review_does_not():
+    text = json.dumps({"reviews": [
+        {"target": 1, "step_loc": "", "correction": "", "assessment": ""},
+        {"target": 2, "step_loc": "step 3", "correction": "x = 4", "assessment": "Meh"}]})
+    p = parse_critique(text, [0, 1])
+    assert p.reviews == {1: {"step_loc": "step 3", "correction": "x = 4", "assessment": ""}}
+    assert p.parse_error == "missing review for agent 1"
+
+
+def test_single_target_review_without_a_target_number_is_that_targets():
+    p = parse_critique('{"reviews": [{"step_loc": "step 1", "correction": "c", '
+                       '"assessment": "Acceptable"}]}', [3])
+    assert p.reviews[3]["assessment"] == "Acceptable" and p.parse_error is None
+
+
+def test_update_decisions_by_source_never_default_to_reject():
+    p = parse_revision('{"answer": "B", "confidence": 3, "reasoning": "r"}', [0, 2])
     assert p.decisions == {} and p.answer == "B"
-    assert "missing decision for critique 1" in p.parse_error
-    q = parse_revision('{"decisions": ["accept", {"critique": 2, "decision": "Reject"}], '
-                       '"reasoning": "", "answer": "C", "confidence": 5}', 2)
-    assert q.decisions == {1: "ACCEPT", 2: "REJECT"} and q.parse_error is None
+    assert "missing decision on the critique from agent 1" in p.parse_error
+    q = parse_revision('{"answer": "C", "confidence": 5, "reasoning": "", "critique_response": '
+                       '{"1": {"decision": "accept", "reason": "right"}, '
+                       '"Agent 3": "Reject", "4": {"decision": "REJECT"}}}', [0, 2])
+    assert q.decisions == {0: "ACCEPT", 2: "REJECT"} and q.parse_error is None
+    assert q.reasons == {0: "right", 2: ""}
+    r = parse_revision('{"answer": "C", "confidence": 5, "reasoning": "", "critique_response": '
+                       '{"1": {"decision": "maybe"}}}', [0])
+    assert r.decisions == {} and "agent 1" in r.parse_error
+
+
+def test_update_with_latex_answer_first():
+    r = parse_revision('{"answer": "\\frac{1}{2}", "confidence": 4, "reasoning": "\\sqrt{x}", '
+                       '"critique_response": {"2": {"decision": "ACCEPT", "reason": "ok"}}}', [1])
+    assert (r.answer, r.decisions, r.parse_error) == ("\\frac{1}{2}", {1: "ACCEPT"}, None)
 
 
 @pytest.mark.parametrize("value, expected", [
@@ -107,17 +135,21 @@ def _mutations(rng: random.Random, good: str) -> str:
 
 def test_fuzz_malformed_completions_never_raise_and_failures_are_flagged():
     rng = random.Random(1234)
-    good = '{"reasoning": "it is 7", "answer": "7", "confidence": 4}'
-    crit = '{"reviews": [{"target": 2, "critique": "ok", "recommended_answer": "7"}]}'
+    good = ('{"answer": "7", "confidence": 4, "reasoning": "it is 7", "critique_response": '
+            '{"2": {"decision": "ACCEPT", "reason": "ok"}, "3": {"decision": "REJECT", '
+            '"reason": "no"}}}')
+    crit = ('{"reviews": [{"target": 2, "step_loc": "step 1", "correction": "7", '
+            '"assessment": "Flawed"}]}')
     for _ in range(10_000):
         text = _mutations(rng, good)
         a = parse_answer(text)
         assert isinstance(a.answer, str) and 1 <= a.confidence <= 5
         if not a.answer:
             assert a.parse_error and "missing answer" in a.parse_error
-        r = parse_revision(text, 2)
-        assert set(r.decisions) <= {1, 2}
-        assert r.parse_error is not None  # no decisions in these texts: always flagged
+        r = parse_revision(text, [1, 2])
+        assert set(r.decisions) <= {1, 2} and set(r.reasons) == set(r.decisions)
+        if len(r.decisions) < 2:
+            assert r.parse_error is not None  # a missing decision is always flagged
         c = parse_critique(_mutations(rng, crit), [1])
         assert set(c.reviews) <= {1}
         if not c.reviews:

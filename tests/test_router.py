@@ -246,3 +246,43 @@ def test_route_batch_equals_sequential_routes():
         assert np.array_equal(x.edges, y.edges) and x.pool_size == y.pool_size
         assert x.terms.score == pytest.approx(y.terms.score)
         assert (x.score_min, x.score_max) == pytest.approx((y.score_min, y.score_max))
+
+
+def test_route_batch_groups_debates_of_different_sizes():
+    # debates with different n and edge counts m in one batch: each is scored in its own
+    # (n, m) group and gets the decision route() gives it alone, in input order
+    from pear.graphs import distinct_relabellings
+    from pear.router import RouteItem, route_batch
+    rng = np.random.default_rng(5)
+    shapes = [(5, 2), (5, 3), (7, 2), (4, 1), (10, 2), (5, 2), (7, 3)]
+    items_a, items_b = [], []
+    for d, (n, k) in enumerate(shapes):
+        base = base_graph(n, k, rng)
+        st_ = RouterState(tuple(rng.choice(list("abc"), n)), tuple(rng.integers(1, 6, n)),
+                          tuple(rng.random(n)), base)
+        cfg = RouterConfig(tau=[0.1, 0.0][d % 2], m_max=50)
+        rel = distinct_relabellings(base, n) if n <= 7 and d % 3 else None
+        items_a.append(RouteItem(st_, cfg, np.random.default_rng(100 + d), rel))
+        items_b.append((st_, cfg, np.random.default_rng(100 + d), rel))
+    batch = route_batch(items_a)
+    alone = [route(*item) for item in items_b]
+    assert [len(x.edges) for x in batch] == [n * k for n, k in shapes]
+    for x, y in zip(batch, alone):
+        assert np.array_equal(x.edges, y.edges) and x.pool_size == y.pool_size
+        assert x.terms == y.terms and (x.score_min, x.score_max) == (y.score_min, y.score_max)
+
+
+def test_chosen_terms_match_the_score_of_the_chosen_edges():
+    # the batched path's recorded T~, I~, L~ and S are the paper's score of the graph it chose
+    rng = np.random.default_rng(9)
+    for d in range(20):
+        n = 5 + d % 3
+        base = base_graph(n, 2, rng)
+        answers, conf, rho = list(rng.choice(list("ab"), n)), list(rng.integers(1, 6, n)), \
+            list(rng.random(n))
+        dec = route(RouterState(tuple(answers), tuple(conf), tuple(rho), base), CFG,
+                    np.random.default_rng(d))
+        ref = score(dec.edges, answers, conf, rho, CFG)
+        assert dec.terms.score == pytest.approx(ref.score, abs=1e-12)
+        assert (dec.terms.T, dec.terms.I, dec.terms.L) == pytest.approx((ref.T, ref.I, ref.L))
+        assert dec.score_min <= dec.terms.score <= dec.score_max

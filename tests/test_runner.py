@@ -158,6 +158,7 @@ def _cli(*args, **kw):
     (["run", "--out", "X", "--backend", "simulated", "--agents", "1"], "n_agents"),
     (["run", "--out", "X", "--backend", "llamacpp", "--model-path", "/no/such.gguf"],
      "/no/such.gguf"),
+    (["run", "--out", "X", "--backend", "simulated", "--prompt-style", "fancy"], "'fancy'"),
     (["show", "/no/such/run"], "/no/such/run"),
     (["frobnicate"], "invalid choice"),
 ])

@@ -27,7 +27,7 @@ def question(dataset: str, gold_raw: str, n_options: int | None = None) -> Quest
     task = tasks.get(dataset)
     choices = None if n_options is None else tuple(f"option {i}" for i in range(n_options))
     gold = gold_raw if n_options else task.canonical(gold_raw)
-    return Question(id="t", dataset=dataset, question="q", task="q", choices=choices, gold=gold,
+    return Question(id="t", dataset=dataset, question="q", choices=choices, gold=gold,
                     gold_raw=gold_raw, permutation=None if choices is None else
                     tuple(range(n_options or 0)), meta={})
 

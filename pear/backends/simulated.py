@@ -16,10 +16,10 @@ Model (all draws from ``numpy.random.default_rng(request.seed)``, so runs are re
 * confidence is informative but noisy: ``round(N(conf_base + conf_gap * correct, conf_sd))``
   clipped to 1..5;
 * a target accepts a critique with probability ``sigmoid(accept_bias + accept_src *
-  (c_s - 3) - accept_tgt * (c_t - 3) + accept_right * [critique recommends the right
-  answer] + accept_agree * [critique agrees with the target])``; accepting a differing
-  critique switches to its recommended answer, so a wrong-but-confident critique can still
-  flip a right agent;
+  (c_s - 3) - accept_tgt * (c_t - 3) + accept_right * [critique points to the right
+  answer] + accept_agree * [critique agrees with the target])``, where a critique points to
+  its source's own answer; accepting a differing critique switches to that answer, so a
+  wrong-but-confident critique can still flip a right agent;
 * a fraction ``malformed_rate`` of completions is truncated or junk (the parser must cope).
 
 The default parameters were calibrated once, under the ``random`` method only (with the
@@ -145,32 +145,34 @@ class SimulatedBackend:
     # phases ---------------------------------------------------------------------
     def _initial(self, meta, rng) -> dict[str, Any]:
         answer, correct = self._solve(meta, rng)
-        return {"reasoning": "simulated reasoning", "answer": answer,
-                "confidence": self._confidence(correct, rng)}
+        return {"answer": answer, "confidence": self._confidence(correct, rng),
+                "reasoning": "simulated reasoning"}
 
     def _critique(self, meta, rng) -> dict[str, Any]:
         own = meta["own"]["canonical"] or meta["own"]["answer"]
         reviews = []
         for t in meta["targets"]:
-            verdict = "agree" if t["canonical"] == own else "disagree"
+            agree = t["canonical"] == own
             reviews.append({"target": t["agent"] + 1,
-                            "critique": f"I {verdict}; the answer should be {own}.",
-                            "recommended_answer": own})
+                            "step_loc": "No error identified" if agree else "the final step",
+                            "correction": "" if agree else f"the answer should be {own}",
+                            "assessment": "Strong" if agree else "Flawed"})
         return {"reviews": reviews}
 
-    def _revision(self, meta, rng) -> dict[str, Any]:
+    def _update(self, meta, rng) -> dict[str, Any]:
         p = self.params
         gold = self._gold(meta)
         own = meta["own"]
         answer, conf = own["canonical"] or own["answer"], int(own["confidence"])
-        decisions, switch = [], []
+        responses, switch = {}, []
         for c in meta["critiques"]:
-            rec = c["source_answer"] or c["recommended_answer"]
+            rec = c["source_answer"]  # a critique points to its source's own answer
             logit = (p.accept_bias + p.accept_src * (c["source_confidence"] - 3)
                      - p.accept_tgt * (own["confidence"] - 3) + p.accept_right * (rec == gold)
                      + p.accept_agree * (rec == answer))
             ok = rng.random() < _sigmoid(logit)
-            decisions.append({"critique": c["id"], "decision": "ACCEPT" if ok else "REJECT"})
+            responses[str(c["source"] + 1)] = {"decision": "ACCEPT" if ok else "REJECT",
+                                               "reason": "simulated"}
             if ok and rec != answer:
                 switch.append((c["source_confidence"], rng.random(), rec))
         if switch:
@@ -179,16 +181,15 @@ class SimulatedBackend:
         elif rng.random() < p.recheck:
             answer, correct = self._solve(meta, rng)
             conf = self._confidence(correct, rng)
-        out: dict[str, Any] = {"reasoning": "simulated revision", "answer": answer,
-                               "confidence": conf}
-        if meta["critiques"]:
-            out = {"decisions": decisions, **out}
-        return out
+        return {"answer": answer, "confidence": conf, "reasoning": "simulated revision",
+                "critique_response": responses}
 
     def _complete(self, req: Request) -> Completion:
         meta = req.meta
         rng = np.random.default_rng([self.seed, req.seed])
         obj = getattr(self, "_" + meta["phase"])(meta, rng)
+        if meta.get("role", "honest") != "honest":
+            obj = _role_reply(obj, meta, self._wrong(meta, self._gold(meta))[0])
         text = json.dumps(obj)
         if rng.random() < self.params.malformed_rate:
             text = text[: int(rng.integers(1, max(2, len(text) - 1)))] if rng.random() < 0.7 \
@@ -203,6 +204,37 @@ class SimulatedBackend:
         if self.params.latency_s:
             time.sleep(self.params.latency_s * len(requests))
         return [self._complete(r) for r in requests]
+
+
+# roles (issue 14) --------------------------------------------------------------------------
+_ROLE_CONFIDENCE = {"adversarial": 5, "overconfident": 5, "underconfident": 1}
+
+
+def _role_reply(obj: dict[str, Any], meta: Mapping[str, Any], wrong: str) -> dict[str, Any]:
+    """The reply of an agent with a non-honest ``meta["role"]``, from the population's reply
+    ``obj``: an adversary answers the question's most plausible wrong answer ``wrong`` in every
+    phase, rejects every critique, and recommends ``wrong`` to every target that differs;
+    confidence roles state their fixed confidence."""
+    role, phase = meta["role"], meta["phase"]
+    obj = dict(obj)
+    if role == "adversarial" and phase == "critique":
+        obj["reviews"] = [_adversarial_review(t, wrong) for t in meta["targets"]]
+    elif role == "adversarial":
+        obj["answer"] = wrong
+        if phase == "update":
+            obj["critique_response"] = {k: {"decision": "REJECT", "reason": "simulated"}
+                                        for k in obj["critique_response"]}
+    if "confidence" in obj and role in _ROLE_CONFIDENCE:
+        obj["confidence"] = _ROLE_CONFIDENCE[role]
+    return obj
+
+
+def _adversarial_review(target: Mapping[str, Any], wrong: str) -> dict[str, Any]:
+    agree = (target["canonical"] or target["answer"]) == wrong
+    return {"target": target["agent"] + 1,
+            "step_loc": "No error identified" if agree else "the final step",
+            "correction": "" if agree else f"the answer should be {wrong}",
+            "assessment": "Strong" if agree else "Flawed"}
 
 
 def _normal_from(u: float) -> float:

@@ -1,0 +1,74 @@
+"""Golden records of the default protocol: a small seeded simulated run, stored as JSON Lines.
+
+``tests/test_golden.py`` reruns :func:`generate` and asserts the records equal the stored ones
+except for timing fields, so a refactor of the engine or router that changes the default
+protocol (a graph, a vote, a token count, a seed) fails loudly.
+
+Regenerate the file (only when a change of the protocol or of the simulated population is
+intended, e.g. after recalibrating ``pear/backends/simulated.py``) from the repository root::
+
+    PYTHONPATH=$PWD python -m tests.golden
+
+The simulated population's parameters are pinned here (:data:`SIM_PARAMS`), so the file does
+not move when the backend's default parameters are recalibrated; it still moves when the
+population *model* (the code) changes, and then it must be regenerated.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+GOLDEN_FILE = Path(__file__).resolve().parent / "default_protocol.jsonl.gz"
+"""JSON Lines, gzipped (deterministically: no timestamp) to keep the repository small."""
+DATASETS = ("gsm8k", "truthfulqa")  # one open-answer and one multiple-choice benchmark
+N_QUESTIONS = 3
+SEEDS = (0,)
+ROUNDS = 2
+SIM_SEED = 0
+
+SIM_PARAMS: dict[str, Any] = dict(  # pinned: the defaults when recorded, plus junk replies
+    skill_mean=0.605, skill_spread=0.6, difficulty_sd=1.506, n_wrong=4, wrong_decay=0.735,
+    conf_base=2.676, conf_gap=0.454, conf_sd=1.0, accept_bias=0.047, accept_src=0.016,
+    accept_tgt=0.335, accept_right=0.315, accept_agree=0.089, recheck=0.06,
+    malformed_rate=0.1,  # some truncated/junk completions, so parse-failure paths are covered
+)
+
+
+def generate() -> list[dict[str, Any]]:
+    """Every record of the golden grid (2 datasets x 3 questions x all 14 methods x 1 seed,
+    n=5, R=2, the default protocol otherwise), timing fields removed, in engine order."""
+    from pear import tasks
+    from pear.backends.simulated import SimParams, SimulatedBackend
+    from pear.engine import Engine
+    from pear.experiment import answer_key, jobs, preset
+    from pear.records import TIMING_FIELDS
+
+    exp = preset("sim", datasets=DATASETS, n_questions=N_QUESTIONS, seeds=SEEDS,
+                 rounds=ROUNDS, full_datasets=())
+    backend = SimulatedBackend(answer_key(exp), params=SimParams(**SIM_PARAMS), seed=SIM_SEED,
+                               n_agents=exp.debate.n_agents)
+    engine = Engine(backend, exp.debate, task_for=tasks.get)
+    return [{k: v for k, v in rec.items() if k not in TIMING_FIELDS}
+            for rec in engine.run(jobs(exp))]
+
+
+def dumps(records: list[dict[str, Any]]) -> bytes:
+    """The file's bytes: one sorted-key JSON object a line, gzipped without a timestamp."""
+    text = "".join(json.dumps(r, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+                   + "\n" for r in records)
+    return gzip.compress(text.encode("utf-8"), mtime=0)
+
+
+def load() -> list[dict[str, Any]]:
+    """The stored golden records."""
+    text = gzip.decompress(GOLDEN_FILE.read_bytes()).decode("utf-8")
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def main() -> None:
+    """Rewrite :data:`GOLDEN_FILE` from :func:`generate`."""
+    records = generate()
+    GOLDEN_FILE.write_bytes(dumps(records))
+    print(f"wrote {len(records)} records to {GOLDEN_FILE}")
