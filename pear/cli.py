@@ -312,7 +312,7 @@ def _cmd_plan(a: argparse.Namespace) -> int:
 
 
 def _cmd_merge(a: argparse.Namespace) -> int:
-    from pear.experiment import merge
+    from pear.merge import merge
     s = merge(a.out, a.runs)
     print(f"{s.records} debates merged into {a.out} ({s.duplicates} duplicates dropped)"
           + (f"; shards {', '.join(s.shards)}" if s.shards else ""))

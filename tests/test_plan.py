@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,7 @@ from pear.backends.base import Request
 from pear.backends.dry import DryBackend, fill_schema
 from pear.cli import make_backend
 from pear.config import RouterConfig
+from pear.engine import Engine
 from pear.experiment import jobs, preset, run
 from pear.plan import Cost, estimate
 
@@ -45,9 +48,7 @@ def test_call_count_equals_the_engines_on_a_simulated_run(circulant_run):
 
 def test_call_count_of_one_shard_is_exact(circulant_run):
     exp, _, _ = circulant_run
-    from dataclasses import replace
     part = replace(exp, shard=(2, 3))
-    import tempfile
     with tempfile.TemporaryDirectory() as d:
         summary = run(part, make_backend("simulated", exp=part), d, progress=False)
     assert estimate(part).calls == summary.requests
@@ -87,7 +88,6 @@ def test_from_a_run_with_another_protocol_lends_only_its_completion_length(circu
 
 def test_dry_replies_follow_the_schemas_and_parse():
     exp = _grid(n_questions=2, seeds=(0,), full_datasets=())
-    from pear.engine import Engine
     be = DryBackend(fill=0.5, chars_per_token=4.0)
     records = list(Engine(be, exp.debate).run(jobs(exp)))
     assert len(records) == 2 * 2 * 14

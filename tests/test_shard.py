@@ -2,12 +2,12 @@
 parts (with manifest checks), and N merged shards equal one unsharded run."""
 from __future__ import annotations
 
-import json
 
 import pytest
 
 from pear import cli
-from pear.experiment import jobs, merge, preset, read_manifest, run
+from pear.experiment import jobs, preset, read_manifest, run
+from pear.merge import merge
 from pear.records import TIMING_FIELDS, read_records
 
 
