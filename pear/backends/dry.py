@@ -7,8 +7,10 @@ model.  Prompt tokens are counted from the characters of the messages plus a per
 chat-template overhead.  A simulated prefix cache (vLLM's automatic prefix caching with
 unlimited memory, in request order) gives the cached share of each prompt.
 
-It answers every question "42" with confidence 3: the content is meaningless, only its
-length and shape matter.  Not registered in :data:`pear.backends.BACKENDS`.
+Its answers are distinct per request ("42-<n>"), so agents never agree and no debate stops
+early (an upper bound where early stopping is on); confidence is 3.  The content is
+meaningless: only its length and shape matter.  Not registered in
+:data:`pear.backends.BACKENDS`.
 """
 from __future__ import annotations
 
@@ -24,7 +26,7 @@ CHARS_PER_TOKEN = 4.0  # our choice: English prose with a 100k+ vocabulary (Llam
 MESSAGE_OVERHEAD_TOKENS = 5  # our choice: role markers of one chat-template turn (ChatML ~5)
 CACHE_BLOCK_TOKENS = 16  # vLLM's default KV-cache block size (prefix caching is per block)
 SHORT_TEXT = "42"
-"""The value of every answer-like string field (keys containing "answer")."""
+"""The stem of every answer-like string field (keys containing "answer")."""
 
 
 _WORDS = ("alpha", "beta", "gamma", "delta", "step", "check", "value", "total", "since",
@@ -47,32 +49,34 @@ def fill_schema(schema: dict[str, Any] | None, chars: int, seed: int = 0) -> Any
     """A JSON value that follows ``schema`` and is about ``chars`` characters long when
     serialised: enums take their first value, integers the middle of their range (array
     items: successive values, see :func:`_build`), keys
-    containing "answer" the short text "42", and every other string an equal share of the
-    remaining characters (words drawn with ``seed``).
+    containing "answer" the short text "42-<seed>", and every other string an equal share of
+    the remaining characters (words drawn with ``seed``).
 
     >>> s = {"type": "object", "properties": {"answer": {"type": "string"},
     ...      "confidence": {"type": "integer", "minimum": 1, "maximum": 5},
     ...      "reasoning": {"type": "string"}}}
     >>> v = fill_schema(s, 120)
     >>> v["answer"], v["confidence"], len(json.dumps(v))
-    ('42', 3, 120)
+    ('42-0', 3, 120)
     """
     if schema is None:
         schema = {"type": "object", "properties": {"answer": {"type": "string"},
                                                    "confidence": {"type": "integer"},
                                                    "reasoning": {"type": "string"}}}
     slots: list[list[str]] = []
-    value = _build(schema, "", slots)
+    answer = f"{SHORT_TEXT}-{seed % 1000}"
+    value = _build(schema, "", slots, answer=answer)
     spare = max(0, chars - len(json.dumps(value)))
     if slots:
         share, extra = divmod(spare, len(slots))
         for i, slot in enumerate(slots):
             slot[0] = _filler(share + (1 if i < extra else 0), seed * 1000 + i)
-        value = _build(schema, "", iter(slots))
+        value = _build(schema, "", iter(slots), answer=answer)
     return value
 
 
-def _build(schema: dict[str, Any], key: str, slots: Any, index: int | None = None) -> Any:
+def _build(schema: dict[str, Any], key: str, slots: Any, index: int | None = None,
+           answer: str = SHORT_TEXT) -> Any:
     """The value of ``schema``; free-text strings are appended to (or taken from) ``slots``.
     Inside an array, item ``index`` takes the index-th enum value or minimum + index (so
     that the items of a list of reviews or decisions are distinct)."""
@@ -83,17 +87,17 @@ def _build(schema: dict[str, Any], key: str, slots: Any, index: int | None = Non
         kind = next((k for k in kind if k != "null"), "string")
     if kind == "object":
         props = schema.get("properties", {})
-        return {k: _build(v, k, slots, index) for k, v in props.items()}
+        return {k: _build(v, k, slots, index, answer) for k, v in props.items()}
     if kind == "array":
         n = max(int(schema.get("minItems", 1)), 1)
-        return [_build(schema.get("items", {}), key, slots, i) for i in range(n)]
+        return [_build(schema.get("items", {}), key, slots, i, answer) for i in range(n)]
     if kind in ("integer", "number"):
         lo, hi = schema.get("minimum", 1), schema.get("maximum", 5)
         return int((lo + hi) // 2) if index is None else int(min(hi, lo + index))
     if kind == "boolean":
         return True
     if "answer" in key.lower():
-        return SHORT_TEXT
+        return answer
     if isinstance(slots, list):
         slot = [""]
         slots.append(slot)
