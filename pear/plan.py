@@ -194,7 +194,7 @@ def estimate(exp: Experiment, model: str | None = None, *,
         records = read_records(from_run)
         if manifest is None or not records:
             raise FileNotFoundError(f"{str(from_run)!r} holds no recorded run to measure")
-        same = manifest.get("protocol", {}).get("debate") == dataclasses.asdict(grid.debate)
+        same = manifest.get("protocol", {}).get("debate") == grid.protocol()["debate"]
         if same:
             unit = _units(records, n)
             totals = _extrapolate(all_jobs, unit, n)
