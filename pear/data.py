@@ -29,7 +29,6 @@ from typing import Any
 
 import numpy as np
 
-from pear import tasks
 from pear.prompts import option_letters, task_block
 
 __all__ = [
@@ -72,8 +71,9 @@ class Question:
     choices: tuple[str, ...] | None
     """The options in the order shown (after the per-question shuffle); None if open-ended."""
     gold: str
-    """The gold answer in canonical form (:meth:`pear.tasks.Task.canonical`); for multiple
-    choice the letter of the correct option as shown."""
+    """The gold answer: for multiple choice the letter of the correct option as shown, else the
+    source's answer as written (stripped).  Reading, grading and equivalence live in
+    :mod:`pear.tasks`."""
     gold_raw: str
     """The source's gold answer, verbatim (TruthfulQA: the correct option's text; MMLU-Pro:
     the source letter before the shuffle)."""
@@ -151,7 +151,7 @@ def _question(dataset: str, rec: dict[str, Any]) -> Question:
         gold = option_letters(len(source))[perm.index(answer_index)]
     else:
         perm, choices = None, None
-        gold = tasks.get(dataset).canonical(gold_raw)
+        gold = gold_raw.strip()
     return Question(id=qid, dataset=dataset, question=text,
                     task=task_block(dataset, text, choices), choices=choices, gold=gold,
                     gold_raw=gold_raw, permutation=perm, meta=meta)

@@ -168,11 +168,15 @@ class Engine:
 
     def _agents_from(self, parses: Sequence[parsing.AnswerParse], question: Any) -> list[_Agent]:
         task = self._task_for(question.dataset)
-        canon = [task.canonical(p.answer) if p.answer else "" for p in parses]
-        reps = task.buckets(canon)
-        return [_Agent(p.answer, rep, p.confidence, p.reasoning,
-                       bool(p.answer) and task.grade(p.answer, question), p.parse_error)
-                for p, rep in zip(parses, reps)]
+        answers = [p.answer or "" for p in parses]
+        if hasattr(task, "judge"):  # one call: classes and grades from one equivalence
+            judged = task.judge(answers, question)
+            reps, correct = list(judged.classes), list(judged.correct)
+        else:
+            reps = task.buckets([task.canonical(a) if a else "" for a in answers])
+            correct = [bool(a) and task.grade(a, question) for a in answers]
+        return [_Agent(p.answer, rep, p.confidence, p.reasoning, bool(p.answer) and ok,
+                       p.parse_error) for p, rep, ok in zip(parses, reps, correct)]
 
     # the run ------------------------------------------------------------------
     def run(self, jobs: Sequence[Job]) -> Iterator[dict[str, Any]]:
