@@ -1,4 +1,4 @@
-"""The ``pear`` command line: ``pear run``, ``pear show``, ``pear paper``.
+"""The ``pear`` command line: ``pear run``, ``pear show``, ``pear grade-check``, ``pear paper``.
 
 Errors a user can make (bad argument, unknown preset/dataset/method/backend, missing file,
 unreachable server) print one line naming the problem and exit with code 2.
@@ -74,6 +74,12 @@ def _parser() -> argparse.ArgumentParser:
     s = sub.add_parser("show", help="summarise a run directory",
                        description="Accuracy per method x dataset, tokens and parse failures.")
     s.add_argument("run_dir")
+
+    g = sub.add_parser("grade-check", help="regrade a run's answers with the current graders",
+                       description="Per dataset, how many recorded verdicts the current graders "
+                                   "change, with examples.")
+    g.add_argument("run_dir")
+    g.add_argument("--examples", type=_nonneg, default=3, help="examples per direction")
 
     pp = sub.add_parser("paper", help="execute every notebook (jupytext + papermill)",
                         description="Run the notebooks in order; outputs go to figures/.")
@@ -175,6 +181,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_run(args)
         if args.command == "show":
             return _cmd_show(args)
+        if args.command == "grade-check":
+            from pear.gradecheck import check_run, format_report
+            print(format_report(check_run(args.run_dir, examples=args.examples)))
+            return 0
         from pear.paper import build
         return build(backend=args.backend, preset=args.preset, model=args.model,
                      runs=args.runs, seeds=args.seeds, n_questions=args.n_questions,

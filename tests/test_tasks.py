@@ -467,7 +467,7 @@ def test_math_classes_of_one_round() -> None:
     task = tasks.get("math500")
     answers = [r"\frac{1}{2}", "0.5", "", "The answer is 1/2", "3", r"\frac{6}{2}", "x"]
     judged = task.judge(answers, question("math500", "0.5"))
-    assert judged.classes == ("1/2", "1/2", "", "1/2", "3", "3", "x")
+    assert judged.classes == ("\\frac{1}{2}",) * 2 + ("", "\\frac{1}{2}", "3", "3", "x")
     assert judged.correct == (True, True, False, True, False, False, False)
     boxes = task.judge([r"\boxed{(2,2)} and \boxed{(6,2)}", "(6,2)"], question("math500", "1"))
     assert boxes.classes[0] != boxes.classes[1]
