@@ -133,7 +133,8 @@ def _delimit_math_runs(text: str) -> str:
         out.extend(lead)
         if run:
             body = " ".join(run)
-            if _COMMAND.search(body) or (_DIGIT.search(body) and not _PLAIN_NUMBER.fullmatch(body)):
+            plain = _PLAIN_NUMBER.fullmatch(body) or not _DIGIT.search(body)
+            if _COMMAND.search(body) or not plain:
                 tail = _TRAILING.search(body)
                 cut = tail.start() if tail else len(body)
                 body = f"${body[:cut]}${body[cut:]}"
@@ -156,7 +157,7 @@ def mathverify_input(text: str) -> str:
 
     Gold and prediction go through this same function.  Delimited text is kept as written;
     a bare expression is wrapped in ``$...$``; plain words become ``\text{...}``; prose gets its
-    LaTeX runs delimited.  Answers nested deeper than :data:`MAX_DEPTH`, and bare expressions
+    math runs delimited.  Answers nested deeper than :data:`MAX_DEPTH`, and bare expressions
     longer than :data:`MAX_EXPRESSION` characters, give ``""``; longer texts keep their last
     :data:`MAX_LENGTH` characters.
 
@@ -193,7 +194,7 @@ def mathverify_input(text: str) -> str:
 _ARITHMETIC = re.compile(r"[\d.\s+\-*/^()\u00d7\u00f7]*")
 
 
-def _arithmetic_only(parse_expr_cached: Any) -> Any:  # pragma: no cover - runs in the worker
+def _arithmetic_only(parse_expr_cached: Any) -> Any:
     """Math-Verify's expression parser, refusing anything but digits and arithmetic operators."""
     def guarded(expr: str) -> Any:
         if not _ARITHMETIC.fullmatch(expr):

@@ -211,7 +211,8 @@ MATH_CASES = [
     (r"\sqrt{20}", r"2\sqrt{5}", True), (r"\frac{1}{\sqrt{3}}", r"\frac{\sqrt{3}}{3}", True),
     (r"2 \pi", r"2\pi", True), (r"\frac{20000}{\pi}", r"\frac{20000}{\pi}", True),
     (r"\left(3,\frac\pi2\right)", r"\left( 3, \frac{\pi}{2} \right)", True),
-    ("sqrt(2)", r"\sqrt{2}", True), ("\u221a2", r"\sqrt{2}", True), ("pi/2", r"\frac{\pi}{2}", True),
+    ("sqrt(2)", r"\sqrt{2}", True), ("\u221a2", r"\sqrt{2}", True),
+    ("pi/2", r"\frac{\pi}{2}", True),
     # intervals, tuples, sets, plus-minus
     (r"(2, \infty)", r"(2,\infty)", True), ("(2, \u221e)", r"(2,\infty)", True),
     (r"(-\infty,2)\cup(3,\infty)", r"(-\infty, 2) \cup (3, \infty)", True),
@@ -250,7 +251,8 @@ MATH_CASES = [
     ("1+" * 5000 + "1", "5001", False), ("\\frac{" * 2000, "1", False), ("}{" * 5000, "1", False),
     ("$" * 10000, "1", False), ("\\\\(" * 3000, "1", False), ("\\boxed{" * 1500 + "2", "2", False),
     (r"\sqrt{" * 300 + "2" + "}" * 300, "2", False), ("\x00\ufffd" * 3000, "1", False),
-    ("__import__('os').system('false')", "0", False), ("(lambda: 1)() + 1", "2", False),  # evaluated, it would be 2
+    ("__import__('os').system('false')", "0", False),
+    ("(lambda: 1)() + 1", "2", False),  # evaluated, it would be 2
     # known limitations of the grader (Math-Verify's)
     limitation(r"-2 \le x \le 7", r"x \in [-2,7]", True,
                reason="math-verify compares a relation with an interval only if the prediction "
