@@ -201,6 +201,9 @@ MATH_CASES = [
     (r"1 - \frac{1}{\mathrm{e}}", r"1 - \frac{1}{\mathrm{e}}", True),
     ("1", r"1 - \frac{1}{\mathrm{e}}", False), (r"\text{(C)}", r"\text{(C)}", True),
     (r"5.4 \text{ cents}", r"5.4 \text{ cents}", True), (VEC3, VEC3, True),
+    # LaTeX Math-Verify cannot turn into sympy: compared as its normalised string
+    (r"\overline{AB}", r"\overline{AB}", True), (r"\overline{CD}", r"\overline{AB}", False),
+    (r"\binom{5}{2}", r"\binom{5}{2}", True), (r"\text{no solution}", r"\text{no solution}", True),
     # fractions: every spelling of one half
     (r"\frac12", r"\frac{1}{2}", True), ("0.5", r"\frac{1}{2}", True),
     ("1/2", r"\frac{1}{2}", True), (r"\dfrac{1}{2}", r"\frac{1}{2}", True),
@@ -264,6 +267,8 @@ MATH_CASES = [
     limitation(r"\sin 60^\circ", r"\frac{\sqrt{3}}{2}", True,
                reason="math-verify reads degrees inside functions as radians"),
     limitation("\\boxed{2", "2", True, reason="an unclosed box (cut by max_tokens) is not read"),
+    limitation(r"\angle DEF", r"\angle ABC", False,
+               reason="math-verify's string fallback keeps only '\\angle' of both"),
 ]
 
 
