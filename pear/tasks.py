@@ -265,8 +265,8 @@ def parse_letter(text: str, letters: str = ALL_LETTERS) -> str:
     letter (``b``, ``(B)``, ``B.``); the first ``answer is (B)`` / ``answer is B``; the last
     ``Answer: B``; a leading ``B. <option text>`` (the form options are shown in); the last
     ``(B)``; the last ``\boxed{B}``; the last stand-alone capital letter.  Lower case is read
-    only for a whole-answer letter and a parenthesised one after "answer".  Letters outside
-    ``letters`` are never read.
+    only where the letter stands alone: the whole answer, ``\boxed{b}``, or ``(b)`` after
+    "answer".  Letters outside ``letters`` are never read.
 
     >>> [parse_letter(t, "ABCD") for t in ["(b)", "Option C", "D. Paris", "The answer is E", ""]]
     ['B', 'C', 'D', '', '']
