@@ -2,8 +2,9 @@
 
 Prints, per dataset: the time of one grade of a distinct (question, answer) pair (median, max;
 each pair graded once, so Math-Verify caches are cold for it), the grading work of one debate as
-the engine does it (each round's answers judged together; median, max), and the verdict of
-each hand-written realistic answer in ``PROBES``.
+the engine does it (each round's answers judged together; median, max), the verdict of each
+hand-written realistic answer in ``PROBES``, and how the benchmarks' own worked solutions
+(MATH-500: all 500, GSM8K: 300) grade as long-form answers (all should be right).
 
 ``--compare-with DIR`` also runs this script on another checkout (e.g. the code before a grader
 change: ``git worktree add /tmp/old <commit>``) in a subprocess and prints both side by side,
@@ -99,6 +100,14 @@ def measure(runs: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {"probes": {}, "per_grade": {}, "per_debate": {}}
     for ds, rows in PROBES.items():
         out["probes"][ds] = [tasks.get(ds).grade(a, _question(ds, g)) for g, a in rows]
+    out["solutions"] = {}
+    for ds, qs in (("math500", data.load("math500")), ("gsm8k", data.load("gsm8k", n=300))):
+        times, wrong = [], 0
+        for q in qs:  # the benchmark's own worked solutions, graded as long-form answers
+            start = time.perf_counter()
+            wrong += not tasks.get(ds).grade(q.meta["solution"], q)
+            times.append(time.perf_counter() - start)
+        out["solutions"][ds] = {"wrong": wrong, **_summary(times)}
     records = [r for run in runs for r in iter_records(run)]
     questions: dict[tuple[str, str], Any] = {}
     grade_times: dict[str, list[float]] = {}
@@ -133,6 +142,9 @@ def measure(runs: list[str]) -> dict[str, Any]:
 
 
 def _print(name: str, result: dict[str, Any]) -> None:
+    for ds, sol in result["solutions"].items():
+        print(f"\n[{name}] {ds}: {sol['n']} reference solutions graded as answers: "
+              f"{sol['wrong']} wrong; median {sol['median_ms']:.2f} ms, max {sol['max_ms']:.1f} ms")
     print(f"\n[{name}] per grade (distinct question x answer, cold) and per debate (engine's "
           f"per-round grading)")
     print(f"{'dataset':<11} {'grades':>7} {'median ms':>10} {'max ms':>9} {'debates':>8} "
