@@ -1,5 +1,5 @@
 """The ``pear`` command line: ``pear run``, ``pear show``, ``pear index``, ``pear paper``,
-``pear models``, ``pear plan``, ``pear merge``.
+``pear models``, ``pear plan``, ``pear merge``, ``pear grade-check``.
 
 Errors a user can make (bad argument, unknown preset/dataset/method/backend, missing file,
 unreachable server) print one line naming the problem and exit with code 2.
@@ -165,6 +165,11 @@ def _parser() -> argparse.ArgumentParser:
                                     "(Parquet): only lines appended since the last index are "
                                     "read; a stale or damaged view is rebuilt.")
     ix.add_argument("run_dir")
+    g = sub.add_parser("grade-check", help="regrade a run's answers with the current graders",
+                       description="Per dataset, how many recorded verdicts the current graders "
+                                   "change, with examples.")
+    g.add_argument("run_dir")
+    g.add_argument("--examples", type=_nonneg, default=3, help="examples per direction")
 
     pp = sub.add_parser("paper", help="execute every notebook (jupytext + papermill)",
                         description="Run the notebooks in order; outputs go to figures/.")
@@ -368,6 +373,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command in ("models", "plan", "merge"):
             return {"models": _cmd_models, "plan": _cmd_plan, "merge": _cmd_merge}[
                 args.command](args)
+        if args.command == "grade-check":
+            from pear.gradecheck import check_run, format_report
+            print(format_report(check_run(args.run_dir, examples=args.examples)))
+            return 0
         from pear.paper import build
         return build(backend=args.backend, preset=args.preset, model=args.model,
                      runs=args.runs, seeds=args.seeds, n_questions=args.n_questions,
