@@ -122,6 +122,12 @@ PRESETS: dict[str, Experiment] = {
                         chunk_questions=3),
     # the paper grid for the simulated backend (cheap, so everything is run)
     "sim": Experiment("sim", full_datasets=("truthfulqa", "math500"), chunk_questions=50),
+    # the four open studies (notebooks 09-12, pear.studies): the study's protocol on 30
+    # questions per dataset x 2 seeds, the methods those studies vary; sized so that the
+    # simulated build of 09-12 takes a few minutes on 2 cores (our choice)
+    "beyond": Experiment("beyond", methods=("clique", "star", "ring", "random", "pear",
+                                            "pear_T", "pear_L"),
+                         seeds=(0, 1), n_questions=30, chunk_questions=30),
 }
 
 

@@ -42,7 +42,8 @@ KERNEL = "pear"
 
 NOTEBOOKS = ("00_run_experiments", "01_main_results", "02_full_dataset", "03_ablation",
              "04_round_curves", "05_diagnostics", "06_significance", "07_cost_pareto",
-             "08_case_study")
+             "08_case_study", "09_theory_checks", "10_temperature_sweep", "11_early_stop",
+             "12_robustness")
 """The build, in order (``notebooks/<name>.py``)."""
 
 
@@ -68,6 +69,11 @@ EXPECTED_OUTPUTS: dict[str, tuple[str, ...]] = {
     "07_cost_pareto": (*_fig("pareto"), *_tab("tokens"), *_tab("cost_vs_paper"),
                        "numbers_cost.tex"),
     "08_case_study": ("case_study.md",),
+    "09_theory_checks": (*_fig("theory_checks"), *_tab("theory_checks")),
+    "10_temperature_sweep": (*_fig("temperature_sweep"), *_tab("temperature_sweep"),
+                             *_tab("temperature_gap")),
+    "11_early_stop": (*_fig("early_stop_pareto"), *_tab("early_stop")),
+    "12_robustness": (*_fig("robustness"), *_tab("robustness")),
 }
 """Every file each notebook writes into the figures directory (one producer per file)."""
 
