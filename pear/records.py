@@ -217,8 +217,14 @@ class RecordWriter:
         self._fh = open(self.path, "a", encoding="utf-8")
 
     def write(self, record: DebateRecord | dict[str, Any]) -> None:
-        """Append one finished debate and flush it to the OS."""
+        """Append one finished debate and flush it to the OS.  A record that breaks the
+        schema (:class:`DebateRecord`) is an error naming the field; nothing is written."""
         line = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+        try:
+            parse_line(self.path, 0, line.encode("utf-8"))
+        except ValueError as err:
+            raise ValueError(f"refusing to write a record to {self.path}: "
+                             f"{str(err).split(': ', 1)[-1]}") from None
         self._fh.write(line + "\n")
         self._fh.flush()
 
