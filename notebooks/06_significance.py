@@ -78,7 +78,8 @@ report.save_table(table, "significance",
                   caption=full.caption("PEAR against the strongest fixed topology: exact "
                                        "McNemar p (* < 0.05, ** < 0.01, *** < 0.001), "
                                        "discordant win rate with Wilson 95% interval, post-hoc "
-                                       "power; full sets and subset (" + subset.grid + ")."))
+                                       "power; the full-set runs and the subset ("
+                                       + subset.grid + ")."))
 report.save_table(sig_vs_paper, "significance_vs_paper", digits=4,
                   caption=full.caption("Significance beside the study's printed table "
                                        "(accuracies in percent); diff = reproduced - paper. "
