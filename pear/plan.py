@@ -278,7 +278,10 @@ def format_plan(exp: Experiment, costs: Sequence[Cost], *, backend: str,
                     "and pass --throughput TOKENS_PER_S"))
     study = {p.method: p.tokens_per_example for p in paper_costs()}
     shown = [(m, costs[0].per_debate[m]) for m in study if costs and m in costs[0].per_debate]
-    if shown:
+    from pear.config import DebateConfig
+    paper = DebateConfig()
+    if shown and (d.n_agents, d.rounds, d.max_tokens) == (paper.n_agents, paper.rounds,
+                                                            paper.max_tokens):
         lines.append("tokens per debate (" + display_name(costs[0].model) + ") vs the study's "
                      "printed tokens per example: "
                      + ", ".join(f"{m} {v:,.0f} (study {study[m]:,.0f})" for m, v in shown))
