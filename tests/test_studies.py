@@ -65,3 +65,17 @@ def test_tables_from_simulated_runs(tmp_path, tiny):
     again = studies.early_stop_table(studies.run_variants("replay", studies.stop_variants(exp),
                                                           tmp_path))
     assert again.equals(table)
+
+
+def test_round_curves_carry_a_stopped_debates_last_vote(tmp_path, tiny):
+    from pear import metrics
+    exp = dataclasses.replace(tiny, datasets=("gsm8k",), n_questions=6)
+    runs = studies.run_variants("simulated", {"consensus": studies.stop_variants(exp)[
+        "consensus"]}, tmp_path)
+    res = runs["consensus"]
+    assert (res.debates["rounds"] < exp.debate.rounds).any()  # some debates stopped
+    curves = metrics.round_accuracy(res.debates, res.rounds)
+    final = metrics.accuracy(res.debates).set_index("method")["accuracy"]
+    last = curves[curves["round"] == exp.debate.rounds].set_index("method")["accuracy"]
+    assert set(last.index) == set(studies.STOP_METHODS)
+    assert np.allclose(last.reindex(final.index), final)
