@@ -121,7 +121,9 @@ def beside_paper(reproduced: pd.DataFrame, name: str, values: Sequence[str],
             rep["model"] = rep["model"].map(lambda m: names[m] or m)
         else:
             keys.remove("model")
-            note = (f"No reproduced model ({', '.join(names)}) is one of the study's; its "
+            shown = labels.model_labels(names)
+            note = (f"No reproduced model ({', '.join(shown.values())}) is one of the "
+                    f"study's; its "
                     f"numbers are averaged over its {len(known)} models "
                     f"({', '.join(known)}) and the reproduced ones over theirs.")
     split = [k for k in keys if k not in pap.columns]
@@ -210,7 +212,7 @@ def number_macros(numbers: pd.DataFrame, res: Any = None) -> dict[str, str]:
         def tex(s: str) -> str:
             return re.sub(r"([&%$#_{}])", r"\\\1", s)
         out["ReproBackend"] = tex(", ".join(res.backends))
-        out["ReproModels"] = tex(", ".join(res.models))
+        out["ReproModels"] = tex(", ".join(getattr(res, "model_names", res.models)))
         out["ReproSeeds"] = str(len(res.exp.seeds))
         out["ReproQuestions"] = str(res.exp.n_questions or "all")
     return out

@@ -167,6 +167,11 @@ class DebateRecord(_RecordRequired, total=False):
     """Which prompt templates produced it; absent in older records."""
     truncated_calls: int
     """Calls whose finish reason was "length"; absent in older records."""
+    max_rounds: int
+    """R, the rounds a debate may run (early stopping; absent in older records)."""
+    stop_reason: str | None
+    """Why the debate ended: ``consensus``, ``stable``, ``max_rounds``; None without rounds
+    (early stopping; absent in older records)."""
 
 
 _CRITIQUE_TEXTS = ("step_loc", "correction", "assessment", "reason")
