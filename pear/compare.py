@@ -170,7 +170,7 @@ def _headline(acc: pd.DataFrame) -> pd.DataFrame:
         summ = metrics.gain_summary(metrics.gains(acc, "pear", "best_fixed"))
         for level, key, gain in zip(summ["level"], summ["key"], summ["gain"]):
             key = {"dataset": labels.dataset_label(key),
-                   "model": f"model {key}"}.get(level, _ALL)
+                   "model": f"model {labels.model_label(key)}"}.get(level, _ALL)
             rows.append(("gain_best_fixed", key, gain))
         vs = metrics.gains_versus(acc, "pear")
         rows += [("gain_over", labels.method_label(ref), gain)

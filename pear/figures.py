@@ -230,7 +230,8 @@ def plot_round_curves(df: pd.DataFrame, *, ax: Axes | None = None, title: str | 
                 continue
             style = "--" if m in ("cot", "cot_sc") else "-"
             a.plot(cur.index, cur["accuracy"], style, color=METHOD_COLORS.get(m),
-                   label=method_label(m), marker="o" if style == "-" else None, ms=3)
+                   label=method_label(m), marker="o" if style == "-" else None, ms=3,
+                   clip_on=False)  # whole markers at accuracy 0 and 1
             shown.append(cur["accuracy"].to_numpy())
             if one_model and "std" in cur and cur["std"].notna().any():
                 low = np.clip(cur["accuracy"] - cur["std"], 0, 1)
@@ -295,13 +296,15 @@ def plot_pareto(df: pd.DataFrame, *, ax: Axes | None = None, title: str | None =
         pts = pts.loc[[m for m in METHODS if m in pts.index] +
                       [m for m in pts.index if m not in METHODS]]
         front = pareto_front(pts[x], pts[y])
-        texts = []
         for (m, row), opt in zip(pts.iterrows(), front):
             a.scatter(row[x], row[y], s=28, color=METHOD_COLORS.get(m, "0.5"), zorder=3,
                       edgecolors="black" if opt else "none", linewidths=1.0,
-                      label=method_label(m))
-            texts.append(a.text(row[x], row[y], method_label(m), fontsize=5.5, zorder=4,
-                                ha="left", va="bottom"))
+                      label=method_label(m), clip_on=False)  # whole markers at 0 and 1
+        # methods on the same point share one label ("Clique, Star")
+        same = pts.assign(label=[method_label(m) for m in pts.index]).groupby(
+            [pts[x].round(6), pts[y].round(6)], sort=False)["label"].agg(", ".join)
+        texts = [a.text(px, py, text, fontsize=5.5, zorder=4, ha="left", va="bottom")
+                 for (px, py), text in same.items()]
         a._pear_labels = (texts, pts[x].to_numpy(float), pts[y].to_numpy(float))
         fr = pts[front].sort_values(x)
         a.plot(fr[x], fr[y], "--", color="black", lw=0.8, zorder=2, drawstyle="steps-post")

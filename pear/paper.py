@@ -298,7 +298,7 @@ def write_results_site(site: Path, *, names: Sequence[str], figures: Path, noteb
                      params["model"], params["backend"])
     runs = Path(params["runs_dir"])
     deb = load(runs, columns={"debates": ["model", "backend"]}).debates
-    grid = describe_scope(exp, "subset") + (f"; full sets: {describe_scope(exp, 'full')}"
+    grid = describe_scope(exp, "subset") + (f"; {describe_scope(exp, 'full')}"
                                             if exp.full_datasets else "")
     backends = ", ".join(sorted(set(deb["backend"]))) or params["backend"]
     meta = build_meta(backend=backends if params["backend"] != "replay"

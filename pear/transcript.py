@@ -258,7 +258,7 @@ def _critique_rows(critiques: list[dict[str, Any]]) -> str:
     for c in critiques:
         decision = c["decision"] if c["delivered"] else "NOT DELIVERED"
         cls = {"ACCEPT": "accept", "REJECT": "reject"}.get(str(decision), "muted")
-        review = (f"{_e(c.get('assessment') or '–')}"
+        review = (_e(c.get("assessment") or "")
                   + (f"<br><span class=\"muted\">at</span> {_full(c.get('step_loc'), 60)}"
                      if c.get("step_loc") else "")
                   + (f"<br>{_full(c.get('correction'), 160)}" if c.get("correction") else "")
