@@ -81,7 +81,8 @@ lab: setup
 	@mkdir -p $(LAB_SETTINGS)
 	@echo '{"@jupyterlab/docmanager-extension:plugin": {"defaultViewers": {"python": "Jupytext Notebook"}}}' > $(LAB_SETTINGS)/overrides.json
 	$(BIN)/python -c "from pear.paper import ensure_kernel; ensure_kernel()"
-	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/notebooks $(LAB_ARGS)
+	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/notebooks \
+	  $(if $(filter 0,$(shell id -u)),--allow-root,) $(LAB_ARGS)
 
 clean:
 	rm -rf build figures/*.pdf figures/*.png figures/*.tex figures/*.md .pytest_cache

@@ -51,7 +51,7 @@ from pear.transcript import debate_flags, html_page, render_transcript_html
 __all__ = ["write_site", "build_meta", "SiteSummary", "chosen_debates", "page_path",
            "page_name", "BESIDE",
            "KINDS", "ALL_PAGES_UP_TO", "markdown_html", "write_debate_page",
-           "export_notebook"]
+           "export_notebook", "check_site", "main"]
 
 ALL_PAGES_UP_TO = 400  # our choice: a smoke or small run gets every transcript page
 KINDS = ("minority_won", "majority_lost", "stopped_early", "correct", "wrong")
@@ -496,3 +496,49 @@ def build_meta(*, backend: str, preset: str, models: Sequence[str], grid: str,
                      f"notebooks took {seconds:.0f} s",
             "Git commit": _git_commit(repo)}
 
+
+
+def check_site(site_dir: str | os.PathLike[str]) -> list[str]:
+    """What is wrong with a written site: a missing page, a link or image of a page that
+    points to no file, or a script or image loaded from the network (the site must work
+    offline); ``index.html``, ``debates/index.html`` and every notebook page are checked.
+
+    >>> check_site("/nonexistent")
+    ['/nonexistent/index.html is missing']
+    """
+    root = Path(site_dir)
+    problems = [f"{root / p} is missing" for p in ("index.html", "debates/index.html",
+                                                    "debates/data.js", "debates/browser.js")
+                if not (root / p).is_file()]
+    if problems:
+        return problems[:1] if not (root / "index.html").is_file() else problems
+    pages = [root / "index.html", root / "debates" / "index.html",
+             *sorted((root / "notebooks").glob("*.html"))]
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        for attr, link in re.findall(r"""(src|href)=["']([^"'#]+)["']""", text):
+            if re.match(r"[a-z]+:", link):
+                if attr == "src" and not link.startswith("data:"):
+                    problems.append(f"{page.relative_to(root)} loads from outside: {link}")
+            elif not (page.parent / html.unescape(link)).exists():
+                problems.append(f"{page.relative_to(root)} links a missing file: {link}")
+    return problems
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m pear.site --check DIR``: exit 1 naming every problem of the site."""
+    import argparse
+    import sys
+    p = argparse.ArgumentParser(prog="python -m pear.site",
+                                description="Check a results site written by `pear paper`.")
+    p.add_argument("--check", metavar="DIR", required=True, help="the site (build/site)")
+    problems = check_site(p.parse_args(argv).check)
+    for line in problems:
+        print(line, file=sys.stderr)
+    if not problems:
+        print(f"site {p.parse_args(argv).check}: every page and link present")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
