@@ -55,7 +55,7 @@ QUANTITY_LABELS = {
     "source_confidence": "Source conf.", "influence_entropy": "Influence entropy",
     "tokens_per_example": "Tokens / example", "cached_tokens": "Cached / example",
     "calls_per_example": "Calls / example", "parse_failure_rate": "Parse failures",
-    "truncation_rate": "Truncated calls"}
+    "truncation_rate": "Truncated calls", "n_methods": "Methods", "n_pairs": "Pairs"}
 """Column name -> the label tables print (W2R/R2W/Net name their definition)."""
 INDEX_LABELS = {"dataset": "Dataset", "model": "Model", "method": "Method",
                 "quantity": "Quantity", "key": "Key", "set": "Set"}

@@ -210,8 +210,15 @@ def write_numbers(numbers: Mapping[str, float | int | str],
 
 
 def display_table(df: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
-    """``df`` indexed by ``keys`` with display names (datasets, methods, index names)."""
-    out = labels.display(df).set_index(list(keys))
+    """``df`` indexed by ``keys`` with display names (datasets, methods, models, index
+    names, quantity columns such as ``p_value`` -> "p").
+
+    >>> display_table(pd.DataFrame({"dataset": ["gsm8k"], "p_value": [0.5]}), ["dataset"])
+               p
+    Dataset     
+    GSM8K    0.5
+    """
+    out = labels.display(df).set_index(list(keys)).rename(columns=labels.QUANTITY_LABELS)
     out.index = out.index.set_names([labels.INDEX_LABELS.get(k, k) for k in keys])
     return out
 

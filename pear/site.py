@@ -46,7 +46,7 @@ import pandas as pd
 
 from pear.config import METHODS
 from pear.labels import DATASETS, dataset_label, method_label, model_labels
-from pear.transcript import debate_flags, html_page, render_transcript_html
+from pear.transcript import KIND_LABELS, debate_flags, html_page, render_transcript_html
 
 __all__ = ["write_site", "build_meta", "SiteSummary", "chosen_debates", "page_path",
            "page_name", "BESIDE",
@@ -63,7 +63,7 @@ BESIDE = {"main_results": "main_results_vs_paper", "full_dataset": "full_dataset
 _SITE_CSS = """
 .meta td:first-child{font-weight:600;white-space:nowrap}
 .pair{display:flex;flex-wrap:wrap;gap:18px;align-items:flex-start}
-.pair>div{flex:1 1 420px;min-width:0;overflow-x:auto}
+.pair>div{flex:0 1 auto;max-width:100%;overflow-x:auto}
 figure{margin:.6em 0 1.2em}figure img{max-width:100%;height:auto;border:1px solid #e3e3e3;
 background:#fff}figcaption{font-size:.9em}.caption{font-size:.9em;color:#333}
 .toc{columns:2;font-size:.95em}.ledger{border:2px solid #0550ae;padding:4px 14px;
@@ -245,7 +245,7 @@ def _section(name: str, outputs: Sequence[str], fig_dir: Path, nb_dir: Path,
             if stem in BESIDE and other.is_file():
                 mine += (f"<div><h3>{html.escape(other.stem)}: the study's printed numbers "
                          f"beside ours</h3>{_table_html(other)}</div>")
-            parts.append(f"<div class=\"pair\">{mine}</div>")
+            parts.append(f"<div class=\"pair\">{mine}</div>")  # beside where both fit
     for stem in stems:  # a paired table whose partner is missing still shows
         md = fig_dir / f"{stem}.md"
         partner = next((k for k, v in BESIDE.items() if v == stem), None)
@@ -374,9 +374,9 @@ where its link would point (hover a grey id to see the command for it).</p>
 </form>
 <p><button id="prev" type="button">← previous</button> <span id="count"></span>
 <button id="next" type="button">next →</button></p>
-<table><thead><tr><th>Debate</th><th>Model</th><th>Dataset</th><th>Method</th><th>Seed</th>
+<div class="scroll"><table><thead><tr><th>Debate</th><th>Model</th><th>Dataset</th><th>Method</th><th>Seed</th>
 <th>Question</th><th>Correct</th><th>Final answer</th><th>Gold</th><th>Rounds</th>
-<th>Kind</th><th>Tokens</th></tr></thead><tbody id="rows"></tbody></table>
+<th>Kind</th><th>Tokens</th></tr></thead><tbody id="rows"></tbody></table></div>
 <script src="data.js"></script><script src="browser.js"></script>
 """
 
@@ -425,13 +425,15 @@ def _write_browser(site: Path, view: Any, runs_dir: Path, extra: Iterable[str]) 
     pages_note = ("Every debate has a transcript page." if len(chosen) >= len(deb) else
                   f"{len(chosen)} debates have a transcript page: per model x dataset x "
                   f"method, the first debate (record order) of each kind: "
-                  f"{', '.join(k.replace('_', ' ') for k in KINDS)}; and the case study.")
+                  f"{', '.join(KIND_LABELS[k] for k in KINDS)}; and the case study.")
     body = _BROWSER_BODY.format(
         summary=html.escape(f"{len(deb)} debates recorded in {runs_dir}."),
         pages_note=html.escape(pages_note), command=html.escape(command))
     (out / "index.html").write_text(html_page("PEAR debates", body, css=_SITE_CSS +
                                               "form label{margin-right:10px;white-space:"
-                                              "nowrap}form{line-height:2}"), encoding="utf-8")
+                                              "nowrap}form{line-height:2}.scroll{overflow-x:"
+                                              "auto}.scroll table{font-size:.85em}"),
+                                         encoding="utf-8")
     return len(deb), len(chosen)
 
 

@@ -28,7 +28,7 @@ import pandas as pd
 from pear.labels import dataset_label, method_label, model_label
 
 __all__ = ["choose_case", "case_study", "render_transcript", "render_transcript_html",
-           "debate_flags", "PAGE_CSS", "html_page"]
+           "debate_flags", "KIND_LABELS", "PAGE_CSS", "html_page"]
 
 
 def _minority_wins(debates: pd.DataFrame, agent_rounds: pd.DataFrame) -> np.ndarray:
@@ -40,6 +40,11 @@ def _minority_wins(debates: pd.DataFrame, agent_rounds: pd.DataFrame) -> np.ndar
     right, n = c["sum"].to_numpy(float), c["size"].to_numpy(float)
     return ((debates["rounds"].to_numpy() >= 1) & (right > 0) & (right < n / 2)
             & debates["correct"].to_numpy(bool))
+
+
+KIND_LABELS = {"minority_won": "minority-correct won", "majority_lost": "majority-correct lost",
+               "stopped_early": "stopped early", "correct": "correct", "wrong": "wrong"}
+"""How the site names each kind of debate (:func:`debate_flags`)."""
 
 
 def debate_flags(debates: pd.DataFrame, agent_rounds: pd.DataFrame) -> pd.DataFrame:
@@ -258,13 +263,14 @@ def _critique_rows(critiques: list[dict[str, Any]]) -> str:
     for c in critiques:
         decision = c["decision"] if c["delivered"] else "NOT DELIVERED"
         cls = {"ACCEPT": "accept", "REJECT": "reject"}.get(str(decision), "muted")
-        review = (_e(c.get("assessment") or "")
-                  + (f"<br><span class=\"muted\">at</span> {_full(c.get('step_loc'), 60)}"
-                     if c.get("step_loc") else "")
-                  + (f"<br>{_full(c.get('correction'), 160)}" if c.get("correction") else "")
-                  + (f"<br>recommends {_full(c.get('recommended_answer'), 60)}"
-                     if c.get("recommended_answer") else "")
-                  + (f"<br>{_full(c.get('critique'), 160)}" if c.get("critique") else ""))
+        review = "<br>".join(x for x in (
+            _e(c.get("assessment") or ""),
+            f"<span class=\"muted\">at</span> {_full(c.get('step_loc'), 60)}"
+            if c.get("step_loc") else "",
+            _full(c.get("correction"), 160) if c.get("correction") else "",
+            f"recommends {_full(c.get('recommended_answer'), 60)}"
+            if c.get("recommended_answer") else "",
+            _full(c.get("critique"), 160) if c.get("critique") else "") if x) or "–"
         rows.append(
             f"<tr><td>{c['source'] + 1} → {c['target'] + 1}</td>"
             f"<td>{_full(c['source_answer'], 40)} ({_e(c['source_confidence'])})</td>"
@@ -303,7 +309,7 @@ def render_transcript_html(record: dict[str, Any], *, flags: dict[str, bool] | N
     if r.get("prompt_style") == "compact":
         out.append("<p class=\"muted\">Compact prompts (a stand-in for the study's templates, "
                    "for tiny models).</p>")
-    shown = [k.replace("_", " ") for k, v in (flags or {}).items() if v]
+    shown = [KIND_LABELS.get(k, k) for k, v in (flags or {}).items() if v]
     if shown:
         out.append(f"<p>This debate: <b>{_e(', '.join(shown))}</b></p>")
     out.append(_question_html(r))
