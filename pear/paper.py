@@ -291,6 +291,7 @@ def write_results_site(site: Path, *, names: Sequence[str], figures: Path, noteb
     the run; returns its ``index.html``."""
     import re
 
+    from pear.labels import evidence_mark
     from pear.site import build_meta, write_site
     from pear.study import describe_scope
     from pear.view import load
@@ -309,9 +310,11 @@ def write_results_site(site: Path, *, names: Sequence[str], figures: Path, noteb
     found = re.search(r"Debate `([^`]+)`", case.read_text(encoding="utf-8")) \
         if case.is_file() else None
     t0 = time.perf_counter()
+    mark = evidence_mark(simulated="simulated" in set(deb["backend"]), preset=exp.name,
+                         models=sorted(set(deb["model"])), n_questions=exp.n_questions)
     out = write_site(site, figures_dir=figures, notebooks_dir=notebooks, runs_dir=runs,
                      notebooks={n: EXPECTED_OUTPUTS[n] for n in names}, meta=meta,
-                     case_study=found.group(1) if found else "")
+                     case_study=found.group(1) if found else "", mark=mark)
     print(f"results site: {out.root / 'index.html'} ({len(out.pages)} pages: "
           f"{out.transcripts} debate transcripts of {out.debates} debates) in "
           f"{time.perf_counter() - t0:.1f} s", flush=True)

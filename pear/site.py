@@ -386,7 +386,8 @@ def _short(v: Any, limit: int = 40) -> str:
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
-def _write_browser(site: Path, view: Any, runs_dir: Path, extra: Iterable[str]) -> tuple[int, int]:
+def _write_browser(site: Path, view: Any, runs_dir: Path, extra: Iterable[str],
+                   mark: str = "") -> tuple[int, int]:
     deb = view.debates
     flags = debate_flags(deb, view.agent_rounds)
     chosen = chosen_debates(deb, flags, extra)
@@ -427,7 +428,8 @@ def _write_browser(site: Path, view: Any, runs_dir: Path, extra: Iterable[str]) 
                   f"method, the first debate (record order) of each kind: "
                   f"{', '.join(KIND_LABELS[k] for k in KINDS)}; and the case study.")
     body = _BROWSER_BODY.format(
-        summary=html.escape(f"{len(deb)} debates recorded in {runs_dir}."),
+        summary=html.escape(f"{len(deb)} debates recorded in {runs_dir}.")
+        + (f"</p><p class=\"mark\">{html.escape(mark)}" if mark else ""),
         pages_note=html.escape(pages_note), command=html.escape(command))
     (out / "index.html").write_text(html_page("PEAR debates", body, css=_SITE_CSS +
                                               "form label{margin-right:10px;white-space:"
@@ -446,15 +448,17 @@ _M_ORDER = {m: i for i, m in enumerate(METHODS)}
 def write_site(site_dir: str | os.PathLike[str], *, figures_dir: str | os.PathLike[str],
                notebooks_dir: str | os.PathLike[str], runs_dir: str | os.PathLike[str],
                notebooks: Mapping[str, Sequence[str]], meta: Mapping[str, str],
-               case_study: str = "", ledger: str | Callable[[], str] | None = None
-               ) -> SiteSummary:
+               case_study: str = "", ledger: str | Callable[[], str] | None = None,
+               mark: str = "") -> SiteSummary:
     """Write the results site into ``site_dir`` (emptied first).
 
     ``notebooks``: notebook name -> the files it writes into ``figures_dir``
     (:data:`pear.paper.EXPECTED_OUTPUTS`), in build order; their executed copies are read
     from ``notebooks_dir``.  ``meta``: what was built (label -> text) for the top of the
     index.  ``runs_dir``: the run whose debates the browser lists (through its view).
-    ``case_study``: a debate id that always gets a page.  ``ledger``: see the module."""
+    ``case_study``: a debate id that always gets a page.  ``ledger``: see the module.
+    ``mark`` (:func:`pear.labels.evidence_mark`) is shown under the title of the index and
+    of the debate browser."""
     from pear.view import load
     t0 = time.perf_counter()
     site, fig_dir, nb_dir = Path(site_dir), Path(figures_dir), Path(notebooks_dir)
@@ -468,12 +472,13 @@ def write_site(site_dir: str | os.PathLike[str], *, figures_dir: str | os.PathLi
             summary.pages.append(export_notebook(ipynb, site / "notebooks" / f"{name}.html"))
     view = load(runs_dir)
     summary.debates, summary.transcripts = _write_browser(site, view, Path(runs_dir),
-                                                          [case_study])
+                                                          [case_study], mark)
     summary.pages += sorted((site / "debates").glob("**/*.html"))
     titles = {n: _notebook_intro(nb_dir / f"{n}.ipynb")[0]
               if (nb_dir / f"{n}.ipynb").is_file() else n for n in notebooks}
     toc = "".join(f"<li><a href=\"#{n}\">{html.escape(t)}</a></li>" for n, t in titles.items())
-    body = ["<h1>PEAR results</h1>", _ledger_html(ledger, fig_dir),
+    banner = f"<p class=\"mark\">{html.escape(mark)}</p>" if mark else ""
+    body = ["<h1>PEAR results</h1>", banner, _ledger_html(ledger, fig_dir),
             "<h2>What was built</h2>", _meta_html(meta),
             f"<p><a href=\"debates/index.html\">Debate browser</a>: {summary.debates} "
             f"debates, {summary.transcripts} with a transcript page.</p>",

@@ -208,10 +208,12 @@ def test_write_site_index_notebooks_browser_and_escaping(smoke_like, tmp_path):
     (fig_dir / "claims.md").write_text("| Claim | Holds |\n|---|---|\n| PEAR wins | no |\n")
     meta = {"Backend": "simulated", "Models": "simulated agents"}
     s = site.write_site(tmp_path / "site", figures_dir=fig_dir, notebooks_dir=nb_dir,
-                        runs_dir=out, notebooks=outputs, meta=meta)
+                        runs_dir=out, notebooks=outputs, meta=meta,
+                        mark="simulated agents; pipeline check: not evidence")
     index = (tmp_path / "site" / "index.html").read_text()
     assert s.pages[0].name == "index.html"
     assert index.index("Claims") < index.index("What was built")  # the ledger comes first
+    assert '<p class="mark">simulated agents; pipeline check: not evidence</p>' in index
     assert "<td>PEAR wins</td>" in index
     assert '<img src="figures/pareto.png"' in index and 'href="figures/pareto.pdf"' in index
     assert (tmp_path / "site" / "figures" / "pareto.png").stat().st_size > 1000
@@ -236,6 +238,12 @@ def test_write_site_index_notebooks_browser_and_escaping(smoke_like, tmp_path):
     assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
     assert "<img src=x" not in page and "&lt;img src=x onerror=alert(2)&gt;" in page
     assert "SmolLM2-135M (Q4_1)" in page and "ACCEPT" in page
+    # the CI check: complete, then a figure goes missing
+    assert site.check_site(tmp_path / "site") == []
+    (tmp_path / "site" / "figures" / "pareto.png").unlink()
+    assert site.check_site(tmp_path / "site") == [
+        "index.html links a missing file: figures/pareto.png"]
+    assert site.main(["--check", str(tmp_path / "site")]) == 1
 
 
 def test_a_large_run_gets_a_bounded_documented_selection_of_pages(smoke_like, monkeypatch):
