@@ -73,5 +73,16 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/bench_grid.py
 	$(BIN)/python benchmarks/bench_llamacpp.py
 
+# JupyterLab on the notebooks: the .py notebooks (jupytext) open as notebooks on a click
+# (default viewer set in the venv's JupyterLab settings), on the `pear` kernel.
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings
+lab: setup
+	$(BIN)/python -m pip install -q -e '.[notebooks,lab]'
+	@mkdir -p $(LAB_SETTINGS)
+	@echo '{"@jupyterlab/docmanager-extension:plugin": {"defaultViewers": {"python": "Jupytext Notebook"}}}' > $(LAB_SETTINGS)/overrides.json
+	$(BIN)/python -c "from pear.paper import ensure_kernel; ensure_kernel()"
+	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/notebooks \
+	  $(if $(filter 0,$(shell id -u)),--allow-root,) $(LAB_ARGS)
+
 clean:
 	rm -rf build figures/*.pdf figures/*.png figures/*.tex figures/*.md .pytest_cache

@@ -156,9 +156,17 @@ def _parser() -> argparse.ArgumentParser:
     mg.add_argument("out", help="new run directory")
     mg.add_argument("runs", nargs="+", help="run directories to combine")
 
-    s = sub.add_parser("show", help="summarise a run directory",
-                       description="Accuracy per method x dataset, tokens and parse failures.")
+    s = sub.add_parser("show", help="summarise a run directory, or show one debate",
+                       description="Accuracy per method x dataset, tokens and parse failures; "
+                                   "with --debate ID, that debate's transcript (Markdown, or "
+                                   "an HTML page with --html).")
     s.add_argument("run_dir")
+    s.add_argument("--debate", metavar="ID", help="show this debate round by round")
+    s.add_argument("--html", action="store_true",
+                   help="with --debate: write the transcript as an HTML page (to --out, by "
+                        "default where the results site's debate browser links it: "
+                        "build/site/debates/d/ID.html)")
+    s.add_argument("--out", metavar="PATH", help="with --html: the page's path")
 
     ix = sub.add_parser("index", help="build or update a run directory's columnar view",
                         description="Index the records under RUN_DIR into RUN_DIR/view/ "
@@ -275,8 +283,28 @@ def _population_factory(a: argparse.Namespace, exp: Any, cache: Path | None):
                             cache_path=cache)
     return factory
 
+def _cmd_show_debate(a: argparse.Namespace) -> int:
+    from pear.view import load
+    view = load(a.run_dir)
+    if not a.html:
+        from pear.transcript import render_transcript
+        if not (view.debates["debate_id"] == a.debate).any():
+            raise ValueError(f"no debate {a.debate!r} among the {len(view.debates)} debates "
+                             f"under {a.run_dir!r}")
+        print(render_transcript(view.record(a.debate)), end="")
+        return 0
+    from pear.site import page_path, write_debate_page
+    from pear.study import REPO_ROOT
+    path = Path(a.out) if a.out else page_path(REPO_ROOT / "build" / "site", a.debate)
+    print(write_debate_page(view, a.debate, path))
+    return 0
+
 
 def _cmd_show(a: argparse.Namespace) -> int:
+    if a.debate is None and (a.html or a.out):
+        raise ValueError("--html and --out need --debate ID")
+    if a.debate is not None:
+        return _cmd_show_debate(a)
     from pear.view import load
     df = load(a.run_dir).debates
     if df.empty:

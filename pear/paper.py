@@ -35,7 +35,7 @@ from pear.study import BACKENDS, REPO_ROOT, experiment, runs_path
 __all__ = [
     "NOTEBOOKS", "EXPECTED_OUTPUTS", "BACKENDS", "REPO_ROOT", "FIGURES_ENV", "build",
     "check_outputs", "main", "notebook_parameters", "runs_path", "experiment",
-    "run_experiments", "describe_runs",
+    "run_experiments", "describe_runs", "write_results_site", "ensure_kernel",
 ]
 
 KERNEL = "pear"
@@ -173,7 +173,7 @@ def notebook_parameters(path: str | os.PathLike[str]) -> dict[str, Any]:
     return out
 
 
-def _ensure_kernel() -> None:
+def ensure_kernel() -> None:
     """Install the ``pear`` kernel (this interpreter, ``MPLBACKEND=agg``) if missing."""
     from ipykernel.kernelspec import install
     from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
@@ -206,14 +206,17 @@ def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", run
           seeds: str = "", n_questions: int = 0, base_url: str = "", only: str = "", *,
           figures: str | os.PathLike[str] | None = None,
           build_dir: str | os.PathLike[str] | None = None,
-          notebooks_dir: str | os.PathLike[str] | None = None) -> int:
+          notebooks_dir: str | os.PathLike[str] | None = None,
+          site_dir: str | os.PathLike[str] | None = None) -> int:
     """Execute the notebooks in order (``only``: comma-separated name prefixes): each
     ``notebooks/<name>.py`` is converted by jupytext to ``build/notebooks/src/<name>.ipynb``
     and executed by papermill into ``build/notebooks/<name>.ipynb`` with the ``pear``
     kernel, cwd = the repository root, and the parameters it declares among ``backend,
     preset, runs_dir, model, seeds, n_questions, base_url``.  Outputs go to ``figures``
     (default ``$PEAR_FIGURES_DIR`` or ``figures/``).  Returns 0, or 1 after the first
-    failing notebook (its error and executed path are printed)."""
+    failing notebook (its error and executed path are printed).  After a build without
+    failure, the results site (:func:`pear.site.write_site`) is written into ``site_dir``
+    (default ``build/site``)."""
     from pear.experiment import PRESETS
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
@@ -228,12 +231,18 @@ def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", run
     params = {"backend": backend, "preset": preset,
               "runs_dir": str(runs_path(runs, preset, backend)), "model": model,
               "seeds": seeds, "n_questions": int(n_questions), "base_url": base_url}
-    _ensure_kernel()
+    ensure_kernel()
     env = {"MPLBACKEND": "agg", FIGURES_ENV: str(fig_dir)}  # inherited by the kernels
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
+    started = time.time()
     try:
-        return _execute(names, src_dir, out_dir, fig_dir, params)
+        rc = _execute(names, src_dir, out_dir, fig_dir, params)
+        if rc == 0:
+            site = Path(site_dir) if site_dir else REPO_ROOT / "build" / "site"
+            write_results_site(site, names=names, figures=fig_dir, notebooks=out_dir,
+                               params=params, started=started)
+        return rc
     finally:
         for k, v in saved.items():
             if v is None:
@@ -279,6 +288,43 @@ def _execute(names: Sequence[str], src_dir: Path, out_dir: Path, fig_dir: Path,
         print(f"missing outputs: {', '.join(p.name for p in missing)}", file=sys.stderr)
         return 1
     return 0
+
+
+def write_results_site(site: Path, *, names: Sequence[str], figures: Path, notebooks: Path,
+                       params: Mapping[str, Any], started: float) -> Path:
+    """The results site of a finished build (:func:`pear.site.write_site`): what was built
+    (backend, preset, models, grid, time, commit), the notebooks ``names``, the debates of
+    the run; returns its ``index.html``."""
+    import re
+
+    from pear.labels import evidence_mark
+    from pear.site import build_meta, write_site
+    from pear.study import describe_scope
+    from pear.view import load
+    exp = experiment(params["preset"], params["seeds"], params["n_questions"],
+                     params["model"], params["backend"])
+    runs = Path(params["runs_dir"])
+    deb = load(runs, columns={"debates": ["model", "backend"]}).debates
+    grid = describe_scope(exp, "subset") + (f"; {describe_scope(exp, 'full')}"
+                                            if exp.full_datasets else "")
+    backends = ", ".join(sorted(set(deb["backend"]))) or params["backend"]
+    meta = build_meta(backend=backends if params["backend"] != "replay"
+                      else f"replay of {backends}", preset=params["preset"],
+                      models=sorted(set(deb["model"])), grid=grid, debates=len(deb),
+                      started=started, seconds=time.time() - started, repo=REPO_ROOT)
+    case = figures / "case_study.md"
+    found = re.search(r"Debate `([^`]+)`", case.read_text(encoding="utf-8")) \
+        if case.is_file() else None
+    t0 = time.perf_counter()
+    mark = evidence_mark(simulated="simulated" in set(deb["backend"]), preset=exp.name,
+                         models=sorted(set(deb["model"])), n_questions=exp.n_questions)
+    out = write_site(site, figures_dir=figures, notebooks_dir=notebooks, runs_dir=runs,
+                     notebooks={n: EXPECTED_OUTPUTS[n] for n in names}, meta=meta,
+                     case_study=found.group(1) if found else "", mark=mark)
+    print(f"results site: {out.root / 'index.html'} ({len(out.pages)} pages: "
+          f"{out.transcripts} debate transcripts of {out.debates} debates) in "
+          f"{time.perf_counter() - t0:.1f} s", flush=True)
+    return out.root / "index.html"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
