@@ -45,7 +45,7 @@ KERNEL = "pear"
 
 NOTEBOOKS = ("00_run_experiments", "01_main_results", "02_full_dataset", "03_ablation",
              "04_round_curves", "05_diagnostics", "06_significance", "07_cost_pareto",
-             "08_case_study")
+             "08_case_study", "09_calibration")
 """The build, in order (``notebooks/<name>.py``)."""
 
 
@@ -70,6 +70,7 @@ EXPECTED_OUTPUTS: dict[str, tuple[str, ...]] = {
     "07_cost_pareto": (*_fig("pareto"), *_tab("tokens"), *_tab("cost_vs_paper"),
                        "numbers_cost.tex"),
     "08_case_study": ("case_study.md",),
+    "09_calibration": (*_fig("calibration"), *_tab("calibration")),
 }
 """Every file each notebook writes into the figures directory (one producer per file)."""
 
