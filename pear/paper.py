@@ -43,7 +43,7 @@ KERNEL = "pear"
 NOTEBOOKS = ("00_run_experiments", "01_main_results", "02_full_dataset", "03_ablation",
              "04_round_curves", "05_diagnostics", "06_significance", "07_cost_pareto",
              "08_case_study", "09_theory_checks", "10_temperature_sweep", "11_early_stop",
-             "12_robustness")
+             "12_robustness", "14_calibration")
 """The build, in order (``notebooks/<name>.py``)."""
 
 
@@ -74,6 +74,7 @@ EXPECTED_OUTPUTS: dict[str, tuple[str, ...]] = {
                              *_tab("temperature_gap")),
     "11_early_stop": (*_fig("early_stop_pareto"), *_tab("early_stop")),
     "12_robustness": (*_fig("robustness"), *_tab("robustness")),
+    "14_calibration": (*_fig("calibration"), *_tab("calibration")),
 }
 """Every file each notebook writes into the figures directory (one producer per file)."""
 

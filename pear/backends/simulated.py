@@ -6,29 +6,51 @@ structured state the engine puts in ``Request.meta`` (phase, the agent's own ans
 confidence, the targets or the critiques received with their sources' answers and
 confidences).  It knows nothing about which method produced a graph.
 
-Model (all draws from ``numpy.random.default_rng(request.seed)``, so runs are reproducible):
+The population (every parameter is a field of :class:`SimParams`, with its sign):
 
-* question difficulty ``d_q ~ N(0, difficulty_sd)`` and agent skill
-  ``s_i = skill_mean + skill_spread * z_i`` (fixed, evenly spread z in [-1, 1]);
-* an initial answer is correct with probability ``sigmoid(s_i - d_q)``, else one of
-  ``n_wrong`` plausible wrong answers of the question drawn with decaying weights, so wrong
-  agents can agree;
-* confidence is informative but noisy: ``round(N(conf_base + conf_gap * correct, conf_sd))``
-  clipped to 1..5;
-* a target accepts a critique with probability ``sigmoid(accept_bias + accept_src *
-  (c_s - 3) - accept_tgt * (c_t - 3) + accept_right * [critique points to the right
-  answer] + accept_agree * [critique agrees with the target])``, where a critique points to
-  its source's own answer; accepting a differing critique switches to that answer, so a
-  wrong-but-confident critique can still flip a right agent;
-* a fraction ``malformed_rate`` of completions is truncated or junk (the parser must cope).
+* **Correlated errors.**  Question q of dataset d has a difficulty ``z_q ~ N(0, 1)`` shared
+  by all its agents; agent i has a skill ``u_qi ~ N(0, 1)`` drawn per (question, agent), so
+  no agent index is systematically stronger (agents are exchangeable).  Agent i solves q
+  with probability ``sigmoid(ease_d + skill_mean + skill_sd * u_qi - difficulty_sd * z_q)``.
+  A wrong solve gives the question's *attractive* wrong answer with probability
+  ``wrong_focus``, else one of its other ``n_wrong - 1`` plausible wrong answers, so wrong
+  agents tend to agree, as samples of one LLM do.
+* **Confidence** is informative but miscalibrated: ``round(conf_base + conf_gap * correct +
+  conf_sd * N(0, 1))`` clipped to 1..5 (high even when wrong).
+* **Persuasion.**  A critique points to its source's answer.  A target accepts a critique
+  that agrees with it with probability ``sigmoid(accept_agree)`` (nothing changes), and one
+  that differs with ``sigmoid(accept_bias + accept_src * (c_s - 3) - accept_tgt * (c_t - 3)
+  + accept_right * [the source is right] - accept_hold * [the target is right])``: the
+  source's confidence and correctness help, the target's confidence and correctness resist
+  (agents mostly keep a right answer, yet a confident wrong critique can flip them).
+* **Revision.**  An agent that accepts a differing critique adopts the answer of the most
+  confident source it accepted.  Otherwise it re-solves the question with probability
+  ``recheck`` (a revision is a fresh generation: a right agent can lose its answer, a wrong
+  one can find the right answer), and a re-solved wrong answer scatters over the question's
+  wrong answers (the attractive one only with probability ``revise_focus``), so wrong
+  agents do not settle on one answer during the debate; else it keeps its answer.
+  Confidence is redrawn when the answer changes.
+* A fraction ``malformed_rate`` of completions is truncated or junk (the parser must cope).
 
-The default parameters were calibrated once, under the ``random`` method only (with the
-documented signs enforced), toward the study's baseline diagnostics
-(data/paper/diagnostics.csv) and a CoT accuracy near 0.6 by the random search of
-``benchmarks/calibrate_simulation.py`` (4 datasets x 40 questions x 2 seeds).  Reached:
-W2R 0.33 (target 0.32), acceptance 0.57 (0.58), R2W 0.20 (0.11), cross-answer rate 0.38
-(0.45-0.50), CoT 0.52 (0.60): this population is more fickle and converges faster than the
-study's agents.  Whatever PEAR then does in simulation is a finding, not an input.
+Draws: question and agent latents from ``(seed, dataset, question_id[, agent])``; every
+request's choices from ``(seed, request.seed)`` with a fixed number of uniforms per decision
+(common random numbers: a parameter change moves outcomes smoothly, which the calibration
+needs).  The engine derives round-0 request seeds from (run seed, question, agent) only, so
+every method of a question starts from the same initial answers (CoT, CoT-SC and the debates
+are paired), and agents keep their skill through a debate.
+
+Calibration (``benchmarks/calibrate_simulation.py``, :mod:`pear.calibration`): the fields
+marked "fitted" were fitted by seeded ``scipy.optimize.least_squares`` to the study's
+*baselines only*: per dataset, CoT, CoT-SC and Random accuracy averaged over the study's six
+models (``data/paper/main_results.csv``), Random's rise from its round-0 vote to its final
+vote, and Random's diagnostics (W2R, R2W per query then averaged, acceptance, cross-answer
+rate, source confidence; ``data/paper/diagnostics.csv``).  Clique, Star, Chain and Ring were
+held out (validation); PEAR and its ablations entered nothing, so what PEAR does in this
+population is a finding.  The other fields are our choices, not identified by those targets.
+Reached (200 questions x 2 seeds per dataset, means over datasets): fitted accuracy MAE 0.008,
+held-out accuracy MAE 0.026, Random - CoT-SC +0.106 (study +0.104), Random's W2R 0.308
+(0.318), R2W 0.146 (0.115), acceptance 0.577 (0.585), source confidence 0.613 (0.612), and
+cross-answer rate 0.413 (0.498: this population sustains less disagreement than the study).
 """
 from __future__ import annotations
 
@@ -38,50 +60,159 @@ import json
 import math
 import time
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from pear.backends.base import Completion, Request
 
-__all__ = ["SimParams", "SimulatedBackend"]
+__all__ = ["SimParams", "SimulatedBackend", "DATASET_EASE"]
+
+DATASET_EASE = {"gsm8k": "ease_gsm8k", "math500": "ease_math500",
+                "truthfulqa": "ease_truthfulqa", "mmlu_pro": "ease_mmlu_pro"}
+"""The :class:`SimParams` field holding each study dataset's ease (others: ``ease_other``)."""
 
 
 @dataclass(frozen=True)
 class SimParams:
-    """Parameters of the simulated population (defaults: calibrated, see module docstring)."""
+    """Parameters of the simulated population (see the module docstring for the model).
 
-    skill_mean: float = 0.605
-    skill_spread: float = 0.6
-    difficulty_sd: float = 1.506
-    n_wrong: int = 4
-    wrong_decay: float = 0.735
-    conf_base: float = 2.676
-    conf_gap: float = 0.454
-    conf_sd: float = 1.0
-    accept_bias: float = 0.047
-    accept_src: float = 0.016
-    accept_tgt: float = 0.335
-    accept_right: float = 0.315
-    accept_agree: float = 0.089
-    recheck: float = 0.06
-    """Probability that an agent without an accepted critique re-solves the question."""
+    Defaults: "fitted" = fitted to the study's baselines by ``benchmarks/
+    calibrate_simulation.py``; "our choice" = fixed, not identified by those targets.
+    """
+
+    # initial answers --------------------------------------------------------------
+    ease_gsm8k: float = 3.16  # fitted
+    """Mean solve logit of a GSM8K question (higher = easier)."""
+    ease_math500: float = -2.187  # fitted
+    """Mean solve logit of a MATH-500 question."""
+    ease_truthfulqa: float = 2.35  # fitted
+    """Mean solve logit of a TruthfulQA question."""
+    ease_mmlu_pro: float = -0.696  # fitted
+    """Mean solve logit of an MMLU-Pro question."""
+    ease_other: float = 0.0  # our choice
+    """Mean solve logit of any other dataset (tests, custom tasks)."""
+    skill_mean: float = 0.0  # our choice
+    """Offset added to every solve logit (0 = as calibrated; < 0 a weaker population)."""
+    difficulty_sd: float = 3.661  # fitted
+    """Spread of question difficulty shared by the question's agents (larger = errors more
+    correlated across agents, so voting gains less)."""
+    skill_sd: float = 0.712  # fitted
+    """Spread of per-(question, agent) skill (agent heterogeneity; exchangeable)."""
+    wrong_focus: float = 0.72  # fitted
+    """Probability that a wrong solve gives the question's attractive wrong answer (larger =
+    wrong agents agree more)."""
+    revise_focus: float = 0.0  # our choice
+    """``wrong_focus`` of a re-solve during the debate (0: revisions scatter over the wrong
+    answers instead of returning to the attractive one)."""
+    n_wrong: int = 8  # our choice
+    """Plausible wrong answers per question (fewer where a question has fewer options)."""
+    # confidence -------------------------------------------------------------------
+    conf_base: float = 3.005  # fitted
+    """Mean confidence (1..5 scale) of a wrong answer."""
+    conf_gap: float = 0.8  # our choice
+    """Extra mean confidence of a right answer (> 0: confidence is informative)."""
+    conf_sd: float = 1.0  # our choice
+    """Noise of confidence (on the 1..5 scale, before rounding)."""
+    # persuasion -------------------------------------------------------------------
+    accept_agree: float = 2.807  # fitted
+    """Logit of accepting a critique that agrees with the target's answer."""
+    accept_bias: float = -3.72  # fitted
+    """Logit of accepting a differing critique at confidences 3/3, both sides wrong."""
+    accept_src: float = 0.3  # our choice
+    """Per confidence point of the source above 3 (>= 0: confident critics persuade more)."""
+    accept_tgt: float = 0.3  # our choice
+    """Per confidence point of the target above 3 (>= 0: confident targets resist more)."""
+    accept_right: float = 1.866  # fitted
+    """Added when the critique points to the right answer (>= 0)."""
+    accept_hold: float = 1.657  # fitted
+    """Subtracted when the target is right (>= 0: agents mostly keep a right answer)."""
+    recheck: float = 0.358  # fitted
+    """Probability that an agent that adopts no critique re-solves the question."""
+    # plumbing ---------------------------------------------------------------------
     malformed_rate: float = 0.0
+    """Share of completions truncated or replaced by junk (tests of the parser)."""
     latency_s: float = 0.0
     """Sleep per generate call per request (to emulate a slow backend in tests)."""
 
+    def __post_init__(self) -> None:
+        checks = [("difficulty_sd", self.difficulty_sd >= 0, ">= 0"),
+                  ("skill_sd", self.skill_sd >= 0, ">= 0"),
+                  ("wrong_focus", 0 <= self.wrong_focus <= 1, "in [0, 1]"),
+                  ("revise_focus", 0 <= self.revise_focus <= 1, "in [0, 1]"),
+                  ("n_wrong", isinstance(self.n_wrong, int) and self.n_wrong >= 1,
+                   "an integer >= 1"),
+                  ("conf_gap", self.conf_gap >= 0, ">= 0"),
+                  ("conf_sd", self.conf_sd >= 0, ">= 0"),
+                  ("accept_src", self.accept_src >= 0, ">= 0"),
+                  ("accept_tgt", self.accept_tgt >= 0, ">= 0"),
+                  ("accept_right", self.accept_right >= 0, ">= 0"),
+                  ("accept_hold", self.accept_hold >= 0, ">= 0"),
+                  ("recheck", 0 <= self.recheck <= 1, "in [0, 1]"),
+                  ("malformed_rate", 0 <= self.malformed_rate <= 1, "in [0, 1]"),
+                  ("latency_s", self.latency_s >= 0, ">= 0")]
+        for name, ok, need in checks:
+            if not ok:
+                raise ValueError(f"invalid SimParams.{name}={getattr(self, name)!r}: "
+                                 f"must be {need}")
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, float) and not math.isfinite(v):
+                raise ValueError(f"invalid SimParams.{f.name}={v!r}: must be finite")
+
+    def ease(self, dataset: str) -> float:
+        """The mean solve logit of ``dataset``'s questions (``skill_mean`` included)."""
+        return getattr(self, DATASET_EASE.get(dataset, "ease_other")) + self.skill_mean
+
+
+@dataclass(frozen=True)
+class _Question:
+    """What the population knows of one question: its gold answer, difficulty and wrong
+    answers (the first is the attractive one)."""
+
+    gold: str
+    difficulty: float
+    wrong: tuple[str, ...]
+
 
 def _sigmoid(x: float) -> float:
-    return 1.0 / (1.0 + math.exp(-x))
+    return 1.0 / (1.0 + math.exp(-x)) if x > -700 else 0.0
 
 
-def _unit(*parts: Any) -> float:
-    h = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
-    return int.from_bytes(h[:8], "big") / 2**64
+def _key(*parts: Any) -> int:
+    """A stable 64-bit integer of ``parts`` (never Python's salted ``hash``)."""
+    h = hashlib.blake2b("\x1f".join(map(str, parts)).encode(), digest_size=8).digest()
+    return int.from_bytes(h, "big")
+
+
+_NORMAL = NormalDist()
+
+
+def _normal(*parts: Any) -> float:
+    """A standard normal draw keyed by ``parts``."""
+    u = (_key(*parts) + 0.5) / 2**64
+    return _NORMAL.inv_cdf(u)
+
+
+_MASK64 = (1 << 64) - 1
+
+
+def _mix64(x: int) -> int:
+    """splitmix64's finaliser: a bijective scramble of a 64-bit integer."""
+    x = (x + 0x9E3779B97F4A7C15) & _MASK64
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
+    return x ^ (x >> 31)
 
 
 class SimulatedBackend:
-    """Answers every request from the simulated population; see the module docstring."""
+    """Answers every request from the simulated population; see the module docstring.
+
+    One method per decision (``solve``, ``confidence``, ``critique``, ``accept``,
+    ``revise``), each taking the uniforms it needs, so that agent roles can override one
+    decision without touching the others.
+    """
 
     name = "simulated"
 
@@ -90,10 +221,15 @@ class SimulatedBackend:
                  n_agents: int = 5):
         self.answer_key = dict(answer_key or {})
         self.params = params if isinstance(params, SimParams) else SimParams(**(params or {}))
-        self.seed = seed
-        z = np.linspace(-1, 1, n_agents) if n_agents > 1 else np.zeros(1)
-        self.skills = self.params.skill_mean + self.params.skill_spread * z
+        self.seed = int(seed)
+        self.n_agents = int(n_agents)
         self.calls = 0
+        self._questions: dict[tuple[str, str, int], _Question] = {}
+        self._skills: dict[tuple[str, str, int], float] = {}
+        # one reusable bit generator, re-seeded per request (cheaper than default_rng)
+        self._bits = np.random.PCG64(0)
+        self._rng = np.random.Generator(self._bits)
+        self._state = self._bits.state
 
     @property
     def model_id(self) -> str:
@@ -102,97 +238,163 @@ class SimulatedBackend:
         return f"simulated-{hashlib.sha256(blob.encode()).hexdigest()[:10]}-s{self.seed}"
 
     def settings(self) -> dict[str, Any]:
+        """The run manifest's record of the population: its seed and every parameter."""
         return {"seed": self.seed, "params": dataclasses.asdict(self.params),
-                "n_agents": len(self.skills)}
+                "n_agents": self.n_agents}
 
-    # population -----------------------------------------------------------------
-    def _gold(self, meta: Mapping[str, Any]) -> str:
-        key = (meta["dataset"], meta["question_id"])
-        if key not in self.answer_key:
-            raise KeyError(f"simulated backend has no answer for question {key}")
-        return self.answer_key[key]
+    # latents ----------------------------------------------------------------------
+    def question(self, meta: Mapping[str, Any]) -> _Question:
+        """The latent state of the request's question (cached)."""
+        ck = (meta["dataset"], meta["question_id"], int(meta.get("n_choices") or 0))
+        q = self._questions.get(ck)
+        if q is None:
+            dataset, qid, n_choices = ck
+            if (dataset, qid) not in self.answer_key:
+                raise KeyError(f"simulated backend has no answer for question {(dataset, qid)}")
+            gold = self.answer_key[(dataset, qid)]
+            q = _Question(gold, _normal(self.seed, "difficulty", dataset, qid),
+                          self._wrong_answers(dataset, qid, gold, n_choices))
+            self._questions[ck] = q
+        return q
 
-    def _wrong(self, meta: Mapping[str, Any], gold: str) -> list[str]:
-        n_choices = int(meta.get("n_choices") or 0)
+    def skill(self, meta: Mapping[str, Any]) -> float:
+        """The standardised skill of the request's agent on its question (cached)."""
+        ck = (meta["dataset"], meta["question_id"], int(meta["agent"]))
+        s = self._skills.get(ck)
+        if s is None:
+            s = self._skills[ck] = _normal(self.seed, "skill", *ck)
+        return s
+
+    def _wrong_answers(self, dataset: str, qid: str, gold: str, n_choices: int
+                       ) -> tuple[str, ...]:
+        n = self.params.n_wrong
         if n_choices:
-            letters = [chr(65 + i) for i in range(n_choices) if chr(65 + i) != gold]
-            order = sorted(letters, key=lambda l: _unit(self.seed, meta["question_id"], l))
-            return order[: self.params.n_wrong]
-        try:
-            g = int(float(gold))
-        except ValueError:
-            g = int(_unit(self.seed, meta["question_id"]) * 90) + 10
-        offsets = [o for o in (1, -1, 2, 10, -2, 5) if str(g + o) != gold]
-        order = sorted(offsets, key=lambda o: _unit(self.seed, meta["question_id"], "w", o))
-        return [str(g + o) for o in order[: self.params.n_wrong]]
+            pool = [chr(65 + i) for i in range(n_choices) if chr(65 + i) != gold]
+        else:
+            try:
+                g = int(float(gold))
+                base = [str(g + o) for o in (1, -1, 2, 10, -2, 5, 3, -10, 100, 4)]
+            except (ValueError, OverflowError):
+                g = 10 + _key(self.seed, "anchor", dataset, qid) % 90
+                base = [str(g + o) for o in range(12)]
+            pool = [w for w in dict.fromkeys(base) if w != gold]
+        pool.sort(key=lambda w: _key(self.seed, "wrong", dataset, qid, w))
+        return tuple(pool[:n])
 
-    def _solve(self, meta: Mapping[str, Any], rng: np.random.Generator) -> tuple[str, bool]:
+    def _p_solve(self, q: _Question, meta: Mapping[str, Any]) -> float:
         p = self.params
-        gold = self._gold(meta)
-        difficulty = p.difficulty_sd * _normal_from(_unit(self.seed, "difficulty",
-                                                          meta["dataset"], meta["question_id"]))
-        skill = self.skills[int(meta["agent"]) % len(self.skills)]
-        if rng.random() < _sigmoid(skill - difficulty):
-            return gold, True
-        wrong = self._wrong(meta, gold)
-        w = p.wrong_decay ** np.arange(len(wrong))
-        return wrong[int(rng.choice(len(wrong), p=w / w.sum()))], False
+        return _sigmoid(p.ease(meta["dataset"]) + p.skill_sd * self.skill(meta)
+                        - p.difficulty_sd * q.difficulty)
 
-    def _confidence(self, correct: bool, rng: np.random.Generator) -> int:
+    # decisions ----------------------------------------------------------------------
+    def solve(self, q: _Question, meta: Mapping[str, Any], u: Sequence[float],
+              focus: float | None = None) -> tuple[str, bool]:
+        """An answer to ``q`` (right with the agent's solve probability; a wrong one is the
+        attractive answer with probability ``focus``, default ``wrong_focus``); 2 uniforms."""
+        if u[0] < self._p_solve(q, meta) or not q.wrong:
+            return q.gold, True
+        focus = self.params.wrong_focus if focus is None else focus
+        if u[1] < focus or len(q.wrong) == 1:
+            return q.wrong[0], False
+        rest = len(q.wrong) - 1
+        v = (u[1] - focus) / (1 - focus)
+        return q.wrong[1 + min(rest - 1, int(v * rest))], False
+
+    def confidence(self, correct: bool, meta: Mapping[str, Any], u: float) -> int:
+        """A confidence on 1..5 for an answer (right or wrong); 1 uniform."""
         p = self.params
-        return int(np.clip(round(rng.normal(p.conf_base + p.conf_gap * correct, p.conf_sd)), 1, 5))
+        z = _NORMAL.inv_cdf(min(max(u, 1e-12), 1 - 1e-12))
+        return int(min(5, max(1, round(p.conf_base + p.conf_gap * correct + p.conf_sd * z))))
 
-    # phases ---------------------------------------------------------------------
-    def _initial(self, meta, rng) -> dict[str, Any]:
-        answer, correct = self._solve(meta, rng)
-        return {"answer": answer, "confidence": self._confidence(correct, rng),
+    def critique(self, own: Mapping[str, Any], target: Mapping[str, Any]) -> dict[str, Any]:
+        """The review of ``target`` by an agent holding ``own``: it points to own's answer."""
+        mine = own["canonical"] or own["answer"]
+        if target["canonical"] == mine:
+            return {"target": target["agent"] + 1, "step_loc": "No error identified",
+                    "correction": "", "assessment": "Strong"}
+        return {"target": target["agent"] + 1, "step_loc": "the final step",
+                "correction": f"the answer should be {mine}", "assessment": "Flawed"}
+
+    def accept(self, own: Mapping[str, Any], critique: Mapping[str, Any], gold: str,
+               u: float) -> bool:
+        """Whether the agent holding ``own`` accepts ``critique``; 1 uniform."""
+        p = self.params
+        mine = own["canonical"] or own["answer"]
+        if critique["source_answer"] == mine:
+            return u < _sigmoid(p.accept_agree)
+        logit = (p.accept_bias + p.accept_src * (critique["source_confidence"] - 3)
+                 - p.accept_tgt * (int(own["confidence"]) - 3)
+                 + p.accept_right * (critique["source_answer"] == gold)
+                 - p.accept_hold * (mine == gold))
+        return u < _sigmoid(logit)
+
+    def revise(self, q: _Question, meta: Mapping[str, Any], accepted: Sequence[Mapping],
+               u: Sequence[float]) -> tuple[str, int]:
+        """The revised (answer, confidence) after the decisions; 5 uniforms."""
+        own = meta["own"]
+        mine = own["canonical"] or own["answer"]
+        moves = [c for c in accepted if c["source_answer"] != mine]
+        if moves:
+            top = max(c["source_confidence"] for c in moves)
+            best = [c for c in moves if c["source_confidence"] == top]
+            answer = best[min(len(best) - 1, int(u[0] * len(best)))]["source_answer"]
+        elif u[1] < self.params.recheck:
+            answer, _ = self.solve(q, meta, u[2:4], focus=self.params.revise_focus)
+        else:
+            return mine, int(own["confidence"])
+        if answer == mine:
+            return mine, int(own["confidence"])
+        return answer, self.confidence(answer == q.gold, meta, u[4])
+
+    # phases -----------------------------------------------------------------------
+    def _initial(self, meta: Mapping[str, Any], u: np.ndarray) -> dict[str, Any]:
+        q = self.question(meta)
+        answer, correct = self.solve(q, meta, u[:2])
+        return {"answer": answer, "confidence": self.confidence(correct, meta, u[2]),
                 "reasoning": "simulated reasoning"}
 
-    def _critique(self, meta, rng) -> dict[str, Any]:
-        own = meta["own"]["canonical"] or meta["own"]["answer"]
-        reviews = []
-        for t in meta["targets"]:
-            agree = t["canonical"] == own
-            reviews.append({"target": t["agent"] + 1,
-                            "step_loc": "No error identified" if agree else "the final step",
-                            "correction": "" if agree else f"the answer should be {own}",
-                            "assessment": "Strong" if agree else "Flawed"})
-        return {"reviews": reviews}
+    def _critique(self, meta: Mapping[str, Any], u: np.ndarray) -> dict[str, Any]:
+        return {"reviews": [self.critique(meta["own"], t) for t in meta["targets"]]}
 
-    def _update(self, meta, rng) -> dict[str, Any]:
-        p = self.params
-        gold = self._gold(meta)
+    def _update(self, meta: Mapping[str, Any], u: np.ndarray) -> dict[str, Any]:
+        q = self.question(meta)
         own = meta["own"]
-        answer, conf = own["canonical"] or own["answer"], int(own["confidence"])
-        responses, switch = {}, []
-        for c in meta["critiques"]:
-            rec = c["source_answer"]  # a critique points to its source's own answer
-            logit = (p.accept_bias + p.accept_src * (c["source_confidence"] - 3)
-                     - p.accept_tgt * (own["confidence"] - 3) + p.accept_right * (rec == gold)
-                     + p.accept_agree * (rec == answer))
-            ok = rng.random() < _sigmoid(logit)
+        crits = meta["critiques"]
+        draws = self._rng.random(len(crits)) if crits else ()
+        responses, accepted = {}, []
+        for c, v in zip(crits, draws):
+            ok = self.accept(own, c, q.gold, v)
             responses[str(c["source"] + 1)] = {"decision": "ACCEPT" if ok else "REJECT",
                                                "reason": "simulated"}
-            if ok and rec != answer:
-                switch.append((c["source_confidence"], rng.random(), rec))
-        if switch:
-            answer = max(switch)[2]
-            conf = self._confidence(answer == gold, rng)
-        elif rng.random() < p.recheck:
-            answer, correct = self._solve(meta, rng)
-            conf = self._confidence(correct, rng)
+            if ok:
+                accepted.append(c)
+        answer, conf = self.revise(q, meta, accepted, u[:5])
         return {"answer": answer, "confidence": conf, "reasoning": "simulated revision",
                 "critique_response": responses}
 
+    def _reseed(self, request_seed: int) -> None:
+        s = self._state
+        hi = _mix64(self.seed * 0x100000001B3 ^ int(request_seed))
+        lo = _mix64(hi ^ 0xD1B54A32D192ED03)
+        s["state"]["state"] = (hi << 64) | lo
+        s["state"]["inc"] = 0xDA3E39CB94B95BDB  # PCG64's default stream (odd)
+        s["has_uint32"] = 0
+        self._bits.state = s
+
     def _complete(self, req: Request) -> Completion:
         meta = req.meta
-        rng = np.random.default_rng([self.seed, req.seed])
-        obj = getattr(self, "_" + meta["phase"])(meta, rng)
+        self._reseed(req.seed)
+        u = self._rng.random(6)  # fixed per request: the phase's own uniforms come first
+        phase = meta["phase"]
+        if phase not in ("initial", "critique", "update"):
+            raise ValueError(f"simulated backend: unknown phase {phase!r}")
+        obj = getattr(self, "_" + phase)(meta, u)
         if meta.get("role", "honest") != "honest":
-            obj = _role_reply(obj, meta, self._wrong(meta, self._gold(meta))[0])
+            obj = _role_reply(obj, meta, self.question(meta).wrong[0])
         text = json.dumps(obj)
-        if rng.random() < self.params.malformed_rate:
-            text = text[: int(rng.integers(1, max(2, len(text) - 1)))] if rng.random() < 0.7 \
+        if self.params.malformed_rate and u[5] < self.params.malformed_rate:
+            v = self._rng.random()
+            text = text[: max(1, int(v * (len(text) - 1)))] if v < 0.7 \
                 else "I cannot answer in JSON."
         prompt_tokens = sum(len(m["content"]) for m in req.messages) // 4
         return Completion(text=text, prompt_tokens=prompt_tokens,
@@ -237,7 +439,3 @@ def _adversarial_review(target: Mapping[str, Any], wrong: str) -> dict[str, Any]
             "assessment": "Strong" if agree else "Flawed"}
 
 
-def _normal_from(u: float) -> float:
-    """A standard normal quantile of a uniform in (0, 1) (Acklam-free: via the error function)."""
-    from statistics import NormalDist
-    return NormalDist().inv_cdf(min(max(u, 1e-9), 1 - 1e-9))

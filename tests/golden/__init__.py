@@ -29,9 +29,11 @@ ROUNDS = 2
 SIM_SEED = 0
 
 SIM_PARAMS: dict[str, Any] = dict(  # pinned: the defaults when recorded, plus junk replies
-    skill_mean=0.605, skill_spread=0.6, difficulty_sd=1.506, n_wrong=4, wrong_decay=0.735,
-    conf_base=2.676, conf_gap=0.454, conf_sd=1.0, accept_bias=0.047, accept_src=0.016,
-    accept_tgt=0.335, accept_right=0.315, accept_agree=0.089, recheck=0.06,
+    ease_gsm8k=3.16, ease_math500=-2.187, ease_truthfulqa=2.35, ease_mmlu_pro=-0.696,
+    ease_other=0.0, skill_mean=0.0, difficulty_sd=3.661, skill_sd=0.712, wrong_focus=0.72,
+    revise_focus=0.0, n_wrong=8, conf_base=3.005, conf_gap=0.8, conf_sd=1.0,
+    accept_agree=2.807, accept_bias=-3.72, accept_src=0.3, accept_tgt=0.3, accept_right=1.866,
+    accept_hold=1.657, recheck=0.358,
     malformed_rate=0.1,  # some truncated/junk completions, so parse-failure paths are covered
 )
 

@@ -1,0 +1,340 @@
+"""The simulated population: its documented structure (exchangeable agents, correlated errors,
+shared attractive wrong answers, informative but miscalibrated confidence, persuasion signs,
+right answers mostly kept), its determinism and pairing, and its calibration machinery."""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from pear import calibration
+from pear.backends.simulated import SimParams, SimulatedBackend
+from pear.config import DebateConfig, method
+from pear.engine import Engine, Job
+from pear.records import TIMING_FIELDS
+
+
+@dataclass(frozen=True)
+class Q:
+    id: str
+    dataset: str
+    question: str
+    gold: str
+    choices: tuple = ()
+
+
+QS = [Q(f"q{i}", "gsm8k", f"What is {i} + 10?", str(10 + i)) for i in range(400)]
+KEY = {(q.dataset, q.id): q.gold for q in QS}
+MIXED = SimParams(ease_gsm8k=0.0)  # a population that solves about half of the questions
+
+
+def _run(params, methods, questions=QS, seeds=(0,), rounds=5, backend_seed=0):
+    be = SimulatedBackend(KEY, params=params, seed=backend_seed)
+    jobs = [Job(q, method(m), s) for s in seeds for q in questions for m in methods]
+    return list(Engine(be, DebateConfig(rounds=rounds)).run(jobs))
+
+
+def _initial(records):
+    """(question, agent) -> (correct, canonical, confidence) of round 0."""
+    return np.array([[a["correct"] for a in r["rounds_data"][0]["agents"]] for r in records])
+
+
+# -- parameters ------------------------------------------------------------------------------
+
+def test_settings_record_every_parameter_and_the_model_id_follows_them():
+    be = SimulatedBackend(KEY, seed=3)
+    s = be.settings()
+    assert s["params"] == dataclasses.asdict(SimParams()) and s["seed"] == 3
+    assert SimulatedBackend(KEY, params=MIXED).model_id != be.model_id.replace("-s3", "-s0")
+    assert SimulatedBackend(KEY, params={"latency_s": 0.5}).model_id == \
+        SimulatedBackend(KEY).model_id  # latency is not part of the population
+
+
+@pytest.mark.parametrize("field, value", [("wrong_focus", 1.5), ("accept_right", -0.1),
+                                          ("accept_hold", -1.0), ("recheck", 2.0),
+                                          ("difficulty_sd", float("nan")), ("n_wrong", 0)])
+def test_invalid_parameters_name_the_field(field, value):
+    with pytest.raises(ValueError, match=f"SimParams.{field}="):
+        SimParams(**{field: value})
+
+
+def test_unknown_question_is_a_clear_error():
+    eng = Engine(SimulatedBackend({}), DebateConfig(rounds=1))
+    with pytest.raises(KeyError, match="no answer for question"):
+        list(eng.run([Job(QS[0], method("cot"), 0)]))
+
+
+# -- structure of the population ---------------------------------------------------------------
+
+def test_agents_are_exchangeable_no_index_is_stronger():
+    correct = _initial(_run(MIXED, ["cot_sc"], seeds=(0, 1)))
+    per_agent = correct.mean(axis=0)
+    assert 0.3 < per_agent.mean() < 0.7
+    assert per_agent.max() - per_agent.min() < 0.06, per_agent
+    # skills are drawn per (question, agent): they differ within a question, not by index
+    be = SimulatedBackend(KEY, params=MIXED)
+    skills = np.array([[be.skill({"dataset": "gsm8k", "question_id": q.id, "agent": i})
+                        for i in range(5)] for q in QS])
+    assert np.abs(skills.mean(axis=0)).max() < 0.2  # every index has mean skill ~0
+    assert skills.std(axis=1).mean() > 0.5  # but agents of one question differ
+
+
+def test_errors_are_correlated_across_the_agents_of_a_question():
+    correct = _initial(_run(MIXED, ["cot_sc"]))
+    icc = np.corrcoef(correct[:, 0], correct[:, 1])[0, 1]
+    assert icc > 0.4, icc
+    independent = dataclasses.replace(MIXED, difficulty_sd=0.0, skill_sd=0.0)
+    correct = _initial(_run(independent, ["cot_sc"]))
+    assert abs(np.corrcoef(correct[:, 0], correct[:, 1])[0, 1]) < 0.12
+
+
+def _top_wrong_share(recs):
+    """Mean share of a question's wrong agents that hold its most common wrong answer."""
+    shares = []
+    for r in recs:
+        wrong = [a["canonical"] for a in r["rounds_data"][0]["agents"] if not a["correct"]]
+        if len(wrong) >= 2:
+            shares.append(max(wrong.count(w) for w in set(wrong)) / len(wrong))
+    return np.mean(shares)
+
+
+def test_wrong_agents_share_the_attractive_wrong_answer():
+    focused = _top_wrong_share(_run(dataclasses.replace(MIXED, wrong_focus=0.8), ["cot_sc"]))
+    scattered = _top_wrong_share(_run(dataclasses.replace(MIXED, wrong_focus=0.0), ["cot_sc"]))
+    assert focused > 0.75 and scattered < 0.5
+
+
+def test_confidence_is_informative_but_miscalibrated():
+    recs = _run(MIXED, ["cot_sc"])
+    agents = [a for r in recs for a in r["rounds_data"][0]["agents"]]
+    right = np.mean([a["confidence"] for a in agents if a["correct"]])
+    wrong = np.mean([a["confidence"] for a in agents if not a["correct"]])
+    assert right > wrong + 0.4
+    assert wrong > 2.5  # wrong answers still come with middling-to-high confidence
+
+
+def _accept_rate(be, own_conf=3, src_conf=3, src_right=False, tgt_right=False, agree=False):
+    gold = "10"
+    own = {"canonical": gold if tgt_right else "11", "answer": "", "confidence": own_conf}
+    src = own["canonical"] if agree else (gold if src_right else "12")
+    crit = {"source_answer": src, "source_confidence": src_conf}
+    return np.mean([be.accept(own, crit, gold, u) for u in np.linspace(0, 1, 2001)[1:-1]])
+
+
+def test_persuasion_grows_with_source_confidence_and_correctness_and_falls_with_target_confidence():
+    be = SimulatedBackend(KEY)
+    assert _accept_rate(be, src_conf=5) > _accept_rate(be, src_conf=3) > _accept_rate(be, src_conf=1)
+    assert _accept_rate(be, own_conf=1) > _accept_rate(be, own_conf=3) > _accept_rate(be, own_conf=5)
+    assert _accept_rate(be, src_right=True) > _accept_rate(be)
+    # a right target resists a wrong critique more than a wrong one does ...
+    assert _accept_rate(be, tgt_right=True) < _accept_rate(be)
+    # ... yet a confident wrong critique can still flip a right agent
+    confident_wrong = _accept_rate(be, tgt_right=True, src_conf=5, own_conf=1)
+    assert confident_wrong > 0.005
+    assert confident_wrong > 5 * _accept_rate(be, tgt_right=True, src_conf=1, own_conf=5)
+
+
+def test_agents_mostly_keep_a_right_answer():
+    recs = _run(MIXED, ["random"], questions=QS[:150])
+    w2r = calibration.summarize(recs).iloc[0]
+    assert w2r["r2w"] < w2r["w2r"]
+    assert w2r["r2w"] < 0.2
+
+
+# -- determinism and pairing -------------------------------------------------------------------
+
+def _strip(rec):
+    return {k: v for k, v in rec.items() if k not in TIMING_FIELDS}
+
+
+def test_runs_are_deterministic_and_the_backend_seed_changes_the_population():
+    a = [_strip(r) for r in _run(MIXED, ["random", "pear"], questions=QS[:20], rounds=2)]
+    b = [_strip(r) for r in _run(MIXED, ["random", "pear"], questions=QS[:20], rounds=2)]
+    c = [_strip(r) for r in _run(MIXED, ["random", "pear"], questions=QS[:20], rounds=2,
+                                 backend_seed=1)]
+    assert a == b and a != c
+
+
+def test_round0_is_shared_by_every_method_and_differs_across_run_seeds():
+    recs = _run(MIXED, ["cot", "cot_sc", "random", "clique", "pear"], questions=QS[:30],
+                seeds=(0, 1), rounds=1)
+    by = {(r["seed"], r["question_id"], r["method"]): r["rounds_data"][0]["agents"] for r in recs}
+    for seed in (0, 1):
+        for q in QS[:30]:
+            r0 = by[(seed, q.id, "cot_sc")]
+            assert all(by[(seed, q.id, m)] == r0 for m in ("random", "clique", "pear"))
+            assert by[(seed, q.id, "cot")] == r0[:1]
+    assert any(by[(0, q.id, "cot_sc")] != by[(1, q.id, "cot_sc")] for q in QS[:30])
+
+
+def test_malformed_completions_are_flagged_not_fatal():
+    recs = _run(dataclasses.replace(MIXED, malformed_rate=0.3), ["random"], questions=QS[:10],
+                rounds=2)
+    assert sum(r["parse_failures"] for r in recs) > 0
+    assert len(recs) == 10
+
+
+# -- calibration machinery ---------------------------------------------------------------------
+
+def _record(dataset, method, correct_by_round, critiques=()):
+    """A minimal record: agents' correctness per round; critiques in round 1."""
+    rounds = []
+    for r, row in enumerate(correct_by_round):
+        rounds.append({"round": r, "agents": [{"correct": c} for c in row],
+                       "critiques": list(critiques) if r == 1 else [],
+                       "vote_correct": sum(row) * 2 > len(row)})
+    return {"dataset": dataset, "method": method, "rounds_data": rounds,
+            "correct": rounds[-1]["vote_correct"]}
+
+
+def test_w2r_is_computed_per_query_then_averaged_not_pooled():
+    # query A: one wrong agent-round, corrected (W2R 1); query B: four wrong agent-rounds,
+    # none corrected (W2R 0).  Per query then averaged: 0.5; pooled it would be 1/5.
+    a = _record("d", "random", [[False, True], [True, True]])
+    b = _record("d", "random", [[False, False], [False, False], [False, False]])
+    # query C has no wrong agent-round: it has no W2R and is skipped (not counted as 0)
+    c = _record("d", "random", [[True, True], [True, False]])
+    s = calibration.summarize([a, b, c]).iloc[0]
+    assert s["w2r"] == pytest.approx(0.5)
+    # R2W: A 0/3 right agent-rounds flipped, C 1/2 -> (0 + 0.5) / 2; B has none, skipped
+    assert s["r2w"] == pytest.approx(0.25)
+
+
+def test_critique_diagnostics_follow_the_study_definitions():
+    crit = [{"delivered": True, "decision": "ACCEPT", "source_answer": "1", "target_answer": "2",
+             "source_confidence": 5},
+            {"delivered": True, "decision": None, "source_answer": "1", "target_answer": "1",
+             "source_confidence": 3},
+            {"delivered": False, "decision": None, "source_answer": "2", "target_answer": "1",
+             "source_confidence": 1}]
+    s = calibration.summarize([_record("d", "random", [[True, False], [True, True]], crit)])
+    s = s.iloc[0]
+    assert s["acceptance"] == 1.0  # 1 ACCEPT of 1 decided critique
+    assert s["cross_answer"] == 0.5  # 1 of 2 delivered critiques crossed answers
+    assert s["source_confidence"] == pytest.approx((1.0 + 0.5 + 0.0) / 3)  # every routed one
+
+
+def test_study_targets_fit_baselines_hold_out_topologies_and_leave_pear_out():
+    t = calibration.study_targets()
+    roles = t.groupby("method")["role"].unique().apply(list).to_dict()
+    assert {m for m, r in roles.items() if r == ["fitted"]} == {"cot", "cot_sc", "random"}
+    assert {m for m, r in roles.items() if r == ["held-out"]} == {"clique", "star", "chain",
+                                                                  "ring"}
+    assert not t["method"].str.startswith("pear").any()
+    main = pd.read_csv(calibration.__file__.replace("pear/calibration.py",
+                                                    "data/paper/main_results.csv"))
+    want = main[(main["method"] == "Random") & (main["dataset"] == "MATH-500")]["accuracy"].mean()
+    got = t[(t["method"] == "random") & (t["dataset"] == "math500")]["study"].item()
+    assert got == pytest.approx(want)
+    assert set(t[t["method"] == "random"]["quantity"]) == {"accuracy", *calibration.DIAGNOSTICS}
+
+
+def _fake_simulate(params, methods, **kw):
+    """A stand-in population whose numbers are smooth functions of a few parameters."""
+    def sig(x):
+        return 1 / (1 + np.exp(-x))
+    rows = []
+    for ds, field in (("gsm8k", "ease_gsm8k"), ("math500", "ease_math500")):
+        cot = sig(getattr(params, field))
+        for m in methods:
+            acc = {"cot": cot, "cot_sc": cot + 0.02 * params.difficulty_sd,
+                   "random": cot + params.accept_right / 10}[m]
+            row = {"dataset": ds, "method": m, "debates": 10, "accuracy": acc, "round_0": acc}
+            if m == "random":
+                row.update(w2r=params.recheck, r2w=0.1, acceptance=sig(params.accept_agree),
+                           cross_answer=0.5, source_confidence=(params.conf_base - 1) / 4,
+                           round_1=acc)
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def test_fit_uses_only_the_baselines_and_moves_toward_the_study(monkeypatch):
+    asked = []
+
+    def spy(params, methods, **kw):
+        asked.append(tuple(methods))
+        return _fake_simulate(params, methods, **kw)
+    monkeypatch.setattr(calibration, "simulate", spy)
+    stages = [("all", ("ease_gsm8k", "ease_math500", "difficulty_sd", "accept_right",
+                       "recheck", "accept_agree", "conf_base"), ("cot", "cot_sc", "random"))]
+    start = SimParams(ease_gsm8k=0.0, ease_math500=0.0, difficulty_sd=1.0, accept_right=0.1,
+                      recheck=0.05, accept_agree=0.0, conf_base=2.0)
+    res = calibration.fit(start, stages=stages, budget=120, log=None)
+    assert {m for a in asked for m in a} <= set(calibration.FITTED_METHODS)
+    p = res.params
+    t = calibration.study_targets().set_index(["dataset", "method", "quantity"])["study"]
+    assert 1 / (1 + np.exp(-p.ease_gsm8k)) == pytest.approx(t[("gsm8k", "cot", "accuracy")],
+                                                            abs=0.02)
+    assert p.recheck == pytest.approx(t[("all", "random", "w2r")], abs=0.03)
+    assert (p.conf_base - 1) / 4 == pytest.approx(t[("all", "random", "source_confidence")],
+                                                  abs=0.03)
+    assert res.stages[0]["cost"] < 2.0  # r2w and cross_answer are fixed in the stand-in
+    # deterministic: the same start gives the same parameters
+    assert calibration.fit(start, stages=stages, budget=120, log=None).params == p
+
+
+def test_residual_table_and_goals():
+    summary = _fake_simulate(SimParams(), ("cot", "cot_sc", "random"))
+    table = calibration.residual_table(summary)
+    assert set(table["role"]) == {"fitted"}  # no held-out method was simulated
+    row = table[(table["dataset"] == "all") & (table["method"] == "cot")].iloc[0]
+    assert row["simulated"] == pytest.approx(summary[summary["method"] == "cot"]["accuracy"].mean())
+    assert row["diff"] == pytest.approx(row["simulated"] - row["study"])
+    g = calibration.goals(table)
+    assert g["random_minus_cot_sc"] == pytest.approx(
+        summary.groupby("method")["accuracy"].mean().pipe(lambda a: a["random"] - a["cot_sc"]))
+    assert set(g) >= {"fitted_accuracy_mae", "w2r_error", "cross_answer_error"}
+
+
+def test_plot_calibration_marks_fitted_and_held_out():
+    table = calibration.study_targets().assign(simulated=lambda d: d["study"] + 0.01)
+    table = table.assign(diff=0.01, target=table["method"])
+    fig = calibration.plot_calibration(table)
+    texts = [t.get_text() for a in fig.axes for t in a.texts]
+    assert texts.count("simulated agents") == 2
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "Random (fitted)" in labels and "Chain (held out)" in labels
+
+
+# -- the calibrated regime ---------------------------------------------------------------------
+
+def test_calibrated_defaults_show_the_study_regime():
+    """Voting gains little over one agent, debate gains a lot over voting and accuracy rises
+    over rounds (small grid: loose bounds; the benchmark measures the residuals)."""
+    s = calibration.simulate(SimParams(), ("cot", "cot_sc", "random"), n_questions=40,
+                             seeds=(0,), datasets=("gsm8k", "mmlu_pro"))
+    acc = s.groupby("method")["accuracy"].mean()
+    assert acc["cot_sc"] - acc["cot"] < 0.08
+    assert acc["random"] - acc["cot_sc"] > 0.03
+    curve = s[s["method"] == "random"][[f"round_{r}" for r in range(6)]].mean().to_numpy()
+    assert curve[-1] > curve[0]
+
+
+@pytest.fixture(scope="module")
+def evaluation_goals():
+    """The calibration goals of the defaults on 100 questions x 2 seeds per dataset."""
+    s = calibration.simulate(SimParams(), (*calibration.FITTED_METHODS,
+                                           *calibration.HELD_OUT_METHODS),
+                             n_questions=100, seeds=(0, 1))
+    return calibration.goals(calibration.residual_table(s))
+
+
+@pytest.mark.slow
+def test_calibrated_defaults_meet_the_goals_on_the_evaluation_grid(evaluation_goals):
+    g = evaluation_goals
+    assert g["fitted_accuracy_mae"] <= 0.02
+    assert g["held_out_accuracy_mae"] <= 0.04
+    assert g["random_minus_cot_sc"] >= 0.05
+    for d in ("w2r", "r2w", "acceptance", "source_confidence"):
+        assert g[f"{d}_error"] <= 0.05, d
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="known limitation: the population sustains less "
+                   "disagreement (cross-answer ~0.41) than the study reports (0.498) while "
+                   "matching its small voting gain; see README 'Simulated agents'")
+def test_calibrated_cross_answer_rate_within_tolerance(evaluation_goals):
+    assert evaluation_goals["cross_answer_error"] <= 0.05
