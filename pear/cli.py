@@ -94,12 +94,22 @@ def _parser() -> argparse.ArgumentParser:
     s = sub.add_parser("show", help="summarise a run directory",
                        description="Accuracy per method x dataset, tokens and parse failures.")
     s.add_argument("run_dir")
+    s.add_argument("--drop-invalid", action="store_true", help=_DROP_HELP)
 
     ix = sub.add_parser("index", help="build or update a run directory's columnar view",
                         description="Index the records under RUN_DIR into RUN_DIR/view/ "
                                     "(Parquet): only lines appended since the last index are "
                                     "read; a stale or damaged view is rebuilt.")
     ix.add_argument("run_dir")
+    ix.add_argument("--drop-invalid", action="store_true", help=_DROP_HELP)
+
+    va = sub.add_parser("validate", help="check a run directory's records before trusting them",
+                        description="Check every record line under RUN_DIR (typed schema, "
+                                    "sizes, ids, ranges, internal consistency; with the run "
+                                    "manifest: config hashes, gold answers, graphs) and report "
+                                    "each problem with its count and first examples. Exit 0: "
+                                    "valid (warnings allowed); 1: damaged records.")
+    va.add_argument("run_dir")
 
     pp = sub.add_parser("paper", help="execute every notebook (jupytext + papermill)",
                         description="Run the notebooks in order; outputs go to figures/.")
@@ -112,7 +122,12 @@ def _parser() -> argparse.ArgumentParser:
     pp.add_argument("--n-questions", default=0, type=_nonneg, help="0 = preset's")
     pp.add_argument("--base-url", default="", help="OpenAI-compatible endpoint")
     pp.add_argument("--only", default="", help="comma-separated notebook name prefixes")
+    pp.add_argument("--drop-invalid", action="store_true", help=_DROP_HELP)
     return p
+
+
+_DROP_HELP = ("analyse the valid records of a damaged run (say what was left out) instead of "
+              "stopping")
 
 
 def _cmd_run(a: argparse.Namespace) -> int:
@@ -158,8 +173,9 @@ def _cmd_run(a: argparse.Namespace) -> int:
 
 
 def _cmd_index(a: argparse.Namespace) -> int:
-    from pear.view import index
-    s = index(a.run_dir)
+    from pear.view import index, load
+    s = index(a.run_dir, drop_invalid=a.drop_invalid)
+    load(a.run_dir, update=False, drop_invalid=a.drop_invalid)  # repeated ids, torn tails
     why = f" ({s.reason})" if s.reason else ""
     print(f"{s.action}{why}: {s.new_debates} new debates read from {s.files} record files in "
           f"{s.seconds:.1f} s; the view of {a.run_dir} holds {s.debates} debates")
@@ -195,9 +211,16 @@ def _population_factory(a: argparse.Namespace, exp: Any, cache: Path | None):
     return factory
 
 
+def _cmd_validate(a: argparse.Namespace) -> int:
+    from pear.validate import validate
+    result = validate(a.run_dir)
+    print(result.report())
+    return 0 if result.findings.ok else 1
+
+
 def _cmd_show(a: argparse.Namespace) -> int:
     from pear.view import load
-    df = load(a.run_dir).debates
+    df = load(a.run_dir, drop_invalid=a.drop_invalid).debates
     if df.empty:
         raise ValueError(f"no debate records under {a.run_dir!r}")
     from pear.config import METHODS
@@ -222,10 +245,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_show(args)
         if args.command == "index":
             return _cmd_index(args)
+        if args.command == "validate":
+            return _cmd_validate(args)
         from pear.paper import build
         return build(backend=args.backend, preset=args.preset, model=args.model,
                      runs=args.runs, seeds=args.seeds, n_questions=args.n_questions,
-                     base_url=args.base_url, only=args.only)
+                     base_url=args.base_url, only=args.only, drop_invalid=args.drop_invalid)
     except KeyboardInterrupt:
         print("pear: interrupted; rerun the same command to resume", file=sys.stderr)
         return 130

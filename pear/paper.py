@@ -80,18 +80,22 @@ def run_experiments(backend: str, exp: Any, runs_dir: str | os.PathLike[str], *,
     (responses cached in ``runs_dir/cache.sqlite``), then bring the run's columnar view up
     to date (:func:`pear.view.index`) so that the analysis notebooks only read it; returns
     the :class:`pear.experiment.RunSummary`.  ``backend="replay"`` runs nothing: it checks
-    that ``runs_dir`` holds records, indexes them and returns None."""
+    that ``runs_dir`` holds records, checks them (:func:`pear.validate.check_run`: a
+    damaged run stops here, unless ``PEAR_DROP_INVALID=1``), indexes them and returns
+    None."""
     from pear.experiment import run
     from pear.factory import make_backend
-    from pear.records import iter_records
+    from pear.records import record_files
     from pear.view import index
     out = Path(runs_dir)
     if backend == "replay":
-        if not out.is_dir() or next(iter_records(out), None) is None:
+        if not out.is_dir() or not any(p.stat().st_size for p in record_files(out)):
             raise FileNotFoundError(f"backend 'replay' needs recorded debates, but {str(out)!r} "
                                     "holds none: pass --runs DIR of an earlier run")
-        print(f"replay: reading the records in {out}; nothing is run")
-        _report_index(index(out))
+        from pear.validate import check_run
+        print(f"replay: checking the records in {out} (untrusted until checked); nothing is run")
+        _report_index(index(out, drop_invalid=True))
+        print(check_run(out).report())
         return None
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
@@ -198,7 +202,7 @@ def check_outputs(figures: str | os.PathLike[str],
 
 def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", runs: str = "",
           seeds: str = "", n_questions: int = 0, base_url: str = "", only: str = "", *,
-          figures: str | os.PathLike[str] | None = None,
+          drop_invalid: bool = False, figures: str | os.PathLike[str] | None = None,
           build_dir: str | os.PathLike[str] | None = None,
           notebooks_dir: str | os.PathLike[str] | None = None) -> int:
     """Execute the notebooks in order (``only``: comma-separated name prefixes): each
@@ -206,8 +210,10 @@ def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", run
     and executed by papermill into ``build/notebooks/<name>.ipynb`` with the ``pear``
     kernel, cwd = the repository root, and the parameters it declares among ``backend,
     preset, runs_dir, model, seeds, n_questions, base_url``.  Outputs go to ``figures``
-    (default ``$PEAR_FIGURES_DIR`` or ``figures/``).  Returns 0, or 1 after the first
-    failing notebook (its error and executed path are printed)."""
+    (default ``$PEAR_FIGURES_DIR`` or ``figures/``).  ``drop_invalid`` lets the notebooks
+    analyse the valid records of a damaged run (``PEAR_DROP_INVALID=1``, see
+    :mod:`pear.validate`) instead of stopping.  Returns 0, or 1 after the first failing
+    notebook (its error and executed path are printed)."""
     from pear.experiment import PRESETS
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
@@ -223,7 +229,9 @@ def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", run
               "runs_dir": str(runs_path(runs, preset, backend)), "model": model,
               "seeds": seeds, "n_questions": int(n_questions), "base_url": base_url}
     _ensure_kernel()
-    env = {"MPLBACKEND": "agg", FIGURES_ENV: str(fig_dir)}  # inherited by the kernels
+    from pear.validate import DROP_ENV
+    env = {"MPLBACKEND": "agg", FIGURES_ENV: str(fig_dir),  # inherited by the kernels
+           DROP_ENV: "1" if drop_invalid else ""}
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
