@@ -262,6 +262,8 @@ class Checker:
         from pear.graphs import base_graph, fixed_topology
         from pear.hashing import int_seed
         n = rec["n_agents"]
+        if any(not (0 <= v < n) for rd in rec["rounds_data"] for e in rd["edges"] for v in e):
+            return  # out of range: named already
         if kind == "fixed":
             want = {tuple(e) for e in fixed_topology(rec["method"], n).tolist()}
             for rd in rec["rounds_data"][1:]:

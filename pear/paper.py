@@ -80,9 +80,9 @@ def run_experiments(backend: str, exp: Any, runs_dir: str | os.PathLike[str], *,
     (responses cached in ``runs_dir/cache.sqlite``), then bring the run's columnar view up
     to date (:func:`pear.view.index`) so that the analysis notebooks only read it; returns
     the :class:`pear.experiment.RunSummary`.  ``backend="replay"`` runs nothing: it checks
-    that ``runs_dir`` holds records, checks them (:func:`pear.validate.check_run`: a
-    damaged run stops here, unless ``PEAR_DROP_INVALID=1``), indexes them and returns
-    None."""
+    that ``runs_dir`` holds records, checks every line from scratch while indexing them
+    (:func:`pear.validate.validate`: a damaged run stops here, unless
+    ``PEAR_DROP_INVALID=1``) and returns None."""
     from pear.experiment import run
     from pear.factory import make_backend
     from pear.records import record_files
@@ -92,10 +92,13 @@ def run_experiments(backend: str, exp: Any, runs_dir: str | os.PathLike[str], *,
         if not out.is_dir() or not any(p.stat().st_size for p in record_files(out)):
             raise FileNotFoundError(f"backend 'replay' needs recorded debates, but {str(out)!r} "
                                     "holds none: pass --runs DIR of an earlier run")
-        from pear.validate import check_run
-        print(f"replay: checking the records in {out} (untrusted until checked); nothing is run")
-        _report_index(index(out, drop_invalid=True))
-        print(check_run(out).report())
+        from pear.validate import ValidationError, drop_invalid_default, validate
+        print(f"replay: checking every record in {out} (untrusted until checked); nothing is "
+              "run")
+        checked = validate(out)
+        print(checked.report())
+        if not checked.findings.ok and not drop_invalid_default():
+            raise ValidationError(out, checked.findings)
         return None
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")

@@ -40,7 +40,7 @@ import numpy as np
 
 from pear.records import IDENTITY, TIMING_FIELDS, DebateRecord
 
-__all__ = ["DROP_ENV", "drop_invalid_default", "Validation", "validate", "check_run", "MAX_LINE_BYTES", "MAX_FIELD_BYTES", "EXAMPLES", "KINDS", "Problem", "Findings",
+__all__ = ["DROP_ENV", "drop_invalid_default", "Validation", "validate", "MAX_LINE_BYTES", "MAX_FIELD_BYTES", "EXAMPLES", "KINDS", "Problem", "Findings",
            "ValidationError", "has_markup", "scan_lines", "torn_tail", "escape"]
 
 MAX_LINE_BYTES = 16 << 20  # our choice: a 5-agent, 5-round record at 512 tokens a call is ~0.2 MB
@@ -360,12 +360,3 @@ def validate(run_dir: str | os.PathLike[str]) -> Validation:
                                             root=root, vdir=vdir, manifest=man), man)
     return Validation(root, found, s.debates, s.files, time.perf_counter() - t0)
 
-
-def check_run(run_dir: str | os.PathLike[str], drop_invalid: bool | None = None) -> Findings:
-    """The incremental check the analysis runs (:func:`pear.view.load`: only new lines are
-    read): the findings, for a report; a :class:`ValidationError` on damage unless
-    ``drop_invalid`` (None: :func:`drop_invalid_default`)."""
-    from pear import indexing, view
-    v = view.load(run_dir, drop_invalid=drop_invalid)
-    man = indexing.read_manifest(v._vdir) if v._vdir is not None else None
-    return view.findings(v, man) if man is not None else Findings()
