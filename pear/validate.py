@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import html
 import itertools
-import json
 import math
 import os
 import re
