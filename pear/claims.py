@@ -106,7 +106,7 @@ def _expand(spec: Mapping[str, Any], src: Source) -> list[dict[str, Any]]:
                     t["metric_b"] = s["metric_b"].format(r=k)
                 if r == "increments":
                     t["metric_prev"] = s["metric"].format(r=k - 1)
-                t["label"] = f"{s.get('label') or describe(s)} (round {k})"
+                t["label"] = f"{s['label']} (round {k})"
                 expanded.append(t)
         out = expanded or [dict(spec, metric="round_missing")]
     return out
@@ -128,7 +128,7 @@ def _resolve_sets(spec: Mapping[str, Any], raw: Mapping[str, Any]) -> dict[str, 
 
 def _evaluate_part(spec: Mapping[str, Any], src: Source, raw: Mapping[str, Any],
                    numbers: list[tuple[float, float]]) -> list[PartResult]:
-    spec = _resolve_sets(spec, raw)
+    spec = _resolve_sets(dict(spec, label=spec.get("label") or describe(spec)), raw)
     if "printed" in spec:
         spec["printed_value"] = numbers[spec["printed"]]
     if "printed_each" in spec:
@@ -280,7 +280,8 @@ def summarise(parts: list[PartResult]) -> str:
             + f"; first {worst.verdict}: {one(worst)}")
 
 
-def ledger(subset: Any = None, full: Any = None, *, rng: np.random.Generator | None = None,
+def ledger(subset: Any = None, full: Any = None, *,
+           rng: np.random.Generator | int | None = None,
            n_boot: int | None = None, build: Source | None = None) -> pd.DataFrame:
     """One row per claim of ``claims.csv``, in its order: the claim (``id, section, kind,
     quote, printed, unit, scope``), the study's own check (``from_tables``, ``consistent``
@@ -292,7 +293,8 @@ def ledger(subset: Any = None, full: Any = None, *, rng: np.random.Generator | N
     (``model|dataset|method``), and the evaluated ``parts`` and ``table_parts``.
 
     ``subset``/``full``: :class:`pear.study.Results` (or views) of a build; or ``build``,
-    a ready :class:`pear.evidence.Source`.  ``rng`` draws the bootstrap replicates."""
+    a ready :class:`pear.evidence.Source`.  ``rng`` (a generator, or the seed of one)
+    draws the bootstrap replicates."""
     from pear import evidence
     raw = load_recompute()
     claims = load_claims()
@@ -300,6 +302,8 @@ def ledger(subset: Any = None, full: Any = None, *, rng: np.random.Generator | N
         if subset is None or rng is None:
             raise ValueError("give subset results and rng=numpy.random.default_rng(seed), or "
                              "build=pear.evidence.build_source(...)")
+        if not isinstance(rng, np.random.Generator):
+            rng = np.random.default_rng(rng)
         build = evidence.build_source(subset, full, rng=rng,
                                       n_boot=n_boot or evidence.N_BOOT)
     paper = evidence.paper_source()

@@ -42,7 +42,7 @@ KERNEL = "pear"
 
 NOTEBOOKS = ("00_run_experiments", "01_main_results", "02_full_dataset", "03_ablation",
              "04_round_curves", "05_diagnostics", "06_significance", "07_cost_pareto",
-             "08_case_study")
+             "08_case_study", "13_claims")
 """The build, in order (``notebooks/<name>.py``)."""
 
 
@@ -68,6 +68,7 @@ EXPECTED_OUTPUTS: dict[str, tuple[str, ...]] = {
     "07_cost_pareto": (*_fig("pareto"), *_tab("tokens"), *_tab("cost_vs_paper"),
                        "numbers_cost.tex"),
     "08_case_study": ("case_study.md",),
+    "13_claims": (*_tab("claims"), *_tab("claims_consistency"), *_fig("claims_forest")),
 }
 """Every file each notebook writes into the figures directory (one producer per file)."""
 

@@ -5,7 +5,7 @@ the margins a reproduction must reach, and the verdict rules of every test
 >>> decide({"test": "greater"}, 2.0, 0.5, 3.5, "points", 100, None)[0]
 'supported'
 >>> decide({"test": "greater"}, 1.0, -0.5, 2.5, "points", 100, None)[:2]
-('inconclusive', 452)
+('inconclusive', 460)
 """
 from __future__ import annotations
 
@@ -66,7 +66,7 @@ def printed_numbers(text: str) -> list[tuple[float, float]]:
     for num, k in _NUMBER.findall(text):
         decimals = len(num.split(".")[1]) if "." in num else 0
         scale = 1000.0 if k else 1.0
-        out.append((float(num) * scale, 0.5 * 10.0 ** -decimals * scale))
+        out.append((round(float(num) * scale, 9), 0.5 * 10.0 ** -decimals * scale))
     return out
 
 
@@ -213,10 +213,31 @@ def fixed_part(spec: Mapping[str, Any], value: float, where: str, unit: str,
 
 
 def describe(spec: Mapping[str, Any]) -> str:
-    metric = spec.get("metric", "accuracy")
-    a, b = spec.get("a", ""), spec.get("b")
-    op = spec.get("op", "diff" if b else "value")
-    text = {"value": f"{a}", "diff": f"{a} - {b}", "rel": f"1 - {a}/{b}",
-            "ratio": f"{a}/{b} - 1"}.get(op, op)
-    return f"{metric}: {text}"
+    """A part in words, from its (unresolved) spec.
 
+    >>> describe({"a": "pear", "b": "max:fixed", "scale": 100})
+    'Accuracy: PEAR - highest fixed'
+    >>> describe({"metric": "tokens", "op": "rel", "a": "pear", "b": "clique"})
+    'tokens: 1 - PEAR / Clique'
+    """
+    from pear.labels import QUANTITY_LABELS, method_label
+    words = {"max": "highest", "min": "lowest", "mean": "mean of", "spread": "spread of",
+             "best": "best", "worst": "worst"}
+
+    def name(expr: Any) -> str:
+        if not isinstance(expr, str):
+            return str(expr)
+        agg, _, rest = expr.partition(":")
+        if not rest:
+            return method_label(expr)
+        members = ", ".join(method_label(m) for m in rest.split(","))
+        return f"{words.get(agg, agg)} {members}"
+    metric = spec.get("metric", "accuracy")
+    a, b = name(spec.get("a", "")), name(spec.get("b")) if spec.get("b") else None
+    op = spec.get("op", "diff" if b else "value")
+    text = {"value": a, "diff": f"{a} - {b}", "rel": f"1 - {a} / {b}",
+            "ratio": f"{a} / {b} - 1", "increment": f"step of {a}" + (f" - {b}" if b else "")
+            }.get(op, op.replace("_", " "))
+    what = "Accuracy by round" if metric.startswith("round_") else \
+        QUANTITY_LABELS.get(metric, metric)
+    return f"{what}: {text}"
