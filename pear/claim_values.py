@@ -171,7 +171,8 @@ def numeric(spec: Mapping[str, Any], src: Source, raw: Mapping[str, Any]) -> lis
         return whole
     nq = dict(zip(first.settings, first.n_questions)) if len(first.n_questions) else {}
     single = op in ("last_rise", "strength_gain")
-    results = []
+    results: list[PartResult] = []
+    skipped: list[str] = []
     for label, pos in _groups(first, rows, "mean" if single else agg):
         gkeys = [keys[j] for j in pos]
         if whole is not None:
@@ -183,11 +184,20 @@ def numeric(spec: Mapping[str, Any], src: Source, raw: Mapping[str, Any]) -> lis
             if not isinstance(v, str) and op != "share":
                 v = v.reduce(agg if agg in ("max", "min") else "mean", list(range(len(gkeys))))
         if isinstance(v, str):
+            if len(pos) < len(rows):   # one setting of several lacks a method: left out
+                skipped.append(label)
+                continue
             return v
         v = v.map(lambda x: x * scale)
         n = [nq.get(k) for k in gkeys if nq.get(k)]
         results.append(value_part(spec, v, label, _unit(spec, metric), min(n) if n else None,
                              note, metric, tuple(gkeys), src))
+    if not results:
+        return f"no setting of this build has every method of the claim ({', '.join(skipped)})"
+    if skipped:
+        for r in results:
+            r.note = "; ".join(x for x in (r.note, f"left out (methods missing): "
+                                                    f"{', '.join(skipped)}") if x)
     return results
 
 
@@ -255,8 +265,9 @@ def _pareto(spec, src: Source, keys, agg) -> Values | str:
         rows = [acc.settings.index(keys[j]) for j in pos]
         trow = [tok.settings.index(keys[j]) for j in pos]
         methods = [m for m in acc.methods if m in tok.methods]
-        a = np.nanmean(acc.point[rows][:, [acc.column(m) for m in methods]], axis=0)
-        t = np.nanmean(tok.point[trow][:, [tok.column(m) for m in methods]], axis=0)
+        with quiet():
+            a = np.nanmean(acc.point[rows][:, [acc.column(m) for m in methods]], axis=0)
+            t = np.nanmean(tok.point[trow][:, [tok.column(m) for m in methods]], axis=0)
         ok = ~(np.isnan(a) | np.isnan(t))
         front = dict(zip(np.array(methods)[ok], pareto_front(t[ok], a[ok])))
         out[pos] = float(front.get(spec["a"], False))

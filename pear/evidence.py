@@ -307,7 +307,8 @@ def _states(view: Any, limit: int) -> list[Any]:
     """Router states (:func:`pear.theory.states_from_records`) of up to ``limit`` rounds of
     the first PEAR debates (full records read one at a time)."""
     from pear.theory import states_from_records
-    ids = view.debates.loc[view.debates["method"] == "pear", "debate_id"].head(limit)
+    deb = view.debates
+    ids = deb.loc[(deb["method"] == "pear") & (deb["rounds"] > 0), "debate_id"].head(limit)
     records = (view.record(i) for i in ids)
     return list(states_from_records(records, limit=limit))
 
@@ -320,6 +321,14 @@ def _design(deb: pd.DataFrame, full: pd.DataFrame | None) -> dict[str, Any]:
             "full_questions": ({} if full is None or full.empty else
                                full.groupby("dataset")["question_id"].nunique().to_dict()),
             "full_models": set() if full is None else set(full["model"])}
+
+
+def _protocol_n(deb: pd.DataFrame, exp: Any) -> int | None:
+    """The number of agents n of the build's protocol (from its debates if no preset)."""
+    if exp is not None:
+        return int(exp.debate.n_agents)
+    n = deb.loc[deb["method"] != "cot", "n_agents"]
+    return int(n.max()) if len(n) else None
 
 
 def build_source(subset: Any, full: Any = None, *, rng: np.random.Generator,
@@ -345,7 +354,7 @@ def build_source(subset: Any, full: Any = None, *, rng: np.random.Generator,
                  spearman=_rank_rows(cells["accuracy"], fcells["accuracy"]) if fcells else None,
                  models={m: paper_model(m, names) for m in models},
                  design=_design(deb, fv.debates if fv is not None else None),
-                 n=int(deb.loc[deb["method"] != "cot", "n_agents"].max()) if len(deb) else None,
+                 n=_protocol_n(deb, exp),
                  k=exp.debate.k if exp is not None else None,
                  states=_states(sv, router_states),
                  router=exp.router if exp is not None else RouterConfig(),

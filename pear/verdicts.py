@@ -221,6 +221,8 @@ def describe(spec: Mapping[str, Any]) -> str:
     'tokens: 1 - PEAR / Clique'
     """
     from pear.labels import QUANTITY_LABELS, method_label
+    if spec.get("op") in ("sig", "spearman", "design", "router"):
+        return ""   # their evaluators name them
     words = {"max": "highest", "min": "lowest", "mean": "mean of", "spread": "spread of",
              "best": "best", "worst": "worst"}
 
