@@ -123,7 +123,10 @@ def rank_parts(spec: Mapping[str, Any], src: Source, raw: Mapping[str, Any]) -> 
             s2["printed_value"] = spec["printed_numbers"][spec["printed_each"][
                 _study_order(r, src)]]
         verdict, needed, why = decide(s2, value, lo, hi, "rho" if stat == "rho" else "p-value",
-                                       None, src)
+                                      None, src)
+        if stat == "p" and verdict == "contradicted" and not src.paper:
+            verdict, why = "inconclusive", ("not significant: more questions per method would "
+                                            "sharpen the accuracies it ranks")
         out.append(PartResult(spec.get("label") or f"Spearman {stat}", where, value, lo, hi,
                               s2.get("printed_value", (None,))[0],
                               "rho" if stat == "rho" else "p-value",

@@ -319,8 +319,8 @@ def ledger(subset: Any = None, full: Any = None, *,
         reason = res.reason
         if res.finding == "inconclusive":
             reason = (f"{res.n_needed} questions per setting would decide it"
-                      if res.n_needed else "the observed difference is nil: no sample size "
-                      "decides it")
+                      if res.n_needed else "the interval straddles the claim and no sample "
+                      "size follows from it (a nil difference, or a test of ranks)")
         if not_evidence:
             what = "simulated agents" if build.simulated else "a smoke build (tiny model, tiny grid)"
             reason = (f"{what}: the finding ({res.finding}) is a statement about the "

@@ -232,7 +232,7 @@ def describe(spec: Mapping[str, Any]) -> str:
         agg, _, rest = expr.partition(":")
         if not rest:
             return method_label(expr)
-        members = ", ".join(method_label(m) for m in rest.split(","))
+        members = ", ".join(method_label(m).replace("_", " ") for m in rest.split(","))
         return f"{words.get(agg, agg)} {members}"
     metric = spec.get("metric", "accuracy")
     a, b = name(spec.get("a", "")), name(spec.get("b")) if spec.get("b") else None
