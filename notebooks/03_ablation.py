@@ -48,9 +48,9 @@ bars = figures.with_average(acc, over="dataset")
 # ## Figure and table
 
 # %%
-fig = figures.facet(figures.plot_ablation, bars, rows="model", cols=None, size=(7.0, 2.8),
+fig = figures.facet(figures.plot_ablation, bars, rows="model", cols=None, width="double",
                     title="Routing ablation: accuracy per variant (Random = reference)",
-                    source=res.source, simulated=res.simulated)
+                    source=res.source, mark=res.mark)
 figures.display_figure(fig)
 
 # %%

@@ -47,7 +47,7 @@ curves = figures.with_average(metrics.round_accuracy(res.debates, res.rounds), o
 # %%
 fig = figures.facet(figures.plot_round_curves, curves, rows="model", cols="dataset",
                     title="Round-wise accuracy of the vote per method",
-                    source=res.source, simulated=res.simulated, methods=study.MAIN_METHODS)
+                    source=res.source, mark=res.mark, methods=study.MAIN_METHODS)
 figures.display_figure(fig)
 
 # %% [markdown]

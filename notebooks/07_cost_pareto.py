@@ -53,7 +53,7 @@ quoted = compare.quoted_macros(vs_paper, "Tokens", digits=0)
 # %%
 fig = figures.facet(figures.plot_pareto, points, rows="model", cols="dataset",
                     title="Accuracy against tokens per example (Pareto frontier ringed)",
-                    source=res.source, simulated=res.simulated)
+                    source=res.source, mark=res.mark)
 figures.display_figure(fig)
 
 # %%

@@ -79,3 +79,6 @@ report.save_table(ledger.table_ledger(table), "claims",
 report.save_table(ledger.table_consistency(table), "claims_consistency",
                   caption=ledger.caption_consistency(subset))
 figures.save_figure(fig, "claims_forest")
+ledger.save_html(ledger.ledger_html(table, link=ledger.site_link, title="",
+                                    source=subset.caption("The claims ledger of this build:")),
+                 "claims")

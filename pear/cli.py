@@ -1,4 +1,5 @@
-"""The ``pear`` command line: ``pear run``, ``pear show``, ``pear index``, ``pear paper``.
+"""The ``pear`` command line: ``pear run``, ``pear show``, ``pear index``, ``pear paper``,
+``pear models``, ``pear plan``, ``pear merge``, ``pear grade-check``.
 
 Errors a user can make (bad argument, unknown preset/dataset/method/backend, missing file,
 unreachable server) print one line naming the problem and exit with code 2.
@@ -54,6 +55,23 @@ def _role(text: str) -> tuple[int, str]:
         raise argparse.ArgumentTypeError(f"expected AGENT=ROLE (e.g. 2=adversarial), got {text!r}")
     return int(agent), role.strip()
 
+def _positive_float(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not v > 0 or v != v or v == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be > 0: {text!r}")
+    return v
+
+
+def _shard(text: str) -> tuple[int, int]:
+    from pear.experiment import parse_shard
+    try:
+        return parse_shard(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err).removeprefix("invalid shard ")) from None
+
 
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="pear", description="PEAR multi-agent debate: run grids, inspect runs, "
@@ -90,11 +108,66 @@ def _parser() -> argparse.ArgumentParser:
                    "--agent-models from its own server")
     r.add_argument("--no-cache", action="store_true", help="do not use the response cache")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.add_argument("--shard", type=_shard,
+                   help="i/N: run only part i of N of the grid (deterministic; `pear merge` "
+                        "combines the parts)")
+    r.add_argument("--no-study-scope", action="store_true",
+                   help="run the study's models on the whole grid, not only the methods, "
+                        "questions and full sets the study ran on them")
+    r.add_argument("--tensor-parallel-size", type=_positive,
+                   help="vllm: GPUs per model (tensor parallel)")
 
-    s = sub.add_parser("show", help="summarise a run directory",
-                       description="Accuracy per method x dataset, tokens and parse failures.")
+    sub.add_parser("models", help="list the study's models and model groups",
+                   description="The model registry: what `--model KEY` and `--model paper` "
+                               "run, with the settings and the part of the grid each needs.")
+
+    pl = sub.add_parser("plan", help="what a grid costs, without loading a model",
+                        description="Debates, model calls, prompt/completion tokens, cached "
+                                    "share and GPU-hours of a preset grid.")
+    pl.add_argument("--preset", default="paper", help="smoke | paper | sim (default: paper)")
+    pl.add_argument("--backend", default="vllm",
+                    help="llamacpp | openai | vllm | simulated (default: vllm)")
+    pl.add_argument("--model", action="append",
+                    help="model name, registry key or group (paper, api, study); repeatable")
+    pl.add_argument("--throughput", type=_positive_float,
+                    help="computed tokens per second of one GPU (uncached prompt + completion)")
+    pl.add_argument("--from", dest="from_run", metavar="RUN_DIR",
+                    help="use the measured averages of an existing run")
+    pl.add_argument("--fill", type=_positive_float, default=1.0,
+                    help="dry run: share of the token budget a reply uses (default 1: the "
+                         "upper bound)")
+    pl.add_argument("--chars-per-token", type=_positive_float, default=None,
+                    help="dry run: characters per token (default 4)")
+    for flag, kind, text in (("--datasets", _csv(str), "comma-separated datasets"),
+                             ("--methods", _csv(str), "comma-separated methods"),
+                             ("--seeds", _csv(int), "comma-separated run seeds")):
+        pl.add_argument(flag, type=kind, help=text)
+    pl.add_argument("--n-questions", type=_positive, help="questions per dataset")
+    pl.add_argument("--rounds", type=_nonneg, help="debate rounds")
+    pl.add_argument("--agents", type=_positive, help="number of agents")
+    pl.add_argument("--no-full", action="store_true", help="skip the full-dataset runs")
+    pl.add_argument("--shard", type=_shard, help="i/N: plan one part of the grid")
+    pl.add_argument("--no-study-scope", action="store_true",
+                    help="plan the study's models on the whole grid")
+
+    mg = sub.add_parser("merge", help="combine run directories (e.g. shards) into one",
+                        description="Check that the runs' manifests agree and copy their "
+                                    "records into a new directory.")
+    mg.add_argument("out", help="new run directory")
+    mg.add_argument("runs", nargs="+", help="run directories to combine")
+
+    s = sub.add_parser("show", help="summarise a run directory, or show one debate",
+                       description="Accuracy per method x dataset, tokens and parse failures; "
+                                   "with --debate ID, that debate's transcript (Markdown, or "
+                                   "an HTML page with --html).")
     s.add_argument("run_dir")
     s.add_argument("--drop-invalid", action="store_true", help=_DROP_HELP)
+    s.add_argument("--debate", metavar="ID", help="show this debate round by round")
+    s.add_argument("--html", action="store_true",
+                   help="with --debate: write the transcript as an HTML page (to --out, by "
+                        "default where the results site's debate browser links it: "
+                        "build/site/debates/d/ID.html)")
+    s.add_argument("--out", metavar="PATH", help="with --html: the page's path")
 
     ix = sub.add_parser("index", help="build or update a run directory's columnar view",
                         description="Index the records under RUN_DIR into RUN_DIR/view/ "
@@ -110,6 +183,11 @@ def _parser() -> argparse.ArgumentParser:
                                     "each problem with its count and first examples. Exit 0: "
                                     "valid (warnings allowed); 1: damaged records.")
     va.add_argument("run_dir")
+    g = sub.add_parser("grade-check", help="regrade a run's answers with the current graders",
+                       description="Per dataset, how many recorded verdicts the current graders "
+                                   "change, with examples.")
+    g.add_argument("run_dir")
+    g.add_argument("--examples", type=_nonneg, default=3, help="examples per direction")
 
     pp = sub.add_parser("paper", help="execute every notebook (jupytext + papermill)",
                         description="Run the notebooks in order; outputs go to figures/.")
@@ -148,15 +226,26 @@ def _cmd_run(a: argparse.Namespace) -> int:
         over["agent_models"] = a.agent_models
     if a.model and a.backend in ("vllm", "openai") and not a.agent_models:
         over["models"] = tuple(a.model)
+    if a.shard:
+        over["shard"] = a.shard
+    if a.no_study_scope:
+        over["study_scope"] = False
     exp = preset(a.preset, **over)
+    if a.backend == "vllm":  # fail before anything is written, not at the n-th model
+        from pear.models import backend_settings, check_vllm_model
+        for m in exp.models:
+            check_vllm_model(m)
+            backend_settings(m, "vllm")
     out = Path(a.out)
     cache = None if a.no_cache else out / "cache.sqlite"
+    extra = {"tensor_parallel_size": a.tensor_parallel_size} \
+        if a.tensor_parallel_size and a.backend == "vllm" else None
     if exp.debate.agent_models:
         backend: Any = _population_factory(a, exp, cache)
     elif exp.models:
         def factory(m: str):
             return make_backend(a.backend, exp=exp, model=m, base_urls=a.base_url,
-                                cache_path=cache)
+                                cache_path=cache, extra=extra)
         backend = factory
     else:
         backend = make_backend(a.backend, exp=exp, model_path=a.model_path,
@@ -210,6 +299,22 @@ def _population_factory(a: argparse.Namespace, exp: Any, cache: Path | None):
                             cache_path=cache)
     return factory
 
+def _cmd_show_debate(a: argparse.Namespace) -> int:
+    from pear.view import load
+    view = load(a.run_dir, drop_invalid=a.drop_invalid)
+    if not a.html:
+        from pear.transcript import render_transcript
+        if not (view.debates["debate_id"] == a.debate).any():
+            raise ValueError(f"no debate {a.debate!r} among the {len(view.debates)} debates "
+                             f"under {a.run_dir!r}")
+        print(render_transcript(view.record(a.debate)), end="")
+        return 0
+    from pear.site import page_path, write_debate_page
+    from pear.study import REPO_ROOT
+    path = Path(a.out) if a.out else page_path(REPO_ROOT / "build" / "site", a.debate)
+    print(write_debate_page(view, a.debate, path))
+    return 0
+
 
 def _cmd_validate(a: argparse.Namespace) -> int:
     from pear.validate import validate
@@ -219,6 +324,10 @@ def _cmd_validate(a: argparse.Namespace) -> int:
 
 
 def _cmd_show(a: argparse.Namespace) -> int:
+    if a.debate is None and (a.html or a.out):
+        raise ValueError("--html and --out need --debate ID")
+    if a.debate is not None:
+        return _cmd_show_debate(a)
     from pear.view import load
     df = load(a.run_dir, drop_invalid=a.drop_invalid).debates
     if df.empty:
@@ -236,6 +345,73 @@ def _cmd_show(a: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_models(_a: argparse.Namespace) -> int:
+    from pear.models import GROUPS, MODELS
+    print(f"{'key':<18}{'display name':<18}{'backend':<8}{'model id':<34}{'methods':>8}"
+          f"{'questions':>10}  {'full sets':<19} settings")
+    for m in MODELS:
+        settings = []
+        if m.chat_template_kwargs:
+            settings.append(f"chat_template_kwargs={dict(m.chat_template_kwargs)}")
+        if m.max_model_len:
+            settings.append(f"max_model_len={m.max_model_len}")
+        if m.api_key_env:
+            settings.append(f"{m.base_url} (key in ${m.api_key_env})")
+        print(f"{m.key:<18}{m.display_name:<18}{m.backend:<8}{m.model_id:<34}"
+              f"{len(m.methods):>8}{m.n_questions:>10}  {','.join(m.full_datasets) or '-':<19} "
+              f"{'; '.join(settings)}")
+    print("\nmethods: 14 = every method (with the ablations), 8 = the main table's; "
+          "questions per dataset")
+    print("groups: " + "; ".join(f"{g} = {', '.join(keys)}" for g, keys in GROUPS.items()))
+    print("run: pear run --preset paper --backend vllm --model paper --out data/runs/paper "
+          "(one model after another, each resumable)")
+    notes = [f"{m.key}: {m.notes}" for m in MODELS if m.notes]
+    if notes:
+        print("notes:\n  " + "\n  ".join(notes))
+    return 0
+
+
+def _cmd_plan(a: argparse.Namespace) -> int:
+    from pear import backends
+    from pear.backends.dry import CHARS_PER_TOKEN
+    from pear.experiment import preset
+    from pear.plan import estimate, format_plan
+    if a.backend not in backends.BACKENDS:
+        raise ValueError(f"unknown backend {a.backend!r}: choose one of "
+                         f"{', '.join(backends.BACKENDS)}")
+    if a.fill > 1:
+        raise ValueError(f"invalid --fill {a.fill!r}: a share of the token budget in (0, 1]")
+    over: dict[str, Any] = {}
+    for arg, key in (("datasets", "datasets"), ("methods", "methods"), ("seeds", "seeds"),
+                     ("n_questions", "n_questions"), ("rounds", "rounds"),
+                     ("agents", "n_agents"), ("shard", "shard")):
+        if getattr(a, arg) is not None:
+            over[key] = getattr(a, arg)
+    if a.no_full:
+        over["full_datasets"] = ()
+    if a.no_study_scope:
+        over["study_scope"] = False
+    if a.model:
+        over["models"] = tuple(a.model)
+    exp = preset(a.preset, **over)
+    costs = [estimate(exp, m, from_run=a.from_run, fill=a.fill,
+                      chars_per_token=a.chars_per_token or CHARS_PER_TOKEN)
+             for m in (exp.models or (None,))]
+    print(format_plan(exp, costs, backend=a.backend, throughput=a.throughput))
+    return 0
+
+
+def _cmd_merge(a: argparse.Namespace) -> int:
+    from pear.merge import merge
+    s = merge(a.out, a.runs)
+    print(f"{s.records} debates merged into {a.out} ({s.duplicates} duplicates dropped)"
+          + (f"; shards {', '.join(s.shards)}" if s.shards else ""))
+    if s.missing_shards:
+        print(f"missing shards: {', '.join(map(str, s.missing_shards))}; running the unsharded "
+              f"grid into {a.out} finishes them", file=sys.stderr)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -247,6 +423,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_index(args)
         if args.command == "validate":
             return _cmd_validate(args)
+        if args.command in ("models", "plan", "merge"):
+            return {"models": _cmd_models, "plan": _cmd_plan, "merge": _cmd_merge}[
+                args.command](args)
+        if args.command == "grade-check":
+            from pear.gradecheck import check_run, format_report
+            print(format_report(check_run(args.run_dir, examples=args.examples)))
+            return 0
         from pear.paper import build
         return build(backend=args.backend, preset=args.preset, model=args.model,
                      runs=args.runs, seeds=args.seeds, n_questions=args.n_questions,

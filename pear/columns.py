@@ -1,11 +1,12 @@
 """The columns of a run's view (:mod:`pear.view`): the four tables' Arrow schemas, rows
 gathered from records (:class:`Rows`), and the pandas dtypes they are read with.
 
-- ``debates``: one row per debate: identity, gold and final answer, correctness, rounds,
-  tokens, calls, parse failures, truncated calls, prompt style, where its line lies
-  (``file``, ``offset``) so that one debate's texts can be read without the rest, and a
-  ``digest`` of its contents (:func:`pear.validate.digest`: two records with one id and
-  different digests conflict);
+- ``debates``: one row per debate: identity, gold and final answer, correctness, rounds
+  (run, and the most allowed with the stop reason where records have early stopping), tokens,
+  calls, parse failures, truncated calls, prompt style, where its line lies (``file``,
+  ``offset``) so that one debate's texts can be read without the rest, and a ``digest`` of its
+  contents (:func:`pear.validate.digest`: two records with one id and different digests
+  conflict);
 - ``agent_rounds``: one row per debate x round x agent: canonical answer, confidence,
   correctness, the agent's influence after the round, parse and truncation flags;
 - ``edges``: one row per routed critique: source, target, delivery, decision, whether the
@@ -34,7 +35,8 @@ SCHEMAS: dict[str, pa.Schema] = {
     "debates": pa.schema([
         ("debate", _i32), ("debate_id", _str), ("model", _str), ("backend", _str),
         ("dataset", _str), ("method", _str), ("seed", _i32), ("question_id", _str),
-        ("config_hash", _str), ("n_agents", _i16), ("rounds", _i16), ("gold", _str),
+        ("config_hash", _str), ("n_agents", _i16), ("rounds", _i16), ("max_rounds", _i16),
+        ("stop_reason", _str), ("gold", _str),
         ("final_answer", _str), ("correct", _bool), ("prompt_tokens", _i64),
         ("completion_tokens", _i64), ("cached_tokens", _i64), ("tokens", _i64),
         ("calls", _i32), ("parse_failures", _i32), ("truncated_calls", _i32),
@@ -88,6 +90,8 @@ class Rows:
         d["debate_id"].append(rec["debate_id"])
         d["n_agents"].append(rec["n_agents"])
         d["rounds"].append(rec["rounds"])
+        d["max_rounds"].append(rec.get("max_rounds"))  # records with early stopping only
+        d["stop_reason"].append(rec.get("stop_reason"))
         d["gold"].append(rec["gold"])
         d["final_answer"].append(rec["final_answer"])
         d["correct"].append(bool(rec["correct"]))
@@ -167,7 +171,7 @@ def to_pandas(table: pa.Table, name: str) -> pd.DataFrame:
         elif not isinstance(df[col].dtype, pd.CategoricalDtype):
             df[col] = df[col].astype("category")
     for col in ("truncated_calls", "confidence", "source_confidence", "target_confidence",
-                "pool_size"):
+                "pool_size", "max_rounds"):
         if col in df and df[col].dtype.kind == "f":  # nulls made it float: nullable int
             df[col] = df[col].astype("Int32" if col in ("truncated_calls", "pool_size")
                                      else "Int16")

@@ -121,7 +121,9 @@ def beside_paper(reproduced: pd.DataFrame, name: str, values: Sequence[str],
             rep["model"] = rep["model"].map(lambda m: names[m] or m)
         else:
             keys.remove("model")
-            note = (f"No reproduced model ({', '.join(names)}) is one of the study's; its "
+            shown = labels.model_labels(names)
+            note = (f"No reproduced model ({', '.join(shown.values())}) is one of the "
+                    f"study's; its "
                     f"numbers are averaged over its {len(known)} models "
                     f"({', '.join(known)}) and the reproduced ones over theirs.")
     split = [k for k in keys if k not in pap.columns]
@@ -168,7 +170,7 @@ def _headline(acc: pd.DataFrame) -> pd.DataFrame:
         summ = metrics.gain_summary(metrics.gains(acc, "pear", "best_fixed"))
         for level, key, gain in zip(summ["level"], summ["key"], summ["gain"]):
             key = {"dataset": labels.dataset_label(key),
-                   "model": f"model {key}"}.get(level, _ALL)
+                   "model": f"model {labels.model_label(key)}"}.get(level, _ALL)
             rows.append(("gain_best_fixed", key, gain))
         vs = metrics.gains_versus(acc, "pear")
         rows += [("gain_over", labels.method_label(ref), gain)
@@ -210,7 +212,7 @@ def number_macros(numbers: pd.DataFrame, res: Any = None) -> dict[str, str]:
         def tex(s: str) -> str:
             return re.sub(r"([&%$#_{}])", r"\\\1", s)
         out["ReproBackend"] = tex(", ".join(res.backends))
-        out["ReproModels"] = tex(", ".join(res.models))
+        out["ReproModels"] = tex(", ".join(getattr(res, "model_names", res.models)))
         out["ReproSeeds"] = str(len(res.exp.seeds))
         out["ReproQuestions"] = str(res.exp.n_questions or "all")
     return out

@@ -29,7 +29,6 @@ from typing import Any
 
 import numpy as np
 
-from pear import tasks
 
 __all__ = [
     "DATASETS",
@@ -72,8 +71,9 @@ class Question:
     """The options in the order shown (TruthfulQA: after the per-question shuffle; MMLU-Pro:
     the benchmark's own order); None if open-ended."""
     gold: str
-    """The gold answer in canonical form (:meth:`pear.tasks.Task.canonical`); for multiple
-    choice the letter of the correct option as shown."""
+    """The gold answer: for multiple choice the letter of the correct option as shown, else the
+    source's answer as written (stripped).  Reading, grading and equivalence live in
+    :mod:`pear.tasks`."""
     gold_raw: str
     """The source's gold answer, verbatim (TruthfulQA: the correct option's text; MMLU-Pro:
     the source letter)."""
@@ -167,7 +167,7 @@ def _question(dataset: str, rec: dict[str, Any]) -> Question:
         gold = option_letters(len(source))[perm.index(answer_index)]
     else:
         perm, choices = None, None
-        gold = tasks.get(dataset).canonical(gold_raw)
+        gold = gold_raw.strip()
     return Question(id=qid, dataset=dataset, question=text, choices=choices, gold=gold,
                     gold_raw=gold_raw, permutation=perm, meta=meta)
 

@@ -268,13 +268,18 @@ class Engine:
         """Agents 0..len(parses)-1 from their parsed replies; a role with a fixed confidence
         (:data:`pear.config.ROLE_CONFIDENCE`) overrides the stated one."""
         task = self._task_for(question.dataset)
-        canon = [task.canonical(p.answer) if p.answer else "" for p in parses]
-        reps = task.buckets(canon)
+        answers = [p.answer or "" for p in parses]
+        if hasattr(task, "judge"):  # one call: classes and grades from one equivalence
+            judged = task.judge(answers, question)
+            reps, correct = list(judged.classes), list(judged.correct)
+        else:
+            reps = task.buckets([task.canonical(a) if a else "" for a in answers])
+            correct = [bool(a) and task.grade(a, question) for a in answers]
         roles = [self.debate.role(i) for i in range(len(parses))]
         return [_Agent(p.answer, rep, ROLE_CONFIDENCE.get(role, p.confidence), p.reasoning,
-                       bool(p.answer) and task.grade(p.answer, question), p.parse_error,
-                       role=role, model=self.agent_model_ids[i])
-                for i, (p, rep, role) in enumerate(zip(parses, reps, roles))]
+                       bool(p.answer) and ok, p.parse_error, role=role,
+                       model=self.agent_model_ids[i])
+                for i, (p, rep, ok, role) in enumerate(zip(parses, reps, correct, roles))]
 
     # the run ------------------------------------------------------------------
     def run(self, jobs: Sequence[Job]) -> Iterator[dict[str, Any]]:

@@ -5,6 +5,12 @@
 advance in lockstep through the engine), appending each finished debate at once and
 fsyncing at chunk boundaries.  Killing it at any point and running it again finishes the
 grid with no debate lost or duplicated.
+
+Scale-out: ``Experiment.shard = (i, N)`` runs the i-th of N deterministic parts of the grid
+(whole (seed, question) groups, balanced by debate count), so N machines can each run a part
+into their own directory; :func:`pear.merge.merge` combines the parts after checking that
+their manifests agree.  Models of the study's registry (:mod:`pear.models`) run the part of the
+grid the study ran on them (:func:`model_grid`).
 """
 from __future__ import annotations
 
@@ -27,7 +33,7 @@ from pear.records import RecordWriter, completed_ids
 
 __all__ = ["Experiment", "PRESETS", "preset", "jobs", "run", "RunSummary", "answer_key",
            "subset_questions", "full_questions", "SCOPES", "scope_debates",
-           "MANIFEST", "read_manifest", "model_dir"]
+           "MANIFEST", "read_manifest", "model_dir", "model_grid", "parse_shard"]
 
 MANIFEST = "manifest.json"
 FULL_METHODS = ("cot", "cot_sc", "clique", "star", "chain", "ring", "pear")  # paper's full-set table
@@ -59,6 +65,12 @@ class Experiment:
     chunk_questions: int = 8  # our choice
     """(seed, question) groups per engine batch: larger batches feed the backend better,
     smaller ones write records sooner."""
+    shard: tuple[int, int] | None = None
+    """``(i, N)``: run only the i-th (1-based) of N deterministic parts of the grid; None =
+    all of it."""
+    study_scope: bool = True  # paper
+    """Run models of the study's registry on the part of the grid the study ran on them
+    (their method set, question count and full-set runs); False = the whole grid."""
 
     def __post_init__(self) -> None:
         from pear.data import DATASETS
@@ -78,6 +90,12 @@ class Experiment:
                 raise ValueError(f"invalid {name}={v!r}: use an integer >= 1 or None")
         if self.chunk_questions < 1:
             raise ValueError(f"invalid chunk_questions={self.chunk_questions!r}: use >= 1")
+        if self.shard is not None:
+            ok = (isinstance(self.shard, tuple) and len(self.shard) == 2
+                  and all(isinstance(v, int) for v in self.shard)
+                  and 1 <= self.shard[0] <= self.shard[1])
+            if not ok:
+                raise ValueError(f"invalid shard={self.shard!r}: use (i, N) with 1 <= i <= N")
 
     def protocol(self) -> dict[str, Any]:
         """What must agree between runs that append to one directory."""
@@ -104,6 +122,12 @@ PRESETS: dict[str, Experiment] = {
                         chunk_questions=3),
     # the paper grid for the simulated backend (cheap, so everything is run)
     "sim": Experiment("sim", full_datasets=("truthfulqa", "math500"), chunk_questions=50),
+    # the four open studies (notebooks 09-12, pear.studies): the study's protocol on 30
+    # questions per dataset x 2 seeds, the methods those studies vary; sized so that the
+    # simulated build of 09-12 takes a few minutes on 2 cores (our choice)
+    "beyond": Experiment("beyond", methods=("clique", "star", "ring", "random", "pear",
+                                            "pear_T", "pear_L"),
+                         seeds=(0, 1), n_questions=30, chunk_questions=30),
 }
 
 
@@ -134,7 +158,50 @@ def preset(name: str, **overrides: Any) -> Experiment:
     unknown = set(overrides) - {f.name for f in dataclasses.fields(Experiment)}
     if unknown:
         raise ValueError(f"unknown experiment setting {sorted(unknown)[0]!r}")
+    if overrides.get("models"):
+        from pear.models import expand
+        overrides["models"] = expand(tuple(overrides["models"]))
     return replace(exp, **overrides)
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """``"i/N"`` as ``(i, N)``.
+
+    >>> parse_shard("2/4")
+    (2, 4)
+    >>> parse_shard("3/2")
+    Traceback (most recent call last):
+    ...
+    ValueError: invalid shard '3/2': use i/N with 1 <= i <= N, e.g. 1/4
+    """
+    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text or "")
+    if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
+        raise ValueError(f"invalid shard {text!r}: use i/N with 1 <= i <= N, e.g. 1/4")
+    return int(m.group(1)), int(m.group(2))
+
+
+def model_grid(exp: Experiment, model: str | None) -> Experiment:
+    """The grid ``model`` runs: for a model of the study's registry (``exp.study_scope``),
+    the study's part of it (methods, questions per dataset, full-set runs); otherwise
+    ``exp`` unchanged.
+
+    >>> g = model_grid(preset("paper"), "Qwen/Qwen3-30B-A3B")
+    >>> len(preset("paper").methods), len(g.methods), g.full_datasets
+    (14, 8, ())
+    >>> model_grid(preset("paper"), "gpt-5.4-nano").n_questions
+    100
+    """
+    from pear.models import lookup
+    found = lookup(model) if (model and exp.study_scope) else None
+    if found is None:
+        return exp
+    return replace(
+        exp,
+        methods=tuple(m for m in exp.methods if m in found.methods),
+        full_methods=tuple(m for m in exp.full_methods if m in found.methods),
+        full_datasets=tuple(d for d in exp.full_datasets if d in found.full_datasets),
+        n_questions=None if exp.n_questions is None else min(exp.n_questions,
+                                                             found.n_questions))
 
 
 def _questions(exp: Experiment) -> list[tuple[Any, bool]]:
@@ -216,7 +283,25 @@ def jobs(exp: Experiment) -> list[Job]:
                         seen.add((seed, q.dataset, q.id, m))
                         out.append(Job(q, method(m, exp.router), seed))
     out.sort(key=lambda j: (j.seed, j.question.dataset))  # stable: keeps question order
-    return out
+    return _shard(out, exp.shard) if exp.shard else out
+
+
+def _shard(all_jobs: list[Job], shard: tuple[int, int]) -> list[Job]:
+    """The jobs of part ``i`` of ``N``: whole (seed, question) groups (they share round 0),
+    each given in grid order to the part with the fewest debates so far (lowest index on
+    ties), so the parts are disjoint, cover the grid and differ by at most one group."""
+    i, n = shard
+    groups: dict[tuple, list[Job]] = {}
+    for j in all_jobs:
+        groups.setdefault((j.seed, j.question.dataset, j.question.id), []).append(j)
+    load = [0] * n
+    keep: set[tuple] = set()
+    for key, members in groups.items():
+        part = min(range(n), key=lambda p: (load[p], p))
+        load[part] += len(members)
+        if part == i - 1:
+            keep.add(key)
+    return [j for j in all_jobs if (j.seed, j.question.dataset, j.question.id) in keep]
 
 
 def answer_key(exp: Experiment) -> dict[tuple[str, str], str]:
@@ -299,14 +384,22 @@ def _diff(old: Any, new: Any, prefix: str = "") -> list[str]:
     return [] if old == new else [f"{prefix}: recorded {old!r}, requested {new!r}"]
 
 
+_CHECKED = ("protocol", "backend", "models", "data_sha256", "shard")
+"""Manifest keys that must agree for runs to share (or be merged into) one directory."""
+
+
 def _check_manifest(old: Mapping[str, Any], new: Mapping[str, Any], out_dir: Path) -> None:
     diffs = []
-    for key in ("protocol", "backend", "models", "data_sha256"):
+    for key in _CHECKED:
         diffs += _diff(old.get(key), new.get(key), key)
     if diffs:
         raise ValueError(f"run directory {str(out_dir)!r} holds results of another setting "
                          f"({'; '.join(diffs[:3])}); use a new --out directory instead of "
                          f"mixing results")
+
+
+def _shard_text(shard: tuple[int, int] | None) -> str | None:
+    return None if shard is None else f"{shard[0]}/{shard[1]}"
 
 
 def run(exp: Experiment, backend: Any | Callable[[str], Any], out_dir: str | os.PathLike[str],
@@ -315,48 +408,78 @@ def run(exp: Experiment, backend: Any | Callable[[str], Any], out_dir: str | os.
 
     ``backend`` is a Backend (one model) or a callable ``model name -> Backend`` (one per
     entry of ``exp.models``, or one per distinct ``exp.debate.agent_models`` for a mixed
-    population, which runs as one unit).
+    population, which runs as one unit).  With a callable, the models run one after another
+    and each backend is built only when its turn comes and dropped afterwards (one GPU engine
+    at a time); each model's grid is :func:`model_grid`'s.
     """
     from pear import tasks
     from pear.data import sha256_files
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    models = list(exp.models) or [None]
     factory = callable(backend) and not hasattr(backend, "generate")
     if exp.debate.agent_models:
         if not factory or exp.models:
             raise ValueError("a mixed population (agent_models) needs a backend factory "
                              "(model name -> Backend) and no separate models")
-        units: list[Any] = [{m: backend(m) for m in dict.fromkeys(exp.debate.agent_models)}]
-    else:
-        units = [backend(m) if factory else backend for m in models]
-    engines = [Engine(u, exp.debate, task_for=task_for or tasks.get) for u in units]
-    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    manifest = {
-        "protocol": exp.protocol(),
-        "backend": engines[0].backend_name,
-        "models": [e.model for e in engines],
-        "data_sha256": sha256_files(),
-    }
+        population = Population({m: backend(m) for m in dict.fromkeys(exp.debate.agent_models)},
+                                exp.debate.agent_models)
+        backend, factory = population, False
+    names: list[str | None] = list(exp.models) if factory and exp.models else [None]
     old = read_manifest(out)
+    resuming = factory and bool(exp.models) and old is not None \
+        and old.get("models") == names and len(old.get("model_ids", [])) == len(names)
+    # resuming several models: no backend is built (no model loaded) before it is needed
+    current: Any = None if resuming else (backend(names[0]) if factory else backend)
+    grid_names = names if factory and exp.models else [current.model_id]
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    manifest: dict[str, Any] = {
+        "protocol": exp.protocol(),
+        "backend": old["backend"] if resuming else current.name,
+        "models": [str(n) for n in grid_names],
+        "data_sha256": sha256_files(),
+        "shard": _shard_text(exp.shard),
+    }
     if old is not None:
         _check_manifest(old, manifest, out)
+    # models finished in an earlier run are not loaded again (their ids are in the manifest)
+    earlier = dict(zip((old or {}).get("models", []), (old or {}).get("model_ids", [])))
+    earlier_settings = dict(zip((old or {}).get("model_ids", []),
+                                (old or {}).get("backend_settings", [])))
     manifest.update({
         "experiments": (old or {}).get("experiments", []) + [exp.to_dict()],
-        "backend_settings": [b.settings() for e in engines
-                             for b in {id(b): b for b in e.agent_backends}.values()],
-        "versions": _versions(engines[0].backend.name), "git_commit": _git_commit(),
+        "backend_settings": [], "model_ids": [],
+        "versions": _versions(manifest["backend"]), "git_commit": _git_commit(),
         "started_at": (old or {}).get("started_at", started), "resumed_at": started,
         "finished_at": None, "command": " ".join(map(str, sys.argv)),
     })
     _write_manifest(out, manifest)
 
-    all_jobs = jobs(exp)
-    summary = RunSummary(total=len(all_jobs) * len(engines), already_done=0, written=0,
+    grid_jobs = [jobs(model_grid(exp, n)) for n in grid_names]
+    summary = RunSummary(total=sum(map(len, grid_jobs)), already_done=0, written=0,
                          failed=[], generate_calls=0, requests=0, tokens=0, cache_hits=0)
     bar = _progress(summary.total, progress)
-    for engine in engines:
-        rdir = model_dir(out, engine.model)
+    for name, all_jobs in zip(names, grid_jobs):
+        known = earlier.get(name) if current is None else None
+        if known and known in earlier_settings:
+            done = completed_ids(model_dir(out, known))
+            if len(done) >= len(all_jobs) and _all_done(exp, manifest["backend"], known,
+                                                        all_jobs, done):
+                summary.already_done += len(all_jobs)
+                bar.update(len(all_jobs))
+                manifest["backend_settings"].append(earlier_settings[known])
+                manifest["model_ids"].append(known)
+                continue
+        be = current if current is not None else backend(name)
+        current = None  # the previous model's backend (and its GPU engine) can now be freed
+        if be.name != manifest["backend"]:
+            raise ValueError(f"run directory {str(out)!r} holds results of backend "
+                             f"{manifest['backend']!r}, not {be.name!r}; use a new --out")
+        manifest["backend_settings"].append(be.settings())
+        manifest["model_ids"].append(be.model_id)
+        _write_manifest(out, manifest)
+        engine = Engine(be.backends if isinstance(be, Population) else be,
+                        model_grid(exp, name).debate, task_for=task_for or tasks.get)
+        rdir = model_dir(out, be.model_id)
         done = completed_ids(rdir)
         todo = [j for j in all_jobs if engine.debate_id(j) not in done]
         summary.already_done += len(all_jobs) - len(todo)
@@ -376,11 +499,39 @@ def run(exp: Experiment, backend: Any | Callable[[str], Any], out_dir: str | os.
         summary.requests += engine.requests
         summary.tokens += engine.tokens
         summary.cache_hits += engine.cache_hits
+        del be, engine
     bar.close()
     manifest["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     manifest["complete"] = summary.complete
     _write_manifest(out, manifest)
     return summary
+
+
+class Population:
+    """A mixed population run as one unit (``{model name: backend}``, the agents' models in
+    order); it answers ``name``, ``model_id`` and ``settings()`` like one backend."""
+
+    def __init__(self, backends: Mapping[str, Any], agent_models: Sequence[str]) -> None:
+        self.backends = dict(backends)
+        ids = [self.backends[m].model_id for m in agent_models]
+        self.model_id = ids[0] if len(set(ids)) == 1 else "+".join(ids)
+        self.name = "+".join(dict.fromkeys(b.name for b in self.backends.values()))
+
+    def settings(self) -> dict[str, Any]:
+        return {m: b.settings() for m, b in self.backends.items()}
+
+
+def _all_done(exp: Experiment, backend_name: str, model_id: str, all_jobs: Sequence[Job],
+              done: set[str]) -> bool:
+    """Whether every job of a model is recorded; debate ids need only the model id and the
+    backend name, so no model is loaded to find out."""
+
+    class _Identity:  # what Engine.identity reads from a backend
+        def __init__(self) -> None:
+            self.model_id, self.name = model_id, backend_name
+
+    engine = Engine(_Identity(), exp.debate)  # type: ignore[arg-type]
+    return all(engine.debate_id(j) in done for j in all_jobs)
 
 
 def _chunks(todo: Sequence[Job], per_chunk: int) -> Iterable[list[Job]]:

@@ -40,7 +40,8 @@ __all__ = ["VIEW_DIR", "VERSION", "BATCH", "IndexSummary", "Manifest", "index",
            "read_manifest", "part_path", "run_dir_of"]
 
 VIEW_DIR = "view"
-VERSION = 2
+VERSION = 3  # 2: debates.max_rounds and debates.stop_reason (early stopping); 3: the
+# records' checks (debates.digest, the manifest's findings and protocol)
 """Bump when a table's columns or their meaning change: older views are then rebuilt."""
 BATCH = 1000  # our choice: debates per Parquet row group (bounded memory while indexing)
 _FINGERPRINT_BLOCK = 4096  # our choice

@@ -18,7 +18,7 @@ from pear.claims import VERDICTS, verdict_counts
 from pear.validate import escape
 
 __all__ = ["load_build", "counts_line", "table_ledger", "table_consistency", "forest_frame",
-           "plot_forest", "ledger_html", "caption_ledger", "caption_consistency",
+           "plot_forest", "ledger_html", "site_link", "save_html", "caption_ledger", "caption_consistency",
            "default_link"]
 
 _UNIT_LABELS = {"fraction": "fraction (accuracy, rates)", "points": "points",
@@ -167,6 +167,35 @@ def default_link(kind: str, name: str) -> str:
     return f"{name}.md"
 
 
+def site_link(kind: str, name: str) -> str:
+    """Where a ledger row links inside the results site (:mod:`pear.site`, the ledger being
+    its index page's first section): a table to its notebook's section, a figure to its
+    PNG, debates to the debate browser (which does not filter from a link).
+
+    >>> site_link("table", "main_results"), site_link("figure", "pareto")
+    ('#01_main_results', 'figures/pareto.png')
+    """
+    from pear.paper import EXPECTED_OUTPUTS
+    if kind == "figure":
+        return f"figures/{name}.png"
+    if kind == "debates":
+        return "debates/index.html"
+    producer = next((n for n, files in EXPECTED_OUTPUTS.items()
+                     if f"{name}.md" in files or name in files), None)
+    return f"#{producer}" if producer else f"figures/{name}.md"
+
+
+def save_html(fragment: str, name: str, out_dir: Any = None) -> Any:
+    """Write an HTML fragment to ``<figures>/<name>.html`` (the results site takes
+    ``claims.html`` as its first section); returns the path."""
+    from pear.report import figures_dir, output_name
+    out = figures_dir(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{output_name(name, 'html')}.html"
+    path.write_text(fragment, encoding="utf-8")
+    return path
+
+
 def ledger_html(ledger: pd.DataFrame, *, link: Callable[[str, str], str] = default_link,
                 title: str = "The study's claims, one by one", source: str = "") -> str:
     """The ledger as an HTML fragment (a ``<section>``, no page chrome): the counts per
@@ -181,7 +210,7 @@ def ledger_html(ledger: pd.DataFrame, *, link: Callable[[str, str], str] = defau
         + "".join(f"<td>{int(n)}</td>" for n in counts[col]) + "</tr>"
         for col in ("verdict", "finding")
         if col == "verdict" or (ledger["verdict"] != ledger["finding"]).any())
-    out = [f'<section class="claims-ledger"><h2>{escape(title)}</h2>']
+    out = ['<section class="claims-ledger">' + (f"<h2>{escape(title)}</h2>" if title else "")]
     if source:
         out.append(f"<p>{escape(source)}</p>")
     out.append(f'<table class="claims-counts"><tr><th></th>{head}</tr>{rows_counts}</table>')
@@ -194,8 +223,8 @@ def ledger_html(ledger: pd.DataFrame, *, link: Callable[[str, str], str] = defau
             kind, _, name = item.partition(":")
             if name:
                 links.append(f'<a href="{escape(link(kind, name))}">{escape(name)}</a>')
-        links += [f'<a href="{escape(link("debates", d))}">{escape(d.split("|")[-1])} '
-                  f'debates</a>' for d in r["debates"][:4]]
+        links += [f'<a href="{escape(link("debates", d))}">{escape(" / ".join(d.split("|")))}'
+                  f' debates</a>' for d in r["debates"][:4]]
         verdict = r["verdict"] if r["verdict"] == r["finding"] else \
             f"{r['verdict']} ({r['finding']})"
         cls = r["verdict"].replace(" ", "-")

@@ -1,16 +1,35 @@
-r"""LaTeX answer cleaning and a guarded Math-Verify call, for the MATH-500 task.
+r"""Math-Verify on MATH answers as written, in a guarded worker process.
 
-Math-Verify's own timeout uses ``signal.alarm`` and so works only in the main thread; here its
-timeouts are disabled and every parse + verify runs in a worker process (a fresh
-``python -c``, so a user's ``__main__`` is never re-imported) that is killed and replaced when a
-call runs over ``timeout_s``.  Workers start lazily, one per concurrent caller up to
-:data:`MAX_WORKERS`, and serve any thread.  Results, timeouts included, are cached per
-``(gold, prediction)``.
+Two parts, used by :class:`pear.tasks.MathTask`:
 
->>> canonical_latex(r"The answer is $\boxed{\dfrac 12}$.")
-'\\frac{1}{2}'
->>> verify(r"\frac12", "0.5")
-('ok', True)
+* :func:`mathverify_input` turns an answer (gold or prediction, always the same way) into the
+  text given to Math-Verify's own extraction.  It adds only what Math-Verify lacks for answers
+  written without math delimiters, as the prompts ask for them and as MATH-500 writes its gold
+  answers: a bare expression is put in ``$...$``; an answer of plain words (``Evelyn``) becomes
+  ``\text{...}``; in prose, a run of math outside delimiters is delimited (``The answer is
+  2\sqrt{5}.``, ``The domain is [0, 1].``).  It also rewrites what Math-Verify misreads:
+  single letters in ``\mathrm{}``/``\text{}`` (``\frac{1}{\mathrm{e}}``), LaTeX thin-space
+  thousands (``1\,000``), commands as unbraced arguments (``\frac\pi2``), plain
+  ``sqrt``/``pi`` and the symbols ``√``/``∞``.  Text with delimiters (``$``, ``\(``, ``\[``,
+  ``\boxed``) is otherwise left to Math-Verify as written.  Whitespace is never removed
+  between tokens, so nothing merges two different answers (``1, 234`` stays a list,
+  ``28 percent`` keeps its unit).
+* :func:`extract` and :func:`verify` run Math-Verify's ``parse`` (LaTeX extraction with boxed
+  answers first, then expression extraction; its handling of several boxes, "final answer is"
+  and the last number) and ``verify`` (gold first) in a worker process.  Math-Verify's own
+  timeout uses ``signal.alarm`` and works only in the main thread, so it is disabled; each call
+  runs in a fresh ``python -c`` worker (a user's ``__main__`` is never re-imported) that is killed
+  and replaced when a call runs over ``timeout_s``.  Workers start lazily, one per concurrent
+  caller up to :data:`MAX_WORKERS`, and serve any thread; results, timeouts included, are cached.
+
+No model text is evaluated as code: LaTeX goes through latex2sympy's parser; Math-Verify's
+expression extraction hands sympy's ``parse_expr`` only runs of digits and arithmetic operators
+(its regular expression admits nothing else), and the worker refuses any other string there.
+
+>>> mathverify_input(r"\dfrac12"), mathverify_input("The answer is 2\\sqrt{5}.")
+('$\\dfrac12$', 'The answer is $2\\sqrt{5}$.')
+>>> verify(r"\frac12", "0.5"), extract(r"\boxed{(2,2)} and \boxed{(6,2)}")
+(('ok', True), ('ok', '(2,2),(6,2)'))
 """
 from __future__ import annotations
 
@@ -27,12 +46,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-__all__ = ["DEFAULT_TIMEOUT_S", "MAX_LENGTH", "MAX_DEPTH", "MAX_WORKERS", "canonical_latex",
-           "verify", "shutdown"]
+__all__ = ["DEFAULT_TIMEOUT_S", "MAX_LENGTH", "MAX_DEPTH", "MAX_WORKERS", "mathverify_input",
+           "extract", "verify", "shutdown"]
 
-DEFAULT_TIMEOUT_S = 5.0  # our choice: no real MATH answer takes more than ~0.2 s
-MAX_LENGTH = 300  # our choice: longer "answers" are not final expressions (parse failure)
-MAX_DEPTH = 12  # our choice: deeper brace nesting is not an answer (the parser is slow on it)
+DEFAULT_TIMEOUT_S = 5.0  # our choice: a real MATH answer takes well under 0.5 s
+MAX_LENGTH = 2000  # our choice: longer answers are cut to their last MAX_LENGTH characters
+MAX_EXPRESSION = 300  # our choice: a longer bare expression is not a final answer (no answer)
+MAX_TEXT_ANSWER = 40  # our choice: a longer run of plain words (characters) is no \text{} answer
+MAX_DEPTH = 10  # our choice: deeper nesting is not an answer (the parser is exponential in it)
 MAX_WORKERS = min(4, os.cpu_count() or 1)  # our choice
 WORKER_MEMORY_BYTES = 4 << 30  # our choice: an address-space cap so 10^{10^{10}} cannot OOM
 _STARTUP_TIMEOUT_S = 120.0
@@ -40,65 +61,29 @@ _STARTUP_TIMEOUT_S = 120.0
 Status = Literal["ok", "unparsed", "gold_unparsed", "timeout", "error"]
 
 # --------------------------------------------------------------------------------------------
-# Cleaning
+# The input given to Math-Verify
 
-_BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
-_DOLLAR = re.compile(r"(?<!\\)\$")
-_PREFIX = re.compile(r"^\s*(?:the\s+)?(?:final\s+)?answer\s*(?:is\s*)?[:=]?\s*", re.I)
-_REPLACEMENTS = [
-    (re.compile(r"\\[dt]frac(?![a-zA-Z])"), r"\\frac"),
-    (re.compile(r"\\(?:left|right)\s*\.|\\(?:left|right|bigl|bigr|Bigl|Bigr)(?![a-zA-Z])"), ""),
-    (re.compile(r"\\displaystyle(?![a-zA-Z])|(?<!\\)\\!|(?<!\\)\\\$"), ""),
-    (re.compile(r"\\mbox\s*\{"), r"\\text{"),
-    (re.compile(r"\^\s*\{\s*\\circ\s*\}|\^\s*\\circ(?![a-zA-Z])|\u00b0|\\degree(?![a-zA-Z])"),
-     r"^\\circ"),
-    (re.compile(r"(?<!\\)\\[,;: ]|~|\\q?quad(?![a-zA-Z])"), " "),
-]
-_SPACES = re.compile(r"\s+")
-
-
-def _matching_brace(text: str, open_at: int) -> int:
-    """Index of the ``}`` closing the ``{`` at ``open_at`` (-1 if unbalanced)."""
-    depth = 0
-    for i in range(open_at, len(text)):
-        if text[i] == "{" and (i == 0 or text[i - 1] != "\\"):
-            depth += 1
-        elif text[i] == "}" and text[i - 1] != "\\":
-            depth -= 1
-            if depth == 0:
-                return i
-    return -1
-
-
-def _last_boxed(text: str) -> str | None:
-    r"""The content of the last (rightmost-starting) closed ``\boxed{...}``; one linear pass."""
-    opens = {m.end() - 1 for m in _BOXED.finditer(text)}
-    stack: list[int] = []
-    best: tuple[int, int] | None = None
-    for i, ch in enumerate(text):
-        if ch == "{" and (i == 0 or text[i - 1] != "\\"):
-            stack.append(i)
-        elif ch == "}" and i > 0 and text[i - 1] != "\\" and stack:
-            start = stack.pop()
-            if start in opens and (best is None or start > best[0]):
-                best = (start, i)
-    return None if best is None else text[best[0] + 1:best[1]]
-
-
-def _last_math_segment(text: str) -> str | None:
-    r"""The last closed ``$...$``, ``$$...$$``, ``\(...\)`` or ``\[...\]`` segment (linear)."""
-    text = text.replace("$$", "$")
-    found: list[tuple[int, str]] = []
-    dollars = [m.start() for m in _DOLLAR.finditer(text)]
-    if len(dollars) >= 2:
-        last = len(dollars) - 1 if len(dollars) % 2 == 0 else len(dollars) - 2  # closing $
-        found.append((dollars[last], text[dollars[last - 1] + 1:dollars[last]]))
-    for left, right in (("\\(", "\\)"), ("\\[", "\\]")):
-        end = text.rfind(right)
-        start = text.rfind(left, 0, end) if end >= 0 else -1
-        if start >= 0:
-            found.append((end, text[start + 2:end]))
-    return max(found)[1] if found else None
+_DELIMITED = re.compile(r"(?<!\\)\$|\\\(|\\\[|\\(?:boxed|fbox)(?![A-Za-z])")
+_LETTER_IN_TEXT = re.compile(  # \mathrm{e} -> e: Math-Verify cuts \frac{1}{\mathrm{e}} short
+    r"\\(?:mathrm|textrm|text|mathit|mathnormal|operatorname)\s*\{\s*([A-Za-z])\s*\}")
+_THIN_THOUSANDS = re.compile(r"(?<=\d)\\,(?=\d{3}(?!\d))")  # 1\,000: Math-Verify reads 1*0
+_PLAIN_SQRT = re.compile(r"(?<![\\A-Za-z])sqrt\s*\(([^()]*)\)")  # sqrt(2) -> \sqrt{2}
+_PLAIN_NAMES = re.compile(r"(?<![\\A-Za-z])(sqrt|pi)(?![A-Za-z])")  # pi/2 -> \pi/2
+_COMMAND_ARG = [  # \frac\pi2, \sqrt\pi: Math-Verify misreads a command as an unbraced argument
+    re.compile(r"(\\(?:[dt]?frac|sqrt))\s*(\\[A-Za-z]+)"),
+    re.compile(r"(\\[dt]?frac\s*\{[^{}]*\})\s*(\\[A-Za-z]+)")]
+_SYMBOLS = {"\u221a": r"\sqrt ", "\u221e": r"\infty "}  # √, ∞: not read by Math-Verify
+_WORDS_ONLY = re.compile(r"[A-Za-z]+(?:[ \-][A-Za-z]+){0,2}")
+_TEXT_GROUP = re.compile(
+    r"\\(?:text[a-z]*|mathrm|mbox|operatorname|begin|end|math[a-z]+)\s*\{[^{}]*\}")
+_COMMAND = re.compile(r"\\[A-Za-z]+")
+_PROSE_WORD = re.compile(r"(?<![A-Za-z])(?!(?:and|or)(?![A-Za-z]))[A-Za-z]{3,}"
+                         r"|(?<![A-Za-z])(?:is|so|of|it|we|be|to)(?![A-Za-z])", re.I)
+_TRAILING = re.compile(r"[.,;:!?]+$")
+_DIGIT = re.compile(r"\d")
+_WORD_TOKEN = re.compile(r"[A-Za-z]{2,}[.,;:!?]*")  # in prose: "in", "cm"; not "x" or "x="
+_CONNECTOR = re.compile(r"(?:and|or)[.,;:!?]*", re.I)  # inside a run only: "3 and 4"
+_PLAIN_NUMBER = re.compile(r"[-+\u2212]?[$\u20ac\u00a3]?\d[\d,]*(?:\.\d+)?%?[.,;:!?]*")
 
 
 def _depth(text: str) -> int:
@@ -109,97 +94,121 @@ def _depth(text: str) -> int:
     return deepest
 
 
-def _collapse_spaces(text: str) -> str:
-    """Drop whitespace, except one space between two letters (``\\cot x``, ``\\text{a b}``)."""
-    parts = _SPACES.split(text.strip())
-    out = parts[0]
-    for part in parts[1:]:
-        if out and part and out[-1].isalpha() and part[0].isalpha():
-            out += " "
-        out += part
+def _is_prose(text: str) -> bool:
+    """Whether ``text`` holds a word outside LaTeX commands and ``\\text{}``-like groups."""
+    return bool(_PROSE_WORD.search(_COMMAND.sub(" ", _TEXT_GROUP.sub(" ", text))))
+
+
+def _tokens(text: str) -> list[str]:
+    """Whitespace-separated tokens at brace depth 0 (``\\text{ cm}`` stays one token)."""
+    out, start, depth = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth = max(0, depth - 1)
+        elif ch.isspace() and depth == 0:
+            if i > start:
+                out.append(text[start:i])
+            start = i + 1
+    if start < len(text):
+        out.append(text[start:])
     return out
 
 
-def _arg(text: str, i: int) -> tuple[str, int] | None:
-    """The macro argument starting at ``i``: a braced group, a command, or one character."""
-    if i >= len(text):
-        return None
-    if text[i] == "{":
-        end = _matching_brace(text, i)
-        return (text[i + 1:end], end + 1) if end > 0 else None
-    if text[i] == "\\":
-        m = re.match(r"\\[a-zA-Z]+", text[i:])
-        return (m.group(0), i + len(m.group(0))) if m else None
-    return (text[i], i + 1) if text[i].isalnum() else None
+def _delimit_math_runs(text: str) -> str:
+    r"""Prose: put in ``$...$`` each run of non-word tokens that holds a LaTeX command, or a
+    digit and is more than a plain number (``[0, 1]``, ``x = 5``, ``3 and 4``); Math-Verify
+    reads plain numbers in prose itself (with ``%``, units and currency)."""
+    out: list[str] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        lead = []
+        while run and _CONNECTOR.fullmatch(run[0]):
+            lead.append(run.pop(0))
+        trail = []
+        while run and _CONNECTOR.fullmatch(run[-1]):
+            trail.insert(0, run.pop())
+        out.extend(lead)
+        if run:
+            body = " ".join(run)
+            plain = _PLAIN_NUMBER.fullmatch(body) or not _DIGIT.search(body)
+            if _COMMAND.search(body) or not plain:
+                tail = _TRAILING.search(body)
+                cut = tail.start() if tail else len(body)
+                body = f"${body[:cut]}${body[cut:]}"
+            out.append(body)
+            run.clear()
+        out.extend(trail)
+
+    for token in _tokens(text):
+        if not _CONNECTOR.fullmatch(token) and (_is_prose(token) or _WORD_TOKEN.fullmatch(token)):
+            flush()
+            out.append(token)
+        else:
+            run.append(token)
+    flush()
+    return " ".join(out)
 
 
-def _brace_args(text: str) -> str:
-    r"""``\frac12`` -> ``\frac{1}{2}``, ``\sqrt2`` -> ``\sqrt{2}``."""
-    out, i = [], 0
-    for m in re.finditer(r"\\(frac|sqrt)(?![a-zA-Z])", text):
-        if m.start() < i:
-            continue
-        out.append(text[i:m.end()])
-        j, args = m.end(), []
-        if m.group(1) == "sqrt" and j < len(text) and text[j] == "[":
-            close = text.find("]", j)
-            if close < 0:
-                i = j
-                continue
-            out.append(text[j:close + 1])
-            j = close + 1
-        for _ in range(2 if m.group(1) == "frac" else 1):
-            a = _arg(text, j)
-            if a is None:
-                break
-            args.append("{" + _brace_args(a[0]) + "}")
-            j = a[1]
-        out.append("".join(args))
-        i = j
-    out.append(text[i:])
-    return "".join(out)
+def mathverify_input(text: str) -> str:
+    r"""The text given to Math-Verify for an answer written as ``text`` (``""``: no answer).
 
+    Gold and prediction go through this same function.  Delimited text is kept as written;
+    a bare expression is wrapped in ``$...$``; plain words become ``\text{...}``; prose gets its
+    math runs delimited.  Answers nested deeper than :data:`MAX_DEPTH`, and bare expressions
+    longer than :data:`MAX_EXPRESSION` characters, give ``""``; longer texts keep their last
+    :data:`MAX_LENGTH` characters.
 
-def canonical_latex(text: str) -> str:
-    r"""The final expression of a LaTeX answer, cleaned for comparison; ``""`` if there is none.
-
-    Takes the last ``\boxed{}`` (else the last ``$...$`` / ``\(...\)`` / ``\[...\]``, else the
-    text after an "answer is" prefix), then: ``\dfrac``/``\tfrac`` -> ``\frac``; drops
-    ``\left``/``\right``, ``\!``, ``\$``, ``\displaystyle``; degrees -> ``^\circ``; spacing macros
-    and whitespace removed (one space kept between letters); ``\frac12`` -> ``\frac{1}{2}``;
-    trailing periods dropped.  Expressions over :data:`MAX_LENGTH` characters or nested deeper
-    than :data:`MAX_DEPTH` give ``""``.
-
-    >>> canonical_latex(r"\left[ \tfrac{\pi^2}{8}, 30^{\circ} \right]")
-    '[\\frac{\\pi^2}{8},30^\\circ]'
-    >>> canonical_latex("  "), canonical_latex("{" * 50 + "1" + "}" * 50)
-    ('', '')
+    >>> [mathverify_input(t) for t in ["x = 5", "Evelyn", "1, 234", r"$\frac{1}{2}$", "  "]]
+    ['$x = 5$', '$\\text{Evelyn}$', '$1, 234$', '$\\frac{1}{2}$', '']
+    >>> mathverify_input(r"1 - \frac{1}{\mathrm{e}}"), mathverify_input("{" * 20 + "1" + "}" * 20)
+    ('$1 - \\frac{1}{e}$', '')
     """
-    text = (text or "").strip()
-    boxed = _last_boxed(text)
-    if boxed is not None:
-        text = boxed
-    elif _BOXED.search(text):  # an unclosed \boxed{ (e.g. cut by max_tokens): what follows it
-        text = text[[m.end() for m in _BOXED.finditer(text)][-1]:]
-    else:
-        segment = _last_math_segment(text)
-        text = segment if segment is not None else _PREFIX.sub("", text)
-    for pattern, repl in _REPLACEMENTS:
-        text = pattern.sub(repl, text)
-    text = _collapse_spaces(text).strip("$")
-    while text.endswith(".") and not text.endswith("\\."):
-        text = text[:-1]
-    if not text or len(text) > MAX_LENGTH or _depth(text) > MAX_DEPTH:
+    t = (text or "").strip()[-MAX_LENGTH:]
+    for symbol, latex in _SYMBOLS.items():
+        t = t.replace(symbol, latex)
+    t = _LETTER_IN_TEXT.sub(r"\1", t)
+    t = _THIN_THOUSANDS.sub("", t)
+    for pattern in _COMMAND_ARG:
+        t = pattern.sub(r"\1{\2}", t)
+    t = _PLAIN_NAMES.sub(r"\\\1", _PLAIN_SQRT.sub(r"\\sqrt{\1}", t))
+    if not t or _depth(t) > MAX_DEPTH:
         return ""
-    return _brace_args(text)
+    if _DELIMITED.search(t):
+        return t
+    if len(t) <= MAX_TEXT_ANSWER and _WORDS_ONLY.fullmatch(t.rstrip(".")) and _is_prose(t):
+        return "$\\text{" + t.rstrip(".") + "}$"
+    if _is_prose(t):
+        return _delimit_math_runs(t)
+    t = " ".join(t.split())
+    while t.endswith(".") and not t.endswith("\\."):
+        t = t[:-1].rstrip()
+    return "" if not t or len(t) > MAX_EXPRESSION else f"${t}$"
 
 
 # --------------------------------------------------------------------------------------------
-# The guarded Math-Verify call
+# The guarded Math-Verify calls
+
+_ARITHMETIC = re.compile(r"[\d.\s+\-*/^()\u00d7\u00f7]*")
+
+
+def _arithmetic_only(parse_expr_cached: Any) -> Any:
+    """Math-Verify's expression parser, refusing anything but digits and arithmetic operators."""
+    def guarded(expr: str) -> Any:
+        if not _ARITHMETIC.fullmatch(expr):
+            raise ValueError("not an arithmetic expression")
+        return parse_expr_cached(expr)
+    return guarded
 
 
 def _serve() -> None:  # pragma: no cover - runs in the worker process
-    """Worker loop over stdin/stdout JSON lines: ``[gold, pred]`` -> ``[status, equal]``."""
+    """Worker loop over stdin/stdout JSON lines.
+
+    ``["extract", text]`` -> ``[status, label]``; ``["verify", gold, pred]`` ->
+    ``[status, equal]``.  Texts are Math-Verify inputs (:func:`mathverify_input`).
+    """
     out = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # anything a library prints goes to stderr, never into the protocol
     try:
@@ -209,26 +218,47 @@ def _serve() -> None:  # pragma: no cover - runs in the worker process
         pass
     logging.disable(logging.WARNING)
     try:
-        from math_verify import parse, verify as mv_verify
+        import math_verify.parser as mv_parser
+        from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse
+        from math_verify import verify as mv_verify
     except Exception as exc:  # noqa: BLE001 - reported to the parent
         out.write(json.dumps(["import_error", repr(exc)]) + "\n")
         out.flush()
         return
+    mv_parser.parse_expr_cached = _arithmetic_only(mv_parser.parse_expr_cached)
+    config = (LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig())
+    parsed: dict[str, list[Any]] = {}
+
+    def parsed_of(text: str) -> list[Any]:
+        if text not in parsed:
+            if len(parsed) >= 4096:
+                parsed.clear()
+            parsed[text] = parse(text, extraction_config=config, parsing_timeout=None)
+        return parsed[text]
+
+    warm = parsed_of("$\\frac{1}{2}$")  # first use builds the parsers: not a call's time
+    mv_verify(warm, parsed_of("The answer is 0.5"), timeout_seconds=None)
     out.write(json.dumps(["ready", True]) + "\n")
     out.flush()
     for line in sys.stdin:
+        op = ""
         try:
-            gold, pred = json.loads(line)
-            g = parse("\\boxed{" + gold + "}", parsing_timeout=None)
-            p = parse("\\boxed{" + pred + "}", parsing_timeout=None)
-            if not g:
-                result: list[Any] = ["gold_unparsed", False]
-            elif not p:
-                result = ["unparsed", False]
+            op, *args = json.loads(line)
+            if op == "extract":
+                found = parsed_of(args[0])
+                label = next((x for x in reversed(found) if isinstance(x, str)),
+                             str(found[0]) if found else "")
+                result: list[Any] = ["ok" if found else "unparsed", label.strip()]
             else:
-                result = ["ok", bool(mv_verify(g, p, timeout_seconds=None))]
+                gold, pred = parsed_of(args[0]), parsed_of(args[1])
+                if not gold:
+                    result = ["gold_unparsed", False]
+                elif not pred:
+                    result = ["unparsed", False]
+                else:
+                    result = ["ok", bool(mv_verify(gold, pred, timeout_seconds=None))]
         except (Exception, RecursionError, MemoryError):  # noqa: BLE001 - any failure is "wrong"
-            result = ["error", False]
+            result = ["error", False if op == "verify" else ""]
         out.write(json.dumps(result) + "\n")
         out.flush()
 
@@ -272,19 +302,19 @@ class _Worker:
                     pass
         self.proc = None
 
-    def call(self, gold: str, pred: str, timeout_s: float) -> tuple[Status, bool]:
+    def call(self, request: list[str], timeout_s: float) -> tuple[Status, Any]:
         if self.proc is None or self.proc.poll() is not None:
             self.stop()
             self._start()
         assert self.proc is not None and self.proc.stdin is not None
         try:
-            self.proc.stdin.write(json.dumps([gold, pred]) + "\n")
+            self.proc.stdin.write(json.dumps(request) + "\n")
             self.proc.stdin.flush()
-            status, equal = json.loads(self.lines.get(timeout=timeout_s))
-            return status, bool(equal)
+            status, value = json.loads(self.lines.get(timeout=timeout_s))
+            return status, value
         except (queue.Empty, OSError, ValueError):
             self.stop()  # ran over, or died: kill it; the next call starts a fresh one
-            return "timeout", False
+            return "timeout", None
 
 
 def _pump(stream: Any, lines: queue.Queue[str]) -> None:
@@ -304,10 +334,10 @@ class _Pool:
         for w in self.workers:
             self.idle.put(w)
 
-    def call(self, gold: str, pred: str, timeout_s: float) -> tuple[Status, bool]:
+    def call(self, request: list[str], timeout_s: float) -> tuple[Status, Any]:
         worker = self.idle.get()
         try:
-            return worker.call(gold, pred, timeout_s)
+            return worker.call(request, timeout_s)
         finally:
             self.idle.put(worker)
 
@@ -329,7 +359,7 @@ def _pool() -> _Pool:
 
 
 def shutdown() -> None:
-    """Stop the worker processes (they restart on the next :func:`verify`)."""
+    """Stop the worker processes (they restart on the next call)."""
     global _POOL
     with _POOL_LOCK:
         if _POOL is not None and _POOL.pid == os.getpid():
@@ -341,14 +371,44 @@ atexit.register(shutdown)
 
 
 @lru_cache(maxsize=1 << 16)
-def verify(gold: str, pred: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> tuple[Status, bool]:
-    r"""Math-Verify's ``verify(parse(gold), parse(pred))`` on two LaTeX expressions.
+def _extract(text: str, timeout_s: float) -> tuple[Status, str]:
+    if not text:
+        return "unparsed", ""
+    status, label = _pool().call(["extract", text], timeout_s)
+    return status, label or ""
 
-    Returns ``(status, equal)``: status ``ok``, ``unparsed`` (no expression in ``pred``),
-    ``gold_unparsed``, ``timeout`` (ran over ``timeout_s`` or the worker died) or ``error``;
-    ``equal`` is True only with ``ok``.  Cached, timeouts included.
 
-    >>> verify(r"\frac{1}{3}", "0.33")
-    ('ok', False)
+@lru_cache(maxsize=1 << 16)
+def _verify(gold: str, pred: str, timeout_s: float) -> tuple[Status, bool]:
+    if not gold:
+        return "gold_unparsed", False
+    if not pred:
+        return "unparsed", False
+    status, equal = _pool().call(["verify", gold, pred], timeout_s)
+    return status, status == "ok" and bool(equal)
+
+
+def extract(text: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> tuple[Status, str]:
+    r"""The answer Math-Verify reads in ``text``, as its normalised LaTeX string.
+
+    Returns ``(status, label)``: status ``ok``, ``unparsed`` (no answer, label ``""``),
+    ``timeout`` or ``error``.  Cached, timeouts included.
+
+    >>> extract("Final Answer: The largest $n$ is 34.")
+    ('ok', '34')
     """
-    return _pool().call(gold, pred, timeout_s)
+    return _extract(mathverify_input(text), float(timeout_s))
+
+
+def verify(gold: str, pred: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> tuple[Status, bool]:
+    r"""Math-Verify's ``verify(parse(gold), parse(pred))`` on two answers as written.
+
+    Both go through :func:`mathverify_input`.  Returns ``(status, equal)``: status ``ok``,
+    ``unparsed`` (nothing read in ``pred``), ``gold_unparsed``, ``timeout`` (ran over
+    ``timeout_s`` or the worker died) or ``error``; ``equal`` is True only with ``ok``.  Cached,
+    timeouts included.
+
+    >>> verify(r"\frac{1}{3}", "0.33"), verify("1234", "1, 234")
+    (('ok', False), ('ok', False))
+    """
+    return _verify(mathverify_input(gold), mathverify_input(pred), float(timeout_s))

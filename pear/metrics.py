@@ -84,7 +84,9 @@ def round_accuracy(debates: pd.DataFrame, rounds: pd.DataFrame) -> pd.DataFrame:
 
     Methods without debate rounds (``cot``, ``cot_sc``: records with round 0 only) are
     carried flat over rounds 0..R, R the last round of any debate method of the same
-    (model, dataset), so that they draw as horizontal reference lines.
+    (model, dataset), so that they draw as horizontal reference lines.  A debate that
+    stopped early (``pear.stopping``) carries its last vote forward to the last round of
+    its (model, dataset, method), so that every round averages the same debates.
 
     >>> deb = pd.DataFrame({"debate": [0, 1], "model": "m", "dataset": "d", "seed": 0,
     ...                     "method": ["cot", "pear"]})
@@ -95,6 +97,7 @@ def round_accuracy(debates: pd.DataFrame, rounds: pd.DataFrame) -> pd.DataFrame:
     """
     votes = rounds[["debate", "round", "vote_correct"]].merge(
         debates[["debate", *GROUP, "seed"]], on="debate")
+    votes = _carry_forward(votes)
     per_seed = votes.groupby([*GROUP, "seed", "round"], sort=False)["vote_correct"].agg(
         accuracy="mean", n_questions="size").reset_index()
     per_seed["accuracy"] = per_seed["accuracy"].astype(float)
@@ -106,6 +109,29 @@ def round_accuracy(debates: pd.DataFrame, rounds: pd.DataFrame) -> pd.DataFrame:
             for r in range(1, int(horizon.get((row["model"], row["dataset"]), 0)) + 1)]
     out = pd.concat([out, *flat], ignore_index=True).astype(out.dtypes.to_dict())
     return _sorted(out, [*GROUP, "round"])
+
+
+def _carry_forward(votes: pd.DataFrame) -> pd.DataFrame:
+    """``votes`` with each debate's last round repeated (round numbers counting on) up to the
+    last round any debate of its (model, dataset, method) reached.
+
+    >>> v = pd.DataFrame({"debate": [0, 0, 1, 1, 1], "round": [0, 1, 0, 1, 2],
+    ...                   "vote_correct": [0, 1, 0, 0, 1], "model": "m", "dataset": "d",
+    ...                   "method": "pear", "seed": 0})
+    >>> _carry_forward(v).query("debate == 0")[["round", "vote_correct"]].values.tolist()
+    [[0, 0], [1, 1], [2, 1]]
+    """
+    if votes.empty:
+        return votes
+    horizon = votes.groupby(list(GROUP), observed=True)["round"].transform("max")
+    last = votes.groupby("debate")["round"].transform("max")
+    tail = votes[(votes["round"] == last) & (last < horizon)]
+    if tail.empty:
+        return votes
+    gap = (horizon - last)[tail.index].astype(int)
+    pad = tail.loc[tail.index.repeat(gap)].copy()
+    pad["round"] = pad["round"] + pad.groupby(level=0).cumcount() + 1
+    return pd.concat([votes, pad], ignore_index=True)
 
 
 # ----------------------------------------------------------------- trajectory diagnostics

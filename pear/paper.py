@@ -35,14 +35,15 @@ from pear.study import BACKENDS, REPO_ROOT, experiment, runs_path
 __all__ = [
     "NOTEBOOKS", "EXPECTED_OUTPUTS", "BACKENDS", "REPO_ROOT", "FIGURES_ENV", "build",
     "check_outputs", "main", "notebook_parameters", "runs_path", "experiment",
-    "run_experiments", "describe_runs",
+    "run_experiments", "describe_runs", "write_results_site", "ensure_kernel",
 ]
 
 KERNEL = "pear"
 
 NOTEBOOKS = ("00_run_experiments", "01_main_results", "02_full_dataset", "03_ablation",
              "04_round_curves", "05_diagnostics", "06_significance", "07_cost_pareto",
-             "08_case_study", "13_claims")
+             "08_case_study", "09_theory_checks", "10_temperature_sweep", "11_early_stop",
+             "12_robustness", "13_claims")
 """The build, in order (``notebooks/<name>.py``)."""
 
 
@@ -68,7 +69,13 @@ EXPECTED_OUTPUTS: dict[str, tuple[str, ...]] = {
     "07_cost_pareto": (*_fig("pareto"), *_tab("tokens"), *_tab("cost_vs_paper"),
                        "numbers_cost.tex"),
     "08_case_study": ("case_study.md",),
-    "13_claims": (*_tab("claims"), *_tab("claims_consistency"), *_fig("claims_forest")),
+    "09_theory_checks": (*_fig("theory_checks"), *_tab("theory_checks")),
+    "10_temperature_sweep": (*_fig("temperature_sweep"), *_tab("temperature_sweep"),
+                             *_tab("temperature_gap")),
+    "11_early_stop": (*_fig("early_stop_pareto"), *_tab("early_stop")),
+    "12_robustness": (*_fig("robustness"), *_tab("robustness")),
+    "13_claims": (*_tab("claims"), *_tab("claims_consistency"), *_fig("claims_forest"),
+                  "claims.html"),
 }
 """Every file each notebook writes into the figures directory (one producer per file)."""
 
@@ -175,7 +182,7 @@ def notebook_parameters(path: str | os.PathLike[str]) -> dict[str, Any]:
     return out
 
 
-def _ensure_kernel() -> None:
+def ensure_kernel() -> None:
     """Install the ``pear`` kernel (this interpreter, ``MPLBACKEND=agg``) if missing."""
     from ipykernel.kernelspec import install
     from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
@@ -208,7 +215,8 @@ def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", run
           seeds: str = "", n_questions: int = 0, base_url: str = "", only: str = "", *,
           drop_invalid: bool = False, figures: str | os.PathLike[str] | None = None,
           build_dir: str | os.PathLike[str] | None = None,
-          notebooks_dir: str | os.PathLike[str] | None = None) -> int:
+          notebooks_dir: str | os.PathLike[str] | None = None,
+          site_dir: str | os.PathLike[str] | None = None) -> int:
     """Execute the notebooks in order (``only``: comma-separated name prefixes): each
     ``notebooks/<name>.py`` is converted by jupytext to ``build/notebooks/src/<name>.ipynb``
     and executed by papermill into ``build/notebooks/<name>.ipynb`` with the ``pear``
@@ -217,7 +225,9 @@ def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", run
     (default ``$PEAR_FIGURES_DIR`` or ``figures/``).  ``drop_invalid`` lets the notebooks
     analyse the valid records of a damaged run (``PEAR_DROP_INVALID=1``, see
     :mod:`pear.validate`) instead of stopping.  Returns 0, or 1 after the first failing
-    notebook (its error and executed path are printed)."""
+    notebook (its error and executed path are printed).  After a build without failure,
+    the results site (:func:`pear.site.write_site`) is written into ``site_dir`` (default
+    ``build/site``)."""
     from pear.experiment import PRESETS
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
@@ -232,14 +242,20 @@ def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", run
     params = {"backend": backend, "preset": preset,
               "runs_dir": str(runs_path(runs, preset, backend)), "model": model,
               "seeds": seeds, "n_questions": int(n_questions), "base_url": base_url}
-    _ensure_kernel()
+    ensure_kernel()
     from pear.validate import DROP_ENV
     env = {"MPLBACKEND": "agg", FIGURES_ENV: str(fig_dir),  # inherited by the kernels
            DROP_ENV: "1" if drop_invalid else ""}
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
+    started = time.time()
     try:
-        return _execute(names, src_dir, out_dir, fig_dir, params)
+        rc = _execute(names, src_dir, out_dir, fig_dir, params)
+        if rc == 0:
+            site = Path(site_dir) if site_dir else REPO_ROOT / "build" / "site"
+            write_results_site(site, names=names, figures=fig_dir, notebooks=out_dir,
+                               params=params, started=started)
+        return rc
     finally:
         for k, v in saved.items():
             if v is None:
@@ -285,6 +301,43 @@ def _execute(names: Sequence[str], src_dir: Path, out_dir: Path, fig_dir: Path,
         print(f"missing outputs: {', '.join(p.name for p in missing)}", file=sys.stderr)
         return 1
     return 0
+
+
+def write_results_site(site: Path, *, names: Sequence[str], figures: Path, notebooks: Path,
+                       params: Mapping[str, Any], started: float) -> Path:
+    """The results site of a finished build (:func:`pear.site.write_site`): what was built
+    (backend, preset, models, grid, time, commit), the notebooks ``names``, the debates of
+    the run; returns its ``index.html``."""
+    import re
+
+    from pear.labels import evidence_mark
+    from pear.site import build_meta, write_site
+    from pear.study import describe_scope
+    from pear.view import load
+    exp = experiment(params["preset"], params["seeds"], params["n_questions"],
+                     params["model"], params["backend"])
+    runs = Path(params["runs_dir"])
+    deb = load(runs, columns={"debates": ["model", "backend"]}).debates
+    grid = describe_scope(exp, "subset") + (f"; {describe_scope(exp, 'full')}"
+                                            if exp.full_datasets else "")
+    backends = ", ".join(sorted(set(deb["backend"]))) or params["backend"]
+    meta = build_meta(backend=backends if params["backend"] != "replay"
+                      else f"replay of {backends}", preset=params["preset"],
+                      models=sorted(set(deb["model"])), grid=grid, debates=len(deb),
+                      started=started, seconds=time.time() - started, repo=REPO_ROOT)
+    case = figures / "case_study.md"
+    found = re.search(r"Debate `([^`]+)`", case.read_text(encoding="utf-8")) \
+        if case.is_file() else None
+    t0 = time.perf_counter()
+    mark = evidence_mark(simulated="simulated" in set(deb["backend"]), preset=exp.name,
+                         models=sorted(set(deb["model"])), n_questions=exp.n_questions)
+    out = write_site(site, figures_dir=figures, notebooks_dir=notebooks, runs_dir=runs,
+                     notebooks={n: EXPECTED_OUTPUTS[n] for n in names}, meta=meta,
+                     case_study=found.group(1) if found else "", mark=mark)
+    print(f"results site: {out.root / 'index.html'} ({len(out.pages)} pages: "
+          f"{out.transcripts} debate transcripts of {out.debates} debates) in "
+          f"{time.perf_counter() - t0:.1f} s", flush=True)
+    return out.root / "index.html"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

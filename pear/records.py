@@ -73,13 +73,13 @@ class RouterEntry(TypedDict):
 
 
 class _AgentRequired(TypedDict):
+    # 0-indexed agent.
     agent: int
-    """0-indexed agent."""
     answer: str
+    # The answer after task canonicalisation (what votes, routing and grading compare).
     canonical: str
-    """The answer after task canonicalisation (what votes, routing and grading compare)."""
+    # 1..5.
     confidence: int
-    """1..5."""
     reasoning: str
     correct: bool
     parse_error: Optional[str]
@@ -88,27 +88,26 @@ class _AgentRequired(TypedDict):
 class AgentEntry(_AgentRequired, total=False):
     """One agent's answer after a round."""
 
+    # The call stopped at the token budget (finish reason "length"); absent in older
+    # records.
     truncated: bool
-    """The call stopped at the token budget (finish reason "length"); absent in older
-    records."""
+    # honest | adversarial | overconfident | underconfident (pear.config); absent in older
+    # records.
     role: str
-    """honest | adversarial | overconfident | underconfident (:mod:`pear.config`); absent
-    in older records."""
+    # The model that answered for this agent (mixed populations); absent in older records.
     model: str
-    """The model that answered for this agent (mixed populations); absent in older
-    records."""
 
 
 class _CritiqueRequired(TypedDict):
     source: int
     target: int
     source_answer: str
+    # Both agents' answers when the critique was written (those of round r-1).
     target_answer: str
-    """Both agents' answers when the critique was written (those of round r-1)."""
     source_confidence: int
     target_confidence: int
+    # False when the source produced no usable review (never shown to the target).
     delivered: bool
-    """False when the source produced no usable review (never shown to the target)."""
     decision: Optional[Literal["ACCEPT", "REJECT"]]
     parse_error: Optional[str]
 
@@ -131,21 +130,21 @@ class RoundEntry(TypedDict):
     """Round r of a debate (round 0 = the initial answers)."""
 
     round: int
+    # [source, target] pairs, 0-indexed; [] in round 0.
     edges: list[list[int]]
-    """[source, target] pairs, 0-indexed; [] in round 0."""
     router: Optional[RouterEntry]
     agents: list[AgentEntry]
     critiques: list[CritiqueEntry]
+    # rho after this round's update, one per agent.
     influence: list[float]
-    """rho after this round's update, one per agent."""
     vote: str
     vote_correct: bool
 
 
 class _RecordRequired(TypedDict):
     schema: int
+    # Stable id of (model, backend, dataset, method, seed, question, config).
     debate_id: str
-    """Stable id of (model, backend, dataset, method, seed, question, config)."""
     model: str
     backend: str
     dataset: str
@@ -169,17 +168,17 @@ class DebateRecord(_RecordRequired, total=False):
 
     latency_s: float
     finished_at: str
+    # Which prompt templates produced it; absent in older records.
     prompt_style: PromptStyle
-    """Which prompt templates produced it; absent in older records."""
+    # Calls whose finish reason was "length"; absent in older records.
     truncated_calls: int
-    """Calls whose finish reason was "length"; absent in older records."""
+    # R of the config (0 for CoT and CoT-SC); ``rounds`` is fewer when the debate stopped
+    # early (pear.stopping); absent in older records.
     max_rounds: int
-    """R of the config (0 for CoT and CoT-SC); ``rounds`` is fewer when the debate stopped
-    early (:mod:`pear.stopping`); absent in older records."""
+    # consensus | stable | max_rounds; None for CoT and CoT-SC; absent in older records.
     stop_reason: Optional[str]
-    """consensus | stable | max_rounds; None for CoT and CoT-SC; absent in older records."""
+    # Agents told the gold answer (the adversarial role); absent in older records.
     gold_shown_to: list[int]
-    """Agents told the gold answer (the adversarial role); absent in older records."""
 
 
 _CRITIQUE_TEXTS = ("step_loc", "correction", "assessment", "reason")
@@ -230,8 +229,14 @@ class RecordWriter:
         self._fh = open(self.path, "a", encoding="utf-8")
 
     def write(self, record: DebateRecord | dict[str, Any]) -> None:
-        """Append one finished debate and flush it to the OS."""
+        """Append one finished debate and flush it to the OS.  A record that breaks the
+        schema (:class:`DebateRecord`) is an error naming the field; nothing is written."""
         line = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+        try:
+            parse_line(self.path, 0, line.encode("utf-8"))
+        except ValueError as err:
+            raise ValueError(f"refusing to write a record to {self.path}: "
+                             f"{str(err).split(': ', 1)[-1]}") from None
         self._fh.write(line + "\n")
         self._fh.flush()
 

@@ -210,8 +210,15 @@ def write_numbers(numbers: Mapping[str, float | int | str],
 
 
 def display_table(df: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
-    """``df`` indexed by ``keys`` with display names (datasets, methods, index names)."""
-    out = labels.display(df).set_index(list(keys))
+    """``df`` indexed by ``keys`` with display names (datasets, methods, models, index
+    names, quantity columns such as ``p_value`` -> "p").
+
+    >>> display_table(pd.DataFrame({"dataset": ["gsm8k"], "p_value": [0.5]}), ["dataset"])
+               p
+    Dataset     
+    GSM8K    0.5
+    """
+    out = labels.display(df).set_index(list(keys)).rename(columns=labels.QUANTITY_LABELS)
     out.index = out.index.set_names([labels.INDEX_LABELS.get(k, k) for k in keys])
     return out
 
@@ -246,8 +253,9 @@ def table_main(acc: pd.DataFrame, average: bool = True) -> pd.DataFrame:
                                               str(k[0]), models.get(k[1], -1)))
     out = pd.concat({"mean": mean.loc[order], "std": std.loc[order]}, axis=1)
     out = out.swaplevel(0, 1, axis=1)[[(m, s) for m in mean.columns for s in ("mean", "std")]]
-    out.index = pd.MultiIndex.from_tuples([(labels.dataset_label(d), m) for d, m in order],
-                                          names=["Dataset", "Model"])
+    names = labels.model_labels(models)
+    out.index = pd.MultiIndex.from_tuples([(labels.dataset_label(d), names.get(m, m))
+                                           for d, m in order], names=["Dataset", "Model"])
     out.columns.names = [None, None]
     return out
 
@@ -290,25 +298,37 @@ def stars(p: float) -> str:
 
 def table_significance(sig: pd.DataFrame) -> pd.DataFrame:
     """PEAR against its strongest fixed topology per (dataset, model): accuracies, the
-    discordant pairs b/c, exact McNemar p with stars, the discordant win rate with its
-    Wilson interval, and power, from :func:`pear.stats.significance` (or the printed table
-    mapped by :func:`pear.compare.to_internal`; its ``best_baseline`` column is optional).
-    Without discordant pairs (b = c = 0) the win rate and its interval are undefined and
-    print as an en dash "–", as does a missing p-value."""
+    discordant pairs b/c, exact McNemar p with stars, and where ``sig`` has them (from
+    :func:`pear.study.significance_sets`) the Holm-adjusted p across the table's settings
+    (``p_holm``, starred by itself) and the paired bootstrap 95% CI of PEAR minus the best
+    fixed topology (``diff``, ``diff_low``, ``diff_high``, accuracy points); the discordant
+    win rate with its Wilson interval, and power, from :func:`pear.stats.significance` (or
+    the printed table mapped by :func:`pear.compare.to_internal`; its ``best_baseline``
+    column is optional).  Without discordant pairs (b = c = 0) the win rate and its interval
+    are undefined and print as an en dash "–", as does a missing p-value."""
     def known(*values: object) -> bool:
         return all(_fmt(v, 3) is not None for v in values)
+    names = labels.model_labels(sig["model"].unique()) if len(sig) else {}
     rows = {}
     for r in sig.to_dict("records"):
-        key = (labels.dataset_label(r["dataset"]), r["model"])
+        key = (labels.dataset_label(r["dataset"]), names.get(r["model"], r["model"]))
         base = r.get("best_baseline")
         p, win = r["p_exact"], (r["win_rate"], r["wilson_low"], r["wilson_high"])
-        rows[key] = {**({} if base is None else {"Best fixed": labels.method_label(base)}),
-                     "Acc. best": r["best_baseline_acc"], "Acc. PEAR": r["pear_acc"],
-                     "b": int(r["b"]), "c": int(r["c"]),
-                     "p (exact)": f"{p:.4f}{stars(p)}" if known(p) else "–",
-                     "Win rate [95% CI]": "{:.3f} [{:.3f}, {:.3f}]".format(*win)
-                                          if known(*win) else "–",
-                     "Power": r["power"]}
+        row = {**({} if base is None else {"Best fixed": labels.method_label(base)}),
+               "Acc. best": r["best_baseline_acc"], "Acc. PEAR": r["pear_acc"],
+               "b": int(r["b"]), "c": int(r["c"]),
+               "p (exact)": f"{p:.4f}{stars(p)}" if known(p) else "–"}
+        if "p_holm" in r:
+            ph = r["p_holm"]
+            row["p (Holm-adjusted)"] = f"{ph:.4f}{stars(ph)}" if known(ph) else "–"
+        if "diff" in r:
+            ci = (r["diff"], r["diff_low"], r["diff_high"])
+            row["PEAR - best fixed [95% bootstrap CI]"] = (
+                "{:+.3f} [{:+.3f}, {:+.3f}]".format(*ci) if known(*ci) else "–")
+        row["Win rate [95% CI]"] = "{:.3f} [{:.3f}, {:.3f}]".format(*win) \
+            if known(*win) else "–"
+        row["Power"] = r["power"]
+        rows[key] = row
     out = pd.DataFrame.from_dict(rows, orient="index")
     out.index = pd.MultiIndex.from_tuples(out.index, names=["Dataset", "Model"])
     return out

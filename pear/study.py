@@ -27,12 +27,13 @@ import numpy as np
 import pandas as pd
 
 from pear import metrics, report, view
-from pear.labels import MAIN_METHODS, ROUTING_VARIANTS, dataset_label
+from pear.labels import (MAIN_METHODS, ROUTING_VARIANTS, dataset_label, evidence_mark,
+                         model_labels)
 
 __all__ = [
     "MAIN_METHODS", "ROUTING_VARIANTS", "BACKENDS", "REPO_ROOT", "experiment", "runs_path",
     "Results", "results", "load_results", "accuracy", "select", "cost_accuracy",
-    "significance_sets", "describe_scope",
+    "significance_sets", "adjusted_significance", "describe_scope",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -137,24 +138,42 @@ class Results:
         return "simulated" in self.backends
 
     @property
+    def model_names(self) -> tuple[str, ...]:
+        """The models' display names (:func:`pear.labels.model_labels`), in :attr:`models`
+        order; the full identities stay in the manifest and the records."""
+        names = model_labels(self.models)
+        return tuple(names[m] for m in self.models)
+
+    @property
     def source(self) -> str:
-        """Provenance for figures (``source=``; the plots add "simulated agents" with
-        ``simulated=True``): backend(s) and model(s)."""
-        return f"backend {', '.join(self.backends)}; model {', '.join(self.models)}"
+        """Provenance for figures (``source=``; the plots add :attr:`mark` with ``mark=``):
+        backend(s) and the models' display names."""
+        return f"backend {', '.join(self.backends)}; model {', '.join(self.model_names)}"
+
+    @property
+    def mark(self) -> str:
+        """What these results are not (:func:`pear.labels.evidence_mark`): "simulated
+        agents", "pipeline check (135M model, 1 question per dataset): not evidence" for the
+        smoke preset, or ""."""
+        n = self.exp.full_n_questions if self.scope == "full" else self.exp.n_questions
+        return evidence_mark(simulated=self.simulated, preset=self.exp.name,
+                             models=self.models, n_questions=n)
 
     @property
     def label(self) -> str:
-        """Provenance for captions: :attr:`source`, prefixed "simulated agents" if so."""
-        return f"simulated agents ({self.source})" if self.simulated else self.source
+        """Provenance for captions: :attr:`source`, prefixed by :attr:`mark` if any."""
+        return f"{self.mark} ({self.source})" if self.mark else self.source
 
     def caption(self, text: str) -> str:
         """``text`` with the grid and the provenance appended."""
         return f"{text} {self.grid[0].upper()}{self.grid[1:]}; {self.label}."
 
     def summary(self) -> pd.DataFrame:
-        """Debates per (model, method) and dataset."""
-        return self.debates.pivot_table(index=["model", "method"], columns="dataset",
-                                        values="debate", aggfunc="size", fill_value=0)
+        """Debates per (model display name, method) and dataset."""
+        names = model_labels(self.models)
+        deb = self.debates.assign(model=self.debates["model"].map(names))
+        return deb.pivot_table(index=["model", "method"], columns="dataset",
+                               values="debate", aggfunc="size", fill_value=0)
 
 
 def _plural(n: int, word: str) -> str:
@@ -267,18 +286,49 @@ def cost_accuracy(debates: pd.DataFrame) -> pd.DataFrame:
     return accuracy(debates).merge(metrics.costs(debates), on=list(metrics.GROUP))
 
 
+BOOTSTRAP_RESAMPLES = 10000  # our choice (scipy's default); the study reports no bootstrap
+BOOTSTRAP_SEED = 0  # our choice: one fixed seed, so that the table is reproducible
+
+
+def adjusted_significance(debates: pd.DataFrame, *, n_resamples: int = BOOTSTRAP_RESAMPLES,
+                          seed: int = BOOTSTRAP_SEED) -> pd.DataFrame:
+    """:func:`pear.stats.significance` of ``debates`` plus, across its settings (rows), the
+    Holm-adjusted exact McNemar p (``p_holm``, :func:`pear.stats.holm`; rows without a
+    p-value stay NaN and do not count) and the paired bootstrap of PEAR's accuracy minus
+    the best fixed topology's on the same pairs (``diff``, ``diff_low``, ``diff_high``:
+    95% percentile interval, questions resampled with their pair,
+    :func:`pear.stats.bootstrap_diff`; one generator seeded with ``seed`` draws for the
+    rows in order)."""
+    from pear import stats  # scipy and statsmodels load only where a test is run
+    sig = stats.significance(debates)
+    p = sig["p_exact"].to_numpy(float)
+    ok = np.isfinite(p)
+    sig["p_holm"] = np.nan
+    sig.loc[ok, "p_holm"] = stats.holm(p[ok])
+    rng = np.random.default_rng(seed)
+    cis = []
+    for r in sig.itertuples():
+        part = debates[(debates["model"] == r.model) & (debates["dataset"] == r.dataset)]
+        pairs = metrics.paired(part, "pear", r.best_baseline)
+        cis.append(stats.bootstrap_diff(pairs["correct_a"], pairs["correct_b"],
+                                        n_resamples=n_resamples, rng=rng)
+                   if len(pairs) >= 2 else (np.nan, np.nan, np.nan))
+    sig[["diff", "diff_low", "diff_high"]] = np.array(cis, dtype=float).reshape(-1, 3)
+    return sig
+
+
 def significance_sets(*scopes: Results) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """PEAR against its strongest fixed topology (:func:`pear.stats.significance`) for each
-    scope given, on the first seed of that scope (McNemar needs independent pairs; the
+    """PEAR against its strongest fixed topology (:func:`adjusted_significance`: McNemar,
+    Holm-adjusted p across the scope's settings, paired bootstrap CI of the difference) for
+    each scope given, on the first seed of that scope (McNemar needs independent pairs; the
     study tests one full-set run): ``(rows, table)``.  ``table`` holds every scope
     (:func:`pear.report.table_significance` with a leading "Set" level); ``rows`` (with a
     ``set`` column) only the first scope that has a testable setting, the one to set
     beside the study's table (give the full set first)."""
-    from pear import stats  # scipy and statsmodels load only where a test is run
     parts, tables = [], {}
     for res in scopes:
         seed = min(res.exp.full_seeds if res.scope == "full" else res.exp.seeds)
-        sig = stats.significance(res.debates[res.debates["seed"] == seed])
+        sig = adjusted_significance(res.debates[res.debates["seed"] == seed])
         if sig.empty:
             continue
         name = f"{'full set' if res.scope == 'full' else 'subset'}, seed {seed}"

@@ -1,23 +1,34 @@
-"""Per-benchmark answer canonicalisation and grading.
+r"""Per-benchmark answer reading, grading and answer equivalence, as the benchmarks' reference
+graders do them.
 
-A :class:`Task` turns a model's answer text into a canonical string (the form the vote, the
-router and the influence update compare) and grades it against a :class:`pear.data.Question`.
-Two canonical answers the grader calls equal are put in one bucket by :meth:`Task.buckets`.
+One equivalence serves grading, the vote, the router's T term, influence and every diagnostic:
+:meth:`Task.judge` takes the raw answers of one question's agents (one round) and returns, per
+answer, its **class** (a label shared by exactly the answers the grader calls equal; ``""`` for
+no answer) and its grade against the gold answer.  Every answer of a class gets the class's
+grade, so the vote and the router never split what the grader merges, nor merge what it splits.
 
-- GSM8K: the last number in the text, compared exactly as a fraction (``$1,000``, ``1000.0`` and
-  ``1000`` are all ``"1000"``).
-- MMLU-Pro, TruthfulQA: an option letter; a letter beyond the shown options is wrong.
-- MATH-500: a cleaned LaTeX string, graded by Math-Verify (gold first) in a guarded worker
-  process (see :mod:`pear.mathgrade`), so that one pathological expression cannot hang a run.
+- GSM8K: the final number as the common evaluators read it: after a ``####`` marker, else in the
+  last ``\boxed{}``, else the last number (``$1,000``, ``1,000.00``, ``18 dollars`` and
+  ``\boxed{18}`` are all read as numbers; ``1, 234`` is 234, never 1234); compared exactly as
+  fractions.  The class is the number's canonical text.
+- MMLU-Pro, TruthfulQA: the option letter as MMLU-Pro's reference evaluation extracts it
+  (``answer is (B)``, ``Answer: B``, ``(B)``, ``\boxed{B}``, then the last stand-alone letter),
+  restricted to the question's own option letters.  The class is the letter.
+- MATH-500: Math-Verify's own extraction and comparison on the answer as written (see
+  :mod:`pear.mathgrade`, which adds only what Math-Verify lacks for answers without
+  delimiters, the same way for gold and prediction).  Classes are pairwise Math-Verify
+  equivalence (either answer taken as gold), grouped greedily in a fixed (label, text) order
+  so that they do not depend on the agents' order; a class's label is Math-Verify's reading of
+  its shortest member, and its grade is that member's grade.
 
 No model output is ever evaluated as code.
 
 >>> get("gsm8k").canonical("The answer is $1,000.00.")
 '1000'
->>> get("mmlu_pro").canonical("The answer is (c)")
+>>> get("mmlu_pro").canonical("The answer is (C)")
 'C'
->>> get("math500").canonical(r"so the answer is $\\boxed{\\dfrac12}$.")
-'\\\\frac{1}{2}'
+>>> get("math500").canonical(r"so the answer is $\dfrac12$.")
+'\\frac{1}{2}'
 """
 from __future__ import annotations
 
@@ -29,11 +40,11 @@ from typing import TYPE_CHECKING, Sequence
 
 from pear import mathgrade
 
-if TYPE_CHECKING:  # pragma: no cover - typing only; pear.data imports this module
+if TYPE_CHECKING:  # pragma: no cover - typing only
     from pear.data import Question
 
-__all__ = ["Grade", "Task", "NumericTask", "ChoiceTask", "MathTask", "TASKS", "get",
-           "parse_number", "format_number", "parse_letter"]
+__all__ = ["Grade", "Judgement", "Task", "NumericTask", "ChoiceTask", "MathTask", "TASKS", "get",
+           "parse_number", "format_number", "parse_letter", "option_letters"]
 
 
 @dataclass(frozen=True)
@@ -48,18 +59,38 @@ class Grade:
     """The grader did not finish in time (or crashed); the answer counts as wrong."""
 
 
+@dataclass(frozen=True)
+class Judgement:
+    """Classes and grades of the answers of one question (e.g. one round of a debate)."""
+
+    classes: tuple[str, ...]
+    """Per answer, its equivalence class label (``""`` = no answer); equal labels = equal
+    answers for the vote, the router and influence."""
+    grades: tuple[Grade, ...]
+    """Per answer, its grade (the same for every answer of a class)."""
+
+    @property
+    def correct(self) -> tuple[bool, ...]:
+        """Per answer, whether it is correct."""
+        return tuple(g.correct for g in self.grades)
+
+
 class Task(ABC):
-    """Canonicalisation and grading of one benchmark's answers."""
+    """Reading, grading and equivalence of one benchmark's answers."""
 
     name: str
 
     @abstractmethod
     def canonical(self, text: str) -> str:
-        """The canonical form of an answer text; ``""`` when it holds no readable answer."""
+        """The answer read from ``text`` in canonical form; ``""`` when it holds none."""
 
     @abstractmethod
+    def judge(self, answers: Sequence[str], question: Question) -> Judgement:
+        """Classes and grades of the raw ``answers`` given to ``question``."""
+
     def grade_detail(self, prediction: str, question: Question) -> Grade:
         """Grade ``prediction`` (raw answer text) against ``question``."""
+        return self.judge([prediction], question).grades[0]
 
     def grade(self, prediction: str, question: Question) -> bool:
         """Whether ``prediction`` is correct for ``question``."""
@@ -73,7 +104,8 @@ class Task(ABC):
         """A bucket representative per canonical answer; equivalent answers share one.
 
         The result does not depend on the order of ``canonicals`` (representatives are chosen
-        in (length, text) order); ``""`` stays its own non-answer bucket.
+        in (length, text) order); ``""`` stays its own non-answer bucket.  Prefer
+        :meth:`judge`, which compares the answers as written.
 
         >>> get("gsm8k").buckets(["2", "", "3", "2"])
         ['2', '', '3', '2']
@@ -100,6 +132,8 @@ _NUMBER = re.compile(
     r"(?:\\d?frac\{(?P<fn>\d+)\}\{(?P<fd>\d+)\}"
     r"|(?:(?P<whole>\d+)\s+(?=\d+\s*/\s*\d))?"
     r"(?P<num>\d+(?:\.\d+)?|\.\d+)(?:\s*/\s*(?P<den>\d+(?:\.\d+)?)(?!\.?\d))?)")
+_MARKER = re.compile(r"####")  # GSM8K's own answer marker (its reference solutions end so)
+_BOXED = re.compile(r"\\boxed\s*\{([^{}]*(?:\{[^{}]*\}[^{}]*)*)\}")
 
 
 def format_number(value: Fraction) -> str:
@@ -124,16 +158,13 @@ def format_number(value: Fraction) -> str:
     return f"{sign}{whole}.{frac:0{places}d}".rstrip("0")
 
 
-def parse_number(text: str) -> Fraction | None:
-    """The last number in ``text`` (thousands commas, ``$``, units and ``%`` ignored), or None.
-
-    >>> parse_number("Total: -$1,250.50 dollars"), parse_number("3/4 of it"), parse_number("none")
-    (Fraction(-2501, 2), Fraction(3, 4), None)
-    """
-    text = _THOUSANDS.sub(lambda m: m.group(0).replace(",", ""), text or "")
+def _number(text: str, first: bool = False) -> Fraction | None:
+    """The last (or first) number of ``text``."""
+    text = _THOUSANDS.sub(lambda m: m.group(0).replace(",", ""), text)
     last = None
     for last in _NUMBER.finditer(text):
-        pass
+        if first:
+            break
     if last is None or len(last.group(0)) > MAX_NUMBER_CHARS:
         return None
     if last["fn"] is not None:
@@ -147,14 +178,37 @@ def parse_number(text: str) -> Fraction | None:
     return -value if last["sign"] else value
 
 
+def parse_number(text: str) -> Fraction | None:
+    r"""The final number of ``text``, or None: the first number after the last ``####``, else
+    the last number in the last ``\boxed{}``, else the last number of the text (thousands
+    commas, ``$``, units and ``%`` ignored).
+
+    >>> parse_number("Total: -$1,250.50 dollars"), parse_number("3/4 of it"), parse_number("none")
+    (Fraction(-2501, 2), Fraction(3, 4), None)
+    >>> parse_number("#### 18 (from 9 * 2)"), parse_number(r"\boxed{18} since 9 * 2 = 18.0")
+    (Fraction(18, 1), Fraction(18, 1))
+    """
+    text = text or ""
+    if _MARKER.search(text):
+        value = _number(_MARKER.split(text)[-1], first=True)
+        if value is not None:
+            return value
+    boxed = _BOXED.findall(text)
+    if boxed:
+        value = _number(boxed[-1])
+        if value is not None:
+            return value
+    return _number(text)
+
+
 class NumericTask(Task):
-    """A numeric answer (GSM8K): the last number in the text, compared exactly."""
+    """A numeric answer (GSM8K): the final number, compared exactly."""
 
     def __init__(self, name: str) -> None:
         self.name = name
 
     def canonical(self, text: str) -> str:
-        """The last number in ``text`` in canonical form (``""`` if there is none).
+        """The final number of ``text`` in canonical form (``""`` if there is none).
 
         >>> get("gsm8k").canonical("It costs $18.00")
         '18'
@@ -162,54 +216,74 @@ class NumericTask(Task):
         value = parse_number(text)
         return "" if value is None else format_number(value)
 
-    def grade_detail(self, prediction: str, question: Question) -> Grade:
-        pred = self.canonical(prediction)
-        if not pred:
-            return Grade(False, parse_failure=True)
+    def judge(self, answers: Sequence[str], question: Question) -> Judgement:
         gold = parse_number(question.gold)
-        return Grade(gold is not None and Fraction(pred) == gold)
+        classes = tuple(self.canonical(a) for a in answers)
+        grades = tuple(Grade(False, parse_failure=True) if not c else
+                       Grade(gold is not None and Fraction(c) == gold) for c in classes)
+        return Judgement(classes, grades)
 
 
 # ---------------------------------------------------------------------------------------------
 # Multiple choice: letters
 
-_WRAPPER = re.compile(r"\\(?:boxed|text|textbf|mathrm|mathbf)\s*\{([^{}]*)\}")
-_ONLY_LETTER = re.compile(r"^[\s(\[]*([A-Za-z])[\s)\]]*[.:)]?\s*$")
-_LETTER_AFTER = (  # after a keyword: "(b)", "[b]", "B" (not a word like "I think"), "b" at the end
-    r"\s*[:=\-]?\s*(?:\(\s*([A-Za-z])\s*\)|\[\s*([A-Za-z])\s*\]|([A-Z])(?![\w'\u2019])"
-    r"(?!\s+(?:think|believe|am|guess|would|will|can|need)\b)|([a-z])(?=\s*\.?\s*$))"
-    r"(?!\s*(?:,|/|&|\band\b|\bor\b)\s*[(\[]?[A-Za-z](?![\w'\u2019]))")  # not "A or B"
-_ANSWER_KEY = re.compile(r"(?i:\banswer\b(?:\s+(?:is|would\s+be|will\s+be))?)" + _LETTER_AFTER)
-_OPTION_KEY = re.compile(r"(?i:\b(?:option|choice)\b(?:\s+is)?)" + _LETTER_AFTER)
-_LEADING = re.compile(r"^\s*[(\[]?([A-Z])[.):\]]\s+\S")
-_PAREN = re.compile(r"\(([A-Z])\)")
+ALL_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
-def parse_letter(text: str) -> str:
-    """The option letter stated in ``text`` (uppercase), or ``""``.
+def option_letters(question: Question) -> str:
+    """The letters of the options shown with ``question`` (``""`` if it has none)."""
+    return ALL_LETTERS[:len(question.choices or ())]
 
-    Accepted: ``B``, ``(B)``, ``B.``, ``b``, ``Option B``, ``The answer is B``, ``Answer: (b)``,
-    ``B. <option text>``, ``**B**``, ``\\boxed{B}``, or a single parenthesised letter.  An
-    "answer" statement wins over an "option" mention; the last one of its kind wins.
 
-    >>> [parse_letter(t) for t in ["(b)", "Option C", "D. Paris", "The answer is a cat", ""]]
+_WRAPPER = re.compile(r"\\(?:text|textbf|mathrm|mathbf)\s*\{([^{}]*)\}")
+
+
+def _letter_patterns(letters: str) -> list[tuple[re.Pattern[str], bool]]:
+    """(pattern, take the last match) in priority order; group 1 is the letter."""
+    up = f"[{letters}]"
+    anycase = f"[{letters}{letters.lower()}]"
+    return [
+        (re.compile(rf"^\s*[(\[]?({anycase})[)\].:]?\s*$"), False),   # the whole answer: "b", "(B)"
+        (re.compile(rf"(?i:answer\s+is)\s*:?\s*(?:\(({anycase})\)|({up})(?![\w'\u2019]))"),
+         False),                                                   # reference: first "answer is"
+        (re.compile(rf"(?i:answer)\s*:\s*(?:\(({anycase})\)|({up})(?![\w'\u2019]))"),
+         True),                                                    # reference: last "Answer:"
+        (re.compile(rf"^\s*({up})[.)]\s+\S"), False),                 # "B. option text"
+        (re.compile(rf"\(({up})\)"), True),                            # "(B)"
+        (re.compile(rf"\\boxed\s*\{{\s*\(?({anycase})\)?\s*\}}"), True),  # \boxed{B}
+        (re.compile(rf"(?<![\w'\u2019])({up})(?![\w'\u2019])"), True),  # last stand-alone letter
+    ]
+
+
+_PATTERNS: dict[str, list[tuple[re.Pattern[str], bool]]] = {}
+
+
+def parse_letter(text: str, letters: str = ALL_LETTERS) -> str:
+    r"""The option letter (uppercase, one of ``letters``) stated in ``text``, or ``""``.
+
+    In order, as MMLU-Pro's reference evaluation and its common variants: the whole answer is a
+    letter (``b``, ``(B)``, ``B.``); the first ``answer is (B)`` / ``answer is B``; the last
+    ``Answer: B``; a leading ``B. <option text>`` (the form options are shown in); the last
+    ``(B)``; the last ``\boxed{B}``; the last stand-alone capital letter.  Lower case is read
+    only where the letter stands alone: the whole answer, ``\boxed{b}``, or ``(b)`` after
+    "answer".  Letters outside ``letters`` are never read.
+
+    >>> [parse_letter(t, "ABCD") for t in ["(b)", "Option C", "D. Paris", "The answer is E", ""]]
     ['B', 'C', 'D', '', '']
     """
-    t = (text or "").replace("*", "").replace("$", "").strip()
+    if letters not in _PATTERNS:
+        _PATTERNS[letters] = _letter_patterns(letters) if letters else []
+    t = (text or "").replace("*", "").replace("$", "")
     for _ in range(3):
-        t = _WRAPPER.sub(lambda m: m.group(1).strip(), t)
-    m = _ONLY_LETTER.match(t)
-    if m:
-        return m.group(1).upper()
-    for key in (_ANSWER_KEY, _OPTION_KEY):
-        hits = list(key.finditer(t))
-        if hits:
-            return next(g for g in hits[-1].groups() if g).upper()
-    paren = set(_PAREN.findall(t))
-    m = _LEADING.match(t)
-    if m and paren <= {m.group(1)}:
-        return m.group(1)
-    return paren.pop() if len(paren) == 1 else ""
+        t = _WRAPPER.sub(lambda m: m.group(1), t)
+    for pattern, last in _PATTERNS[letters]:
+        hit = None
+        for hit in pattern.finditer(t):
+            if not last:
+                break
+        if hit is not None:
+            return next(g for g in hit.groups() if g).upper()
+    return ""
 
 
 class ChoiceTask(Task):
@@ -219,31 +293,30 @@ class ChoiceTask(Task):
         self.name = name
 
     def canonical(self, text: str) -> str:
-        """The option letter stated in ``text`` (see :func:`parse_letter`).
+        """The option letter stated in ``text``, any of A-Z (see :func:`parse_letter`).
 
-        >>> get("truthfulqa").canonical("Option B")
+        >>> get("truthfulqa").canonical("Answer: B")
         'B'
         """
         return parse_letter(text)
 
-    def grade_detail(self, prediction: str, question: Question) -> Grade:
-        letter = self.canonical(prediction)
-        if not letter:
-            return Grade(False, parse_failure=True)
-        n_options = len(question.choices or ())
-        in_range = ord(letter) - ord("A") < n_options
-        return Grade(in_range and letter == question.gold)
+    def judge(self, answers: Sequence[str], question: Question) -> Judgement:
+        letters = option_letters(question)
+        classes = tuple(parse_letter(a, letters) for a in answers)
+        grades = tuple(Grade(False, parse_failure=True) if not c else Grade(c == question.gold)
+                       for c in classes)
+        return Judgement(classes, grades)
 
 
 # ---------------------------------------------------------------------------------------------
-# MATH-500: LaTeX expressions graded by Math-Verify
+# MATH-500: LaTeX answers graded by Math-Verify
 
 
 class MathTask(Task):
     """A LaTeX answer (MATH-500) graded by Math-Verify with the gold answer first.
 
-    ``timeout_s`` bounds each Math-Verify call (parse + verify, run in a worker process); a
-    call that runs over counts as wrong with ``timeout=True``.
+    ``timeout_s`` bounds each Math-Verify call (run in a worker process); a call that runs
+    over counts as wrong with ``timeout=True``.
     """
 
     def __init__(self, name: str, timeout_s: float = mathgrade.DEFAULT_TIMEOUT_S) -> None:
@@ -253,30 +326,59 @@ class MathTask(Task):
         self.timeout_s = float(timeout_s)
 
     def canonical(self, text: str) -> str:
-        r"""The cleaned final expression (see :func:`pear.mathgrade.canonical_latex`).
+        r"""Math-Verify's reading of ``text`` as a normalised LaTeX string (``""``: none).
 
-        >>> get("math500").canonical(r"$\left( 3, \frac{\pi}{2} \right)$")
-        '(3,\\frac{\\pi}{2})'
+        >>> get("math500").canonical(r"\boxed{(2,2)} and \boxed{(6,2)}")
+        '(2,2),(6,2)'
         """
-        return mathgrade.canonical_latex(text)
+        status, label = mathgrade.extract(text, self.timeout_s)
+        return label if status == "ok" else ""
 
-    def grade_detail(self, prediction: str, question: Question) -> Grade:
-        pred = self.canonical(prediction)
-        if not pred:
-            return Grade(False, parse_failure=True)
-        status, ok = mathgrade.verify(question.gold_raw, pred, self.timeout_s)
+    def _same(self, a: str, b: str) -> bool:
+        """Whether Math-Verify calls ``a`` and ``b`` equal, taking either one as gold."""
+        return any(mathgrade.verify(g, p, self.timeout_s) == ("ok", True)
+                   for g, p in ((a, b), (b, a)))
+
+    def equivalent(self, a: str, b: str) -> bool:
+        """Whether two answers (or canonical answers) are equal for Math-Verify either way."""
+        return bool(a) and bool(b) and (a == b or self._same(a, b))
+
+    def judge(self, answers: Sequence[str], question: Question) -> Judgement:
+        """Classes by pairwise Math-Verify equivalence; each class graded by its first member.
+
+        Answers that Math-Verify reads identically share a class without a comparison; the
+        order of ``answers`` does not change any answer's class or grade.
+        """
+        inputs = [mathgrade.mathverify_input(a) for a in answers]
+        reads: dict[str, tuple[str, str]] = {}  # Math-Verify input -> (status, label)
+        text_of: dict[str, str] = {}  # Math-Verify input -> one raw answer written so
+        for a, key in sorted(zip(answers, inputs)):
+            if key and key not in reads:
+                reads[key], text_of[key] = mathgrade.extract(a, self.timeout_s), a
+        reps: list[str] = []
+        rep_of: dict[str, str] = {"": ""}
+        for key in sorted(reads, key=lambda k: (len(reads[k][1]), reads[k][1], k)):
+            status, label = reads[key]
+            if status == "unparsed":
+                rep_of[key] = ""
+                continue
+            rep_of[key] = next((r for r in reps if status == reads[r][0] == "ok" and (
+                reads[r][1] == label or self._same(text_of[r], text_of[key]))), key)
+            if rep_of[key] == key:
+                reps.append(key)
+        grades = {"": Grade(False, parse_failure=True)}
+        for r in reps:
+            grades[r] = self._grade(text_of[r], reads[r][0], question)
+        classes = tuple(reads[rep_of[k]][1] or rep_of[k] if rep_of[k] else "" for k in inputs)
+        return Judgement(classes, tuple(grades[rep_of[k]] for k in inputs))
+
+    def _grade(self, text: str, read_status: str, question: Question) -> Grade:
+        if read_status == "timeout":
+            return Grade(False, timeout=True)
+        status, ok = mathgrade.verify(question.gold_raw, text, self.timeout_s)
         if status == "unparsed":
             return Grade(False, parse_failure=True)
         return Grade(status == "ok" and ok, timeout=status == "timeout")
-
-    def equivalent(self, a: str, b: str) -> bool:
-        """Whether Math-Verify calls ``a`` and ``b`` equal, taking either one as gold."""
-        if not a or not b:
-            return False
-        if a == b:
-            return True
-        return any(mathgrade.verify(g, p, self.timeout_s) == ("ok", True)
-                   for g, p in ((a, b), (b, a)))
 
 
 TASKS: dict[str, Task] = {

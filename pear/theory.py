@@ -12,8 +12,8 @@ base graph (n! is small for n = 5) these functions measure:
   (central difference) beside the closed form ``-alpha_I / (tau m) Var(D_j)``;
 * :func:`term_spread` — the spread (max - min) of the I~ and L~ terms over the pool: zero for
   an out-regular (circulant) base graph, positive for the in-regular one;
-* :func:`routing_lift` — the largest lift in mean routed-source confidence and in
-  cross-answer rate (share of edges whose source answer differs from the target's) that any
+* :func:`routing_lift` — the largest lift in mean routed-source confidence (on [0, 1]) and
+  in cross-answer rate (share of edges whose source answer differs from the target's) that any
   relabelling of the pool gives over uniform routing: how much routing *could* change them.
 
 >>> st = State(("a", "b", "a", "c", "b"), (5, 2, 4, 1, 3), (0.2, 0.0, 0.6, 0.1, 0.3),
@@ -155,9 +155,10 @@ def term_spread(state: State, cfg: RouterConfig) -> dict[str, float]:
 
 def routing_lift(state: State) -> dict[str, float]:
     """The largest gain over uniform routing (the pool's mean) that any relabelling gives in the
-    mean routed-source confidence and in the cross-answer rate of its edges."""
+    mean routed-source confidence (mapped from 1..5 to [0, 1], as the study's diagnostics
+    table reports it) and in the cross-answer rate of its edges."""
     pool = state.pool()
-    conf = np.asarray(state.confidences, dtype=float)
+    conf = (np.asarray(state.confidences, dtype=float) - 1) / 4
     codes = np.unique(np.asarray(state.answers), return_inverse=True)[1]
     src_conf = conf[pool.src].mean(axis=1)
     cross = (codes[pool.src] != codes[pool.tgt]).mean(axis=1)

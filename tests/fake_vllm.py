@@ -3,13 +3,18 @@
 ``install(monkeypatch)`` puts module objects ``vllm`` and ``vllm.sampling_params`` into
 ``sys.modules``. They provide ``LLM``, ``SamplingParams`` and ``StructuredOutputsParams``
 with the 0.33 names and record every call on the returned ``FakeVLLM``. ``SamplingParams``
-accepts only the keyword names vLLM 0.33 has, so a removed name such as ``guided_json``
-fails loudly (TypeError) instead of being ignored.
+and ``LLM.chat`` accept only the keyword names vLLM 0.33 has, so a removed name such as
+``guided_json`` fails loudly (TypeError) instead of being ignored.
+
+The name sets below are vLLM 0.33.0's (``vllm/sampling_params.py``, ``LLM.chat`` in
+``vllm/entrypoints/llm.py``, ``vllm/outputs.py``); tests/test_vllm_contract.py checks them
+against an installed vLLM, so the fake cannot drift from the real API unnoticed.
 """
 from __future__ import annotations
 
 import sys
 import types
+import weakref
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -21,6 +26,21 @@ SAMPLING_PARAM_NAMES = frozenset({
     "structured_outputs", "logit_bias", "allowed_token_ids", "extra_args", "bad_words",
 })
 """Keyword names of vLLM 0.33's ``SamplingParams`` that tests may use (a subset)."""
+
+CHAT_PARAM_NAMES = frozenset({
+    "sampling_params", "use_tqdm", "lora_request", "chat_template",
+    "chat_template_content_format", "add_generation_prompt", "continue_final_message", "tools",
+    "chat_template_kwargs", "tokenization_kwargs", "mm_processor_kwargs",
+})
+"""Keyword parameters of vLLM 0.33's ``LLM.chat`` (after ``messages``)."""
+
+STRUCTURED_OUTPUT_NAMES = frozenset({"json", "regex", "choice", "grammar", "json_object",
+                                     "structural_tag"})
+"""Constraint fields of vLLM 0.33's ``StructuredOutputsParams``."""
+
+REQUEST_OUTPUT_NAMES = frozenset({"prompt_token_ids", "outputs", "num_cached_tokens"})
+COMPLETION_OUTPUT_NAMES = frozenset({"text", "token_ids", "finish_reason", "index"})
+"""Fields of vLLM 0.33's ``RequestOutput`` / ``CompletionOutput`` the backend reads."""
 
 
 @dataclass
@@ -93,6 +113,10 @@ class FakeVLLM:
     llm_inits: list[dict[str, Any]] = field(default_factory=list)
     chat_calls: list[dict[str, Any]] = field(default_factory=list)
     version: str = "0.33.0"
+    live: Any = field(default_factory=weakref.WeakSet)
+    """``LLM`` objects not yet garbage-collected (each holds a GPU in real vLLM)."""
+    live_at_init: list[int] = field(default_factory=list)
+    """How many other ``LLM`` objects were alive when each one was created."""
 
     def modules(self) -> dict[str, types.ModuleType]:
         """Fresh ``vllm`` and ``vllm.sampling_params`` module objects bound to this fake."""
@@ -100,10 +124,15 @@ class FakeVLLM:
 
         class LLM:
             def __init__(self, model: str, **kwargs: Any) -> None:
+                fake.live_at_init.append(len(fake.live))
+                fake.live.add(self)
                 fake.llm_inits.append({"model": model, **kwargs})
 
             def chat(self, messages: Any, sampling_params: Any = None, use_tqdm: Any = True,
                      **kwargs: Any) -> list[RequestOutput]:
+                unknown = set(kwargs) - CHAT_PARAM_NAMES
+                if unknown:
+                    raise TypeError(f"LLM.chat got unexpected keyword arguments {sorted(unknown)}")
                 fake.chat_calls.append({"messages": messages, "sampling_params": sampling_params,
                                         "use_tqdm": use_tqdm, **kwargs})
                 if any(fake.reject(conv) for conv in messages):

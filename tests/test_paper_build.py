@@ -57,7 +57,9 @@ def test_load_results_selects_the_grid_and_names_missing_cells(sim_run, tmp_path
     exp, out = sim_run
     res = study.load_results(out, exp)
     assert len(res.debates) == 2 * 3 * 3 * 2  # datasets x methods x seeds x questions
-    assert res.simulated and res.label.startswith("simulated agents (backend simulated")
+    assert res.simulated and res.label.startswith(
+        "simulated agents; pipeline check (3 questions per dataset): not evidence (backend "
+        "simulated; model simulated agents)")
     assert "3 questions per dataset (question seed 0) x 2 seeds" in res.caption("T.")
     # a narrower grid reads a subset of the same records
     one = study.load_results(out, preset("smoke", datasets=("gsm8k",), methods=("pear",),

@@ -15,7 +15,8 @@ def _name(req: str) -> str:
 def test_environment_yml_mirrors_pyproject():
     py = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     wanted = {_name(r): r for r in py["dependencies"] + py["optional-dependencies"]["dev"]
-              + py["optional-dependencies"]["cpu"] + py["optional-dependencies"]["notebooks"]}
+              + py["optional-dependencies"]["cpu"] + py["optional-dependencies"]["notebooks"]
+              + py["optional-dependencies"]["lab"]}
     env = (ROOT / "environment.yml").read_text()
     listed = {}
     deps = env.split("dependencies:", 1)[1]  # skip the channels list

@@ -122,7 +122,10 @@ def test_a_record_that_breaks_the_schema_is_an_error_naming_the_field(tmp_path):
     bad["rounds_data"][0]["agents"][0]["confidence"] = "high"
     with RecordWriter(tmp_path) as w:
         w.write(good)
-        w.write(bad)
+        with pytest.raises(ValueError, match=r"refusing to write .*confidence"):
+            w.write(bad)   # the writer checks the schema too
+    with open(tmp_path / RECORDS_FILE, "a") as fh:
+        fh.write(json.dumps(bad) + "\n")
     with pytest.raises(ValueError, match=r"debates.jsonl:2: not a debate record .*confidence"):
         read_records(tmp_path)
 

@@ -50,7 +50,7 @@ def test_routing_lift_is_the_best_candidate_over_the_pool_mean():
     st = _state()
     lift = theory.routing_lift(st)
     pool = st.pool()
-    conf = np.array(st.confidences, float)
+    conf = (np.array(st.confidences, float) - 1) / 4
     assert lift["source_confidence"] == pytest.approx(
         conf[pool.src].mean(1).max() - conf[pool.src].mean(1).mean())
     assert 0 < lift["cross_answer"] <= 1

@@ -163,7 +163,9 @@ def test_a_torn_last_line_waits_until_it_is_complete(tmp_path):
 def test_a_bad_record_is_an_error_naming_file_line_and_field(tmp_path):
     bad = _records(2)
     del bad[1]["tokens"]
-    path = _write(tmp_path, bad)
+    path = _write(tmp_path, bad[:1])
+    with open(path, "a") as fh:   # as a writer without the schema check would
+        fh.write(json.dumps(bad[1]) + "\n")
     with pytest.raises(ValueError, match=rf"{path}:2: not a debate record.*tokens"):
         view.index(tmp_path)
     assert not (tmp_path / "view" / "manifest.json").exists()   # nothing half-written

@@ -1,0 +1,66 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python (pear)
+#     language: python
+#     name: pear
+# ---
+
+# %% [markdown]
+# # 11 · Early stopping
+#
+# The study's PEAR spends about 32k tokens per example over five rounds. Could debates stop
+# once agents agree? Clique, Ring, Random and PEAR under four stop rules — none (the study's
+# protocol), consensus (stop after a round in which all agents agree), stable:1 and stable:2
+# (stop when the vote has not changed for 1 or 2 rounds) — on the same questions and seeds:
+# accuracy against tokens per example, the Pareto frontier over all (rule, method) points,
+# and an exact McNemar test of each early-stopped method against its full run.
+
+# %% tags=["parameters"]
+backend = "llamacpp"  # llamacpp | vllm | openai | simulated | replay
+preset = "smoke"  # smoke | paper | sim | beyond (the studies grid: pear.studies)
+runs_dir = ""  # empty: data/runs/<preset>-<backend>; variants go to <runs_dir>/studies/
+model = ""  # model path or name; empty: the backend default
+seeds = ""  # empty: the preset seeds, else e.g. 0,1,2
+n_questions = 0  # questions per dataset; 0: the preset value
+
+# %% [markdown]
+# ## Load records (run or resume each stop rule)
+
+# %%
+from pear import figures, report, study, studies
+
+figures.set_style()
+exp = studies.preset_experiment(preset, seeds=seeds, n_questions=n_questions)
+runs = studies.run_variants(backend, studies.stop_variants(exp),
+                            study.runs_path(runs_dir, preset, backend), model=model)
+res = runs["none"]
+
+# %% [markdown]
+# ## Compute
+
+# %%
+table = studies.early_stop_table(runs)
+table
+
+# %% [markdown]
+# ## Figure
+
+# %%
+fig = studies.plot_early_stop(table, source=res.source, simulated=res.simulated)
+figures.display_figure(fig)
+
+# %% [markdown]
+# ## Save
+
+# %%
+figures.save_figure(fig, "early_stop_pareto")
+report.save_table(table.set_index(["stop", "method"]), "early_stop",
+                  caption=res.caption("Early stopping: accuracy, tokens and calls per "
+                                      "example, rounds run, Pareto-optimal points, and the "
+                                      "exact McNemar p of each rule against the full "
+                                      "protocol (averaged over datasets)."))

@@ -1,0 +1,81 @@
+"""The open studies (notebooks 09-12): variants differ in one setting only; tables from runs."""
+import dataclasses
+
+import numpy as np
+import pytest
+
+from pear import studies
+from pear.study import load_results
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return studies.preset_experiment("beyond", seeds="0", n_questions=2)
+
+
+def test_variants_change_one_setting_and_keep_the_grid(tiny):
+    temps = studies.temperature_variants(tiny)
+    assert [v.router.tau for k, v in temps.items() if k != "Random"] == list(studies.TAUS)
+    assert temps["Random"].methods == ("random",)
+    stops = studies.stop_variants(tiny)
+    assert [v.debate.stop for v in stops.values()] == list(studies.STOP_RULES)
+    pops = studies.population_variants(tiny)
+    assert pops["honest"].debate.roles == ()
+    assert pops["adversarial"].debate.roles[1] == "adversarial"
+    for group in (temps, stops, pops):
+        for v in group.values():
+            assert (v.datasets, v.seeds, v.n_questions, v.full_datasets) == \
+                (tiny.datasets, tiny.seeds, tiny.n_questions, ())
+            assert dataclasses.replace(v.debate, stop="none", roles=()) == \
+                dataclasses.replace(tiny.debate, stop="none", roles=())
+
+
+def test_smoke_studies_grid_is_one_dataset_and_seed():
+    exp = studies.preset_experiment("smoke")
+    assert exp.datasets == ("gsm8k",) and exp.seeds == (0,) and exp.debate.n_agents == 3
+
+
+def test_study_numbers_come_from_the_printed_tables():
+    lifts = studies.study_lifts()
+    assert lifts["source_confidence"] == pytest.approx(0.172)
+    assert lifts["cross_answer"] == pytest.approx(0.178)
+    assert 0.04 < studies.study_gap_pear_random() < 0.08
+
+
+def test_tables_from_simulated_runs(tmp_path, tiny):
+    exp = dataclasses.replace(tiny, datasets=("gsm8k", "truthfulqa"))
+    stops = studies.run_variants("simulated", studies.stop_variants(exp), tmp_path)
+    table = studies.early_stop_table(stops)
+    assert len(table) == 16 and table["pareto"].any()
+    full = table[table["stop"] == "none"]
+    assert (full["rounds"] == exp.debate.rounds).all() and full["mcnemar_p_vs_full"].isna().all()
+    early = table[table["stop"] != "none"]
+    assert (early["tokens_per_example"].to_numpy() <=
+            np.tile(full["tokens_per_example"].to_numpy(), 3) + 1e-9).all()
+    pops = studies.run_variants("simulated", studies.population_variants(exp), tmp_path)
+    rob = studies.robustness_table(pops)
+    adv = rob[rob["population"] == "adversarial"]
+    assert len(adv) == len(studies.ROBUST_METHODS) and adv["drop"].notna().all()
+    assert (adv["low"] <= adv["drop"]).all() and (adv["drop"] <= adv["high"]).all()
+    checks = studies.theory_checks(pops["honest"], exp.router, n_states=20)
+    assert len(checks) == 20
+    assert checks["equivariance_score"].max() < 1e-12
+    assert checks["I_spread_circulant"].max() < 1e-12
+    # rerunning is a resume: nothing new is written, the same tables come back
+    again = studies.early_stop_table(studies.run_variants("replay", studies.stop_variants(exp),
+                                                          tmp_path))
+    assert again.equals(table)
+
+
+def test_round_curves_carry_a_stopped_debates_last_vote(tmp_path, tiny):
+    from pear import metrics
+    exp = dataclasses.replace(tiny, datasets=("gsm8k",), n_questions=6)
+    runs = studies.run_variants("simulated", {"consensus": studies.stop_variants(exp)[
+        "consensus"]}, tmp_path)
+    res = runs["consensus"]
+    assert (res.debates["rounds"] < exp.debate.rounds).any()  # some debates stopped
+    curves = metrics.round_accuracy(res.debates, res.rounds)
+    final = metrics.accuracy(res.debates).set_index("method")["accuracy"]
+    last = curves[curves["round"] == exp.debate.rounds].set_index("method")["accuracy"]
+    assert set(last.index) == set(studies.STOP_METHODS)
+    assert np.allclose(last.reindex(final.index), final)
