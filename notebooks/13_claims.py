@@ -67,7 +67,7 @@ ledger.table_consistency(table)
 # ## Numeric claims: printed, recomputed from the tables, reproduced with 95 % intervals
 
 # %%
-fig = ledger.plot_forest(forest, source=subset.source, simulated=subset.simulated)
+fig = ledger.plot_forest(forest, source=subset.source, mark=subset.mark)
 figures.display_figure(fig)
 
 # %% [markdown]

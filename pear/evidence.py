@@ -359,7 +359,7 @@ def build_source(subset: Any, full: Any = None, *, rng: np.random.Generator,
                  states=_states(sv, router_states),
                  router=exp.router if exp is not None else RouterConfig(),
                  simulated=bool((deb["backend"] == "simulated").any()),
-                 smoke=exp is not None and exp.name == "smoke",
+                 smoke="pipeline check" in getattr(subset, "mark", ""),
                  description=getattr(subset, "label", "in-memory records"))
     root = getattr(sv, "root", None)
     if root is not None:

@@ -105,13 +105,15 @@ def forest_frame(ledger: pd.DataFrame) -> pd.DataFrame:
 
 
 def plot_forest(df: pd.DataFrame, *, title: str | None = None, source: str | None = None,
-                simulated: bool = False) -> Any:
+                simulated: bool = False, mark: str = "") -> Any:
     """A forest plot of :func:`forest_frame`: one row per printed number, one panel per
     unit; the printed value (x), the value recomputed from the study's tables (o) and this
-    build's value with its 95 % interval (dot and bar, coloured by the part's verdict)."""
+    build's value with its 95 % interval (dot and bar, coloured by the part's verdict);
+    ``mark`` (:attr:`pear.study.Results.mark`) and ``source`` as every plot of
+    :mod:`pear.figures` shows them."""
     from matplotlib.figure import Figure
 
-    from pear.figures import _annotate
+    from pear.figures import _annotate, _mark_of
     if df.empty:
         raise ValueError("no numeric claim with a printed number to plot")
     units = [u for u in _UNIT_LABELS if u in set(df["unit"])] + \
@@ -148,7 +150,7 @@ def plot_forest(df: pd.DataFrame, *, title: str | None = None, source: str | Non
             seen.setdefault(lab, h)
     fig.legend(seen.values(), seen.keys(), fontsize=6, loc="outside upper center", ncols=3,
                frameon=False)
-    return _annotate(fig, list(axes), title, source, simulated)
+    return _annotate(fig, list(axes), title, source, _mark_of(mark, simulated))
 
 
 def default_link(kind: str, name: str) -> str:
