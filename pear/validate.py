@@ -20,7 +20,7 @@ is never executed, never used as a path, and markup inside it is reported (``mar
 escaped wherever a page shows it (:func:`escape`).
 
 >>> sorted(k for k, (severity, _) in KINDS.items() if severity == "warning")
-['data_changed', 'duplicate_id', 'markup', 'no_manifest', 'torn_line']
+['data_changed', 'duplicate_id', 'gold_form', 'markup', 'no_manifest', 'torn_line']
 """
 from __future__ import annotations
 
@@ -74,6 +74,8 @@ KINDS: dict[str, tuple[str, str]] = {
                        "its topology"),
     "manifest": ("error", "the run manifest is unreadable or its protocol is not a valid "
                           "configuration"),
+    "gold_form": ("warning", "the gold answer is the benchmark's in another written form (an "
+                             "older grader's canonical form; the task calls them equal)"),
     "duplicate_id": ("warning", "one debate_id recorded twice with the same contents (the "
                                 "first is used)"),
     "torn_line": ("warning", "a last line without its newline (a write under way or cut by a "
