@@ -169,22 +169,28 @@ def default_link(kind: str, name: str) -> str:
     return f"{name}.md"
 
 
-def site_link(kind: str, name: str) -> str:
+def site_link(kind: str, name: str, figures: Any = None) -> str | None:
     """Where a ledger row links inside the results site (:mod:`pear.site`, the ledger being
     its index page's first section): a table to its notebook's section, a figure to its
-    PNG, debates to the debate browser (which does not filter from a link).
+    PNG, debates to the debate browser (which does not filter from a link); None (no link)
+    for a table or figure this build did not write into ``figures`` (default
+    :func:`pear.report.figures_dir`).
 
-    >>> site_link("table", "main_results"), site_link("figure", "pareto")
-    ('#01_main_results', 'figures/pareto.png')
+    >>> import tempfile; d = tempfile.mkdtemp(); _ = open(f"{d}/pareto.png", "w")
+    >>> site_link("figure", "pareto", d), site_link("table", "main_results", d)
+    ('figures/pareto.png', None)
     """
     from pear.paper import EXPECTED_OUTPUTS
-    if kind == "figure":
-        return f"figures/{name}.png"
+    from pear.report import figures_dir
     if kind == "debates":
         return "debates/index.html"
+    out = figures_dir(figures)
+    if kind == "figure":
+        return f"figures/{name}.png" if (out / f"{name}.png").is_file() else None
     producer = next((n for n, files in EXPECTED_OUTPUTS.items()
                      if f"{name}.md" in files or name in files), None)
-    return f"#{producer}" if producer else f"figures/{name}.md"
+    written = (out / f"{name}.md").is_file() or (out / name).is_file()
+    return f"#{producer}" if producer and written else None
 
 
 def save_html(fragment: str, name: str, out_dir: Any = None) -> Any:
@@ -198,13 +204,13 @@ def save_html(fragment: str, name: str, out_dir: Any = None) -> Any:
     return path
 
 
-def ledger_html(ledger: pd.DataFrame, *, link: Callable[[str, str], str] = default_link,
+def ledger_html(ledger: pd.DataFrame, *, link: Callable[[str, str], str | None] = default_link,
                 title: str = "The study's claims, one by one", source: str = "") -> str:
     """The ledger as an HTML fragment (a ``<section>``, no page chrome): the counts per
     verdict (and per finding when the build is not evidence), then one row per claim with
     its quote, printed value, the study's own tables, the reproduced values, its verdict
     and reason, and links to the tables, figures and debates behind it (``link(kind,
-    name)`` builds each address).  Every text is escaped."""
+    name)`` builds each address, None for none).  Every text is escaped."""
     counts = verdict_counts(ledger)
     head = "".join(f"<th>{escape(v)}</th>" for v in counts.index)
     rows_counts = "".join(
@@ -223,10 +229,14 @@ def ledger_html(ledger: pd.DataFrame, *, link: Callable[[str, str], str] = defau
         links = []
         for item in r["evidence"]:
             kind, _, name = item.partition(":")
-            if name:
-                links.append(f'<a href="{escape(link(kind, name))}">{escape(name)}</a>')
-        links += [f'<a href="{escape(link("debates", d))}">{escape(" / ".join(d.split("|")))}'
-                  f' debates</a>' for d in r["debates"][:4]]
+            href = link(kind, name) if name else None
+            if href:
+                links.append(f'<a href="{escape(href)}">{escape(name)}</a>')
+        for d in r["debates"][:4]:
+            href = link("debates", d)
+            if href:
+                links.append(f'<a href="{escape(href)}">{escape(" / ".join(d.split("|")))} '
+                             f"debates</a>")
         verdict = r["verdict"] if r["verdict"] == r["finding"] else \
             f"{r['verdict']} ({r['finding']})"
         cls = r["verdict"].replace(" ", "-")
