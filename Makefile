@@ -85,4 +85,4 @@ lab: setup
 	  $(if $(filter 0,$(shell id -u)),--allow-root,) $(LAB_ARGS)
 
 clean:
-	rm -rf build figures/*.pdf figures/*.png figures/*.tex figures/*.md .pytest_cache
+	rm -rf build figures/*.pdf figures/*.png figures/*.tex figures/*.md figures/*.html .pytest_cache

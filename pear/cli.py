@@ -161,6 +161,7 @@ def _parser() -> argparse.ArgumentParser:
                                    "with --debate ID, that debate's transcript (Markdown, or "
                                    "an HTML page with --html).")
     s.add_argument("run_dir")
+    s.add_argument("--drop-invalid", action="store_true", help=_DROP_HELP)
     s.add_argument("--debate", metavar="ID", help="show this debate round by round")
     s.add_argument("--html", action="store_true",
                    help="with --debate: write the transcript as an HTML page (to --out, by "
@@ -173,6 +174,15 @@ def _parser() -> argparse.ArgumentParser:
                                     "(Parquet): only lines appended since the last index are "
                                     "read; a stale or damaged view is rebuilt.")
     ix.add_argument("run_dir")
+    ix.add_argument("--drop-invalid", action="store_true", help=_DROP_HELP)
+
+    va = sub.add_parser("validate", help="check a run directory's records before trusting them",
+                        description="Check every record line under RUN_DIR (typed schema, "
+                                    "sizes, ids, ranges, internal consistency; with the run "
+                                    "manifest: config hashes, gold answers, graphs) and report "
+                                    "each problem with its count and first examples. Exit 0: "
+                                    "valid (warnings allowed); 1: damaged records.")
+    va.add_argument("run_dir")
     g = sub.add_parser("grade-check", help="regrade a run's answers with the current graders",
                        description="Per dataset, how many recorded verdicts the current graders "
                                    "change, with examples.")
@@ -190,7 +200,12 @@ def _parser() -> argparse.ArgumentParser:
     pp.add_argument("--n-questions", default=0, type=_nonneg, help="0 = preset's")
     pp.add_argument("--base-url", default="", help="OpenAI-compatible endpoint")
     pp.add_argument("--only", default="", help="comma-separated notebook name prefixes")
+    pp.add_argument("--drop-invalid", action="store_true", help=_DROP_HELP)
     return p
+
+
+_DROP_HELP = ("analyse the valid records of a damaged run (say what was left out) instead of "
+              "stopping")
 
 
 def _cmd_run(a: argparse.Namespace) -> int:
@@ -247,8 +262,9 @@ def _cmd_run(a: argparse.Namespace) -> int:
 
 
 def _cmd_index(a: argparse.Namespace) -> int:
-    from pear.view import index
-    s = index(a.run_dir)
+    from pear.view import index, load
+    s = index(a.run_dir, drop_invalid=a.drop_invalid)
+    load(a.run_dir, update=False, drop_invalid=a.drop_invalid)  # repeated ids, torn tails
     why = f" ({s.reason})" if s.reason else ""
     print(f"{s.action}{why}: {s.new_debates} new debates read from {s.files} record files in "
           f"{s.seconds:.1f} s; the view of {a.run_dir} holds {s.debates} debates")
@@ -285,7 +301,7 @@ def _population_factory(a: argparse.Namespace, exp: Any, cache: Path | None):
 
 def _cmd_show_debate(a: argparse.Namespace) -> int:
     from pear.view import load
-    view = load(a.run_dir)
+    view = load(a.run_dir, drop_invalid=a.drop_invalid)
     if not a.html:
         from pear.transcript import render_transcript
         if not (view.debates["debate_id"] == a.debate).any():
@@ -300,13 +316,20 @@ def _cmd_show_debate(a: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_validate(a: argparse.Namespace) -> int:
+    from pear.validate import validate
+    result = validate(a.run_dir)
+    print(result.report())
+    return 0 if result.findings.ok else 1
+
+
 def _cmd_show(a: argparse.Namespace) -> int:
     if a.debate is None and (a.html or a.out):
         raise ValueError("--html and --out need --debate ID")
     if a.debate is not None:
         return _cmd_show_debate(a)
     from pear.view import load
-    df = load(a.run_dir).debates
+    df = load(a.run_dir, drop_invalid=a.drop_invalid).debates
     if df.empty:
         raise ValueError(f"no debate records under {a.run_dir!r}")
     from pear.config import METHODS
@@ -398,6 +421,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_show(args)
         if args.command == "index":
             return _cmd_index(args)
+        if args.command == "validate":
+            return _cmd_validate(args)
         if args.command in ("models", "plan", "merge"):
             return {"models": _cmd_models, "plan": _cmd_plan, "merge": _cmd_merge}[
                 args.command](args)
@@ -408,7 +433,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pear.paper import build
         return build(backend=args.backend, preset=args.preset, model=args.model,
                      runs=args.runs, seeds=args.seeds, n_questions=args.n_questions,
-                     base_url=args.base_url, only=args.only)
+                     base_url=args.base_url, only=args.only, drop_invalid=args.drop_invalid)
     except KeyboardInterrupt:
         print("pear: interrupted; rerun the same command to resume", file=sys.stderr)
         return 130

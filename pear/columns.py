@@ -2,8 +2,11 @@
 gathered from records (:class:`Rows`), and the pandas dtypes they are read with.
 
 - ``debates``: one row per debate: identity, gold and final answer, correctness, rounds
-  (run, and the most allowed with the stop reason where records have early stopping), tokens, calls, parse failures, truncated calls, prompt style, and where its line lies
-  (``file``, ``offset``) so that one debate's texts can be read without the rest;
+  (run, and the most allowed with the stop reason where records have early stopping), tokens,
+  calls, parse failures, truncated calls, prompt style, where its line lies (``file``,
+  ``offset``) so that one debate's texts can be read without the rest, and a ``digest`` of its
+  contents (:func:`pear.validate.digest`: two records with one id and different digests
+  conflict);
 - ``agent_rounds``: one row per debate x round x agent: canonical answer, confidence,
   correctness, the agent's influence after the round, parse and truncation flags;
 - ``edges``: one row per routed critique: source, target, delivery, decision, whether the
@@ -37,7 +40,8 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("final_answer", _str), ("correct", _bool), ("prompt_tokens", _i64),
         ("completion_tokens", _i64), ("cached_tokens", _i64), ("tokens", _i64),
         ("calls", _i32), ("parse_failures", _i32), ("truncated_calls", _i32),
-        ("prompt_style", _str), ("latency_s", _f64), ("file", _i32), ("offset", _i64)]),
+        ("prompt_style", _str), ("latency_s", _f64), ("file", _i32), ("offset", _i64),
+        ("digest", _str)]),
     "agent_rounds": pa.schema([
         ("debate", _i32), ("round", _i16), ("agent", _i16), ("canonical", _str),
         ("confidence", _i16), ("correct", _bool), ("influence", _f64),
@@ -76,7 +80,8 @@ class Rows:
             t: {name: [] for name in SCHEMAS[t].names} for t in TABLES}
         self.n = 0
 
-    def add(self, rec: Mapping[str, Any], debate: int, file: int, offset: int) -> None:
+    def add(self, rec: Mapping[str, Any], debate: int, file: int, offset: int,
+            digest: str | None = None) -> None:
         d = self.cols["debates"]
         tok = rec["tokens"]
         for k in IDENTITY:
@@ -101,6 +106,7 @@ class Rows:
         d["latency_s"].append(rec.get("latency_s", 0.0))
         d["file"].append(file)
         d["offset"].append(offset)
+        d["digest"].append(digest)
         ar, ed, ro = self.cols["agent_rounds"], self.cols["edges"], self.cols["rounds"]
         prev: dict[int, str] = {}
         for rd in rec["rounds_data"]:

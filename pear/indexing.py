@@ -9,6 +9,12 @@ the lines written since (incremental), and rebuilds the whole view when a record
 shrank, changed or vanished, a part is missing or damaged, the manifest is unreadable or of
 another :data:`VERSION`, or the parts grew too many.  The manifest is written last and
 atomically, so an interrupted index leaves the previous view intact.
+
+Every line is checked as it is indexed (:class:`pear.checks.Checker`, against the run
+manifest's protocol): a damaged record stops the index with one clear error
+(:class:`pear.validate.ValidationError`, nothing written), or with ``drop_invalid`` is left
+out of the view; the manifest keeps the findings (counts and first examples), so that a
+later load knows what the view lacks.  A changed run-manifest protocol rebuilds the view.
 """
 from __future__ import annotations
 
@@ -25,14 +31,17 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 import pyarrow.parquet as pq
 
+from pear.checks import Checker
 from pear.columns import SCHEMAS, TABLES, Rows
-from pear.records import iter_lines, parse_line, record_files
+from pear.records import record_files
+from pear.validate import KINDS, Findings, ValidationError, digest, scan_lines
 
 __all__ = ["VIEW_DIR", "VERSION", "BATCH", "IndexSummary", "Manifest", "index",
            "read_manifest", "part_path", "run_dir_of"]
 
 VIEW_DIR = "view"
-VERSION = 2  # 2: debates.max_rounds and debates.stop_reason (early stopping)
+VERSION = 3  # 2: debates.max_rounds and debates.stop_reason (early stopping); 3: the
+# records' checks (debates.digest, the manifest's findings and protocol)
 """Bump when a table's columns or their meaning change: older views are then rebuilt."""
 BATCH = 1000  # our choice: debates per Parquet row group (bounded memory while indexing)
 _FINGERPRINT_BLOCK = 4096  # our choice
@@ -70,10 +79,15 @@ class Manifest:
     parts: list[dict[str, Any]] = field(default_factory=list)
     """Per part: ``name``, ``debates`` and per table ``{rows, bytes, sha256}``."""
     debates: int = 0
+    findings: dict[str, Any] = field(default_factory=dict)
+    """What the checks found in the indexed lines (:meth:`pear.validate.Findings.to_dict`)."""
+    protocol: str = ""
+    """The run manifest's protocol the lines were checked against (:class:`Checker`)."""
 
     def to_json(self) -> str:
         return json.dumps({"version": VERSION, "files": self.files, "parts": self.parts,
-                           "debates": self.debates}, indent=1)
+                           "debates": self.debates, "findings": self.findings,
+                           "protocol": self.protocol}, indent=1)
 
 
 def read_manifest(vdir: Path) -> Manifest | None:
@@ -85,7 +99,8 @@ def read_manifest(vdir: Path) -> Manifest | None:
     if not isinstance(raw, dict) or raw.get("version") != VERSION:
         return None
     try:
-        return Manifest(list(raw["files"]), list(raw["parts"]), int(raw["debates"]))
+        return Manifest(list(raw["files"]), list(raw["parts"]), int(raw["debates"]),
+                        dict(raw.get("findings") or {}), str(raw.get("protocol", "")))
     except (KeyError, TypeError, ValueError):
         return None
 
@@ -169,30 +184,37 @@ def run_dir_of(run_dir: str | os.PathLike[str]) -> Path:
 
 
 def index(run_dir: str | os.PathLike[str], *, verify: bool = True,
-          view_dir: str | os.PathLike[str] | None = None) -> IndexSummary:
+          view_dir: str | os.PathLike[str] | None = None, drop_invalid: bool = False,
+          rebuild: bool = False) -> IndexSummary:
     """Bring ``<run_dir>/view/`` up to date with the records under ``run_dir`` (see the
     module docstring): nothing when fresh, a new part with the appended lines, or a full
-    rebuild when the view is absent, stale or damaged.  ``verify=False`` skips hashing the
-    parts (sizes are still checked); ``view_dir`` puts the view elsewhere than
-    ``<run_dir>/view``.  Bad records are an error naming file and line."""
+    rebuild when the view is absent, stale or damaged (or ``rebuild``).  ``verify=False``
+    skips hashing the parts (sizes are still checked); ``view_dir`` puts the view elsewhere
+    than ``<run_dir>/view``.  A damaged record is an error naming file and line
+    (:class:`pear.validate.ValidationError`) unless ``drop_invalid``."""
     root = run_dir_of(run_dir)
     files = record_files(root)
     t0 = time.perf_counter()
     vdir = Path(view_dir) if view_dir is not None else root / VIEW_DIR
+    checker = Checker(root)
     with _locked(vdir):
         man = read_manifest(vdir)
         reason = "" if man is None else (_damage(vdir, man, verify=verify)
                                          or _staleness(root, man, files) or "")
+        if man is not None and not reason and man.protocol != checker.protocol_key:
+            reason = "the run manifest's protocol changed"
+        if rebuild and not reason:
+            reason = "a full check was asked for"
         if man is None or reason or len(man.parts) >= _MAX_PARTS:
             if man is not None and not reason:
                 reason = f"{len(man.parts)} parts: compacting"
             _clear(vdir)
-            man = Manifest()
+            man = Manifest(protocol=checker.protocol_key)
             action = "built"
         else:
             action = "updated"
         before = man.debates
-        _append(root, vdir, man, files)
+        _append(root, vdir, man, files, checker, drop_invalid)
         if man.debates == before and action == "updated":
             action = "fresh"
     return IndexSummary(action, reason, man.debates, man.debates - before, len(files),
@@ -205,9 +227,11 @@ def _clear(vdir: Path) -> None:
     (vdir / "manifest.json").unlink(missing_ok=True)
 
 
-def _append(root: Path, vdir: Path, man: Manifest, files: Sequence[Path]) -> None:
-    """Index every line past each file's recorded offset into one new part; then write the
-    manifest (atomically, last: a crash before it leaves the old view intact)."""
+def _append(root: Path, vdir: Path, man: Manifest, files: Sequence[Path], checker: Checker,
+            drop_invalid: bool) -> None:
+    """Check and index every line past each file's recorded offset into one new part; then
+    write the manifest (atomically, last: a crash or a damaged record before it leaves the
+    old view intact)."""
     entries = [dict(f) for f in man.files]
     slot = {f["path"]: i for i, f in enumerate(entries)}
     for path in files:
@@ -217,7 +241,7 @@ def _append(root: Path, vdir: Path, man: Manifest, files: Sequence[Path]) -> Non
     name = f"part-{len(man.parts):05d}-{time.time_ns() % 10**12:012d}"
     tmp = {t: part_path(vdir, name, t).with_suffix(".tmp") for t in TABLES}
     writers: dict[str, pq.ParquetWriter] = {}
-    rows, added = Rows(), 0
+    rows, added, found = Rows(), 0, Findings()
 
     def flush() -> None:
         for t, table in rows.tables().items():
@@ -231,12 +255,19 @@ def _append(root: Path, vdir: Path, man: Manifest, files: Sequence[Path]) -> Non
             file_no = slot[_rel(root, path)]
             entry = entries[file_no]
             offset, lines = entry["offset"], entry["lines"]
-            for pos, line_no, line in iter_lines(path, offset, lines):
-                offset, lines = pos + len(line), line_no
-                rec = parse_line(path, line_no, line)
+            for pos, line_no, line, size in scan_lines(path, offset, lines):
+                offset, lines = pos + size, line_no
+                rec, problems = checker.check_line(f"{path}:{line_no}", line, size)
+                for p in problems:
+                    found.add(p)
+                if any(KINDS[p.kind][0] == "error" for p in problems):
+                    if not drop_invalid:
+                        raise ValidationError(root, found)
+                    found.dropped += 1
+                    continue
                 if rec is None:
                     continue
-                rows.add(rec, man.debates + added, file_no, pos)
+                rows.add(rec, man.debates + added, file_no, pos, digest(rec))
                 added += 1
                 if rows.n >= BATCH:
                     flush()
@@ -256,6 +287,7 @@ def _append(root: Path, vdir: Path, man: Manifest, files: Sequence[Path]) -> Non
             man.parts.append({"name": name, "debates": added, "tables": meta})
             man.debates += added
         man.files = entries
+        man.findings = Findings.from_dict(man.findings).merge(found).to_dict()
         tmp_man = vdir / "manifest.json.tmp"
         tmp_man.write_text(man.to_json())
         os.replace(tmp_man, vdir / "manifest.json")

@@ -43,7 +43,7 @@ KERNEL = "pear"
 NOTEBOOKS = ("00_run_experiments", "01_main_results", "02_full_dataset", "03_ablation",
              "04_round_curves", "05_diagnostics", "06_significance", "07_cost_pareto",
              "08_case_study", "09_theory_checks", "10_temperature_sweep", "11_early_stop",
-             "12_robustness", "14_calibration")
+             "12_robustness", "13_claims", "14_calibration")
 """The build, in order (``notebooks/<name>.py``)."""
 
 
@@ -74,6 +74,8 @@ EXPECTED_OUTPUTS: dict[str, tuple[str, ...]] = {
                              *_tab("temperature_gap")),
     "11_early_stop": (*_fig("early_stop_pareto"), *_tab("early_stop")),
     "12_robustness": (*_fig("robustness"), *_tab("robustness")),
+    "13_claims": (*_tab("claims"), *_tab("claims_consistency"), *_fig("claims_forest"),
+                  "claims.html"),
     "14_calibration": (*_fig("calibration"), *_tab("calibration")),
 }
 """Every file each notebook writes into the figures directory (one producer per file)."""
@@ -87,18 +89,25 @@ def run_experiments(backend: str, exp: Any, runs_dir: str | os.PathLike[str], *,
     (responses cached in ``runs_dir/cache.sqlite``), then bring the run's columnar view up
     to date (:func:`pear.view.index`) so that the analysis notebooks only read it; returns
     the :class:`pear.experiment.RunSummary`.  ``backend="replay"`` runs nothing: it checks
-    that ``runs_dir`` holds records, indexes them and returns None."""
+    that ``runs_dir`` holds records, checks every line from scratch while indexing them
+    (:func:`pear.validate.validate`: a damaged run stops here, unless
+    ``PEAR_DROP_INVALID=1``) and returns None."""
     from pear.experiment import run
     from pear.factory import make_backend
-    from pear.records import iter_records
+    from pear.records import record_files
     from pear.view import index
     out = Path(runs_dir)
     if backend == "replay":
-        if not out.is_dir() or next(iter_records(out), None) is None:
+        if not out.is_dir() or not any(p.stat().st_size for p in record_files(out)):
             raise FileNotFoundError(f"backend 'replay' needs recorded debates, but {str(out)!r} "
                                     "holds none: pass --runs DIR of an earlier run")
-        print(f"replay: reading the records in {out}; nothing is run")
-        _report_index(index(out))
+        from pear.validate import ValidationError, drop_invalid_default, validate
+        print(f"replay: checking every record in {out} (untrusted until checked); nothing is "
+              "run")
+        checked = validate(out)
+        print(checked.report())
+        if not checked.findings.ok and not drop_invalid_default():
+            raise ValidationError(out, checked.findings)
         return None
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
@@ -205,7 +214,7 @@ def check_outputs(figures: str | os.PathLike[str],
 
 def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", runs: str = "",
           seeds: str = "", n_questions: int = 0, base_url: str = "", only: str = "", *,
-          figures: str | os.PathLike[str] | None = None,
+          drop_invalid: bool = False, figures: str | os.PathLike[str] | None = None,
           build_dir: str | os.PathLike[str] | None = None,
           notebooks_dir: str | os.PathLike[str] | None = None,
           site_dir: str | os.PathLike[str] | None = None) -> int:
@@ -214,10 +223,12 @@ def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", run
     and executed by papermill into ``build/notebooks/<name>.ipynb`` with the ``pear``
     kernel, cwd = the repository root, and the parameters it declares among ``backend,
     preset, runs_dir, model, seeds, n_questions, base_url``.  Outputs go to ``figures``
-    (default ``$PEAR_FIGURES_DIR`` or ``figures/``).  Returns 0, or 1 after the first
-    failing notebook (its error and executed path are printed).  After a build without
-    failure, the results site (:func:`pear.site.write_site`) is written into ``site_dir``
-    (default ``build/site``)."""
+    (default ``$PEAR_FIGURES_DIR`` or ``figures/``).  ``drop_invalid`` lets the notebooks
+    analyse the valid records of a damaged run (``PEAR_DROP_INVALID=1``, see
+    :mod:`pear.validate`) instead of stopping.  Returns 0, or 1 after the first failing
+    notebook (its error and executed path are printed).  After a build without failure,
+    the results site (:func:`pear.site.write_site`) is written into ``site_dir`` (default
+    ``build/site``)."""
     from pear.experiment import PRESETS
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
@@ -233,7 +244,9 @@ def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", run
               "runs_dir": str(runs_path(runs, preset, backend)), "model": model,
               "seeds": seeds, "n_questions": int(n_questions), "base_url": base_url}
     ensure_kernel()
-    env = {"MPLBACKEND": "agg", FIGURES_ENV: str(fig_dir)}  # inherited by the kernels
+    from pear.validate import DROP_ENV
+    env = {"MPLBACKEND": "agg", FIGURES_ENV: str(fig_dir),  # inherited by the kernels
+           DROP_ENV: "1" if drop_invalid else ""}
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     started = time.time()

@@ -117,9 +117,11 @@ def case_study(res: Any, debate_id: str = "", method: str = "pear"
 
 
 def _cell(text: Any, limit: int = 160) -> str:
+    """Record text (model text: data, never markup) on one line, cut to ``limit``, with
+    ``& < >`` escaped so that no page rendering the Markdown runs or loads anything."""
     s = re.sub(r"\s+", " ", str(text if text is not None else "")).strip()
     s = s if len(s) <= limit else s[: limit - 1] + "…"
-    return s.replace("|", r"\|") or "–"
+    return html.escape(s, quote=False).replace("|", r"\|") or "–"
 
 
 def _question_text(rec: dict[str, Any]) -> list[str]:
@@ -162,7 +164,7 @@ def render_transcript(record: dict[str, Any]) -> str:
     r = record
     label = method_label(r["method"])
     ds = dataset_label(r["dataset"])
-    out = [f"## {label} on {ds}: question {r['question_id']}, seed {r['seed']}", "",
+    out = [f"## {label} on {ds}: question {_cell(r['question_id'], 80)}, seed {r['seed']}", "",
            f"Debate `{r['debate_id']}` · model `{r['model']}` (backend {r['backend']}) · "
            f"{r['n_agents']} agents · {r['rounds']} rounds · gold answer **{_cell(r['gold'])}**",
            ""]

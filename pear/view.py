@@ -9,6 +9,12 @@ Freshness is checked, never assumed (:func:`index`: incremental on appended line
 rebuild when the records or the view changed under it); :func:`load` indexes first, then
 reads the tables into pandas (strings as categoricals), each on first use.
 
+Records are untrusted until checked: indexing checks every new line (:mod:`pear.validate`),
+and :func:`load` stops with one clear error when the view's run holds damaged records
+(including one debate id recorded with different contents), unless ``drop_invalid``
+(default: the ``PEAR_DROP_INVALID`` environment variable, which ``pear paper
+--drop-invalid`` sets), which analyses the valid records only and says what it left out.
+
 Why pandas over DuckDB: the view's size grows with the number of debates, not with the
 size of their texts (the sim grid's ~1.6 M agent rows take tens of MB in memory), every
 metric is a group-by that pandas does in well under a second at that size, and the tables
@@ -33,9 +39,11 @@ from pear.columns import CATEGORICAL, SCHEMAS, TABLES, Rows, to_pandas
 from pear.indexing import (VIEW_DIR, IndexSummary, Manifest, index, part_path, read_manifest,
                            run_dir_of)
 from pear.records import read_record_at, with_defaults
+from pear.validate import (Findings, Problem, ValidationError, digest, drop_invalid_default,
+                           torn_tail)
 
 __all__ = ["VIEW_DIR", "TABLES", "SCHEMAS", "IndexSummary", "View", "index", "load",
-           "from_records"]
+           "from_records", "findings"]
 
 
 def from_records(records: Iterable[Mapping[str, Any]]) -> "View":
@@ -43,7 +51,7 @@ def from_records(records: Iterable[Mapping[str, Any]]) -> "View":
     record's position): for tests and for scripts that hold the records they just made."""
     rows, kept = Rows(), {}
     for i, rec in enumerate(records):
-        rows.add(rec, i, -1, i)
+        rows.add(rec, i, -1, i, digest(rec))
         kept.setdefault(rec["debate_id"], rec)
     tables = rows.tables()
     out = View({t: to_pandas(tables[t], t) for t in TABLES}, files=(), root=None)
@@ -162,11 +170,15 @@ class View:
 
 
 def load(run_dir: str | os.PathLike[str], *, columns: Mapping[str, Sequence[str]] | None = None,
-         update: bool = True, verify: bool = True) -> View:
-    """The view of ``run_dir``, indexed first unless ``update=False`` (see :func:`index`).
-    ``columns`` restricts what is read per table (``debate`` is always read; ``debates``
-    always gets ``debate_id``, ``file`` and ``offset``).  Where the run directory cannot be
-    written (a read-only copy), the view is built in a temporary directory instead."""
+         update: bool = True, verify: bool = True, drop_invalid: bool | None = None) -> View:
+    """The view of ``run_dir``, indexed (and its new lines checked) first unless
+    ``update=False`` (see :func:`index`).  ``columns`` restricts what is read per table
+    (``debate`` is always read; ``debates`` always gets ``debate_id``, ``file``, ``offset``
+    and ``digest``).  Where the run directory cannot be written (a read-only copy), the view
+    is built in a temporary directory instead.  Damaged records are a
+    :class:`pear.validate.ValidationError` naming the first, unless ``drop_invalid`` (None:
+    :func:`pear.validate.drop_invalid_default`)."""
+    drop = drop_invalid_default() if drop_invalid is None else drop_invalid
     root = run_dir_of(run_dir)
     cols = None
     if columns is not None:
@@ -174,32 +186,80 @@ def load(run_dir: str | os.PathLike[str], *, columns: Mapping[str, Sequence[str]
                    if t not in SCHEMAS or c not in SCHEMAS[t].names]
         if unknown:
             raise ValueError(f"unknown view column {unknown[0][1]!r} of table {unknown[0][0]!r}")
-        cols = {t: list(dict.fromkeys(["debate", *(["debate_id", "file", "offset"]
+        cols = {t: list(dict.fromkeys(["debate", *(["debate_id", "file", "offset", "digest"]
                                                    if t == "debates" else []), *cs]))
                 for t, cs in columns.items()}
     vdir = root / VIEW_DIR
     if update:
         try:
-            index(root, verify=verify)
+            index(root, verify=verify, drop_invalid=drop)
         except PermissionError:
-            return _load_elsewhere(root, cols)
+            return _load_elsewhere(root, cols, drop)
     man = read_manifest(vdir)
     if man is None:
         raise FileNotFoundError(f"no view under {str(root)!r}: run `pear index {root}`")
-    return View(files=[root / f["path"] for f in man.files], root=root, vdir=vdir,
+    view = View(files=[root / f["path"] for f in man.files], root=root, vdir=vdir,
                 manifest=man, columns=cols)
+    _enforce(view, man, drop)
+    return view
 
 
-def _load_elsewhere(root: Path, cols: Mapping[str, Sequence[str]] | None) -> View:
+def findings(view: View, man: Manifest) -> Findings:
+    """Everything the checks know of ``view``'s run: the indexed lines' findings, the torn
+    tails of its record files, and debate ids recorded more than once (the same contents:
+    a warning; different contents: an error)."""
+    from pear.checks import Checker
+    out = Findings.from_dict(man.findings)
+    if view.root is not None:
+        out = Checker(view.root).run_findings.merge(out)
+    for f in man.files:
+        path = Path(view.root or ".") / f["path"]
+        if path.is_file() and (p := torn_tail(path, f["offset"])) is not None:
+            out.add(p)
+    deb = view._read("debates")
+    if len(deb) and deb["debate_id"].duplicated().any():
+        twice = deb[deb["debate_id"].duplicated(keep=False)]
+        g = twice.groupby(twice["debate_id"].astype(object), sort=False).agg(
+            copies=("digest", "size"), digests=("digest", lambda d: d.nunique(dropna=False)),
+            file=("file", "last"), offset=("offset", "last"))
+        for did, row in g.iterrows():
+            file = int(row["file"])
+            where = (f"{view.files[file]}@{int(row['offset'])}" if 0 <= file < len(view.files)
+                     else "memory")
+            conflict = row["digests"] > 1
+            out.add(Problem("conflicting_id" if conflict else "duplicate_id", where,
+                            f"debate {did} recorded {row['copies']} times"
+                            + (" with different contents" if conflict else "")),
+                    count=int(row["copies"]) - 1)
+    return out
+
+
+def _enforce(view: View, man: Manifest, drop: bool) -> None:
+    """Stop on damaged records, or (``drop``) warn what the view leaves out: the records
+    dropped while indexing and the later copies of a conflicting id (the first is kept)."""
+    found = findings(view, man)
+    if found.ok:
+        return
+    if not drop:
+        raise ValidationError(view.root, found)
+    left = found.dropped + found.counts.get("conflicting_id", 0)
+    warnings.warn(f"{view.root}: analysing the valid records only; left out {left} damaged "
+                  f"records ({', '.join(f'{n} {k}' for k, n in sorted(found.errors().items()))}"
+                  f"; first: {found.first_error()})", RuntimeWarning, stacklevel=3)
+
+
+def _load_elsewhere(root: Path, cols: Mapping[str, Sequence[str]] | None,
+                    drop: bool) -> View:
     """Index a read-only run directory into a temporary view and read every table."""
     warnings.warn(f"{root} is not writable: indexing its records in a temporary directory",
                   RuntimeWarning, stacklevel=3)
     with tempfile.TemporaryDirectory() as tmp:
         vdir = Path(tmp) / VIEW_DIR
-        index(root, view_dir=vdir)
+        index(root, view_dir=vdir, drop_invalid=drop)
         man = read_manifest(vdir) or Manifest()
         view = View(files=[root / f["path"] for f in man.files], root=root, vdir=vdir,
                     manifest=man, columns=cols)
+        _enforce(view, man, drop)
         for t in TABLES:
             view.table(t)
     return view

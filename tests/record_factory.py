@@ -5,7 +5,8 @@ and report that need known answers.
 ``make_record`` takes the answers of every agent in every round (round 0 = initial answers)
 and, per debate round, the routed critiques as ``(source, target, decision)`` triples
 (``decision`` None = not delivered); it fills in correctness, votes, the answers and
-confidences each critique saw (those of round r-1), and the bookkeeping fields.
+confidences each critique saw (those of round r-1), and the bookkeeping fields; the
+``debate_id`` is the engine's hash of the identity fields (what :mod:`pear.validate` checks).
 ``legacy=True`` writes the record as older engines did (no ``prompt_style``,
 ``truncated_calls``, agents' ``truncated``; critiques with ``critique`` and
 ``recommended_answer`` instead of the paper's review fields).
@@ -15,6 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Callable, Sequence
 
+from pear.hashing import hex_id
 from pear.records import (SCHEMA_VERSION, AgentEntry, CritiqueEntry, DebateRecord, RoundEntry,
                           Tokens)
 
@@ -79,8 +81,10 @@ def make_record(answers: Sequence[Sequence[str]], gold: str, *, method: str = "p
             influence=list(influence[r]) if influence else [0.0] * n,
             vote=vote, vote_correct=vote == gold))
     final = rounds_data[-1]["vote"]
+    ident = dict(model=model, backend="handmade", dataset=dataset, method=method, seed=seed,
+                 question_id=question_id, config_hash="h0")
     record = DebateRecord(
-        schema=SCHEMA_VERSION, debate_id=f"{model}|{dataset}|{method}|{seed}|{question_id}",
+        schema=SCHEMA_VERSION, debate_id=hex_id(*(ident[k] for k in sorted(ident)), n=20),
         model=model, backend="handmade", dataset=dataset, method=method, seed=seed,
         question_id=question_id, config_hash="h0", n_agents=n, rounds=len(answers) - 1,
         gold=gold, rounds_data=rounds_data, final_answer=final, correct=final == gold,

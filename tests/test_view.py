@@ -89,7 +89,11 @@ def test_a_new_record_file_is_added_and_duplicates_keep_the_first_in_path_order(
     _write(tmp_path, [first], sub="a")   # a/ sorts before b/
     _write(tmp_path, [dup], sub="b")
     assert view.index(tmp_path).new_debates == 2
-    v = view.load(tmp_path)
+    # one id with two contents is damage: the analysis stops unless told to keep the first
+    with pytest.raises(ValueError, match="recorded 2 times with different contents"):
+        view.load(tmp_path)
+    with pytest.warns(RuntimeWarning, match="left out 1 damaged records.*1 conflicting_id"):
+        v = view.load(tmp_path, drop_invalid=True)
     cot = v.debates[v.debates["method"] == "cot"]
     assert len(cot) == 1 and cot["correct"].item()   # a/'s record, as read_records keeps
     kept = [r for r in read_records(tmp_path) if r["method"] == "cot"]
@@ -106,8 +110,10 @@ def test_records_changed_under_the_view_rebuild_it(tmp_path, change, reason):
     path = _write(tmp_path, _records(4))
     view.index(tmp_path)
     text = path.read_text()
-    if change == "rewrite":   # same length, one answer edited in the middle
-        path.write_text(text.replace('"question_id":"q1"', '"question_id":"q9"'))
+    if change == "rewrite":   # same length, the second record's latency edited (still valid)
+        lines = text.splitlines(keepends=True)
+        lines[1] = lines[1].replace('"latency_s":0.0', '"latency_s":0.9')
+        path.write_text("".join(lines))
     elif change == "truncate":
         path.write_text("".join(text.splitlines(keepends=True)[:2]))
     else:
@@ -115,9 +121,11 @@ def test_records_changed_under_the_view_rebuild_it(tmp_path, change, reason):
         path.unlink()
     s = view.index(tmp_path)
     assert s.action == "built" and reason in s.reason
-    ids = view.load(tmp_path).debates["question_id"].tolist()
-    assert ids == {"rewrite": ["q0", "q9", "q2", "q3"], "truncate": ["q0", "q1"],
-                   "remove": ["q7"]}[change]
+    deb = view.load(tmp_path).debates
+    assert deb["question_id"].tolist() == {"rewrite": ["q0", "q1", "q2", "q3"],
+                                           "truncate": ["q0", "q1"], "remove": ["q7"]}[change]
+    if change == "rewrite":
+        assert deb["latency_s"].tolist() == [0.0, 0.9, 0.0, 0.0]
 
 
 @pytest.mark.parametrize("damage", ["flip", "truncate", "delete", "manifest"])
@@ -196,8 +204,8 @@ def test_one_record_is_read_with_its_texts_by_offset(tmp_path):
 def test_columns_and_select_restrict_what_is_read(tmp_path):
     _write(tmp_path, _records(4))
     v = view.load(tmp_path, columns={"debates": ["method", "correct"]})
-    assert set(v.debates.columns) == {"debate", "debate_id", "file", "offset", "method",
-                                      "correct"}
+    assert set(v.debates.columns) == {"debate", "debate_id", "file", "offset", "digest",
+                                      "method", "correct"}
     picked = view.load(tmp_path).select(np.array([True, False, True, False]))
     assert picked.debates["question_id"].tolist() == ["q0", "q2"]
     assert set(picked.agent_rounds["debate"]) == set(picked.debates["debate"])
