@@ -95,8 +95,9 @@ def round_accuracy(debates: pd.DataFrame, rounds: pd.DataFrame) -> pd.DataFrame:
     >>> round_accuracy(deb, ro)[["method", "round", "accuracy"]].values.tolist()
     [['cot', 0, 1.0], ['cot', 1, 1.0], ['pear', 0, 0.0], ['pear', 1, 1.0]]
     """
+    extra = ["max_rounds"] if "max_rounds" in debates else []
     votes = rounds[["debate", "round", "vote_correct"]].merge(
-        debates[["debate", *GROUP, "seed"]], on="debate")
+        debates[["debate", *GROUP, "seed", *extra]], on="debate")
     votes = _carry_forward(votes)
     per_seed = votes.groupby([*GROUP, "seed", "round"], sort=False)["vote_correct"].agg(
         accuracy="mean", n_questions="size").reset_index()
@@ -112,8 +113,9 @@ def round_accuracy(debates: pd.DataFrame, rounds: pd.DataFrame) -> pd.DataFrame:
 
 
 def _carry_forward(votes: pd.DataFrame) -> pd.DataFrame:
-    """``votes`` with each debate's last round repeated (round numbers counting on) up to the
-    last round any debate of its (model, dataset, method) reached.
+    """``votes`` with each debate's last round repeated (round numbers counting on) up to its
+    ``max_rounds`` (R) where recorded, else the last round any debate of its (model, dataset,
+    method) reached.
 
     >>> v = pd.DataFrame({"debate": [0, 0, 1, 1, 1], "round": [0, 1, 0, 1, 2],
     ...                   "vote_correct": [0, 1, 0, 0, 1], "model": "m", "dataset": "d",
@@ -124,6 +126,8 @@ def _carry_forward(votes: pd.DataFrame) -> pd.DataFrame:
     if votes.empty:
         return votes
     horizon = votes.groupby(list(GROUP), observed=True)["round"].transform("max")
+    if "max_rounds" in votes:
+        horizon = np.maximum(horizon, votes["max_rounds"].fillna(0).astype(int))
     last = votes.groupby("debate")["round"].transform("max")
     tail = votes[(votes["round"] == last) & (last < horizon)]
     if tail.empty:
