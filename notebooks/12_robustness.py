@@ -22,7 +22,7 @@
 # %% tags=["parameters"]
 backend = "llamacpp"  # llamacpp | vllm | openai | simulated | replay
 preset = "smoke"  # smoke | paper | sim | beyond (the studies grid: pear.studies)
-runs_dir = ""  # empty: data/runs/<preset>-<backend>; variants go to <runs_dir>/studies/
+runs_dir = ""  # empty: data/runs/<preset>-<backend>; variants go to <runs_dir>-studies/
 model = ""  # model path or name; empty: the backend default
 seeds = ""  # empty: the preset seeds, else e.g. 0,1,2
 n_questions = 0  # questions per dataset; 0: the preset value

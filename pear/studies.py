@@ -4,7 +4,7 @@ agents.
 
 Each study is a set of named *variants* of one grid (the ``beyond`` preset by default): the
 same questions and seeds, with one setting changed (the router's temperature, the stop rule,
-one agent's role).  A variant runs into its own directory ``<runs_dir>/<variant>`` (runs of
+one agent's role).  A variant runs into its own directory ``<runs_dir>-studies/<variant>`` (runs of
 different protocols never share a directory), resumably, through the same experiment runner
 and columnar view as the study's own grid; ``backend="replay"`` only reads what is there.
 
@@ -64,8 +64,10 @@ def preset_experiment(name: str = "beyond", seeds: str | Sequence[int] = "",
 
 
 def studies_dir(runs_dir: str | Path) -> Path:
-    """Where the studies' variants are recorded: ``<runs_dir>/studies``."""
-    return Path(runs_dir) / "studies"
+    """Where the studies' variants are recorded: ``<runs_dir>-studies/`` beside the run
+    directory, never inside it (a run directory's records are one protocol's grid)."""
+    root = Path(runs_dir)
+    return root.with_name(root.name + "-studies")
 
 
 def _variant(exp: Experiment, methods: Sequence[str], **debate: Any) -> Experiment:

@@ -30,6 +30,11 @@ def test_variants_change_one_setting_and_keep_the_grid(tiny):
                 dataclasses.replace(tiny.debate, stop="none", roles=())
 
 
+def test_variants_are_recorded_beside_the_run_never_inside_it(tmp_path):
+    where = studies.studies_dir(tmp_path / "sim-simulated")
+    assert where == tmp_path / "sim-simulated-studies"
+
+
 def test_smoke_studies_grid_is_one_dataset_and_seed():
     exp = studies.preset_experiment("smoke")
     assert exp.datasets == ("gsm8k",) and exp.seeds == (0,) and exp.debate.n_agents == 3
