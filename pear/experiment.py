@@ -390,6 +390,7 @@ _CHECKED = ("protocol", "backend", "models", "data_sha256", "shard")
 
 def _check_manifest(old: Mapping[str, Any], new: Mapping[str, Any], out_dir: Path) -> None:
     diffs = []
+    new = json.loads(json.dumps(new, default=str))  # as the manifest stores it (tuples are lists)
     for key in _CHECKED:
         diffs += _diff(old.get(key), new.get(key), key)
     if diffs:

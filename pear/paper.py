@@ -252,10 +252,13 @@ def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", run
     started = time.time()
     try:
         rc = _execute(names, src_dir, out_dir, fig_dir, params)
-        if rc == 0:
+        if rc == 0 and Path(params["runs_dir"]).is_dir():
             site = Path(site_dir) if site_dir else REPO_ROOT / "build" / "site"
             write_results_site(site, names=names, figures=fig_dir, notebooks=out_dir,
                                params=params, started=started)
+        elif rc == 0:  # e.g. ONLY=09,10,11,12: the studies record beside the run, not in it
+            print(f"results site skipped: no run directory {params['runs_dir']} (build "
+                  "notebook 00 to record the grid)", flush=True)
         return rc
     finally:
         for k, v in saved.items():
