@@ -61,6 +61,8 @@ class DatasetCheck:
     seconds: float = 0.0
     """Time spent regrading (question loading and grader start-up excluded)."""
     examples: list[Change] = field(default_factory=list)
+    pair_examples: list[tuple[str, str, bool]] = field(default_factory=list)
+    """Changed pairs: (answer, answer, equal now), distinct ones, in record order."""
 
     @property
     def changed(self) -> int:
@@ -109,6 +111,10 @@ def regrade(records: Iterable[dict[str, Any]], *, examples: int = 3) -> dict[str
                     after = judged.classes[i] != "" and judged.classes[i] == judged.classes[j]
                     check.pairs += 1
                     check.pairs_changed += before != after
+                    example = (agents[i]["answer"], agents[j]["answer"], after)
+                    if before != after and len(check.pair_examples) < examples and \
+                            example not in check.pair_examples:
+                        check.pair_examples.append(example)
             winner = next((k for k, a in enumerate(agents) if a["canonical"] == rd.get("vote")),
                           None)
             counts = Counter(c for c in judged.classes if c) or Counter(judged.classes)
@@ -147,6 +153,9 @@ def format_report(checks: dict[str, DatasetCheck]) -> str:
                  "winner is no longer a plurality class; pairs chg: same-round agent pairs the "
                  "vote and the router now compare differently")
     for ds, c in sorted(checks.items()):
+        for a, b, now in c.pair_examples:
+            lines.append(f"  {ds} pair now {'equal' if now else 'unequal'}: {a[:80]!r} vs "
+                         f"{b[:80]!r}")
         for e in c.examples:
             lines.append(f"  {ds} {e.question_id} ({e.method}, round {e.round}): gold "
                          f"{e.gold!r}, answer {e.answer[:120]!r}: "

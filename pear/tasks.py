@@ -17,9 +17,9 @@ grade, so the vote and the router never split what the grader merges, nor merge 
 - MATH-500: Math-Verify's own extraction and comparison on the answer as written (see
   :mod:`pear.mathgrade`, which adds only what Math-Verify lacks for answers without
   delimiters, the same way for gold and prediction).  Classes are pairwise Math-Verify
-  equivalence (either answer taken as gold), grouped greedily in a fixed (label, text) order
-  so that they do not depend on the agents' order; a class's label is Math-Verify's reading of
-  its shortest member, and its grade is that member's grade.
+  equivalence (either answer taken as gold), grouped greedily in a fixed order (Math-Verify's
+  reading, shortest first, then the text) so that they do not depend on the agents' order; a
+  class is named by its first member as written, and graded by that member's grade.
 
 No model output is ever evaluated as code.
 
@@ -344,7 +344,8 @@ class MathTask(Task):
         return bool(a) and bool(b) and (a == b or self._same(a, b))
 
     def judge(self, answers: Sequence[str], question: Question) -> Judgement:
-        """Classes by pairwise Math-Verify equivalence; each class graded by its first member.
+        """Classes by pairwise Math-Verify equivalence; each class is named by its first member
+        as written (stripped) and graded by that member's grade.
 
         Answers that Math-Verify reads identically share a class without a comparison; the
         order of ``answers`` does not change any answer's class or grade.
@@ -369,7 +370,7 @@ class MathTask(Task):
         grades = {"": Grade(False, parse_failure=True)}
         for r in reps:
             grades[r] = self._grade(text_of[r], reads[r][0], question)
-        classes = tuple(reads[rep_of[k]][1] or rep_of[k] if rep_of[k] else "" for k in inputs)
+        classes = tuple(text_of[rep_of[k]].strip() if rep_of[k] else "" for k in inputs)
         return Judgement(classes, tuple(grades[rep_of[k]] for k in inputs))
 
     def _grade(self, text: str, read_status: str, question: Question) -> Grade:

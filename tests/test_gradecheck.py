@@ -44,11 +44,12 @@ def test_regrade_counts_verdicts_finals_votes_and_pairs() -> None:
     assert (m.final_changed, m.votes_changed, m.pairs, m.pairs_changed) == (0, 0, 3, 1)
     assert [(e.answer, e.recorded, e.now) for e in m.examples] == \
         [(r"The point is (3, \frac{\pi}{2}).", False, True)]
+    assert m.pair_examples == [(r"(3, \frac{\pi}{2})", r"The point is (3, \frac{\pi}{2}).", True)]
     assert (g.answers, g.changed, g.right_to_wrong, g.final_changed) == (2, 1, 1, 1)
     assert (g.votes_changed, g.pairs_changed) == (0, 0)
     report = gradecheck.format_report(checks)
     assert "math500" in report and "'wrong' -> " not in report
-    assert "The point is" in report and "wrong -> right" in report
+    assert "The point is" in report and "wrong -> right" in report and "pair now equal" in report
 
 
 def test_examples_are_capped_per_direction() -> None:

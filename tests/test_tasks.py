@@ -471,10 +471,15 @@ def test_classes_agree_with_the_grader(gold: str, answers: list[str]) -> None:
 
 
 def test_math_classes_of_one_round() -> None:
+    """Classes are named by a member as written, so an answer written as the gold (how the
+    simulated agents answer) is named exactly as the gold."""
     task = tasks.get("math500")
+    gold = r"\left( 3, \frac{\pi}{2} \right)"
+    assert task.judge([gold, "(3, 0)", gold], question("math500", gold)).classes == \
+        (gold, "(3, 0)", gold)
     answers = [r"\frac{1}{2}", "0.5", "", "The answer is 1/2", "3", r"\frac{6}{2}", "x"]
     judged = task.judge(answers, question("math500", "0.5"))
-    assert judged.classes == ("\\frac{1}{2}",) * 2 + ("", "\\frac{1}{2}", "3", "3", "x")
+    assert judged.classes == ("0.5", "0.5", "", "0.5", "3", "3", "x")  # named as written
     assert judged.correct == (True, True, False, True, False, False, False)
     boxes = task.judge([r"\boxed{(2,2)} and \boxed{(6,2)}", "(6,2)"], question("math500", "1"))
     assert boxes.classes[0] != boxes.classes[1]
@@ -515,7 +520,7 @@ def test_engine_records_classes_and_grades_from_one_judgement() -> None:
     agents = engine._agents_from([AnswerParse(a, 4, "r") for a in answers],
                                  question("math500", r"\frac12"))
     assert [a.answer for a in agents] == answers  # the raw answer is kept
-    assert [a.canonical for a in agents] == ["\\frac{1}{2}", "\\frac{1}{2}", "2", ""]
+    assert [a.canonical for a in agents] == ["0.5", "0.5", "2", ""]
     assert [a.correct for a in agents] == [True, True, False, False]
 
 
