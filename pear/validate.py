@@ -19,9 +19,8 @@ record's id and with the benchmark (records carry no signature).  Model text is 
 is never executed, never used as a path, and markup inside it is reported (``markup``) and
 escaped wherever a page shows it (:func:`escape`).
 
->>> sorted(k for k, (severity, _) in KINDS.items() if severity == "warning")
-['data_changed', 'duplicate_id', 'gold_form', 'markup', 'no_manifest', 'torn_line',
- 'unlisted_model']
+>>> " ".join(sorted(k for k, (severity, _) in KINDS.items() if severity == "warning"))
+'data_changed duplicate_id gold_form markup no_manifest torn_line unlisted_model'
 """
 from __future__ import annotations
 
