@@ -34,6 +34,8 @@ class Checker:
         self.run_findings = Findings()
         self.debate: Any = None
         self.router: Any = None
+        self.models: set[str] = set()
+        """The models the manifest lists (empty: any)."""
         self.protocol_key = ""
         self._hashes: dict[str, str] = {}
         self._gold: dict[str, dict[str, str]] = {}
@@ -64,6 +66,7 @@ class Checker:
             return
         self.protocol_key = hashlib.sha256(json.dumps(proto, sort_keys=True).encode()
                                            ).hexdigest()[:16]
+        self.models = set(raw.get("models") or ())
         from pear.data import sha256_files
         if raw.get("data_sha256") and raw["data_sha256"] != sha256_files():
             self.run_findings.add(Problem("data_changed", str(path), "data_sha256 differs "
@@ -98,7 +101,11 @@ class Checker:
         self._texts(rec, bad)
         self._body(rec, bad)
         if self.debate is not None:
-            self._protocol(rec, bad)
+            if self.models and rec["model"] not in self.models:
+                bad("unlisted_model", "a model the run manifest does not list: its protocol "
+                                      "is unknown (checked for consistency only)")
+            else:
+                self._protocol(rec, bad)
         return out
 
     # ------------------------------------------------------------- the parts

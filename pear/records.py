@@ -41,6 +41,7 @@ __all__ = [
 
 SCHEMA_VERSION = 1
 RECORDS_FILE = "debates.jsonl"
+RUN_MANIFEST = "manifest.json"  # pear.experiment.MANIFEST: a run directory's manifest
 TIMING_FIELDS = ("latency_s", "finished_at")
 IDENTITY = ("model", "backend", "dataset", "method", "seed", "question_id", "config_hash")
 """The fields that say which debate a record is (hashed into ``debate_id``)."""
@@ -284,13 +285,23 @@ def _repair_torn_tail(path: Path) -> None:
 
 def record_files(run_dir: str | os.PathLike[str]) -> list[Path]:
     """Every ``debates.jsonl`` under ``run_dir`` (or ``run_dir`` itself if it is a file),
-    sorted; an error if ``run_dir`` does not exist."""
+    sorted; an error if ``run_dir`` does not exist.  A directory below ``run_dir`` that
+    holds its own run manifest (``manifest.json``, e.g. a study's variant under
+    ``<runs>/studies/``) is another run: its records are not ``run_dir``'s."""
     root = Path(run_dir)
     if root.is_file():
         return [root]
     if not root.exists():
         raise FileNotFoundError(f"run directory {str(root)!r} does not exist")
-    return sorted(root.rglob(RECORDS_FILE))
+    runs: dict[Path, bool] = {}
+
+    def nested(d: Path) -> bool:
+        if d == root:
+            return False
+        if d not in runs:
+            runs[d] = (d / RUN_MANIFEST).is_file() or nested(d.parent)
+        return runs[d]
+    return sorted(p for p in root.rglob(RECORDS_FILE) if not nested(p.parent))
 
 
 def iter_lines(path: str | os.PathLike[str], offset: int = 0, line_no: int = 0

@@ -19,8 +19,8 @@ record's id and with the benchmark (records carry no signature).  Model text is 
 is never executed, never used as a path, and markup inside it is reported (``markup``) and
 escaped wherever a page shows it (:func:`escape`).
 
->>> sorted(k for k, (severity, _) in KINDS.items() if severity == "warning")
-['data_changed', 'duplicate_id', 'gold_form', 'markup', 'no_manifest', 'torn_line']
+>>> " ".join(sorted(k for k, (severity, _) in KINDS.items() if severity == "warning"))
+'data_changed duplicate_id gold_form markup no_manifest torn_line unlisted_model'
 """
 from __future__ import annotations
 
@@ -76,6 +76,8 @@ KINDS: dict[str, tuple[str, str]] = {
                           "configuration"),
     "gold_form": ("warning", "the gold answer is the benchmark's in another written form (an "
                              "older grader's canonical form; the task calls them equal)"),
+    "unlisted_model": ("warning", "a record of a model the run manifest does not list: not "
+                                  "checked against the manifest's protocol"),
     "duplicate_id": ("warning", "one debate_id recorded twice with the same contents (the "
                                 "first is used)"),
     "torn_line": ("warning", "a last line without its newline (a write under way or cut by a "

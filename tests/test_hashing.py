@@ -1,6 +1,5 @@
 """pear.hashing reproduces every stable id and seed the project derives today, so the call
 sites can switch to it without changing a record id, a seed or a directory name."""
-import dataclasses
 import json
 
 from pear import config, data, engine, hashing

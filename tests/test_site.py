@@ -31,10 +31,11 @@ def smoke_like(tmp_path_factory):
                  seeds=(0, 1), n_questions=4, full_datasets=())
     out = tmp_path_factory.mktemp("runs")
     run(exp, make_backend("simulated", exp=exp), out, progress=False)
-    evil = make_record([["<script>alert(1)</script>", "4", "5"], ["4", "4", "</script>"]], "4",
-                       model=GGUF, question_id="q-evil", critiques={1: [(1, 0, "ACCEPT")]})
+    right = "4</script><b>"  # the gold answer, and as a listing cell the final answer, too
+    evil = make_record([["<script>alert(1)</script>", right, "5"], [right, right, "</script>"]],
+                       right, model=GGUF, question_id="q-evil",
+                       critiques={1: [(1, 0, "ACCEPT")]})
     evil["rounds_data"][1]["agents"][0]["reasoning"] = "<img src=x onerror=alert(2)> " * 20
-    evil["final_answer"] = "4</script><b>"  # as a listing cell, too
     stopped = make_record([["4", "4", "4"]], "4", model=GGUF, question_id="q-stop")
     stopped.update(max_rounds=3, stop_reason="consensus")
     # hand-made records are not valid debates (made-up question, graph and config hash), so
@@ -173,7 +174,7 @@ def test_debate_flags_read_stop_reason_and_round_zero(smoke_like):
     v = view.from_records([evil, stopped])
     flags = transcript.debate_flags(v.debates, v.agent_rounds)
     assert flags["stopped_early"].tolist() == [False, True]
-    # round 0: agent 1 ("4") right alone; final vote "4" right
+    # round 0: agent 1 right alone; the final vote right
     assert flags["minority_won"].tolist() == [True, False]
 
 

@@ -247,3 +247,16 @@ def test_replay_checks_the_records_first(clean, tmp_path, capsys):
             mp.setenv("PEAR_DROP_INVALID", "1")
             run_experiments("replay", exp, run_dir)
     assert "error out_of_range: 1" in capsys.readouterr().out
+
+
+def test_a_nested_run_with_its_own_manifest_is_another_run(clean, tmp_path):
+    run_dir = tmp_path / "run"
+    _copy(clean, run_dir)
+    _copy(clean, run_dir / "studies" / "variant")       # e.g. an open study's variant
+    m = json.loads((run_dir / "studies" / "variant" / MANIFEST).read_text())
+    m["protocol"]["router"]["tau"] = 0.7                 # another protocol: its own run
+    (run_dir / "studies" / "variant" / MANIFEST).write_text(json.dumps(m))
+    result = validate(run_dir)
+    assert result.findings.counts == {} and result.debates == N_DEBATES
+    assert validate(run_dir / "studies" / "variant").findings.errors() == {
+        "config_hash": N_DEBATES}
