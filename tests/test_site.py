@@ -38,9 +38,7 @@ def smoke_like(tmp_path_factory):
     evil["rounds_data"][1]["agents"][0]["reasoning"] = "<img src=x onerror=alert(2)> " * 20
     stopped = make_record([["4", "4", "4"]], "4", model=GGUF, question_id="q-stop")
     stopped.update(max_rounds=3, stop_reason="consensus")
-    # hand-made records are not valid debates (made-up question, graph and config hash), so
-    # `pear validate` rightly refuses them: they live outside the run directory
-    with RecordWriter(tmp_path_factory.mktemp("handmade")) as w:
+    with RecordWriter(out / "handmade") as w:
         w.write(evil)
         w.write(stopped)
     return exp, out, evil, stopped
@@ -205,10 +203,6 @@ def _fake_build(root: Path) -> tuple[Path, Path, dict]:
     return fig_dir, nb_dir, outputs
 
 
-@pytest.mark.xfail(strict=True, reason="the browser and transcript escaping checks used "
-                   "hand-made records inside the run directory, which pear validate now "
-                   "(rightly) refuses; the fixture must be rebuilt from valid records carrying "
-                   "HTML in their texts")
 def test_write_site_index_notebooks_browser_and_escaping(smoke_like, tmp_path):
     exp, out, evil, stopped = smoke_like
     fig_dir, nb_dir, outputs = _fake_build(tmp_path)
@@ -273,10 +267,6 @@ def test_a_large_run_gets_a_bounded_documented_selection_of_pages(smoke_like, mo
 
 # -- pear show RUN --debate ID --------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason="the browser and transcript escaping checks used "
-                   "hand-made records inside the run directory, which pear validate now "
-                   "(rightly) refuses; the fixture must be rebuilt from valid records carrying "
-                   "HTML in their texts")
 def test_pear_show_debate_markdown_and_html(smoke_like, tmp_path, capsys):
     exp, out, evil, _ = smoke_like
     assert cli.main(["show", str(out), "--debate", evil["debate_id"]]) == 0
