@@ -146,6 +146,24 @@ def _extrapolate(all_jobs: Sequence[Job], unit: _Unit, n_agents: int) -> list[fl
     return out
 
 
+def _reply_share(records: Sequence[Mapping[str, Any]], n_agents: int, budget: int) -> float:
+    """Mean completion tokens per backend request of a recorded run, as a share of its
+    budget (initial answers shared by a question's methods counted once)."""
+    unit = _units(records, n_agents)
+    methods: dict[tuple, set[str]] = defaultdict(set)
+    calls = completion = 0.0
+    for r in records:
+        methods[(r["seed"], r["dataset"], r["question_id"])].add(r["method"])
+        k = 1 if r["method"] == "cot" else n_agents
+        calls += r["calls"] - k
+        completion += r["tokens"]["completion"] - k * unit.round0[r["dataset"]][1]
+    for (_, ds, _), ms in methods.items():
+        r0 = 1 if ms == {"cot"} else n_agents
+        calls += r0
+        completion += r0 * unit.round0[ds][1]
+    return min(1.0, completion / calls / budget)
+
+
 def _sample(all_jobs: Sequence[Job], per_pair: int) -> list[Job]:
     """Whole (seed, question) groups, in grid order, until every (dataset, method) of the
     grid appears ``per_pair`` times; each sampled group also gets a CoT-SC debate (which
@@ -201,9 +219,8 @@ def estimate(exp: Experiment, model: str | None = None, *,
             return Cost(label, len(all_jobs), *totals,
                         basis=f"measured averages of {from_run} ({len(records)} debates)",
                         per_debate=unit.per_debate)
-        budget = manifest["protocol"]["debate"]["max_tokens"]
-        calls = sum(r["calls"] for r in records)
-        fill = min(1.0, sum(r["tokens"]["completion"] for r in records) / calls / budget)
+        debate = manifest["protocol"]["debate"]
+        fill = _reply_share(records, debate["n_agents"], debate["max_tokens"])
     backend = DryBackend(fill=fill, chars_per_token=chars_per_token)
     engine = Engine(backend, grid.debate)
     records = list(engine.run(_sample(all_jobs, sample)))

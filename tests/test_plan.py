@@ -30,24 +30,47 @@ def _grid(**over):
     return preset("sim", **{**base, **over})
 
 
+class _Counting:
+    """A backend wrapper that adds up the tokens of every completion."""
+
+    def __init__(self, inner):
+        self.inner, self.name = inner, inner.name
+        self.prompt = self.completion = self.requests = 0
+
+    @property
+    def model_id(self):
+        return self.inner.model_id
+
+    def settings(self):
+        return self.inner.settings()
+
+    def generate(self, requests):
+        out = self.inner.generate(requests)
+        self.requests += len(out)
+        self.prompt += sum(c.prompt_tokens for c in out)
+        self.completion += sum(c.completion_tokens for c in out)
+        return out
+
+
 @pytest.fixture(scope="module")
 def circulant_run(tmp_path_factory):
     """A simulated run with every method, subset and full-set debates; routed methods on the
     circulant base graph (every role a source: a fixed number of critique calls)."""
     exp = _grid(router=RouterConfig(base_graph="circulant"))
     out = tmp_path_factory.mktemp("circ")
-    return exp, out, run(exp, make_backend("simulated", exp=exp), out, progress=False)
+    counted = _Counting(make_backend("simulated", exp=exp))
+    return exp, out, run(exp, counted, out, progress=False), counted
 
 
 def test_call_count_equals_the_engines_on_a_simulated_run(circulant_run):
-    exp, _, summary = circulant_run
+    exp, _, summary, _ = circulant_run
     cost = estimate(exp)
     assert cost.debates == summary.total == len(jobs(exp)) == 2 * 3 * 2 * 14 + 2 * 7
     assert cost.calls == summary.requests  # exact: shared initial answers counted once
 
 
 def test_call_count_of_one_shard_is_exact(circulant_run):
-    exp, _, _ = circulant_run
+    exp, _, _, _ = circulant_run
     part = replace(exp, shard=(2, 3))
     with tempfile.TemporaryDirectory() as d:
         summary = run(part, make_backend("simulated", exp=part), d, progress=False)
@@ -66,7 +89,7 @@ def test_routed_methods_on_random_base_graphs_are_counted_from_a_sample(tmp_path
 
 
 def test_from_run_uses_the_measured_averages(circulant_run):
-    exp, out, summary = circulant_run
+    exp, out, summary, _ = circulant_run
     cost = estimate(exp, from_run=out)
     assert "measured averages" in cost.basis
     assert round(cost.calls) == summary.requests
@@ -80,10 +103,13 @@ def test_from_run_uses_the_measured_averages(circulant_run):
 
 
 def test_from_a_run_with_another_protocol_lends_only_its_completion_length(circulant_run):
-    exp, out, _ = circulant_run
+    exp, out, _, counted = circulant_run
+    share = counted.completion / counted.requests / exp.debate.max_tokens
     other = _grid(rounds=1, router=exp.router)
     cost = estimate(other, from_run=out)
-    assert cost.basis.startswith("dry run") and f"(measured in {out})" in cost.basis
+    assert cost.basis.startswith("dry run of ") and f"replies of {share:.0%} of the" in cost.basis
+    assert f"(measured in {out})" in cost.basis
+    assert cost.completion_tokens == pytest.approx(cost.calls * round(share * 512), rel=0.01)
 
 
 def test_dry_replies_follow_the_schemas_and_parse():
@@ -183,28 +209,6 @@ def test_plan_from_a_missing_run_is_an_error(tmp_path, capsys):
 
 
 # -- against a real model (slow) ------------------------------------------------------------
-
-class _Counting:
-    """A backend wrapper that adds up the tokens of every completion."""
-
-    def __init__(self, inner):
-        self.inner, self.name = inner, inner.name
-        self.prompt = self.completion = self.requests = 0
-
-    @property
-    def model_id(self):
-        return self.inner.model_id
-
-    def settings(self):
-        return self.inner.settings()
-
-    def generate(self, requests):
-        out = self.inner.generate(requests)
-        self.requests += len(out)
-        self.prompt += sum(c.prompt_tokens for c in out)
-        self.completion += sum(c.completion_tokens for c in out)
-        return out
-
 
 @pytest.mark.slow
 def test_token_estimate_within_25_percent_of_a_real_llamacpp_run(tmp_path):
