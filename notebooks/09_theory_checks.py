@@ -58,7 +58,8 @@ table
 # ## Figure
 
 # %%
-fig = studies.plot_theory_checks(checks, reported, source=res.source, simulated=res.simulated)
+fig = studies.plot_theory_checks(checks, reported, source=res.source, mark=res.mark,
+                                 simulated=res.simulated)
 figures.display_figure(fig)
 
 # %% [markdown]

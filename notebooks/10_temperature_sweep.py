@@ -58,7 +58,8 @@ gap
 # ## Figure
 
 # %%
-fig = studies.plot_temperature_sweep(sweep, source=res.source, simulated=res.simulated)
+fig = studies.plot_temperature_sweep(sweep, source=res.source, mark=res.mark,
+                                     simulated=res.simulated)
 figures.display_figure(fig)
 
 # %% [markdown]

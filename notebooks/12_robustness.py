@@ -50,7 +50,8 @@ table
 # ## Figure
 
 # %%
-fig = studies.plot_robustness(table, source=res.source, simulated=res.simulated)
+fig = studies.plot_robustness(table, source=res.source, mark=res.mark,
+                              simulated=res.simulated)
 figures.display_figure(fig)
 
 # %% [markdown]

@@ -45,7 +45,7 @@ from pear.report import figures_dir, output_name
 __all__ = [
     "METHOD_COLORS", "COLUMN_WIDTHS", "set_style", "save_figure", "plot_round_curves",
     "plot_ablation", "plot_pareto", "plot_accuracy_bars", "with_average", "facet",
-    "place_labels", "log_ticks", "display_figure",
+    "place_labels", "log_ticks", "display_figure", "annotate",
 ]
 
 METHOD_COLORS = {  # colour-blind safe (seaborn "colorblind" + Paul Tol muted); fixed per method
@@ -138,6 +138,14 @@ def _annotate(fig: Figure, axes: list[Axes], title: str | None, source: str | No
                     va="center", rotation=20, fontsize=11, fontweight="bold",
                     color="#b2182b", alpha=0.22, zorder=5, gid="pear-mark")
     return fig
+
+
+def annotate(fig: Figure, axes: Sequence[Axes], *, title: str | None = None,
+             source: str | None = None, mark: str = "", simulated: bool = False) -> Figure:
+    """The figures' one annotation for plots made elsewhere (:mod:`pear.studies`): title,
+    provenance footer and the build's mark (``simulated`` adds "simulated agents") on every
+    panel."""
+    return _annotate(fig, list(axes), title, source, _mark_of(mark, simulated))
 
 
 def _accuracy_axis(ax: Axes, values: Any = None, *, bars: bool = False) -> None:

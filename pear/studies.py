@@ -24,7 +24,7 @@ from matplotlib.figure import Figure
 from pear import metrics, stats, theory
 from pear.config import METHOD_LABELS, RouterConfig, roles_for
 from pear.experiment import Experiment, preset
-from pear.figures import METHOD_COLORS
+from pear.figures import METHOD_COLORS, annotate
 from pear.labels import dataset_label
 from pear.records import iter_records
 from pear.study import Results, load_results
@@ -186,15 +186,9 @@ def study_lifts() -> dict[str, float]:
     """The study's PEAR-minus-Random difference in source confidence and cross-answer rate,
     computed from its diagnostics table (``data/paper/diagnostics.csv``)."""
     from pear.compare import load_paper
-    d = load_paper("diagnostics")
-    method = next(c for c in d.columns if c.lower() == "method")
-    d = d.set_index(method)
-
-    def col(*names: str) -> str:
-        return next(c for c in d.columns if any(n in c.lower() for n in names))
-    src, cross = col("source", "src"), col("cross")
-    return {"source_confidence": float(d.loc["PEAR", src] - d.loc["Random", src]),
-            "cross_answer": float(d.loc["PEAR", cross] - d.loc["Random", cross])}
+    d = load_paper("diagnostics").set_index("method")
+    return {q: float(d.loc["PEAR", q] - d.loc["Random", q])
+            for q in ("source_confidence", "cross_answer")}
 
 
 # --------------------------------------------------------------------------- 10 temperature
@@ -244,11 +238,8 @@ def study_gap_pear_random() -> float:
     (``data/paper/main_results.csv``), in accuracy units."""
     from pear.compare import load_paper
     t = load_paper("main_results")
-    method = next(c for c in t.columns if c.lower() == "method")
-    value = next(c for c in t.columns if c.lower() in ("accuracy", "mean", "acc"))
-    m = t.groupby(method)[value].mean()
-    gap = float(m["PEAR"] - m["Random"])
-    return gap / 100 if abs(gap) > 1 else gap
+    m = t.groupby("method")["accuracy"].mean()
+    return float(m["PEAR"] - m["Random"])
 
 
 # --------------------------------------------------------------------------- 11 early stop
@@ -310,20 +301,8 @@ def robustness_table(runs: Mapping[str, Results], *, seed: int = 0) -> pd.DataFr
 
 # --------------------------------------------------------------------------- plots
 
-def _footer(fig: Figure, axes: Sequence[Any], source: str, simulated: bool) -> Figure:
-    text = " | ".join(x for x in ("simulated agents" if simulated else "", source) if x)
-    fig.text(0.99, -0.02, text, ha="right", va="top", fontsize=6,
-             color="#b2182b" if simulated else "0.3")
-    if simulated:
-        for ax in axes:
-            ax.text(0.5, 0.5, "simulated agents", transform=ax.transAxes, ha="center",
-                    va="center", rotation=20, fontsize=11, fontweight="bold",
-                    color="#b2182b", alpha=0.2, zorder=5)
-    return fig
-
-
 def plot_theory_checks(checks: pd.DataFrame, study: Mapping[str, float], *, source: str = "",
-                       simulated: bool = False) -> Figure:
+                       mark: str = "", simulated: bool = False) -> Figure:
     """Left: the term spreads over the pool (in-regular vs circulant); right: the largest
     routing lifts over uniform routing per state, with the study's PEAR-over-Random lifts."""
     import matplotlib.pyplot as plt
@@ -345,11 +324,11 @@ def plot_theory_checks(checks: pd.DataFrame, study: Mapping[str, float], *, sour
     axes[1].set_ylabel("best relabelling - uniform")
     axes[1].legend(loc="upper right", fontsize=6)
     fig.tight_layout()
-    return _footer(fig, axes, source, simulated)
+    return annotate(fig, axes, source=source, mark=mark, simulated=simulated)
 
 
 def plot_temperature_sweep(table: pd.DataFrame, *, source: str = "",
-                           simulated: bool = False) -> Figure:
+                           mark: str = "", simulated: bool = False) -> Figure:
     """Accuracy, W2R/R2W and choice entropy against the routing temperature (one tick per
     swept tau, 0 = argmax), averaged over datasets; Random as a dashed black line."""
     import matplotlib.pyplot as plt
@@ -376,10 +355,11 @@ def plot_temperature_sweep(table: pd.DataFrame, *, source: str = "",
         ax.set_ylim(0, 1.05)
         ax.legend(fontsize=5, loc="lower right")
     fig.tight_layout()
-    return _footer(fig, axes, source, simulated)
+    return annotate(fig, axes, source=source, mark=mark, simulated=simulated)
 
 
-def plot_early_stop(table: pd.DataFrame, *, source: str = "", simulated: bool = False) -> Figure:
+def plot_early_stop(table: pd.DataFrame, *, source: str = "", mark: str = "",
+                    simulated: bool = False) -> Figure:
     """Accuracy against tokens per example for every (stop rule, method); the Pareto
     frontier joined; marker shape by stop rule, colour by method."""
     import matplotlib.pyplot as plt
@@ -403,10 +383,11 @@ def plot_early_stop(table: pd.DataFrame, *, source: str = "", simulated: bool = 
     ax.set_ylim(lo, min(1.0, table["accuracy"].max() + 0.05))
     ax.legend(fontsize=5, ncol=2, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
-    return _footer(fig, [ax], source, simulated)
+    return annotate(fig, [ax], source=source, mark=mark, simulated=simulated)
 
 
-def plot_robustness(table: pd.DataFrame, *, source: str = "", simulated: bool = False) -> Figure:
+def plot_robustness(table: pd.DataFrame, *, source: str = "", mark: str = "",
+                    simulated: bool = False) -> Figure:
     """Accuracy per method for each population (grouped bars), honest first."""
     import matplotlib.pyplot as plt
     pops = list(dict.fromkeys(table["population"]))
@@ -423,7 +404,7 @@ def plot_robustness(table: pd.DataFrame, *, source: str = "", simulated: bool = 
     ax.set_ylim(0, 1)
     ax.legend(fontsize=6, ncol=len(pops), loc="upper center", bbox_to_anchor=(0.5, 1.18))
     fig.tight_layout()
-    return _footer(fig, [ax], source, simulated)
+    return annotate(fig, [ax], source=source, mark=mark, simulated=simulated)
 
 
 def dataset_labels(df: pd.DataFrame) -> pd.DataFrame:

@@ -23,42 +23,35 @@ True
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
 import numpy as np
 
 from pear.config import RouterConfig
 from pear.graphs import Pool, base_graph, distinct_relabellings
-from pear.router import score_pool, selection_probabilities
+from pear.router import RouterState, score_pool, selection_probabilities
 
-__all__ = ["State", "states_from_records", "equivariance_deviation", "influence_derivative",
+__all__ = ["State", "relabelling_pool", "relabelled", "states_from_records",
+           "equivariance_deviation", "influence_derivative",
            "term_spread", "routing_lift", "choice_entropy", "base_graph"]
 
 
-@dataclass(frozen=True)
-class State:
-    """What the router sees before a round (agents 0-indexed)."""
+State = RouterState
+"""What the router sees before a round (:class:`pear.router.RouterState`: answers,
+confidences, influence, base role graph; agents 0-indexed)."""
 
-    answers: tuple[str, ...]
-    confidences: tuple[int, ...]
-    influence: tuple[float, ...]
-    base_edges: np.ndarray
 
-    @property
-    def n(self) -> int:
-        return len(self.answers)
+def relabelling_pool(state: State) -> Pool:
+    """Every distinct relabelling of the state's base graph."""
+    return distinct_relabellings(state.base_edges, state.n)
 
-    def pool(self) -> Pool:
-        """Every distinct relabelling of the base graph."""
-        return distinct_relabellings(self.base_edges, self.n)
 
-    def relabelled(self, perm: np.ndarray) -> "State":
-        """The same state with agent ``i`` renamed ``perm[i]`` (the base graph is kept: the
-        pool of its relabellings is closed under renaming)."""
-        inv = np.argsort(perm)
-        return State(tuple(self.answers[i] for i in inv), tuple(self.confidences[i] for i in inv),
-                     tuple(self.influence[i] for i in inv), self.base_edges)
+def relabelled(state: State, perm: np.ndarray) -> State:
+    """The same state with agent ``i`` renamed ``perm[i]`` (the base graph is kept: the pool of
+    its relabellings is closed under renaming)."""
+    inv = np.argsort(perm)
+    return State(tuple(state.answers[i] for i in inv), tuple(state.confidences[i] for i in inv),
+                 tuple(state.influence[i] for i in inv), state.base_edges)
 
 
 def states_from_records(records: Iterable[dict[str, Any]], limit: int | None = None,
@@ -97,7 +90,7 @@ def equivariance_deviation(state: State, cfg: RouterConfig, rng: np.random.Gener
                            n_perms: int = 10) -> dict[str, float]:
     """Max deviation, over ``n_perms`` random relabellings sigma, between each candidate's score
     (and choice probability) and that of its relabelled candidate under the relabelled state."""
-    pool = state.pool()
+    pool = relabelling_pool(state)
     s0 = _scores(state, cfg, pool)
     p0 = selection_probabilities(s0, cfg.tau)
     known = {c.tobytes() for c in _codes(pool)}
@@ -107,7 +100,7 @@ def equivariance_deviation(state: State, cfg: RouterConfig, rng: np.random.Gener
         moved = Pool(perm[pool.src], perm[pool.tgt], pool.n)  # sigma G for every G of the pool
         if {c.tobytes() for c in _codes(moved)} != known:
             raise AssertionError("the pool is not closed under relabelling")
-        s1 = _scores(state.relabelled(perm), cfg, moved)    # S(sigma G | sigma state)
+        s1 = _scores(relabelled(state, perm), cfg, moved)    # S(sigma G | sigma state)
         p1 = selection_probabilities(s1, cfg.tau)           # P(sigma G | sigma state)
         worst_s = max(worst_s, float(np.abs(s1 - s0).max()))
         worst_p = max(worst_p, float(np.abs(p1 - p0).max()))
@@ -127,7 +120,7 @@ def influence_derivative(state: State, cfg: RouterConfig, agent: int,
     under softmax(S / tau) over the pool, and the closed form -alpha_I / (tau m) Var(D_j)."""
     if cfg.tau <= 0:
         raise ValueError(f"invalid tau={cfg.tau!r}: the derivative needs a softmax (tau > 0)")
-    pool = state.pool()
+    pool = relabelling_pool(state)
     degrees = _out_degrees(pool)[:, agent]
     m = pool.src.shape[1]
 
@@ -148,7 +141,7 @@ def influence_derivative(state: State, cfg: RouterConfig, agent: int,
 
 def term_spread(state: State, cfg: RouterConfig) -> dict[str, float]:
     """Max minus min of the I~ and L~ terms (and of T~) over every relabelling of the base graph."""
-    pool = state.pool()
+    pool = relabelling_pool(state)
     terms = score_pool(pool, state.answers, state.confidences, state.influence, cfg)
     return {name: float(np.ptp(getattr(terms, name))) for name in ("T", "I", "L")}
 
@@ -157,7 +150,7 @@ def routing_lift(state: State) -> dict[str, float]:
     """The largest gain over uniform routing (the pool's mean) that any relabelling gives in the
     mean routed-source confidence (mapped from 1..5 to [0, 1], as the study's diagnostics
     table reports it) and in the cross-answer rate of its edges."""
-    pool = state.pool()
+    pool = relabelling_pool(state)
     conf = (np.asarray(state.confidences, dtype=float) - 1) / 4
     codes = np.unique(np.asarray(state.answers), return_inverse=True)[1]
     src_conf = conf[pool.src].mean(axis=1)
@@ -169,7 +162,7 @@ def routing_lift(state: State) -> dict[str, float]:
 def choice_entropy(state: State, cfg: RouterConfig, normalised: bool = True) -> float:
     """Entropy of the router's choice distribution over the pool (nats), divided by log(M) when
     ``normalised`` (1 = uniform like Random, 0 = one graph always)."""
-    pool = state.pool()
+    pool = relabelling_pool(state)
     p = selection_probabilities(_scores(state, cfg, pool), cfg.tau)
     h = float(-(p[p > 0] * np.log(p[p > 0])).sum())
     return h / np.log(len(pool)) if normalised and len(pool) > 1 else h

@@ -14,6 +14,7 @@ confidences each critique saw (those of round r-1), and the bookkeeping fields; 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from pear.hashing import hex_id
@@ -104,3 +105,20 @@ def make_simple(correct: bool, *, method: str, seed: int = 0, question_id: str =
     return make_record([[answer] * n_agents], "1", method=method, seed=seed,
                        question_id=question_id, model=model, dataset=dataset, tokens=tokens,
                        calls=calls)
+
+
+@dataclass(frozen=True)
+class Q:
+    """A minimal question for engine and simulator tests (what the engine reads of one)."""
+
+    id: str
+    dataset: str
+    question: str
+    gold: str
+    choices: tuple = ()
+
+
+def arithmetic_questions(n: int) -> list[Q]:
+    """``n`` GSM8K-labelled questions "What is i + 10?" with gold ``10 + i``."""
+    return [Q(f"q{i}", "gsm8k", f"What is {i} + 10?", str(10 + i)) for i in range(n)]
+

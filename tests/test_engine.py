@@ -1,6 +1,5 @@
 """Engine: one backend call per phase, determinism, shared round 0, scripted dynamics."""
 import json
-from dataclasses import dataclass
 
 import numpy as np
 import pytest
@@ -10,18 +9,10 @@ from pear.backends.simulated import SimParams, SimulatedBackend
 from pear.config import METHODS, DebateConfig, method
 from pear.engine import Engine, Job, vote
 from pear.records import TIMING_FIELDS
+from record_factory import arithmetic_questions
 
 
-@dataclass(frozen=True)
-class Q:
-    id: str
-    dataset: str
-    question: str
-    gold: str
-    choices: tuple = ()
-
-
-QS = [Q(f"q{i}", "gsm8k", f"What is {i} + 10?", str(10 + i)) for i in range(12)]
+QS = arithmetic_questions(12)
 KEY = {(q.dataset, q.id): q.gold for q in QS}
 
 

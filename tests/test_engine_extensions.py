@@ -1,7 +1,6 @@
 """Protocol extensions (issue 14): early stopping, agent roles, mixed-model populations, and
 their bad inputs on the command line."""
 import json
-from dataclasses import dataclass
 
 import pytest
 
@@ -10,18 +9,10 @@ from pear.backends.simulated import SimulatedBackend
 from pear.config import DEBATE_METHODS, DebateConfig, config_hash, method
 from pear.engine import Engine, Job
 from pear.stopping import padded_rounds
+from record_factory import arithmetic_questions
 
 
-@dataclass(frozen=True)
-class Q:
-    id: str
-    dataset: str
-    question: str
-    gold: str
-    choices: tuple = ()
-
-
-QS = [Q(f"q{i}", "gsm8k", f"What is {i} + 10?", str(10 + i)) for i in range(12)]
+QS = arithmetic_questions(12)
 KEY = {(q.dataset, q.id): q.gold for q in QS}
 
 

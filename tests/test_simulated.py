@@ -4,7 +4,6 @@ right answers mostly kept), its determinism and pairing, and its calibration mac
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -15,18 +14,10 @@ from pear.backends.simulated import SimParams, SimulatedBackend
 from pear.config import DebateConfig, method
 from pear.engine import Engine, Job
 from pear.records import TIMING_FIELDS
+from record_factory import arithmetic_questions
 
 
-@dataclass(frozen=True)
-class Q:
-    id: str
-    dataset: str
-    question: str
-    gold: str
-    choices: tuple = ()
-
-
-QS = [Q(f"q{i}", "gsm8k", f"What is {i} + 10?", str(10 + i)) for i in range(400)]
+QS = arithmetic_questions(400)
 KEY = {(q.dataset, q.id): q.gold for q in QS}
 MIXED = SimParams(ease_gsm8k=0.0)  # a population that solves about half of the questions
 

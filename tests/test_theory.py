@@ -49,7 +49,7 @@ def test_circulant_base_graph_makes_I_and_L_constant_over_the_pool():
 def test_routing_lift_is_the_best_candidate_over_the_pool_mean():
     st = _state()
     lift = theory.routing_lift(st)
-    pool = st.pool()
+    pool = theory.relabelling_pool(st)
     conf = (np.array(st.confidences, float) - 1) / 4
     assert lift["source_confidence"] == pytest.approx(
         conf[pool.src].mean(1).max() - conf[pool.src].mean(1).mean())
