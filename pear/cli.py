@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from pear.factory import make_backend
+from pear.runs.factory import make_backend
 
 __all__ = ["main", "make_backend"]
 
@@ -66,7 +66,7 @@ def _positive_float(text: str) -> float:
 
 
 def _shard(text: str) -> tuple[int, int]:
-    from pear.experiment import parse_shard
+    from pear.runs.experiment import parse_shard
     try:
         return parse_shard(text)
     except ValueError as err:
@@ -209,7 +209,7 @@ _DROP_HELP = ("analyse the valid records of a damaged run (say what was left out
 
 
 def _cmd_run(a: argparse.Namespace) -> int:
-    from pear.experiment import preset, run
+    from pear.runs.experiment import preset, run
     over: dict[str, Any] = {}
     for arg, key in (("datasets", "datasets"), ("methods", "methods"), ("seeds", "seeds"),
                      ("n_questions", "n_questions"), ("rounds", "rounds"),
@@ -232,7 +232,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
         over["study_scope"] = False
     exp = preset(a.preset, **over)
     if a.backend == "vllm":  # fail before anything is written, not at the n-th model
-        from pear.models import backend_settings, check_vllm_model
+        from pear.catalog.models import backend_settings, check_vllm_model
         for m in exp.models:
             check_vllm_model(m)
             backend_settings(m, "vllm")
@@ -262,7 +262,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
 
 
 def _cmd_index(a: argparse.Namespace) -> int:
-    from pear.view import index, load
+    from pear.store.view import index, load
     s = index(a.run_dir, drop_invalid=a.drop_invalid)
     load(a.run_dir, update=False, drop_invalid=a.drop_invalid)  # repeated ids, torn tails
     why = f" ({s.reason})" if s.reason else ""
@@ -300,24 +300,24 @@ def _population_factory(a: argparse.Namespace, exp: Any, cache: Path | None):
     return factory
 
 def _cmd_show_debate(a: argparse.Namespace) -> int:
-    from pear.view import load
+    from pear.store.view import load
     view = load(a.run_dir, drop_invalid=a.drop_invalid)
     if not a.html:
-        from pear.transcript import render_transcript
+        from pear.analysis.transcript import render_transcript
         if not (view.debates["debate_id"] == a.debate).any():
             raise ValueError(f"no debate {a.debate!r} among the {len(view.debates)} debates "
                              f"under {a.run_dir!r}")
         print(render_transcript(view.record(a.debate)), end="")
         return 0
-    from pear.site import page_path, write_debate_page
-    from pear.study import REPO_ROOT
+    from pear.paper.site import page_path, write_debate_page
+    from pear.paper.study import REPO_ROOT
     path = Path(a.out) if a.out else page_path(REPO_ROOT / "build" / "site", a.debate)
     print(write_debate_page(view, a.debate, path))
     return 0
 
 
 def _cmd_validate(a: argparse.Namespace) -> int:
-    from pear.validate import validate
+    from pear.store.validate import validate
     result = validate(a.run_dir)
     print(result.report())
     return 0 if result.findings.ok else 1
@@ -328,11 +328,11 @@ def _cmd_show(a: argparse.Namespace) -> int:
         raise ValueError("--html and --out need --debate ID")
     if a.debate is not None:
         return _cmd_show_debate(a)
-    from pear.view import load
+    from pear.store.view import load
     df = load(a.run_dir, drop_invalid=a.drop_invalid).debates
     if df.empty:
         raise ValueError(f"no debate records under {a.run_dir!r}")
-    from pear.config import METHODS
+    from pear.core.config import METHODS
     table = df.pivot_table(index="method", columns="dataset", values="correct", aggfunc="mean")
     table = table.reindex([m for m in METHODS if m in table.index])
     print(f"{len(df)} debates; models: {', '.join(sorted(df['model'].unique()))}")
@@ -346,7 +346,7 @@ def _cmd_show(a: argparse.Namespace) -> int:
 
 
 def _cmd_models(_a: argparse.Namespace) -> int:
-    from pear.models import GROUPS, MODELS
+    from pear.catalog.models import GROUPS, MODELS
     print(f"{'key':<18}{'display name':<18}{'backend':<8}{'model id':<34}{'methods':>8}"
           f"{'questions':>10}  {'full sets':<19} settings")
     for m in MODELS:
@@ -374,8 +374,8 @@ def _cmd_models(_a: argparse.Namespace) -> int:
 def _cmd_plan(a: argparse.Namespace) -> int:
     from pear import backends
     from pear.backends.dry import CHARS_PER_TOKEN
-    from pear.experiment import preset
-    from pear.plan import estimate, format_plan
+    from pear.runs.experiment import preset
+    from pear.runs.plan import estimate, format_plan
     if a.backend not in backends.BACKENDS:
         raise ValueError(f"unknown backend {a.backend!r}: choose one of "
                          f"{', '.join(backends.BACKENDS)}")
@@ -402,7 +402,7 @@ def _cmd_plan(a: argparse.Namespace) -> int:
 
 
 def _cmd_merge(a: argparse.Namespace) -> int:
-    from pear.merge import merge
+    from pear.runs.merge import merge
     s = merge(a.out, a.runs)
     print(f"{s.records} debates merged into {a.out} ({s.duplicates} duplicates dropped)"
           + (f"; shards {', '.join(s.shards)}" if s.shards else ""))
@@ -427,7 +427,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return {"models": _cmd_models, "plan": _cmd_plan, "merge": _cmd_merge}[
                 args.command](args)
         if args.command == "grade-check":
-            from pear.gradecheck import check_run, format_report
+            from pear.runs.gradecheck import check_run, format_report
             print(format_report(check_run(args.run_dir, examples=args.examples)))
             return 0
         from pear.paper import build

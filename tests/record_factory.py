@@ -1,12 +1,12 @@
-"""Hand-made debate records in the typed schema of :mod:`pear.records`
-(:class:`~pear.records.DebateRecord` and its parts), for tests of the view, metrics, stats
+"""Hand-made debate records in the typed schema of :mod:`pear.store.records`
+(:class:`~pear.store.records.DebateRecord` and its parts), for tests of the view, metrics, stats
 and report that need known answers.
 
 ``make_record`` takes the answers of every agent in every round (round 0 = initial answers)
 and, per debate round, the routed critiques as ``(source, target, decision)`` triples
 (``decision`` None = not delivered); it fills in correctness, votes, the answers and
 confidences each critique saw (those of round r-1), and the bookkeeping fields; the
-``debate_id`` is the engine's hash of the identity fields (what :mod:`pear.validate` checks).
+``debate_id`` is the engine's hash of the identity fields (what :mod:`pear.store.validate` checks).
 ``legacy=True`` writes the record as older engines did (no ``prompt_style``,
 ``truncated_calls``, agents' ``truncated``; critiques with ``critique`` and
 ``recommended_answer`` instead of the paper's review fields).
@@ -17,8 +17,8 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from pear.hashing import hex_id
-from pear.records import (SCHEMA_VERSION, AgentEntry, CritiqueEntry, DebateRecord, RoundEntry,
+from pear.core.hashing import hex_id
+from pear.store.records import (SCHEMA_VERSION, AgentEntry, CritiqueEntry, DebateRecord, RoundEntry,
                           Tokens)
 
 Critique = tuple[int, int, "str | None"]

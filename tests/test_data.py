@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from pear import data
-from pear.prompts import problem_block
+from pear.tasks import benchmarks as data
+from pear.core.prompts import problem_block
 
 BENCH = Path(__file__).resolve().parent.parent / "data" / "benchmarks"
 
 
 def _source(file: str) -> dict[str, dict]:
-    """The raw records of a benchmark file, read without pear.data."""
+    """The raw records of a benchmark file, read without pear.tasks.benchmarks."""
     opener = gzip.open if file.endswith(".gz") else open
     with opener(BENCH / file, "rt", encoding="utf-8") as fh:
         return {str(r["id"]): r for r in map(json.loads, fh)}
@@ -133,7 +133,7 @@ def test_open_ended_questions() -> None:
     q = data.get_question("math500", "test/precalculus/807.json")
     assert q.choices is None and q.permutation is None
     assert q.gold_raw == r"\left( 3, \frac{\pi}{2} \right)"
-    assert q.gold == q.gold_raw  # as written: grading and equivalence live in pear.tasks
+    assert q.gold == q.gold_raw  # as written: grading and equivalence live in pear.tasks.grading
     assert q.meta["level"] == 2 and q.meta["subject"] == "Precalculus"
     assert problem_block(q).endswith("Problem:\n" + q.question.strip())
     g = data.load("gsm8k")[0]

@@ -6,9 +6,10 @@ import pytest
 
 from pear.backends.base import Completion
 from pear.backends.simulated import SimParams, SimulatedBackend
-from pear.config import METHODS, DebateConfig, method
-from pear.engine import Engine, Job, vote
-from pear.records import TIMING_FIELDS
+from pear.core.config import METHODS, DebateConfig, method
+from pear.core.engine import Engine, Job
+from pear.core.vote import vote
+from pear.store.records import TIMING_FIELDS
 from record_factory import arithmetic_questions
 
 
@@ -118,7 +119,7 @@ def test_chain_dynamics_with_scripted_agents():
 def test_pear_round_records_router_terms_and_in_degree_k():
     be = Scripted(["10", "1", "2", "3", "4"], accept=False)
     rec = next(Engine(be, DebateConfig(rounds=2)).run([Job(QS[0], method("pear"), 0)]))
-    from pear.graphs import distinct_relabellings
+    from pear.core.graphs import distinct_relabellings
     n_distinct = len(distinct_relabellings(np.array(rec["rounds_data"][1]["edges"]), 5))
     for rd in rec["rounds_data"][1:]:
         assert rd["router"]["pool_size"] == min(100, n_distinct)
@@ -170,8 +171,8 @@ def test_vote_tie_break_is_uniform_and_seeded():
 def test_routed_methods_of_one_question_share_their_base_graph():
     # the base graph shows as the multiset of in/out-degree pairs every relabelling keeps;
     # with one question and seed, Random and every PEAR variant route relabellings of it
-    from pear.config import ROUTED_METHODS
-    from pear.graphs import to_adjacency
+    from pear.core.config import ROUTED_METHODS
+    from pear.core.graphs import to_adjacency
 
     def degrees(rec):
         shapes = set()
@@ -190,8 +191,8 @@ def test_routed_methods_of_one_question_share_their_base_graph():
 
 
 def test_base_graph_drawn_from_seed_and_question_not_method():
-    from pear.router import make_router
-    from pear.engine import derive_seed
+    from pear.core.router import make_router
+    from pear.core.engine import derive_seed
     eng = Engine(SimulatedBackend(KEY), DebateConfig())
     graphs = set()
     for m in ("random", "pear", "pear_T", "pear_IL"):

@@ -6,9 +6,9 @@ import pytest
 
 from pear.backends.base import Completion
 from pear.backends.simulated import SimulatedBackend
-from pear.config import DEBATE_METHODS, DebateConfig, config_hash, method
-from pear.engine import Engine, Job
-from pear.stopping import padded_rounds
+from pear.core.config import DEBATE_METHODS, DebateConfig, config_hash, method
+from pear.core.engine import Engine, Job
+from pear.core.stopping import padded_rounds
 from record_factory import arithmetic_questions
 
 
@@ -253,8 +253,8 @@ def test_mixed_models_need_one_backend_per_model():
 
 
 def test_experiment_runs_a_mixed_population_as_one_unit(tmp_path):
-    from pear.experiment import model_dir, preset, read_manifest, run
-    from pear.records import read_records
+    from pear.runs.experiment import model_dir, preset, read_manifest, run
+    from pear.store.records import read_records
     exp = preset("smoke", datasets=("gsm8k",), n_questions=2, seeds=(0,), full_datasets=(),
                  methods=("cot_sc", "ring"), agent_models=("A", "B", "A"))
     made = {}
@@ -309,7 +309,7 @@ def test_cli_bad_extension_input_one_line_exit_2(tmp_path, capsys, args, needle)
 
 def test_cli_runs_with_stop_and_roles(tmp_path, capsys):
     from pear.cli import main
-    from pear.records import read_records
+    from pear.store.records import read_records
     out = tmp_path / "run"
     code = main(["run", "--preset", "sim", "--backend", "simulated", "--out", str(out),
                  "--datasets", "gsm8k", "--methods", "ring,pear", "--seeds", "0",

@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from pear import gradecheck
+from pear.runs import gradecheck
 
 
 def _agent(i: int, answer: str, canonical: str, correct: bool) -> dict:

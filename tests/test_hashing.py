@@ -1,9 +1,10 @@
-"""pear.hashing reproduces every stable id and seed the project derives today, so the call
+"""pear.core.hashing reproduces every stable id and seed the project derives today, so the call
 sites can switch to it without changing a record id, a seed or a directory name."""
 import json
 
-from pear import config, data, engine, hashing
-from pear.experiment import model_dir
+from pear.core import config, engine, hashing
+from pear.tasks import benchmarks as data
+from pear.runs.experiment import model_dir
 
 
 def test_reproduces_the_seeds():
@@ -21,9 +22,9 @@ def test_reproduces_the_ids():
 
 
 def test_reproduces_the_debate_id():
-    from pear.experiment import jobs, preset
+    from pear.runs.experiment import jobs, preset
     from pear.backends.simulated import SimulatedBackend
-    from pear.experiment import answer_key
+    from pear.runs.experiment import answer_key
     exp = preset("smoke", datasets=("gsm8k",), methods=("pear",), seeds=(1,),
                  full_datasets=())
     eng = engine.Engine(SimulatedBackend(answer_key(exp)), exp.debate)

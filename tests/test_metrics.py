@@ -10,8 +10,9 @@ import pandas as pd
 import pytest
 from hypothesis import given, strategies as st
 
-from pear import compare, metrics, stats, view
-from pear.records import RecordWriter
+from pear.analysis import compare, metrics, stats
+from pear.store import view
+from pear.store.records import RecordWriter
 from record_factory import make_record, make_simple
 
 
@@ -409,9 +410,9 @@ def _by_hand(records):
 
 
 def test_update_rates_on_a_simulated_run_match_a_direct_computation(tmp_path):
-    from pear.experiment import preset, run
-    from pear.factory import make_backend
-    from pear.records import read_records
+    from pear.runs.experiment import preset, run
+    from pear.runs.factory import make_backend
+    from pear.store.records import read_records
     exp = preset("sim", datasets=("gsm8k",), methods=("cot", "ring", "pear"), seeds=(0,),
                  n_questions=12, full_datasets=(), rounds=3)
     run(exp, make_backend("simulated", exp=exp), tmp_path, progress=False)

@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from pear import cli, models
+from pear import cli
+from pear.catalog import models
 from pear.backends import vllm as vllm_backend
-from pear.config import ABLATIONS
-from pear.experiment import model_grid, preset, read_manifest
-from pear.records import read_records
+from pear.core.config import ABLATIONS
+from pear.runs.experiment import model_grid, preset, read_manifest
+from pear.store.records import read_records
 
 _spec = importlib.util.spec_from_file_location("fake_vllm",
                                                Path(__file__).with_name("fake_vllm.py"))

@@ -1,5 +1,5 @@
 """The notebooks: only library calls, one parameters cell with the common parameters, no
-output folder passed (the library's :func:`pear.report.figures_dir`), one producer per output
+output folder passed (the library's :func:`pear.analysis.report.figures_dir`), one producer per output
 (showyourwork), the case-study transcript, and (slow) the whole build on simulated agents."""
 from __future__ import annotations
 
@@ -12,8 +12,10 @@ from pathlib import Path
 import jupytext
 import pytest
 
-from pear import paper, report, transcript, view
-from pear.data import FILES, data_dir
+from pear.paper import build as paper
+from pear.analysis import report, transcript
+from pear.store import view
+from pear.tasks.benchmarks import FILES, data_dir
 from record_factory import make_record
 
 NOTEBOOK_DIR = paper.REPO_ROOT / "notebooks"
@@ -64,7 +66,7 @@ def test_notebook_holds_no_path_string(name):
              and (re.search(r"[/\\]", n.value)
                   or re.search(r"\.(csv|md|tex|png|pdf|json|jsonl|ipynb)$", n.value))]
     assert paths == [], f"{name} spells paths {paths}: use runs_dir; outputs go to " \
-        "pear.report.figures_dir()"
+        "pear.analysis.report.figures_dir()"
 
 
 @pytest.mark.parametrize("name", paper.NOTEBOOKS)

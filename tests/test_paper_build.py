@@ -1,7 +1,7 @@
-"""The build's parameters and argument checks (pear.paper), the glue the analysis notebooks
-call: the debates of a scope as the grid defines it (pear.study), the study's numbers beside
-the reproduced ones and quoted numbers as macros (pear.compare), and the case study from
-real records (pear.transcript)."""
+"""The build's parameters and argument checks (pear.paper.build), the glue the analysis notebooks
+call: the debates of a scope as the grid defines it (pear.paper.study), the study's numbers beside
+the reproduced ones and quoted numbers as macros (pear.analysis.compare), and the case study from
+real records (pear.analysis.transcript)."""
 from __future__ import annotations
 
 import re
@@ -10,9 +10,10 @@ import warnings
 import pandas as pd
 import pytest
 
-from pear import compare, paper, study, transcript
-from pear.experiment import jobs, preset, run, scope_debates
-from pear.factory import make_backend
+from pear.analysis import compare, transcript
+from pear.paper import build as paper, study
+from pear.runs.experiment import jobs, preset, run, scope_debates
+from pear.runs.factory import make_backend
 
 
 @pytest.fixture(scope="module")

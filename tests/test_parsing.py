@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from pear.parsing import (DEFAULT_CONFIDENCE, extract_json, parse_answer, parse_confidence,
+from pear.core.parsing import (DEFAULT_CONFIDENCE, extract_json, parse_answer, parse_confidence,
                           parse_critique, parse_revision)
 
 # (completion text, expected answer, expected confidence, should be flagged)

@@ -16,10 +16,10 @@ from pear import cli
 from pear.backends.base import Request
 from pear.backends.dry import DryBackend, fill_schema
 from pear.cli import make_backend
-from pear.config import RouterConfig
-from pear.engine import Engine
-from pear.experiment import jobs, preset, run
-from pear.plan import Cost, estimate
+from pear.core.config import RouterConfig
+from pear.core.engine import Engine
+from pear.runs.experiment import jobs, preset, run
+from pear.runs.plan import Cost, estimate
 
 ROOT = Path(__file__).resolve().parent.parent
 

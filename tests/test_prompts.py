@@ -8,14 +8,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from pear import data, prompts
-from pear.parsing import parse_answer, parse_critique, parse_revision
+from pear.tasks import benchmarks as data
+from pear.core import prompts
+from pear.core.parsing import parse_answer, parse_critique, parse_revision
 
 SHIPPED = prompts.TEMPLATES_FILE.read_text(encoding="utf-8")
 
 
 def shipped_blocks() -> list[str]:
-    """Every ```text block of the shipped file, in order (read independently of pear.prompts)."""
+    """Every ```text block of the shipped file, in order (read independently of pear.core.prompts)."""
     return [b.split("\n```", 1)[0] for b in SHIPPED.split("```text\n")[1:]]
 
 

@@ -6,8 +6,8 @@ pytest.importorskip("llama_cpp")
 from pear.backends.base import Instrumented  # noqa: E402
 from pear.backends.cache import CachedBackend  # noqa: E402
 from pear.backends.llamacpp import LlamaCppBackend  # noqa: E402
-from pear.experiment import jobs, preset, run  # noqa: E402
-from pear.view import load  # noqa: E402
+from pear.runs.experiment import jobs, preset, run  # noqa: E402
+from pear.store.view import load  # noqa: E402
 
 
 @pytest.mark.slow

@@ -1,5 +1,5 @@
-"""Tables, the output folder and number macros (pear.report); figure style, saving, plots
-and layout (pear.figures)."""
+"""Tables, the output folder and number macros (pear.analysis.report); figure style, saving, plots
+and layout (pear.analysis.figures)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -11,9 +11,9 @@ import pytest
 from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 
-from pear import compare, figures, metrics, report, stats
-from pear.config import METHODS
-from pear.view import from_records
+from pear.analysis import compare, figures, metrics, report, stats
+from pear.core.config import METHODS
+from pear.store.view import from_records
 from record_factory import make_record, make_simple
 
 
@@ -110,7 +110,7 @@ def test_main_table_shape_and_order(paper_acc):
         "CoT", "CoT-SC", "Clique", "Star", "Chain", "Ring", "Random", "PEAR"]
     assert list(dict.fromkeys(t.index.get_level_values(0))) == [
         "MMLU-Pro", "TruthfulQA", "GSM8K", "MATH-500", "Average"]
-    # display names (pear.models), not the study's two spellings
+    # display names (pear.catalog.models), not the study's two spellings
     assert list(t.loc["MMLU-Pro"].index) == ["Gemma-3-12B", "Llama-3.1-8B", "Qwen2.5-14B",
                                              "Qwen3-30B-A3B", "GPT-5.4-nano", "Claude-Haiku-4.5"]
     assert t.loc[("MMLU-Pro", "Gemma-3-12B"), ("PEAR", "std")] == pytest.approx(0.013)
@@ -325,7 +325,7 @@ def test_plot_accuracy_bars(paper_acc):
     assert ax.patches[-1].get_height() == pytest.approx(0.7475)
 
 
-# -- figure layout (pear.figures) ----------------------------------------------------------
+# -- figure layout (pear.analysis.figures) ----------------------------------------------------------
 
 def test_with_average_adds_the_mean_over_datasets():
     df = pd.DataFrame({"model": "m", "dataset": ["gsm8k", "math500"] * 2, "method": "pear",

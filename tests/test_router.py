@@ -5,10 +5,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pear.config import RouterConfig
-from pear.graphs import (base_graph, candidate_pool, fixed_topology, relabel, to_adjacency,
+from pear.core.config import RouterConfig
+from pear.core.graphs import (base_graph, candidate_pool, fixed_topology, relabel, to_adjacency,
                          to_edges)
-from pear.router import (RouterState, route, score, score_pool, selection_probabilities,
+from pear.core.router import (RouterState, route, score, score_pool, selection_probabilities,
                          update_influence)
 
 CFG = RouterConfig()
@@ -225,9 +225,9 @@ def test_base_graph_in_degree_and_seed():
 
 
 def test_route_batch_equals_sequential_routes():
-    from pear.config import method
-    from pear.graphs import distinct_relabellings
-    from pear.router import route_batch
+    from pear.core.config import method
+    from pear.core.graphs import distinct_relabellings
+    from pear.core.router import route_batch
     rng = np.random.default_rng(42)
     items_a, items_b = [], []
     for d in range(30):
@@ -251,8 +251,8 @@ def test_route_batch_equals_sequential_routes():
 def test_route_batch_groups_debates_of_different_sizes():
     # debates with different n and edge counts m in one batch: each is scored in its own
     # (n, m) group and gets the decision route() gives it alone, in input order
-    from pear.graphs import distinct_relabellings
-    from pear.router import RouteItem, route_batch
+    from pear.core.graphs import distinct_relabellings
+    from pear.core.router import RouteItem, route_batch
     rng = np.random.default_rng(5)
     shapes = [(5, 2), (5, 3), (7, 2), (4, 1), (10, 2), (5, 2), (7, 3)]
     items_a, items_b = [], []

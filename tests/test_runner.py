@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from pear.backends.simulated import SimulatedBackend
-from pear.experiment import answer_key, jobs, model_dir, preset, read_manifest, run
-from pear.records import RECORDS_FILE, TIMING_FIELDS, RecordWriter, read_records
-from pear.view import load as load_view
+from pear.runs.experiment import answer_key, jobs, model_dir, preset, read_manifest, run
+from pear.store.records import RECORDS_FILE, TIMING_FIELDS, RecordWriter, read_records
+from pear.store.view import load as load_view
 from record_factory import make_record
 
 EXP = dict(datasets=("gsm8k", "truthfulqa"), n_questions=6, seeds=(0, 1), full_datasets=(),
@@ -22,7 +22,7 @@ EXP = dict(datasets=("gsm8k", "truthfulqa"), n_questions=6, seeds=(0, 1), full_d
 RUNNER = """
 import sys
 from pear.backends.simulated import SimulatedBackend, SimParams
-from pear.experiment import answer_key, preset, run
+from pear.runs.experiment import answer_key, preset, run
 exp = preset("sim", datasets=("gsm8k", "truthfulqa"), n_questions=6, seeds=(0, 1),
              full_datasets=(), rounds=2, chunk_questions=2)
 be = SimulatedBackend(answer_key(exp), params=SimParams(latency_s=float(sys.argv[2])))

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from pear import cli
-from pear.experiment import jobs, preset, read_manifest, run
-from pear.merge import merge
-from pear.records import TIMING_FIELDS, read_records
+from pear.runs.experiment import jobs, preset, read_manifest, run
+from pear.runs.merge import merge
+from pear.store.records import TIMING_FIELDS, read_records
 
 
 def _grid(**over):

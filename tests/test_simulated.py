@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pear import calibration
+from pear.paper import calibration
 from pear.backends.simulated import SimParams, SimulatedBackend
-from pear.config import DebateConfig, method
-from pear.engine import Engine, Job
-from pear.records import TIMING_FIELDS
+from pear.core.config import DebateConfig, method
+from pear.core.engine import Engine, Job
+from pear.store.records import TIMING_FIELDS
 from record_factory import arithmetic_questions
 
 

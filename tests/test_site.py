@@ -1,7 +1,7 @@
 """Reviewer-ready outputs: model display names and the evidence mark in tables and captions,
 figure quality (no overlapping labels at single and double column widths, accuracy inside
 [0, 1], readable log ticks), Holm-adjusted p-values and the paired bootstrap, the static
-results site and its debate browser (pear.site), and ``pear show RUN --debate ID``."""
+results site and its debate browser (pear.paper.site), and ``pear show RUN --debate ID``."""
 from __future__ import annotations
 
 import json
@@ -14,10 +14,14 @@ import pandas as pd
 import pytest
 from matplotlib.collections import PolyCollection
 
-from pear import cli, figures, labels, report, site, stats, study, transcript, view
-from pear.experiment import preset, run
-from pear.factory import make_backend
-from pear.records import RecordWriter
+from pear import cli
+from pear.analysis import figures, report, stats, transcript
+from pear.catalog import labels
+from pear.paper import site, study
+from pear.store import view
+from pear.runs.experiment import preset, run
+from pear.runs.factory import make_backend
+from pear.store.records import RecordWriter
 from record_factory import make_record
 
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf@sha256:" + "b179c95e" * 8

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from pear import paper, report
+from pear.paper import build as paper
+from pear.analysis import report
 from test_notebooks import _tiny_benchmarks
 
 ROOT = Path(__file__).resolve().parent.parent

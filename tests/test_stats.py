@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from pear import compare, stats
-from pear.view import from_records
+from pear.analysis import compare, stats
+from pear.store.view import from_records
 from record_factory import make_simple
 
 SIGNIFICANCE = compare.load_paper("significance")

@@ -4,8 +4,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from pear import studies
-from pear.study import load_results
+from pear.paper import studies
+from pear.paper.study import load_results
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +73,7 @@ def test_tables_from_simulated_runs(tmp_path, tiny):
 
 
 def test_round_curves_carry_a_stopped_debates_last_vote(tmp_path, tiny):
-    from pear import metrics
+    from pear.analysis import metrics
     exp = dataclasses.replace(tiny, datasets=("gsm8k",), n_questions=6)
     runs = studies.run_variants("simulated", {"consensus": studies.stop_variants(exp)[
         "consensus"]}, tmp_path)

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pear import data, mathgrade, tasks
-from pear.data import Question
-from pear.tasks import Grade
+from pear.tasks import benchmarks as data, mathgrade, grading as tasks
+from pear.tasks.benchmarks import Question
+from pear.tasks.grading import Grade
 
 XF = pytest.mark.xfail
 
@@ -512,8 +512,8 @@ def test_fixed_canonical_classes(dataset, gold, n_options, answers, classes, cor
 
 
 def test_engine_records_classes_and_grades_from_one_judgement() -> None:
-    from pear.engine import Engine
-    from pear.parsing import AnswerParse
+    from pear.core.engine import Engine
+    from pear.core.parsing import AnswerParse
     from pear.backends.simulated import SimulatedBackend
     engine = Engine(SimulatedBackend({}), task_for=tasks.get)
     answers = ["The answer is $\\frac{1}{2}$.", "0.5", "2", ""]

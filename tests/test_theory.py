@@ -2,13 +2,14 @@
 import numpy as np
 import pytest
 
-from pear import theory
-from pear.config import RouterConfig
-from pear.graphs import base_graph
+from pear.core.router import RouterState
+from pear.analysis import theory
+from pear.core.config import RouterConfig
+from pear.core.graphs import base_graph
 
 
 def _state(kind="in_regular", seed=0):
-    return theory.State(("a", "b", "a", "c", "b"), (5, 2, 4, 1, 3), (0.2, 0.0, 0.6, 0.1, 0.3),
+    return RouterState(("a", "b", "a", "c", "b"), (5, 2, 4, 1, 3), (0.2, 0.0, 0.6, 0.1, 0.3),
                         base_graph(5, 2, np.random.default_rng(seed), kind))
 
 
@@ -22,7 +23,7 @@ def test_scores_and_choice_distribution_are_equivariant(seed):
 def test_an_agent_index_dependent_score_would_be_caught():
     # a router that favoured agent 0 breaks equivariance: the check must see it
     st = _state()
-    import pear.theory as th
+    import pear.analysis.theory as th
     real = th._scores
     try:
         th._scores = lambda state, cfg, pool: real(state, cfg, pool) + (pool.src == 0).sum(1)
@@ -54,7 +55,7 @@ def test_routing_lift_is_the_best_candidate_over_the_pool_mean():
     assert lift["source_confidence"] == pytest.approx(
         conf[pool.src].mean(1).max() - conf[pool.src].mean(1).mean())
     assert 0 < lift["cross_answer"] <= 1
-    same = theory.State(("a",) * 5, (3,) * 5, (0.0,) * 5, st.base_edges)
+    same = RouterState(("a",) * 5, (3,) * 5, (0.0,) * 5, st.base_edges)
     assert theory.routing_lift(same) == {"source_confidence": 0.0, "cross_answer": 0.0}
 
 

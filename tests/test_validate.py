@@ -11,14 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from pear import transcript, view
+from pear.analysis import transcript
+from pear.store import view
 from pear.backends.simulated import SimulatedBackend
 from pear.cli import main
-from pear.experiment import MANIFEST, answer_key, preset, run
-from pear.hashing import hex_id
-from pear.records import IDENTITY, RECORDS_FILE
-from pear.validate import (MAX_LINE_BYTES, KINDS, ValidationError, escape, scan_lines,
-                           validate)
+from pear.runs.experiment import MANIFEST, answer_key, preset, run
+from pear.core.hashing import hex_id
+from pear.store.records import IDENTITY, RECORDS_FILE
+from pear.store.findings import MAX_LINE_BYTES, KINDS, ValidationError, escape, scan_lines
+from pear.store.validate import validate
 
 EXP = dict(datasets=("gsm8k", "truthfulqa"), methods=("cot", "clique", "random", "pear"),
            n_questions=3, seeds=(0,), full_datasets=(), rounds=2, chunk_questions=3)
@@ -231,7 +232,7 @@ def test_every_kind_is_documented_and_severities_are_known():
 
 
 def test_replay_checks_the_records_first(clean, tmp_path, capsys):
-    from pear.paper import run_experiments
+    from pear.paper.build import run_experiments
     run_dir = tmp_path / "run"
     path, recs = _copy(clean, run_dir)
     exp = preset("sim", **EXP)

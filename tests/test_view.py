@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pear import view
-from pear.records import RECORDS_FILE, RecordWriter, read_records
+from pear.store import view
+from pear.store.records import RECORDS_FILE, RecordWriter, read_records
 from record_factory import make_record, make_simple
 
 

@@ -41,11 +41,11 @@ SIM_PARAMS: dict[str, Any] = dict(  # pinned: the defaults when recorded, plus j
 def generate() -> list[dict[str, Any]]:
     """Every record of the golden grid (2 datasets x 3 questions x all 14 methods x 1 seed,
     n=5, R=2, the default protocol otherwise), timing fields removed, in engine order."""
-    from pear import tasks
+    from pear.tasks import grading as tasks
     from pear.backends.simulated import SimParams, SimulatedBackend
-    from pear.engine import Engine
-    from pear.experiment import answer_key, jobs, preset
-    from pear.records import TIMING_FIELDS
+    from pear.core.engine import Engine
+    from pear.runs.experiment import answer_key, jobs, preset
+    from pear.store.records import TIMING_FIELDS
 
     exp = preset("sim", datasets=DATASETS, n_questions=N_QUESTIONS, seeds=SEEDS,
                  rounds=ROUNDS, full_datasets=())

@@ -1,0 +1,305 @@
+"""Frozen, validated configuration: the debate protocol, the router, and the method presets.
+
+Every default says where it comes from: ``# paper`` (the PEAR paper), ``# authors' code``
+(the paper is silent, the authors' code sets it) or ``# our choice``.  Methods are named
+``Method`` instances built with :func:`dataclasses.replace` from one ``RouterConfig``;
+no method has a code path of its own beyond its ``kind``.
+
+>>> DebateConfig().n_agents, RouterConfig().alpha_T
+(5, 0.4)
+>>> method("pear_T").router.alpha_I
+0.0
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, Mapping
+
+from pear.core.hashing import config_digest
+
+__all__ = [
+    "DebateConfig",
+    "RouterConfig",
+    "Method",
+    "METHODS",
+    "DEBATE_METHODS",
+    "ROUTED_METHODS",
+    "ABLATIONS",
+    "FIXED_TOPOLOGIES",
+    "METHOD_LABELS",
+    "method",
+    "config_hash",
+    "CONFIDENCE_MIN",
+    "CONFIDENCE_MAX",
+    "ROLES",
+    "ROLE_CONFIDENCE",
+    "roles_for",
+    "identity_dict",
+]
+
+CONFIDENCE_MIN = 1  # paper: integer confidence scale 1..5
+CONFIDENCE_MAX = 5  # paper
+
+from pear.core.graphs import TOPOLOGIES as FIXED_TOPOLOGIES  # noqa: E402 - the one list
+ABLATIONS = ("pear_T", "pear_I", "pear_L", "pear_TI", "pear_TL", "pear_IL")
+ROUTED_METHODS = ("random", "pear") + ABLATIONS
+DEBATE_METHODS = FIXED_TOPOLOGIES + ROUTED_METHODS
+METHODS = ("cot", "cot_sc") + DEBATE_METHODS
+"""Every method name of the study, in the order tables show them."""
+
+METHOD_LABELS = {
+    "cot": "CoT", "cot_sc": "CoT-SC", "clique": "Clique", "star": "Star", "chain": "Chain",
+    "ring": "Ring", "random": "Random", "pear": "PEAR", "pear_T": "PEAR-T", "pear_I": "PEAR-I",
+    "pear_L": "PEAR-L", "pear_TI": "PEAR-TI", "pear_TL": "PEAR-TL", "pear_IL": "PEAR-IL",
+}
+"""Display names used by tables and figures (the paper's spelling)."""
+
+
+ROLES = ("honest", "adversarial", "overconfident", "underconfident")
+"""Agent roles (our extension; the study has honest agents only): ``adversarial`` argues for
+a wrong answer with confidence 5 and recommends it in critiques; ``overconfident`` always
+states confidence 5, ``underconfident`` always 1."""
+
+ROLE_CONFIDENCE = {"adversarial": 5, "overconfident": 5, "underconfident": 1}  # our choice
+"""The confidence the engine records for an agent of these roles, whatever it stated."""
+
+_OMIT_DEFAULT = {"identity": "omit_default"}
+"""Field metadata: an extension left at its default is not part of a config's identity, so
+adding it changed no existing hash or run directory."""
+
+
+def _check(cond: bool, name: str, value: Any, fix: str) -> None:
+    if not cond:
+        raise ValueError(f"invalid {name}={value!r}: {fix}")
+
+
+@dataclass(frozen=True)
+class DebateConfig:
+    """The debate protocol shared by every debate method."""
+
+    n_agents: int = 5  # paper
+    """Number of agents n (>= 2)."""
+    rounds: int = 5  # paper
+    """Debate rounds R after the initial answers (round 0); 0 means initial answers only."""
+    k: int = 2  # paper
+    """In-degree of every role in the base role graph (1 <= k <= n_agents - 1)."""
+    max_tokens: int = 512  # paper
+    """Generated-token budget of every call."""
+    temperature: float = 0.2  # authors' code; paper silent
+    """Sampling temperature of every call."""
+    json_mode: bool = True  # our choice
+    """Ask backends for schema-constrained JSON when they support it."""
+    prompt_style: Literal["paper", "compact"] = "paper"  # paper
+    """``paper``: the study's printed templates, answer-first JSON, no caps beyond the token
+    budget; ``compact`` (our choice, tiny CPU models only): short reasoning-first prompts with
+    free text capped to fit the budget (see :mod:`pear.core.prompts`)."""
+    stop: str = field(default="none", metadata=_OMIT_DEFAULT)  # paper: every debate runs R rounds
+    """Early stopping: ``none``, ``consensus`` or ``stable:K`` (see :mod:`pear.core.stopping`)."""
+    roles: tuple[str, ...] = field(default=(), metadata=_OMIT_DEFAULT)  # paper: all honest
+    """One role per agent (agent 1 first) from :data:`ROLES`; ``()`` = every agent honest
+    (an all-honest tuple is stored as ``()``).  Build it from ``AGENT=ROLE`` assignments with
+    :func:`roles_for`."""
+    agent_models: tuple[str, ...] = field(default=(), metadata=_OMIT_DEFAULT)  # paper: one model
+    """One model name per agent (a mixed population); ``()`` = every agent is the engine's
+    one model."""
+
+    def __post_init__(self) -> None:
+        _check(isinstance(self.n_agents, int) and self.n_agents >= 2, "n_agents", self.n_agents,
+               "a debate needs at least 2 agents")
+        _check(isinstance(self.k, int) and 1 <= self.k <= self.n_agents - 1, "k", self.k,
+               f"the base-graph in-degree k must lie in 1..n_agents-1 = 1..{self.n_agents - 1}")
+        _check(isinstance(self.rounds, int) and self.rounds >= 0, "rounds", self.rounds,
+               "use a non-negative integer")
+        _check(isinstance(self.max_tokens, int) and self.max_tokens >= 16, "max_tokens",
+               self.max_tokens, "use an integer >= 16")
+        _check(isinstance(self.temperature, (int, float)) and 0.0 <= self.temperature <= 2.0,
+               "temperature", self.temperature, "use a value in [0, 2]")
+        _check(self.prompt_style in ("paper", "compact"), "prompt_style", self.prompt_style,
+               "use 'paper' (the study's templates) or 'compact' (tiny CPU models)")
+        from pear.core.stopping import parse_stop
+        parse_stop(self.stop)
+        object.__setattr__(self, "roles", tuple(self.roles))
+        object.__setattr__(self, "agent_models", tuple(self.agent_models))
+        if self.roles:
+            _check(len(self.roles) == self.n_agents, "roles", self.roles,
+                   f"give one role per agent ({self.n_agents})")
+            bad = [r for r in self.roles if r not in ROLES]
+            _check(not bad, "role", bad[0] if bad else None, f"choose one of {', '.join(ROLES)}")
+            if all(r == "honest" for r in self.roles):
+                object.__setattr__(self, "roles", ())
+        if self.agent_models:
+            _check(len(self.agent_models) == self.n_agents, "agent_models",
+                   ",".join(self.agent_models),
+                   f"give one model per agent: {self.n_agents} names, got "
+                   f"{len(self.agent_models)}")
+            _check(all(isinstance(m, str) and m.strip() for m in self.agent_models),
+                   "agent_models", self.agent_models, "model names must be non-empty")
+
+    def role(self, agent: int) -> str:
+        """The role of ``agent`` (0-indexed)."""
+        return self.roles[agent] if self.roles else "honest"
+
+
+def roles_for(n_agents: int, assignments: Mapping[int, str]) -> tuple[str, ...]:
+    """Per-agent roles from ``{agent: role}`` assignments, agents numbered from 1; the others
+    are honest.
+
+    >>> roles_for(3, {2: "adversarial"})
+    ('honest', 'adversarial', 'honest')
+    >>> roles_for(5, {9: "adversarial"})
+    Traceback (most recent call last):
+    ...
+    ValueError: invalid role agent 9: agents are numbered 1..5
+    """
+    out = ["honest"] * n_agents
+    for agent, role in assignments.items():
+        if not (isinstance(agent, int) and 1 <= agent <= n_agents):
+            raise ValueError(f"invalid role agent {agent!r}: agents are numbered 1..{n_agents}")
+        if role not in ROLES:
+            raise ValueError(f"invalid role {role!r} for agent {agent}: choose one of "
+                             f"{', '.join(ROLES)}")
+        out[agent - 1] = role
+    return tuple(out)
+
+
+BaseGraph = Literal["in_regular", "circulant"]
+
+
+@dataclass(frozen=True)
+class RouterConfig:
+    """The PEAR router: score weights, confidence thresholds, influence smoothing, choice rule."""
+
+    alpha_T: float = 0.4  # paper
+    """Weight of targeted diversity T~ (rewarded)."""
+    alpha_I: float = 0.7  # paper
+    """Weight of influence balancing I~ (penalised)."""
+    alpha_L: float = 0.7  # paper
+    """Weight of low-confidence filtering L~ (penalised)."""
+    tau_src: int = 4  # paper
+    """A source counts for T only with confidence >= tau_src."""
+    tau_tgt: int = 3  # paper
+    """A target counts for T only with confidence <= tau_tgt."""
+    tau_low: int = 2  # paper
+    """Low-confidence threshold: L(s) = max(0, tau_low + 1 - c_s); must lie in 1..4."""
+    beta: float = 0.5  # paper
+    """Influence smoothing: rho <- beta rho + (1 - beta) a, rho(0) = 0; in [0, 1)."""
+    tau: float = 0.1  # our choice; paper gives no softmax temperature
+    """Softmax temperature over the pool; 0 means argmax with uniform tie-break."""
+    m_max: int = 100  # paper
+    """Candidate budget: sample this many distinct relabellings when there are more."""
+    base_graph: BaseGraph = "in_regular"  # paper
+    """``in_regular`` (in-degree k, seeded random out-degrees) or ``circulant`` (in- and
+    out-regular: the I and L terms are then equal over every relabelling and drop out)."""
+
+    def __post_init__(self) -> None:
+        for name in ("alpha_T", "alpha_I", "alpha_L"):
+            v = getattr(self, name)
+            _check(isinstance(v, (int, float)) and v >= 0, name, v, "weights must be >= 0")
+        for name in ("tau_src", "tau_tgt"):
+            v = getattr(self, name)
+            _check(isinstance(v, int) and CONFIDENCE_MIN <= v <= CONFIDENCE_MAX, name, v,
+                   f"use an integer confidence in {CONFIDENCE_MIN}..{CONFIDENCE_MAX}")
+        _check(isinstance(self.tau_low, int) and 1 <= self.tau_low <= 4, "tau_low", self.tau_low,
+               "use an integer in 1..4")
+        _check(isinstance(self.beta, (int, float)) and 0.0 <= self.beta < 1.0, "beta", self.beta,
+               "influence smoothing must lie in [0, 1)")
+        _check(isinstance(self.tau, (int, float)) and self.tau >= 0, "tau", self.tau,
+               "softmax temperature must be >= 0 (0 = argmax)")
+        _check(isinstance(self.m_max, int) and self.m_max >= 1, "m_max", self.m_max,
+               "candidate budget must be >= 1")
+        _check(self.base_graph in ("in_regular", "circulant"), "base_graph", self.base_graph,
+               "use 'in_regular' or 'circulant'")
+
+
+MethodKind = Literal["single", "sample", "fixed", "routed"]
+
+
+@dataclass(frozen=True)
+class Method:
+    """A named method: how its graph is chosen and which router weights it uses."""
+
+    name: str
+    kind: MethodKind
+    """``single`` (CoT: agent 1's initial answer), ``sample`` (CoT-SC: vote of the n initial
+    answers), ``fixed`` (a fixed topology every round) or ``routed`` (a router over
+    relabellings of the base graph)."""
+    router: RouterConfig = field(default_factory=RouterConfig)
+
+    def __post_init__(self) -> None:
+        _check(self.name in METHODS, "method", self.name, f"choose one of {', '.join(METHODS)}")
+
+    @property
+    def label(self) -> str:
+        """Display name of the method."""
+        return METHOD_LABELS[self.name]
+
+    @property
+    def is_debate(self) -> bool:
+        """Whether the method runs debate rounds."""
+        return self.kind in ("fixed", "routed")
+
+
+_ABLATION_WEIGHTS = {  # the weights an ablation keeps; the others are set to 0
+    "pear_T": ("alpha_T",), "pear_I": ("alpha_I",), "pear_L": ("alpha_L",),
+    "pear_TI": ("alpha_T", "alpha_I"), "pear_TL": ("alpha_T", "alpha_L"),
+    "pear_IL": ("alpha_I", "alpha_L"),
+}
+
+
+def method(name: str, router: RouterConfig | None = None) -> Method:
+    """The named method, its router derived from ``router`` (default: the paper's).
+
+    ``random`` is the PEAR router with all weights 0 (a uniform relabelling every round);
+    the ablations keep the named weights and zero the others.
+    """
+    base = router if router is not None else RouterConfig()
+    if name not in METHODS:
+        raise ValueError(f"unknown method {name!r}: choose one of {', '.join(METHODS)}")
+    if name == "cot":
+        return Method(name, "single", base)
+    if name == "cot_sc":
+        return Method(name, "sample", base)
+    if name in FIXED_TOPOLOGIES:
+        return Method(name, "fixed", base)
+    zero = dict(alpha_T=0.0, alpha_I=0.0, alpha_L=0.0)
+    if name == "random":
+        return Method(name, "routed", replace(base, **zero))
+    if name == "pear":
+        return Method(name, "routed", base)
+    keep = {w: getattr(base, w) for w in _ABLATION_WEIGHTS[name]}
+    return Method(name, "routed", replace(base, **{**zero, **keep}))
+
+
+def identity_dict(config: Any) -> dict[str, Any]:
+    """``dataclasses.asdict(config)`` without the extension fields (stop, roles, agent models)
+    left at their defaults: what identifies a config in hashes and run manifests.
+
+    >>> "stop" in identity_dict(DebateConfig())
+    False
+    >>> "stop" in identity_dict(DebateConfig(stop="consensus"))
+    True
+    """
+    out = dataclasses.asdict(config)
+    for f in dataclasses.fields(config):
+        if f.metadata.get("identity") == "omit_default" and getattr(config, f.name) == f.default:
+            out.pop(f.name)
+    return out
+
+
+def config_hash(*configs: Any) -> str:
+    """A short, stable hash of frozen dataclass configs (key order independent; extension
+    fields at their defaults left out, see :func:`identity_dict`).
+
+    >>> config_hash(DebateConfig()) == config_hash(DebateConfig())
+    True
+    >>> config_hash(DebateConfig()) == config_hash(DebateConfig(rounds=3))
+    False
+    >>> adversary = ("adversarial",) + ("honest",) * 4
+    >>> config_hash(DebateConfig()) == config_hash(DebateConfig(roles=adversary))
+    False
+    """
+    payload = [identity_dict(c) if dataclasses.is_dataclass(c) else c for c in configs]
+    blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
+    return config_digest(blob)

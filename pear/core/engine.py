@@ -1,0 +1,509 @@
+"""The debate engine: every debate in flight advances in lockstep, one backend call per phase.
+
+Per batch of jobs (question x method x seed) the engine makes one ``generate`` call for the
+initial answers, then per round one for all critiques of all debates and one for all
+revisions.  Round 0 is computed once per (seed, question, agent) and shared by every method
+of that question (CoT = agent 1's initial answer, CoT-SC = vote of the n initial answers), so
+comparisons between methods are paired.  A debate whose request fails for good is dropped
+(no record), so a later run resumes it.
+
+Extensions the study leaves open (``DebateConfig``; the defaults are the study's protocol):
+
+* ``stop``: a debate that meets its stop rule after a round leaves the lockstep batch at once
+  and its record is yielded (``rounds`` = rounds run, ``stop_reason``; see
+  :mod:`pear.core.stopping`);
+* ``roles``: a non-honest agent gets its role's system-prompt addition
+  (:func:`pear.core.prompts.with_role`; the adversary is told the gold answer, recorded in
+  ``gold_shown_to``), ``Request.meta["role"]`` (the simulated backend's behaviour), and the
+  role's confidence is enforced on what it states (:data:`pear.core.config.ROLE_CONFIDENCE`);
+* ``agent_models``: agents are different models; every phase makes one ``generate`` call per
+  distinct backend (requests partitioned by agent model, completions merged back in order).
+
+Every agent entry of a record carries its ``role`` and ``model``.
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
+
+import numpy as np
+
+from pear.core import parsing, prompts
+from pear.backends.base import Backend, Completion, Request
+from pear.core.hashing import base_graph_seed, debate_id, derive_seed
+from pear.core.config import ROLE_CONFIDENCE, DebateConfig, Method, config_hash
+from pear.core.record import SCHEMA_VERSION
+from pear.core.router import RouterState, make_router, route_batch, update_influence
+from pear.core.stopping import parse_stop, stop_reason
+from pear.core.vote import vote
+
+__all__ = ["Job", "Engine", "Critique", "derive_seed", "IdentityTask", "vote"]  # derive_seed: pear.core.hashing
+
+
+class TaskLike(Protocol):
+    def canonical(self, text: str) -> str: ...
+    def buckets(self, canonicals: Sequence[str]) -> list[str]: ...
+    def grade(self, prediction: str, question: Any) -> bool: ...
+
+
+class IdentityTask:
+    """Canonicalisation by stripping whitespace; equality of strings; gold = ``question.gold``.
+    For tests and custom tasks; the benchmarks use :func:`pear.tasks.grading.get`."""
+
+    def canonical(self, text: str) -> str:
+        return (text or "").strip()
+
+    def buckets(self, canonicals: Sequence[str]) -> list[str]:
+        return list(canonicals)
+
+    def grade(self, prediction: str, question: Any) -> bool:
+        c = self.canonical(prediction)
+        return bool(c) and c == question.gold
+
+
+@dataclass(frozen=True)
+class Job:
+    """One debate to run: a question (``id``, ``dataset``, ``task``, ``gold``), a method, a seed."""
+
+    question: Any
+    method: Method
+    seed: int
+
+
+@dataclass
+class _Agent:
+    answer: str
+    canonical: str
+    confidence: int
+    reasoning: str
+    correct: bool
+    parse_error: str | None
+    truncated: bool = False
+    role: str = "honest"
+    model: str = ""
+
+    def entry(self, i: int) -> dict[str, Any]:
+        return {"agent": i, "answer": self.answer, "canonical": self.canonical,
+                "confidence": self.confidence, "reasoning": self.reasoning,
+                "correct": self.correct, "parse_error": self.parse_error,
+                "truncated": self.truncated, "role": self.role, "model": self.model}
+
+    def view(self, i: int) -> dict[str, Any]:
+        """What other agents' prompts show of this agent (``agent`` 0-indexed)."""
+        return {"agent": i, "answer": self.answer or "(no answer)", "canonical": self.canonical,
+                "confidence": self.confidence, "reasoning": self.reasoning}
+
+
+@dataclass
+class Critique:
+    """One routed edge of a round: the source's review of the target and the target's verdict."""
+
+    source: int
+    target: int
+    source_answer: str
+    target_answer: str
+    source_confidence: int
+    target_confidence: int
+    step_loc: str = ""
+    correction: str = ""
+    assessment: str = ""
+    delivered: bool = False
+    """Whether the source produced a usable review (only delivered critiques are shown)."""
+    decision: str | None = None
+    """ACCEPT, REJECT, or None when the target gave no usable decision."""
+    reason: str = ""
+    parse_error: str | None = None
+
+    def shown(self) -> dict[str, Any]:
+        """The critique as the target's update prompt shows it (no source confidence)."""
+        return {"source": self.source, "step_loc": self.step_loc, "correction": self.correction,
+                "assessment": self.assessment}
+
+    def entry(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class _Debate:
+    job: Job
+    ident: dict[str, Any]
+    rng: np.random.Generator
+    agents: list[_Agent]
+    rounds_data: list[dict[str, Any]]
+    influence: np.ndarray
+    router: Any = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    calls: int = 0
+    truncated_calls: int = 0
+    failed: str | None = None
+    stop_reason: str | None = None
+    """Why the debate ended (:func:`pear.core.stopping.stop_reason`); None while it runs."""
+    started: float = field(default_factory=time.perf_counter)
+
+    def charge(self, c: Completion) -> bool:
+        """Count ``c``'s tokens and call against this debate; False (and the debate marked
+        failed) when the request failed for good."""
+        self.prompt_tokens += c.prompt_tokens
+        self.completion_tokens += c.completion_tokens
+        self.cached_tokens += c.cached_tokens
+        self.calls += 1
+        self.truncated_calls += c.finish_reason == "length"
+        if not c.ok:
+            self.failed = self.failed or c.error
+        return c.ok
+
+
+class Engine:
+    """Runs debates for one population of agents: one model through one backend, or (with
+    ``DebateConfig.agent_models``) one backend per agent model, given as a mapping
+    ``{model name: backend}``."""
+
+    def __init__(self, backend: Backend | Mapping[str, Backend],
+                 debate: DebateConfig = DebateConfig(), *,
+                 task_for: Callable[[str], TaskLike] | None = None, model: str | None = None):
+        self.debate = debate
+        self.style = debate.prompt_style
+        self.stop_rule = parse_stop(debate.stop)
+        self._task_for = task_for or (lambda _name: IdentityTask())
+        self.agent_backends = _agent_backends(backend, debate)
+        self.backend = self.agent_backends[0]
+        self.agent_model_ids = [b.model_id for b in self.agent_backends]
+        """The model identity of every agent (agent 1 first)."""
+        ids = self.agent_model_ids
+        self.model = model or (ids[0] if len(set(ids)) == 1 else "+".join(ids))
+        """The population's identity: the model id, or the agents' ids joined by ``+``."""
+        self.backend_name = "+".join(dict.fromkeys(b.name for b in self.agent_backends))
+        self.generate_calls = 0
+        self.requests = 0
+        self.tokens = 0
+        self.cache_hits = 0
+        self.failed: list[tuple[str, str]] = []
+        self._schemas: dict[tuple, dict[str, Any]] = {}
+
+    # identity ---------------------------------------------------------------
+    def identity(self, job: Job) -> dict[str, Any]:
+        """The identity fields of ``job``'s record, including its ``debate_id``."""
+        chash = config_hash(self.debate, job.method.router)
+        ident = {"model": self.model, "backend": self.backend_name,
+                 "dataset": job.question.dataset, "method": job.method.name, "seed": job.seed,
+                 "question_id": job.question.id, "config_hash": chash}
+        return {"debate_id": debate_id(ident), **ident}
+
+    def debate_id(self, job: Job) -> str:
+        return self.identity(job)["debate_id"]
+
+    # backend ----------------------------------------------------------------
+    def _generate(self, requests: list[Request]) -> list[Completion]:
+        """Complete ``requests`` (of any agents): one ``generate`` call per distinct backend,
+        each given its agents' requests in order, completions merged back in input order."""
+        if not requests:
+            return []
+        parts: dict[int, list[int]] = {}
+        for i, r in enumerate(requests):
+            parts.setdefault(id(self.agent_backends[r.meta["agent"]]), []).append(i)
+        out: list[Completion | None] = [None] * len(requests)
+        for idx in parts.values():
+            be = self.agent_backends[requests[idx[0]].meta["agent"]]
+            got = be.generate([requests[i] for i in idx])
+            if len(got) != len(idx):
+                raise RuntimeError(f"backend {be.name!r} returned {len(got)} completions "
+                                   f"for {len(idx)} requests")
+            for i, c in zip(idx, got):
+                out[i] = c
+            self.generate_calls += 1
+        done: list[Completion] = out  # type: ignore[assignment]
+        self.requests += len(requests)
+        self.tokens += sum(c.prompt_tokens + c.completion_tokens for c in done)
+        self.cache_hits += sum(bool(c.cache_hit) for c in done)
+        return done
+
+    def _request(self, question: Any, messages, phase: str, seed: int, meta: dict, *,
+                 targets: Sequence[int] = (), sources: Sequence[int] = ()) -> Request:
+        """The request of agent ``meta["agent"]``: its role's system-prompt addition (the
+        adversary's names the gold answer) and ``meta["role"]``."""
+        role = self.debate.role(meta["agent"])
+        messages = prompts.with_role(messages, role, question.gold
+                                     if role == "adversarial" else None)
+        schema = None
+        if self.debate.json_mode:
+            key = (phase, tuple(targets), tuple(sources))
+            if key not in self._schemas:
+                self._schemas[key] = prompts.schema_for(phase, self.style, self.debate.max_tokens,
+                                                        targets=targets, sources=sources)
+            schema = self._schemas[key]
+        return Request(messages=messages, temperature=self.debate.temperature,
+                       max_tokens=self.debate.max_tokens, seed=seed, schema=schema,
+                       meta={**meta, "role": role})
+
+    def _agents_from(self, parses: Sequence[parsing.AnswerParse], question: Any) -> list[_Agent]:
+        """Agents 0..len(parses)-1 from their parsed replies; a role with a fixed confidence
+        (:data:`pear.core.config.ROLE_CONFIDENCE`) overrides the stated one."""
+        task = self._task_for(question.dataset)
+        answers = [p.answer or "" for p in parses]
+        if hasattr(task, "judge"):  # one call: classes and grades from one equivalence
+            judged = task.judge(answers, question)
+            reps, correct = list(judged.classes), list(judged.correct)
+        else:
+            reps = task.buckets([task.canonical(a) if a else "" for a in answers])
+            correct = [bool(a) and task.grade(a, question) for a in answers]
+        roles = [self.debate.role(i) for i in range(len(parses))]
+        return [_Agent(p.answer, rep, ROLE_CONFIDENCE.get(role, p.confidence), p.reasoning,
+                       bool(p.answer) and ok, p.parse_error, role=role,
+                       model=self.agent_model_ids[i])
+                for i, (p, rep, ok, role) in enumerate(zip(parses, reps, correct, roles))]
+
+    # the run ------------------------------------------------------------------
+    def run(self, jobs: Sequence[Job]) -> Iterator[dict[str, Any]]:
+        """Run ``jobs`` in lockstep; yield one record per finished debate (CoT/CoT-SC after
+        round 0, a debate after the round that ends it: the last one, or the one after
+        which its stop rule holds).  Failed debates are listed in ``failed``."""
+        debates: list[_Debate] = []
+        for d in self._round_zero(jobs):
+            if d.job.method.is_debate and not self._stops(d, 0):
+                debates.append(d)
+            else:
+                yield self._record(d)
+        for r in range(1, self.debate.rounds + 1):
+            if not debates:
+                break
+            self._round(debates, r)
+            going = []
+            for d in debates:
+                if d.failed:
+                    self.failed.append((d.ident["debate_id"], d.failed))
+                elif self._stops(d, r):
+                    yield self._record(d)
+                else:
+                    going.append(d)
+            debates = going  # stopped and failed debates leave the lockstep batch
+
+    def _stops(self, d: _Debate, r: int) -> bool:
+        """Whether debate ``d`` ends after round ``r`` (sets its ``stop_reason``)."""
+        d.stop_reason = stop_reason(
+            self.stop_rule, votes=[rd["vote"] for rd in d.rounds_data],
+            answers=[a.canonical for a in d.agents], r=r, rounds=self.debate.rounds)
+        return d.stop_reason is not None
+
+    def _round_zero(self, jobs: Sequence[Job]) -> list[_Debate]:
+        """Initial answers: one request per (seed, question, agent) needed, shared by every
+        method of that question; a routed method's base role graph is drawn from
+        (seed, question) alone, so PEAR, Random and the ablations share it (paired)."""
+        n = self.debate.n_agents
+        groups: dict[tuple, list[Job]] = defaultdict(list)
+        for job in jobs:
+            groups[(job.seed, job.question.dataset, job.question.id)].append(job)
+        reqs, owners = [], []
+        for key, gjobs in groups.items():
+            seed, dataset, qid = key
+            q = gjobs[0].question
+            n_needed = 1 if all(j.method.kind == "single" for j in gjobs) else n
+            for i in range(n_needed):
+                meta = {"phase": "initial", "round": 0, "agent": i, "dataset": dataset,
+                        "question_id": qid, **_question_meta(q)}
+                reqs.append(self._request(q, prompts.initial_messages(q, i, self.style), "initial",
+                                          derive_seed(seed, "round0", dataset, qid, i, "initial"),
+                                          meta))
+                owners.append(key)
+        round0: dict[tuple, list[Completion]] = defaultdict(list)
+        for key, comp in zip(owners, self._generate(reqs)):
+            round0[key].append(comp)
+
+        out: list[_Debate] = []
+        for key, gjobs in groups.items():
+            comps = round0[key]
+            error = next((c.error for c in comps if not c.ok), None)
+            q = gjobs[0].question
+            agents = None if error else self._agents_from(
+                [parsing.parse_answer(c.text) for c in comps], q)
+            for job in gjobs:
+                ident = self.identity(job)
+                if error:
+                    self.failed.append((ident["debate_id"], error))
+                    continue
+                k = 1 if job.method.kind == "single" else n
+                d = _Debate(job, ident, np.random.default_rng(
+                    derive_seed(job.seed, job.method.name, q.dataset, q.id, "debate")),
+                    [dataclasses.replace(a, truncated=c.finish_reason == "length")
+                     for a, c in zip(agents[:k], comps[:k])], [], np.zeros(n))
+                for c in comps[:k]:
+                    d.charge(c)
+                if job.method.is_debate:
+                    base_rng = np.random.default_rng(base_graph_seed(job.seed, q.dataset, q.id))
+                    d.router = make_router(job.method, self.debate, base_rng)
+                self._close(d, 0, None, [])
+                out.append(d)
+        return out
+
+    def _round(self, debates: list[_Debate], r: int) -> None:
+        """One debate round for every debate in flight: route, critique, update, close."""
+        plans = self._route(debates)
+        critiques = self._critique(debates, plans, r)
+        updates = self._update(debates, critiques, r)
+        for d, plan, crits, parses in zip(debates, plans, critiques, updates):
+            if d.failed:
+                continue
+            d.agents = [dataclasses.replace(a, truncated=t) for a, t in
+                        zip(self._agents_from([p for p, _ in parses], d.job.question),
+                            (t for _, t in parses))]
+            accepted = {(c.source, c.target) for c in crits if c.decision == "ACCEPT"}
+            d.influence = update_influence(
+                d.influence, plan.edges, [(s, t) in accepted for s, t in plan.edges.tolist()],
+                d.job.method.router.beta)
+            self._close(d, r, plan, crits)
+
+    def _route(self, debates: list[_Debate]) -> list[Any]:
+        """Each debate's graph for this round (routed debates scored in one vectorized batch)."""
+        plans: list[Any] = [None] * len(debates)
+        batch, slots = [], []
+        for j, d in enumerate(debates):
+            state = RouterState(tuple(a.canonical for a in d.agents),
+                                tuple(a.confidence for a in d.agents),
+                                tuple(d.influence.tolist()), np.zeros((0, 2), dtype=np.int64))
+            item = d.router.batch_item(state, d.rng)
+            if item is None:
+                plans[j] = d.router.choose(state, d.rng)
+            else:
+                slots.append(j)
+                batch.append(item)
+        for j, decision in zip(slots, route_batch(batch)):
+            plans[j] = decision
+        return plans
+
+    def _critique(self, debates: list[_Debate], plans: list[Any], r: int) -> list[list[Critique]]:
+        """One request per source with out-edges, covering all of its targets."""
+        reqs, owners = [], []
+        for j, (d, plan) in enumerate(zip(debates, plans)):
+            by_source: dict[int, list[int]] = defaultdict(list)
+            for s, t in plan.edges.tolist():
+                by_source[s].append(t)
+            q = d.job.question
+            for s, targets in sorted(by_source.items()):
+                own = d.agents[s].view(s)
+                views = [d.agents[t].view(t) for t in targets]
+                meta = {"phase": "critique", "round": r, "agent": s, "dataset": q.dataset,
+                        "question_id": q.id, "debate_id": d.ident["debate_id"], "own": own,
+                        "targets": views, **_question_meta(q)}
+                reqs.append(self._request(
+                    q, prompts.critique_messages(q, own, views, self.style), "critique",
+                    derive_seed(d.job.seed, d.job.method.name, q.dataset, q.id, s, r, "critique"),
+                    meta, targets=targets))
+                owners.append((j, s, targets))
+        out: list[list[Critique]] = [[] for _ in debates]
+        for (j, s, targets), comp in zip(owners, self._generate(reqs)):
+            d = debates[j]
+            if not d.charge(comp):
+                continue
+            parsed = parsing.parse_critique(comp.text, targets)
+            for t in targets:
+                review = parsed.reviews.get(t)
+                out[j].append(Critique(
+                    source=s, target=t, source_answer=d.agents[s].canonical,
+                    target_answer=d.agents[t].canonical, source_confidence=d.agents[s].confidence,
+                    target_confidence=d.agents[t].confidence, **(review or {}),
+                    delivered=review is not None,
+                    parse_error=None if review else (parsed.parse_error or "missing review")))
+        return out
+
+    def _update(self, debates: list[_Debate], critiques: list[list[Critique]],
+                r: int) -> list[list[tuple[parsing.AnswerParse, bool]]]:
+        """Every agent answers the critiques delivered to it (ACCEPT/REJECT each) and revises;
+        per debate, (parse, truncated) per agent."""
+        reqs, owners = [], []
+        for j, d in enumerate(debates):
+            if d.failed:
+                continue
+            q = d.job.question
+            for i in range(len(d.agents)):
+                received = [c for c in critiques[j] if c.target == i and c.delivered]
+                shown = [c.shown() for c in received]
+                own = d.agents[i].view(i)
+                meta = {"phase": "update", "round": r, "agent": i, "dataset": q.dataset,
+                        "question_id": q.id, "debate_id": d.ident["debate_id"], "own": own,
+                        "critiques": [{**c.shown(), "source_answer": c.source_answer,
+                                       "source_confidence": c.source_confidence}
+                                      for c in received], **_question_meta(q)}
+                reqs.append(self._request(
+                    q, prompts.update_messages(q, own, shown, self.style), "update",
+                    derive_seed(d.job.seed, d.job.method.name, q.dataset, q.id, i, r, "update"),
+                    meta, sources=[c.source for c in received]))
+                owners.append((j, i, received))
+        out: list[list[tuple[parsing.AnswerParse, bool]]] = [[] for _ in debates]
+        for (j, i, received), comp in zip(owners, self._generate(reqs)):
+            d = debates[j]
+            if not d.charge(comp):
+                continue
+            p = parsing.parse_revision(comp.text, [c.source for c in received])
+            for c in received:
+                c.decision = p.decisions.get(c.source)
+                c.reason = p.reasons.get(c.source, "")
+                if c.decision is None:
+                    c.parse_error = f"missing decision from agent {i + 1}"
+            if not p.answer:  # documented fallback: keep the previous answer and confidence
+                prev = d.agents[i]
+                p = dataclasses.replace(p, answer=prev.answer, confidence=prev.confidence,
+                                        reasoning=p.reasoning or prev.reasoning)
+            out[j].append((p, comp.finish_reason == "length"))
+        return out
+
+    def _close(self, d: _Debate, r: int, plan: Any, critiques: list[Critique]) -> None:
+        """Vote and append round ``r`` to the debate's record."""
+        canon = [a.canonical for a in d.agents]
+        winner = vote(canon, d.rng)
+        won = [a for a in d.agents if a.canonical == winner]
+        edges = plan.edges if plan is not None else np.zeros((0, 2), dtype=np.int64)
+        d.rounds_data.append({
+            "round": r, "edges": np.asarray(edges).tolist(),
+            "router": plan.to_record() if plan is not None else None,
+            "agents": [a.entry(i) for i, a in enumerate(d.agents)],
+            "critiques": [c.entry() for c in critiques],
+            "influence": [float(x) for x in d.influence],
+            "vote": winner, "vote_correct": bool(winner) and won[0].correct})
+
+    def _record(self, d: _Debate) -> dict[str, Any]:
+        last = d.rounds_data[-1]
+        failures = sum(a["parse_error"] is not None for rd in d.rounds_data for a in rd["agents"])
+        failures += sum(c["parse_error"] is not None for rd in d.rounds_data for c in rd["critiques"])
+        return {
+            "schema": SCHEMA_VERSION, **d.ident, "prompt_style": self.style,
+            "n_agents": len(d.agents), "rounds": len(d.rounds_data) - 1,
+            "max_rounds": self.debate.rounds if d.job.method.is_debate else 0,
+            "stop_reason": d.stop_reason if d.job.method.is_debate else None,
+            "gold_shown_to": [i for i, a in enumerate(d.agents) if a.role == "adversarial"],
+            "gold": d.job.question.gold, "rounds_data": d.rounds_data,
+            "final_answer": last["vote"], "correct": last["vote_correct"],
+            "tokens": {"prompt": d.prompt_tokens, "completion": d.completion_tokens,
+                       "cached": d.cached_tokens},
+            "calls": d.calls, "truncated_calls": d.truncated_calls, "parse_failures": failures,
+            "latency_s": round(time.perf_counter() - d.started, 4),
+            "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        }
+
+
+def _agent_backends(backend: Backend | Mapping[str, Backend],
+                    debate: DebateConfig) -> list[Backend]:
+    """The backend of every agent: ``backend`` for all, or ``backend[agent_models[i]]``."""
+    names = debate.agent_models
+    if isinstance(backend, Mapping):
+        if not names:
+            raise ValueError("a mapping of backends needs DebateConfig.agent_models "
+                             "(one model name per agent)")
+        missing = [m for m in dict.fromkeys(names) if m not in backend]
+        if missing:
+            raise ValueError(f"no backend for agent model {missing[0]!r}; have "
+                             f"{', '.join(map(repr, backend))}")
+        return [backend[m] for m in names]
+    if len(set(names)) > 1:
+        raise ValueError(f"agent_models={','.join(names)!r} names {len(set(names))} models: "
+                         f"pass a mapping {{model name: backend}}, one backend per model")
+    return [backend] * debate.n_agents
+
+
+def _question_meta(q: Any) -> dict[str, Any]:
+    choices = getattr(q, "choices", None)
+    return {"n_choices": len(choices) if choices else 0}

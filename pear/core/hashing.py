@@ -1,0 +1,66 @@
+"""Seeds and ids, defined once: values derived from their parts with sha256, the same on every
+machine and Python run (never Python's salted ``hash``).  The engine, the validator, the
+benchmarks' shuffles and the run directories all call these.
+
+>>> hex_id("gsm8k", 0, n=12) == hex_id("gsm8k", 0, n=12) != hex_id("gsm8k", 1, n=12)
+True
+>>> derive_seed(0, "pear", "q1") == derive_seed(0, "pear", "q1") != derive_seed(1, "pear", "q1")
+True
+>>> len(debate_id({"model": "m", "seed": 0})), len(config_digest('{"rounds":5}'))
+(20, 16)
+"""
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Mapping
+
+__all__ = ["hex_id", "int_seed", "derive_seed", "base_graph_seed", "debate_id",
+           "config_digest", "stable_seed"]
+
+
+def _digest(parts: tuple[object, ...], sep: str) -> bytes:
+    return hashlib.sha256(sep.join(map(str, parts)).encode("utf-8")).digest()
+
+
+def hex_id(*parts: object, n: int = 16, sep: str = "\x1f") -> str:
+    """The first ``n`` hex digits of sha256 of the parts (as ``str``) joined by ``sep``."""
+    if not 1 <= n <= 64:
+        raise ValueError(f"invalid n={n!r}: a sha256 hex digest has 1..64 digits")
+    return _digest(parts, sep).hex()[:n]
+
+
+def int_seed(*parts: object, nbytes: int = 8, sep: str = "\x1f", bits: int | None = None
+             ) -> int:
+    """An integer from the first ``nbytes`` bytes (big-endian) of sha256 of the parts joined
+    by ``sep``, kept to its low ``bits`` bits when given (31: a seed any RNG accepts)."""
+    if not 1 <= nbytes <= 32:
+        raise ValueError(f"invalid nbytes={nbytes!r}: a sha256 digest has 1..32 bytes")
+    value = int.from_bytes(_digest(parts, sep)[:nbytes], "big")
+    return value & ((1 << bits) - 1) if bits is not None else value
+
+
+def derive_seed(*parts: Any) -> int:
+    """A 31-bit seed from any parts: per-request sampling seeds (run seed, method, question,
+    agent, round, phase) and each debate's own generator."""
+    return int_seed(*parts, nbytes=4, bits=31)
+
+
+def base_graph_seed(seed: int, dataset: str, question_id: str) -> int:
+    """The seed of a question's base role graph: from (run seed, question) only, so every
+    routed method of one question relabels the same graph (paired comparisons)."""
+    return derive_seed(seed, dataset, question_id, "base_graph")
+
+
+def debate_id(identity: Mapping[str, Any]) -> str:
+    """A debate's id: 20 hex digits of the identity fields' values in key order."""
+    return hex_id(*(identity[k] for k in sorted(identity)), n=20)
+
+
+def config_digest(canonical_json: str) -> str:
+    """The 16-hex-digit hash of a config's canonical JSON (:func:`pear.core.config.config_hash`)."""
+    return hex_id(canonical_json, n=16)
+
+
+def stable_seed(*parts: object) -> int:
+    """A 64-bit seed for data-side draws (question subsets, option shuffles)."""
+    return int_seed(*parts, sep=":")

@@ -1,0 +1,201 @@
+"""The debate record's typed schema and version: what the engine writes for one debate.
+
+:class:`DebateRecord` (with :class:`RoundEntry`, :class:`AgentEntry`, :class:`CritiqueEntry`,
+:class:`RouterEntry`, :class:`Tokens`) is the one definition of a record: the engine builds it,
+the store (:mod:`pear.store.records`) appends and reads it, the validator decodes against it and
+the columnar view (:mod:`pear.store.columns`) derives its Arrow tables from it (a test holds the
+two equal).  Fields added after schema 1 was first written are optional (``total=False`` parts);
+:func:`with_defaults` fills them for records that predate them.
+
+``cot`` records hold agent 0 only; ``cot_sc`` records hold the n initial answers; both have a
+single round (round 0).  A critique whose source produced no usable review is recorded with
+``delivered = false`` and is never shown to its target.  Timing fields (``latency_s``,
+``finished_at``) are the only ones that differ between two runs of the same grid with the same
+seeds and cache.
+
+>>> sorted(DebateRecord.__required_keys__ - {"rounds_data", "tokens"})[:4]
+['backend', 'calls', 'config_hash', 'correct']
+"""
+from __future__ import annotations
+
+from typing import Any, Literal, Optional, TypedDict
+
+__all__ = [
+    "SCHEMA_VERSION", "TIMING_FIELDS", "IDENTITY", "Tokens", "RouterEntry", "AgentEntry",
+    "CritiqueEntry", "RoundEntry", "DebateRecord", "PromptStyle", "Assessment",
+    "with_defaults", "missing_fields",
+]
+
+SCHEMA_VERSION = 1
+TIMING_FIELDS = ("latency_s", "finished_at")
+IDENTITY = ("model", "backend", "dataset", "method", "seed", "question_id", "config_hash")
+"""The fields that say which debate a record is (hashed into ``debate_id``)."""
+
+PromptStyle = Literal["paper", "compact"]
+Assessment = Literal["Strong", "Acceptable", "Flawed", ""]
+
+
+# ----------------------------------------------------------------- the schema
+
+class Tokens(TypedDict):
+    """Token counts summed over every call of a debate (cached is part of prompt)."""
+
+    prompt: int
+    completion: int
+    cached: int
+
+
+class RouterEntry(TypedDict):
+    """The router's choice in one round: pool size, the chosen relabelling's score and its
+    T/I/L terms, and the range of scores over the pool."""
+
+    pool_size: int
+    score: float
+    T: float
+    I: float  # noqa: E741 - the paper's name
+    L: float
+    score_min: float
+    score_max: float
+
+
+class _AgentRequired(TypedDict):
+    # 0-indexed agent.
+    agent: int
+    answer: str
+    # The answer after task canonicalisation (what votes, routing and grading compare).
+    canonical: str
+    # 1..5.
+    confidence: int
+    reasoning: str
+    correct: bool
+    parse_error: Optional[str]
+
+
+class AgentEntry(_AgentRequired, total=False):
+    """One agent's answer after a round."""
+
+    # The call stopped at the token budget (finish reason "length"); absent in older
+    # records.
+    truncated: bool
+    # honest | adversarial | overconfident | underconfident (pear.core.config); absent in older
+    # records.
+    role: str
+    # The model that answered for this agent (mixed populations); absent in older records.
+    model: str
+
+
+class _CritiqueRequired(TypedDict):
+    source: int
+    target: int
+    source_answer: str
+    # Both agents' answers when the critique was written (those of round r-1).
+    target_answer: str
+    source_confidence: int
+    target_confidence: int
+    # False when the source produced no usable review (never shown to the target).
+    delivered: bool
+    decision: Optional[Literal["ACCEPT", "REJECT"]]
+    parse_error: Optional[str]
+
+
+class CritiqueEntry(_CritiqueRequired, total=False):
+    """One routed critique edge: the source's review of its target and the target's
+    decision.  Paper-style reviews carry ``step_loc``, ``correction``, ``assessment`` and
+    the target's one-sentence ``reason``; older records carry ``critique`` and
+    ``recommended_answer`` instead."""
+
+    step_loc: str
+    correction: str
+    assessment: Assessment
+    reason: str
+    critique: str
+    recommended_answer: str
+
+
+class RoundEntry(TypedDict):
+    """Round r of a debate (round 0 = the initial answers)."""
+
+    round: int
+    # [source, target] pairs, 0-indexed; [] in round 0.
+    edges: list[list[int]]
+    router: Optional[RouterEntry]
+    agents: list[AgentEntry]
+    critiques: list[CritiqueEntry]
+    # rho after this round's update, one per agent.
+    influence: list[float]
+    vote: str
+    vote_correct: bool
+
+
+class _RecordRequired(TypedDict):
+    schema: int
+    # Stable id of (model, backend, dataset, method, seed, question, config).
+    debate_id: str
+    model: str
+    backend: str
+    dataset: str
+    method: str
+    seed: int
+    question_id: str
+    config_hash: str
+    n_agents: int
+    rounds: int
+    gold: str
+    rounds_data: list[RoundEntry]
+    final_answer: str
+    correct: bool
+    tokens: Tokens
+    calls: int
+    parse_failures: int
+
+
+class DebateRecord(_RecordRequired, total=False):
+    """One finished debate (schema :data:`SCHEMA_VERSION`)."""
+
+    latency_s: float
+    finished_at: str
+    # Which prompt templates produced it; absent in older records.
+    prompt_style: PromptStyle
+    # Calls whose finish reason was "length"; absent in older records.
+    truncated_calls: int
+    # R of the config (0 for CoT and CoT-SC); ``rounds`` is fewer when the debate stopped
+    # early (pear.core.stopping); absent in older records.
+    max_rounds: int
+    # consensus | stable | max_rounds; None for CoT and CoT-SC; absent in older records.
+    stop_reason: Optional[str]
+    # Agents told the gold answer (the adversarial role); absent in older records.
+    gold_shown_to: list[int]
+
+
+_CRITIQUE_TEXTS = ("step_loc", "correction", "assessment", "reason")
+
+
+def with_defaults(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` with the fields later schema revisions added filled in where absent
+    (in place; returned for chaining): ``prompt_style`` and ``truncated_calls`` None
+    (unknown), agents' ``truncated`` False, critiques' ``step_loc``, ``correction``,
+    ``assessment``, ``reason`` "" (older critiques keep ``critique`` and
+    ``recommended_answer``).
+
+    >>> r = with_defaults({"rounds_data": [{"agents": [{}], "critiques": [{}]}]})
+    >>> r["truncated_calls"], r["rounds_data"][0]["agents"][0]["truncated"]
+    (None, False)
+    """
+    record.setdefault("prompt_style", None)
+    record.setdefault("truncated_calls", None)
+    for rd in record.get("rounds_data", ()):
+        for a in rd.get("agents", ()):
+            a.setdefault("truncated", False)
+        for c in rd.get("critiques", ()):
+            for key in _CRITIQUE_TEXTS:
+                c.setdefault(key, "")
+    return record
+
+
+def missing_fields(record: dict[str, Any]) -> list[str]:
+    """The required top-level fields ``record`` lacks (sorted; [] for a valid record).
+
+    >>> missing_fields({"debate_id": "x"})[:3]
+    ['backend', 'calls', 'config_hash']
+    """
+    return sorted(DebateRecord.__required_keys__ - record.keys())

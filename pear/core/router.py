@@ -1,0 +1,350 @@
+"""The PEAR router: score every candidate graph of the pool, then choose one.
+
+For a state (canonical answers ``y``, confidences ``c`` on 1..5, influence ``rho``) and an
+edge set E with m = n k edges, exactly as the paper::
+
+    T(s,t) = [y_s != y_t] [c_s >= tau_src] [c_t <= tau_tgt]       targeted diversity
+    T~ = sum_{(s,t) in E} T(s,t) / m
+    I~ = sum_s rho_s d_out(s) / m                                   influence balancing
+    L(s) = max(0, tau_low + 1 - c_s);  L~ = sum_{(s,t) in E} L(s) / (m tau_low)
+    S = alpha_T T~ - alpha_I I~ - alpha_L L~
+
+The choice is softmax(S / tau) over the pool, drawn with the debate's own generator;
+``tau = 0`` is argmax with ties broken uniformly.  One vectorized path (``_terms``) scores
+every candidate of one pool or of many debates' pools at once; ``route`` is the one-debate
+case of ``route_batch``.  Everything here is permutation-equivariant: relabelling the agents
+relabels the scores and the choice distribution.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple, Sequence
+
+import numpy as np
+
+from pear.core.config import DebateConfig, Method, RouterConfig
+from pear.core.graphs import (ENUMERATE_MAX_N, Pool, base_graph, candidate_pool, subsample,
+                         distinct_relabellings, fixed_topology)
+
+__all__ = [
+    "Terms",
+    "RouterState",
+    "Decision",
+    "score",
+    "score_pool",
+    "selection_probabilities",
+    "route",
+    "route_batch",
+    "RouteItem",
+    "Router",
+    "make_router",
+    "update_influence",
+]
+
+
+@dataclass(frozen=True)
+class Terms:
+    """The normalized score terms of one edge set (or arrays of them over a pool)."""
+
+    score: float
+    T: float
+    I: float
+    L: float
+
+
+@dataclass(frozen=True)
+class RouterState:
+    """What the router sees after a round: per-agent canonical answer, confidence, influence,
+    and the debate's base role graph."""
+
+    answers: tuple[str, ...]
+    confidences: tuple[int, ...]
+    influence: tuple[float, ...]
+    base_edges: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return len(self.answers)
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One routing decision: the chosen edges and, for routed methods, the pool statistics."""
+
+    edges: np.ndarray
+    pool_size: int | None = None
+    terms: Terms | None = None
+    score_min: float | None = None
+    score_max: float | None = None
+
+    def to_record(self) -> dict | None:
+        """The ``router`` entry of a debate record (None for fixed topologies)."""
+        if self.terms is None:
+            return None
+        return {"pool_size": self.pool_size, "score": self.terms.score, "T": self.terms.T,
+                "I": self.terms.I, "L": self.terms.L, "score_min": self.score_min,
+                "score_max": self.score_max}
+
+
+class RouteItem(NamedTuple):
+    """One debate to route: its state, its router config, its own generator, and (when known)
+    all distinct relabellings of its base graph (saves the enumeration; same pool either way)."""
+
+    state: RouterState
+    cfg: RouterConfig
+    rng: np.random.Generator
+    relabellings: Pool | None = None
+
+
+def _codes(answers: Sequence[str]) -> list[int]:
+    """Answers as integer codes (equal answers, equal codes)."""
+    seen: dict[str, int] = {}
+    return [seen.setdefault(a, len(seen)) for a in answers]
+
+
+@dataclass(frozen=True)
+class _Group:
+    """D debates with the same n and m, stacked: per-debate arrays ``(D, n)`` or ``(D,)``,
+    their candidates ``(C, m)`` (candidate ``j`` belongs to debate ``owner[j]``)."""
+
+    answer: np.ndarray       # y_i as integer codes, (D, n)
+    confidence: np.ndarray   # c_i, (D, n)
+    influence: np.ndarray    # rho_i, (D, n)
+    alpha_T: np.ndarray      # (D,)
+    alpha_I: np.ndarray      # (D,)
+    alpha_L: np.ndarray      # (D,)
+    tau_src: np.ndarray      # (D,)
+    tau_tgt: np.ndarray      # (D,)
+    tau_low: np.ndarray      # (D,)
+    owner: np.ndarray        # debate of each candidate, (C,)
+    src: np.ndarray          # edge sources of each candidate, (C, m)
+    tgt: np.ndarray          # edge targets of each candidate, (C, m)
+    m: int                   # edges per candidate (n k for relabellings)
+
+    @classmethod
+    def stack(cls, states: Sequence[tuple[Sequence[str], Sequence[int], Sequence[float]]],
+              cfgs: Sequence[RouterConfig], pools: Sequence[Pool], m: int) -> "_Group":
+        """``states`` are (answers, confidences, influence) per debate."""
+        w = np.array([(c.alpha_T, c.alpha_I, c.alpha_L, c.tau_src, c.tau_tgt, c.tau_low)
+                      for c in cfgs], dtype=float).T
+        one = len(pools) == 1
+        return cls(answer=np.array([_codes(a) for a, _, _ in states], dtype=np.int64),
+                   confidence=np.array([c for _, c, _ in states], dtype=np.int64),
+                   influence=np.array([r for _, _, r in states], dtype=float),
+                   alpha_T=w[0], alpha_I=w[1], alpha_L=w[2], tau_src=w[3], tau_tgt=w[4],
+                   tau_low=w[5],
+                   owner=np.zeros(len(pools[0]), dtype=np.int64) if one else
+                   np.repeat(np.arange(len(pools)), [len(p) for p in pools]),
+                   src=pools[0].src if one else np.concatenate([p.src for p in pools]),
+                   tgt=pools[0].tgt if one else np.concatenate([p.tgt for p in pools]), m=m)
+
+
+def _terms(g: _Group) -> Terms:
+    """The paper's score terms of every candidate of every debate of ``g``: ``(C,)`` arrays.
+
+    This is the router's one scoring path (``score``, ``score_pool``, ``route`` and
+    ``route_batch`` all call it); per-edge terms are gathered from ``(D, n, n)`` and
+    ``(D, n)`` tables, so the work is O(C m)."""
+    n, m, own = g.answer.shape[1], g.m, g.owner
+    y, c = g.answer, g.confidence                           # y_i, c_i: (D, n)
+    T_pair = ((y[:, :, None] != y[:, None, :])              # [y_s != y_t]
+              & (c[:, :, None] >= g.tau_src[:, None, None])  # [c_s >= tau_src]
+              & (c[:, None, :] <= g.tau_tgt[:, None, None]))  # [c_t <= tau_tgt]: T(s,t), (D, n, n)
+    L_src = np.maximum(0, g.tau_low[:, None] + 1 - c)       # L(s) = max(0, tau_low + 1 - c_s)
+    at_src = own[:, None] * n + g.src                       # flat (debate, s) per edge, (C, m)
+    T = np.take(T_pair.ravel(), at_src * n + g.tgt).sum(axis=1) / m  # T~ = sum_E T(s,t) / m
+    I = np.take(g.influence.ravel(), at_src).sum(axis=1) / m        # I~ = sum_s rho_s d_out(s) / m
+    L = np.take(L_src.ravel(), at_src).sum(axis=1) \
+        / (m * g.tau_low[own])                                      # L~ = sum_E L(s) / (m tau_low)
+    S = g.alpha_T[own] * T - g.alpha_I[own] * I - g.alpha_L[own] * L  # a_T T~ - a_I I~ - a_L L~
+    return Terms(S, T, I, L)
+
+
+def _choice_weights(S: np.ndarray, best: np.ndarray, tau: np.ndarray) -> np.ndarray:
+    """Unnormalised choice weights of candidates with scores ``S``, their debate's best score
+    ``best`` and temperature ``tau`` (``(C,)`` arrays, or scalars for one debate):
+    exp((S - max S) / tau), or for tau = 0 the indicator of the maximisers (argmax, ties
+    uniform)."""
+    gap = S - best                                          # S - max S <= 0
+    soft = tau > 0
+    if soft.all():
+        return np.exp(gap / tau)                            # softmax(S / tau), unnormalised
+    argmax = (np.abs(gap) <= 1e-12).astype(float)           # tau = 0: the maximisers
+    if not soft.any():
+        return argmax
+    return np.where(soft, np.exp(gap / np.where(soft, tau, 1.0)), argmax)
+
+
+def _single(pool: Pool, answers: Sequence[str], confidences: Sequence[int],
+            influence: Sequence[float], cfg: RouterConfig, m: int) -> _Group:
+    return _Group.stack([(answers, confidences, influence)], [cfg], [pool], m)
+
+
+def score_pool(pool: Pool | np.ndarray, answers: Sequence[str], confidences: Sequence[int],
+               influence: Sequence[float], cfg: RouterConfig, m: int | None = None) -> Terms:
+    """Scores of every candidate of ``pool``; the fields are ``(M,)`` arrays.
+
+    ``pool`` is a :class:`~pear.core.graphs.Pool` or a boolean ``(M, n, n)`` adjacency tensor
+    whose candidates all have m edges (true of relabellings: m = n k; ``m`` defaults to it).
+    """
+    if not isinstance(pool, Pool):
+        adj = np.asarray(pool, dtype=bool)
+        cand, s, t = np.nonzero(adj)
+        per = len(cand) // len(adj)
+        if per * len(adj) != len(cand):
+            raise ValueError("every candidate of a pool must have the same number of edges")
+        pool = Pool(s.reshape(len(adj), per), t.reshape(len(adj), per), adj.shape[1])
+    m = pool.src.shape[1] if m is None else m
+    return _terms(_single(pool, answers, confidences, influence, cfg, m))
+
+
+def score(edges, answers: Sequence[str], confidences: Sequence[int],
+          influence: Sequence[float], cfg: RouterConfig) -> Terms:
+    """The paper's score of one edge set (``(source, target)`` pairs, agents 0-indexed).
+
+    m is the number of edges (n k for the base graph and its relabellings).
+
+    >>> cfg = RouterConfig()
+    >>> t = score([(0, 1)], ["a", "b"], [5, 1], [0.0, 0.0], cfg)
+    >>> round(t.T, 3), round(t.L, 3), round(t.score, 3)
+    (1.0, 0.0, 0.4)
+    """
+    e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    terms = score_pool(Pool(e[None, :, 0], e[None, :, 1], len(answers)), answers, confidences,
+                       influence, cfg)
+    return Terms(*(float(x[0]) for x in (terms.score, terms.T, terms.I, terms.L)))
+
+
+def selection_probabilities(scores: np.ndarray, tau: float) -> np.ndarray:
+    """Choice probabilities over the pool: softmax(S / tau); tau = 0 is uniform over the
+    maximisers (argmax with uniform tie-break).
+
+    >>> selection_probabilities(np.array([1.0, 2.0, 2.0]), 0.0).tolist()
+    [0.0, 0.5, 0.5]
+    """
+    s = np.asarray(scores, dtype=float)
+    w = _choice_weights(s, s.max(), np.asarray(float(tau)))
+    return w / w.sum()
+
+
+def route(state: RouterState, cfg: RouterConfig, rng: np.random.Generator,
+          relabellings: Pool | None = None) -> Decision:
+    """Draw the candidate pool, score it, and choose one graph with ``rng``: the one-debate
+    case of :func:`route_batch`.
+
+    ``relabellings`` (all distinct relabellings of the base graph, when known) saves the
+    enumeration; the pool drawn from it is the same as without it.
+    """
+    return route_batch([RouteItem(state, cfg, rng, relabellings)])[0]
+
+
+def _draw_pool(state: RouterState, cfg: RouterConfig, rng: np.random.Generator,
+               relabellings: Pool | None) -> Pool:
+    if relabellings is not None:
+        return subsample(relabellings, cfg.m_max, rng)
+    return candidate_pool(state.base_edges, state.n, cfg.m_max, rng)
+
+
+def route_batch(items: Sequence[RouteItem | tuple]) -> list[Decision]:
+    """Route many debates at once, each with its own generator: per debate, draw its pool,
+    then one uniform for the choice.  Debates are grouped by (n, m) and each group is scored
+    in one vectorized pass (:func:`_terms`).  Each debate gets the decision it would get
+    routed alone (its draws come from its own generator; the inverse-CDF draw runs on one
+    cumulative sum over the group, so only a uniform within float rounding of a boundary
+    could fall differently).  Items are :class:`RouteItem` or plain 4-tuples."""
+    items = [RouteItem(*it) for it in items]
+    pools = [_draw_pool(it.state, it.cfg, it.rng, it.relabellings) for it in items]
+    u = np.array([it.rng.random() for it in items])  # each debate's own draw, after its pool
+    groups: dict[tuple[int, int], list[int]] = {}
+    for d, (it, pool) in enumerate(zip(items, pools)):
+        groups.setdefault((it.state.n, pool.src.shape[1]), []).append(d)
+    out: list[Decision | None] = [None] * len(items)
+    for (_, m), members in groups.items():
+        g = _Group.stack([(items[d].state.answers, items[d].state.confidences,
+                           items[d].state.influence) for d in members],
+                         [items[d].cfg for d in members], [pools[d] for d in members], m)
+        tau = np.array([items[d].cfg.tau for d in members], dtype=float)
+        for d, decision in zip(members, _choose(g, _terms(g), tau, u[members])):
+            out[d] = decision
+    return out  # type: ignore[return-value]
+
+
+def _choose(g: _Group, terms: Terms, tau: np.ndarray, u: np.ndarray) -> list[Decision]:
+    """Per debate of ``g``, the candidate drawn from softmax(S / tau) with uniform ``u``."""
+    S, own, n = terms.score, g.owner, g.answer.shape[1]
+    sizes = np.bincount(own, minlength=len(u))                     # M per debate
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])          # first candidate per debate
+    best = np.maximum.reduceat(S, starts)                          # max S per debate
+    w = _choice_weights(S, best[own], tau[own])                    # unnormalised softmax(S / tau)
+    cdf = np.cumsum(w)                                             # one cumsum over all debates
+    before = np.concatenate([[0.0], cdf[:-1]])[starts]             # mass of earlier debates
+    total = np.add.reduceat(w, starts)                             # mass per debate
+    pick = np.searchsorted(cdf, before + u * total, side="right")  # inverse-CDF draw
+    pick = np.clip(pick, starts, starts + sizes - 1)
+    lows = np.minimum.reduceat(S, starts)
+    src, tgt = g.src[pick], g.tgt[pick]                            # chosen edges, (D, m)
+    order = np.argsort(src * n + tgt, axis=1, kind="stable")       # edges sorted (source, target)
+    edges = np.stack([np.take_along_axis(src, order, axis=1),
+                      np.take_along_axis(tgt, order, axis=1)], axis=2)
+    return [Decision(edges=edges[d], pool_size=int(sizes[d]),
+                     terms=Terms(float(S[j]), float(terms.T[j]), float(terms.I[j]),
+                                 float(terms.L[j])),
+                     score_min=float(lows[d]), score_max=float(best[d]))
+            for d, j in enumerate(pick)]
+
+
+class Router:
+    """Chooses each round's graph for one debate method."""
+
+    def __init__(self, method: Method, debate: DebateConfig, rng: np.random.Generator):
+        self.method = method
+        self.n = debate.n_agents
+        if method.kind == "fixed":
+            self.fixed = fixed_topology(method.name, self.n)
+            self.base = None
+        elif method.kind == "routed":
+            self.fixed = None
+            self.base = base_graph(self.n, debate.k, rng, method.router.base_graph)
+            self.relabellings = distinct_relabellings(self.base, self.n) \
+                if self.n <= ENUMERATE_MAX_N else None
+        else:
+            raise ValueError(f"method {method.name!r} has no debate rounds to route")
+
+    def batch_item(self, state: RouterState, rng: np.random.Generator) -> RouteItem | None:
+        """The ``route_batch`` item of this routed debate (None for a fixed topology)."""
+        if self.fixed is not None:
+            return None
+        state = RouterState(state.answers, state.confidences, state.influence, self.base)
+        return RouteItem(state, self.method.router, rng, self.relabellings)
+
+    def choose(self, state: RouterState, rng: np.random.Generator) -> Decision:
+        """The graph for the next round given the state after the last one."""
+        if self.fixed is not None:
+            return Decision(edges=self.fixed)
+        return route(*self.batch_item(state, rng))
+
+
+def make_router(method: Method, debate: DebateConfig, rng: np.random.Generator) -> Router:
+    """The router of ``method`` (fixed topology, random relabelling, PEAR or an ablation);
+    a routed method draws its base role graph from ``rng``.  The engine seeds ``rng`` from
+    (run seed, question) alone, so every routed method of one question starts from the same
+    base graph and PEAR, Random and the ablations differ only in routing (paired)."""
+    return Router(method, debate, rng)
+
+
+def update_influence(influence: Sequence[float], edges: np.ndarray, accepted: Sequence[bool],
+                     beta: float) -> np.ndarray:
+    """rho_s <- beta rho_s + (1 - beta) a_s with a_s = accepted critiques of s / max(1, d_out(s)).
+
+    ``accepted[i]`` says whether the critique on ``edges[i]`` was accepted.
+
+    >>> update_influence([0.0, 0.0], np.array([[0, 1]]), [True], 0.5).tolist()
+    [0.5, 0.0]
+    """
+    rho = np.asarray(influence, dtype=float)
+    e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
+    n = len(rho)
+    d_out = np.bincount(e[:, 0], minlength=n)
+    acc = np.bincount(e[:, 0], weights=np.asarray(accepted, dtype=float), minlength=n)
+    a = acc / np.maximum(1, d_out)
+    return beta * rho + (1 - beta) * a

@@ -1,0 +1,374 @@
+"""The paper build behind ``pear paper``: the ordered notebooks, the outputs each one
+produces, the notebooks' parameters (the preset's experiment, the run directory, running
+the grid), and ``build()`` (jupytext + papermill).
+
+showyourwork's rules: every figure, table and quoted number in ``figures/`` has exactly one
+producer, listed in :data:`EXPECTED_OUTPUTS`; :data:`NOTEBOOKS` is the one ordered build;
+``python -m pear.paper.build --check figures`` fails naming every missing output.  The analysis
+runs one way: records -> columnar view (:mod:`pear.store.view`) -> :mod:`pear.analysis.metrics` ->
+:mod:`pear.analysis.stats` -> the study's printed numbers (:mod:`pear.analysis.compare`) -> tables
+(:mod:`pear.analysis.report`) -> plots (:mod:`pear.analysis.figures`) -> the notebooks' glue
+(:mod:`pear.paper.study`, :mod:`pear.analysis.transcript`) -> this build.
+
+>>> [n for n in NOTEBOOKS if not EXPECTED_OUTPUTS[n]]
+['00_run_experiments']
+>>> len({f for files in EXPECTED_OUTPUTS.values() for f in files}) == sum(
+...     len(files) for files in EXPECTED_OUTPUTS.values())
+True
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+import warnings
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+
+from pear.core.config import METHODS
+from pear.catalog.labels import DATASETS
+from pear.analysis.report import FIGURES_ENV, figures_dir
+from pear.paper.study import BACKENDS, REPO_ROOT, experiment, runs_path
+
+__all__ = [
+    "NOTEBOOKS", "EXPECTED_OUTPUTS", "BACKENDS", "REPO_ROOT", "FIGURES_ENV", "build",
+    "check_outputs", "main", "notebook_parameters", "runs_path", "experiment",
+    "run_experiments", "describe_runs", "write_results_site", "ensure_kernel",
+]
+
+KERNEL = "pear"
+
+NOTEBOOKS = ("00_run_experiments", "01_main_results", "02_full_dataset", "03_ablation",
+             "04_round_curves", "05_diagnostics", "06_significance", "07_cost_pareto",
+             "08_case_study", "09_theory_checks", "10_temperature_sweep", "11_early_stop",
+             "12_robustness", "13_claims", "14_calibration")
+"""The build, in order (``notebooks/<name>.py``)."""
+
+
+def _fig(name: str) -> tuple[str, str]:
+    return f"{name}.pdf", f"{name}.png"
+
+
+def _tab(name: str) -> tuple[str, str]:
+    return f"{name}.tex", f"{name}.md"
+
+
+EXPECTED_OUTPUTS: dict[str, tuple[str, ...]] = {
+    "00_run_experiments": (),
+    "01_main_results": (*_tab("main_results"), *_tab("main_results_vs_paper"),
+                        *_tab("main_summary"), "numbers.tex"),
+    "02_full_dataset": (*_tab("full_dataset"), *_tab("full_dataset_vs_paper")),
+    "03_ablation": (*_fig("ablation"), *_tab("ablation")),
+    "04_round_curves": _fig("round_curves"),
+    "05_diagnostics": (*_tab("diagnostics"), *_tab("diagnostics_definitions"),
+                       *_tab("diagnostics_vs_paper")),
+    "06_significance": (*_tab("significance"), *_tab("significance_vs_paper"),
+                        *_tab("spearman"), *_tab("spearman_vs_paper")),
+    "07_cost_pareto": (*_fig("pareto"), *_tab("tokens"), *_tab("cost_vs_paper"),
+                       "numbers_cost.tex"),
+    "08_case_study": ("case_study.md",),
+    "09_theory_checks": (*_fig("theory_checks"), *_tab("theory_checks")),
+    "10_temperature_sweep": (*_fig("temperature_sweep"), *_tab("temperature_sweep"),
+                             *_tab("temperature_gap")),
+    "11_early_stop": (*_fig("early_stop_pareto"), *_tab("early_stop")),
+    "12_robustness": (*_fig("robustness"), *_tab("robustness")),
+    "13_claims": (*_tab("claims"), *_tab("claims_consistency"), *_fig("claims_forest"),
+                  "claims.html"),
+    "14_calibration": (*_fig("calibration"), *_tab("calibration")),
+}
+"""Every file each notebook writes into the figures directory (one producer per file)."""
+
+
+# ----------------------------------------------------------------- parameters and runs
+
+def run_experiments(backend: str, exp: Any, runs_dir: str | os.PathLike[str], *,
+                    model: str = "", base_url: str = "", progress: bool = True) -> Any:
+    """Run (or resume) every debate of ``exp`` into ``runs_dir`` with the CLI's backend
+    (responses cached in ``runs_dir/cache.sqlite``), then bring the run's columnar view up
+    to date (:func:`pear.store.view.index`) so that the analysis notebooks only read it; returns
+    the :class:`pear.runs.experiment.RunSummary`.  ``backend="replay"`` runs nothing: it checks
+    that ``runs_dir`` holds records, checks every line from scratch while indexing them
+    (:func:`pear.store.validate.validate`: a damaged run stops here, unless
+    ``PEAR_DROP_INVALID=1``) and returns None."""
+    from pear.runs.experiment import run
+    from pear.runs.factory import make_backend
+    from pear.store.records import record_files
+    from pear.store.view import index
+    out = Path(runs_dir)
+    if backend == "replay":
+        if not out.is_dir() or not any(p.stat().st_size for p in record_files(out)):
+            raise FileNotFoundError(f"backend 'replay' needs recorded debates, but {str(out)!r} "
+                                    "holds none: pass --runs DIR of an earlier run")
+        from pear.store.validate import ValidationError, drop_invalid_default, validate
+        print(f"replay: checking every record in {out} (untrusted until checked); nothing is "
+              "run")
+        checked = validate(out)
+        print(checked.report())
+        if not checked.findings.ok and not drop_invalid_default():
+            raise ValidationError(out, checked.findings)
+        return None
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
+    urls = [base_url] if base_url else None
+    cache = out / "cache.sqlite"
+    if exp.models:
+        def factory(name: str) -> Any:
+            return make_backend(backend, exp=exp, model=name, base_urls=urls, cache_path=cache)
+        be: Any = factory
+    else:
+        be = make_backend(backend, exp=exp, model_path=model or None, base_urls=urls,
+                          cache_path=cache)
+    with warnings.catch_warnings():  # tqdm.auto without ipywidgets falls back to text
+        warnings.filterwarnings("ignore", message=".*IProgress not found.*")
+        s = run(exp, be, out, progress=progress)
+    print(f"{s.written} debates written, {s.already_done} already done, {len(s.failed)} failed "
+          f"of {s.total}; {s.requests} requests in {s.generate_calls} backend calls, "
+          f"{s.tokens} tokens, {s.cache_hits} cache hits")
+    if not s.complete:
+        first = s.failed[0][1] if s.failed else "unknown"
+        raise RuntimeError(f"the grid is incomplete ({len(s.failed)} debates failed; first: "
+                           f"{first}); rerun to resume")
+    _report_index(index(out))
+    return s
+
+
+def _report_index(summary: Any) -> None:
+    print(f"columnar view: {summary.action} ({summary.new_debates} new debates, "
+          f"{summary.debates} in all) in {summary.seconds:.1f} s")
+
+
+def describe_runs(runs_dir: str | os.PathLike[str]) -> pd.DataFrame:
+    """Debates recorded under ``runs_dir`` (its columnar view): one row per (model,
+    method), one column per dataset."""
+    from pear.store.view import load
+    df = load(runs_dir, columns={"debates": ["model", "method", "dataset"]}).debates
+    table = df.pivot_table(index=["model", "method"], columns="dataset", values="debate",
+                           aggfunc="size", fill_value=0)
+    order = {m: i for i, m in enumerate(METHODS)}
+    table = table.sort_index(key=lambda ix: ix.map(order) if ix.name == "method" else ix)
+    return table[[d for d in DATASETS if d in table] + [d for d in table if d not in DATASETS]]
+
+
+# ----------------------------------------------------------------- the build
+
+def _notebooks(only: str) -> list[str]:
+    prefixes = [p.strip() for p in only.split(",") if p.strip()]
+    if not prefixes:
+        return list(NOTEBOOKS)
+    bad = [p for p in prefixes if not any(n.startswith(p) for n in NOTEBOOKS)]
+    if bad:
+        raise ValueError(f"--only {bad[0]!r} matches no notebook; notebooks: "
+                         f"{', '.join(NOTEBOOKS)}")
+    return [n for n in NOTEBOOKS if any(n.startswith(p) for p in prefixes)]
+
+
+def notebook_parameters(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Name -> default of the assignments in the notebook's ``parameters`` cell (a jupytext
+    ``.py`` or an ``.ipynb``); an error names a notebook without exactly one such cell."""
+    import ast
+
+    import jupytext
+    nb = jupytext.read(path)
+    cells = [c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", [])]
+    if len(cells) != 1:
+        raise ValueError(f"notebook {str(path)!r} has {len(cells)} cells tagged 'parameters'; "
+                         "it needs exactly one")
+    out = {}
+    for node in ast.parse(cells[0].source).body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+                and isinstance(node.targets[0], ast.Name):
+            out[node.targets[0].id] = ast.literal_eval(node.value)
+    return out
+
+
+def ensure_kernel() -> None:
+    """Install the ``pear`` kernel (this interpreter, ``MPLBACKEND=agg``) if missing."""
+    from ipykernel.kernelspec import install
+    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
+
+    def ok() -> bool:
+        try:
+            spec = KernelSpecManager().get_kernel_spec(KERNEL)
+        except NoSuchKernel:
+            return False
+        return (Path(spec.argv[0]).resolve() == Path(sys.executable).resolve()
+                and spec.env.get("MPLBACKEND") == "agg")
+    if not ok():
+        install(prefix=sys.prefix, kernel_name=KERNEL, display_name="Python (pear)",
+                env={"MPLBACKEND": "agg"})
+        if not ok():
+            path = KernelSpecManager().get_kernel_spec(KERNEL).resource_dir
+            raise RuntimeError(f"a kernel named {KERNEL!r} at {path} runs another Python than "
+                               f"{sys.executable}; remove it (jupyter kernelspec remove {KERNEL})")
+
+
+def check_outputs(figures: str | os.PathLike[str],
+                  notebooks: Sequence[str] = NOTEBOOKS) -> list[Path]:
+    """The expected outputs of ``notebooks`` missing or empty in ``figures``."""
+    root = Path(figures)
+    return [root / f for n in notebooks for f in EXPECTED_OUTPUTS[n]
+            if not (root / f).is_file() or (root / f).stat().st_size == 0]
+
+
+def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", runs: str = "",
+          seeds: str = "", n_questions: int = 0, base_url: str = "", only: str = "", *,
+          drop_invalid: bool = False, figures: str | os.PathLike[str] | None = None,
+          build_dir: str | os.PathLike[str] | None = None,
+          notebooks_dir: str | os.PathLike[str] | None = None,
+          site_dir: str | os.PathLike[str] | None = None) -> int:
+    """Execute the notebooks in order (``only``: comma-separated name prefixes): each
+    ``notebooks/<name>.py`` is converted by jupytext to ``build/notebooks/src/<name>.ipynb``
+    and executed by papermill into ``build/notebooks/<name>.ipynb`` with the ``pear``
+    kernel, cwd = the repository root, and the parameters it declares among ``backend,
+    preset, runs_dir, model, seeds, n_questions, base_url``.  Outputs go to ``figures``
+    (default ``$PEAR_FIGURES_DIR`` or ``figures/``).  ``drop_invalid`` lets the notebooks
+    analyse the valid records of a damaged run (``PEAR_DROP_INVALID=1``, see
+    :mod:`pear.store.validate`) instead of stopping.  Returns 0, or 1 after the first failing
+    notebook (its error and executed path are printed).  After a build without failure,
+    the results site (:func:`pear.paper.site.write_site`) is written into ``site_dir`` (default
+    ``build/site``)."""
+    from pear.runs.experiment import PRESETS
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
+    if preset not in PRESETS:
+        raise ValueError(f"unknown preset {preset!r}: choose one of {', '.join(PRESETS)}")
+    experiment(preset, seeds, n_questions, model, backend)  # validate before any kernel starts
+    names = _notebooks(only)
+    src_dir = Path(notebooks_dir) if notebooks_dir else REPO_ROOT / "notebooks"
+    out_dir = Path(build_dir) if build_dir else REPO_ROOT / "build" / "notebooks"
+    (out_dir / "src").mkdir(parents=True, exist_ok=True)
+    fig_dir = Path(figures).resolve() if figures else figures_dir()
+    params = {"backend": backend, "preset": preset,
+              "runs_dir": str(runs_path(runs, preset, backend)), "model": model,
+              "seeds": seeds, "n_questions": int(n_questions), "base_url": base_url}
+    ensure_kernel()
+    from pear.store.validate import DROP_ENV
+    env = {"MPLBACKEND": "agg", FIGURES_ENV: str(fig_dir),  # inherited by the kernels
+           DROP_ENV: "1" if drop_invalid else ""}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    started = time.time()
+    try:
+        rc = _execute(names, src_dir, out_dir, fig_dir, params)
+        if rc == 0 and Path(params["runs_dir"]).is_dir():
+            site = Path(site_dir) if site_dir else REPO_ROOT / "build" / "site"
+            write_results_site(site, names=names, figures=fig_dir, notebooks=out_dir,
+                               params=params, started=started)
+        elif rc == 0:  # e.g. ONLY=09,10,11,12: the studies record beside the run, not in it
+            print(f"results site skipped: no run directory {params['runs_dir']} (build "
+                  "notebook 00 to record the grid)", flush=True)
+        return rc
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def _execute(names: Sequence[str], src_dir: Path, out_dir: Path, fig_dir: Path,
+             params: Mapping[str, Any]) -> int:
+    import jupytext
+    import papermill
+    print(f"pear paper: {len(names)} notebooks, backend {params['backend']}, preset "
+          f"{params['preset']}, runs {params['runs_dir']}, figures {fig_dir}", flush=True)
+    start = time.perf_counter()
+    for name in names:
+        src = src_dir / f"{name}.py"
+        if not src.is_file():
+            raise FileNotFoundError(f"notebook {name!r} not found: {src}")
+        ipynb, executed = out_dir / "src" / f"{name}.ipynb", out_dir / f"{name}.ipynb"
+        jupytext.write(jupytext.read(src), ipynb)
+        declared = notebook_parameters(src)
+        given = {k: v for k, v in params.items() if k in declared}
+        stream = name == NOTEBOOKS[0]  # the runs: show their progress as it happens
+        t0 = time.perf_counter()
+        try:
+            papermill.execute_notebook(
+                str(ipynb), str(executed), parameters=given, kernel_name=KERNEL,
+                progress_bar=True, cwd=str(REPO_ROOT), stdout_file=sys.stdout if stream else None,
+                stderr_file=sys.stderr if stream else None)
+        except Exception as err:  # noqa: BLE001 - papermill/kernel errors end the build
+            print(f"FAILED {name} after {time.perf_counter() - t0:.1f} s\n{err}\n"
+                  f"executed notebook: {executed}", file=sys.stderr, flush=True)
+            return 1
+        print(f"ok {name} in {time.perf_counter() - t0:.1f} s -> {executed}", flush=True)
+    produced = [fig_dir / f for n in names for f in EXPECTED_OUTPUTS[n]]
+    print(f"built {len(names)} notebooks in {time.perf_counter() - start:.1f} s; "
+          f"{len(produced)} outputs in {fig_dir}:")
+    for p in produced:
+        print(f"  {p.name} ({p.stat().st_size if p.exists() else 'MISSING'} bytes)")
+    missing = check_outputs(fig_dir, names)
+    if missing:
+        print(f"missing outputs: {', '.join(p.name for p in missing)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def write_results_site(site: Path, *, names: Sequence[str], figures: Path, notebooks: Path,
+                       params: Mapping[str, Any], started: float) -> Path:
+    """The results site of a finished build (:func:`pear.paper.site.write_site`): what was built
+    (backend, preset, models, grid, time, commit), the notebooks ``names``, the debates of
+    the run; returns its ``index.html``."""
+    import re
+
+    from pear.catalog.labels import evidence_mark
+    from pear.paper.site import build_meta, write_site
+    from pear.paper.study import describe_scope
+    from pear.store.view import load
+    exp = experiment(params["preset"], params["seeds"], params["n_questions"],
+                     params["model"], params["backend"])
+    runs = Path(params["runs_dir"])
+    deb = load(runs, columns={"debates": ["model", "backend"]}).debates
+    grid = describe_scope(exp, "subset") + (f"; {describe_scope(exp, 'full')}"
+                                            if exp.full_datasets else "")
+    backends = ", ".join(sorted(set(deb["backend"]))) or params["backend"]
+    meta = build_meta(backend=backends if params["backend"] != "replay"
+                      else f"replay of {backends}", preset=params["preset"],
+                      models=sorted(set(deb["model"])), grid=grid, debates=len(deb),
+                      started=started, seconds=time.time() - started, repo=REPO_ROOT)
+    case = figures / "case_study.md"
+    found = re.search(r"Debate `([^`]+)`", case.read_text(encoding="utf-8")) \
+        if case.is_file() else None
+    t0 = time.perf_counter()
+    mark = evidence_mark(simulated="simulated" in set(deb["backend"]), preset=exp.name,
+                         models=sorted(set(deb["model"])), n_questions=exp.n_questions)
+    out = write_site(site, figures_dir=figures, notebooks_dir=notebooks, runs_dir=runs,
+                     notebooks={n: EXPECTED_OUTPUTS[n] for n in names}, meta=meta,
+                     case_study=found.group(1) if found else "", mark=mark)
+    print(f"results site: {out.root / 'index.html'} ({len(out.pages)} pages: "
+          f"{out.transcripts} debate transcripts of {out.debates} debates) in "
+          f"{time.perf_counter() - t0:.1f} s", flush=True)
+    return out.root / "index.html"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m pear.paper.build --check DIR``: exit 1 naming every missing or empty output."""
+    import argparse
+    p = argparse.ArgumentParser(prog="python -m pear.paper.build", description="Check that every "
+                                "expected output of the build exists and is not empty.")
+    p.add_argument("--check", metavar="DIR", required=True, help="the figures directory")
+    p.add_argument("--only", default="", help="comma-separated notebook name prefixes")
+    a = p.parse_args(argv)
+    try:
+        names = _notebooks(a.only)
+    except ValueError as err:
+        print(f"pear.paper.build: error: {err}", file=sys.stderr)
+        return 2
+    missing = check_outputs(a.check, names)
+    expected = sum(len(EXPECTED_OUTPUTS[n]) for n in names)
+    if missing:
+        print(f"{len(missing)} of {expected} expected outputs missing or empty in {a.check}:",
+              file=sys.stderr)
+        for path in missing:
+            producer = next(n for n in names if path.name in EXPECTED_OUTPUTS[n])
+            print(f"  {path.name} (from {producer})", file=sys.stderr)
+        return 1
+    print(f"all {expected} expected outputs present in {a.check}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,413 @@
+"""Calibration of the simulated population (:mod:`pear.backends.simulated`) on the study's
+baselines, and its validation on held-out ones.
+
+* **Targets** (:func:`study_targets`): per dataset, the accuracy of every non-PEAR method
+  averaged over the study's six models (``data/paper/main_results.csv``), and the trajectory
+  diagnostics per method (``data/paper/diagnostics.csv``, averaged over the study's
+  settings).  CoT, CoT-SC and Random are *fitted*; Clique, Star, Chain and Ring are
+  *held out* (never in the fit); PEAR and its ablations are in nothing.
+* **Simulation** (:func:`simulate`): the engine and the simulated backend on a seeded grid,
+  summarised per (dataset, method) by :func:`summarize` with the study's definitions (see
+  :func:`query_diagnostics`).
+* **Fit** (:func:`fit`): ``scipy.optimize.least_squares`` on the residuals of the fitted
+  targets, in stages (initial answers on CoT / CoT-SC; persuasion on Random; then all
+  together), with common random numbers (a fixed question sample and fixed seeds), so the
+  objective is deterministic for a given seed.
+* **Report** (:func:`residual_table`, :func:`goals`, :func:`plot_calibration`).
+"""
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from pear.backends.simulated import SimParams
+from pear.core.config import FIXED_TOPOLOGIES
+
+__all__ = [
+    "FITTED_METHODS", "HELD_OUT_METHODS", "DIAGNOSTICS", "STAGES", "BOUNDS", "FitResult",
+    "query_diagnostics", "summarize", "study_targets", "simulate", "residual_table",
+    "goals", "fit", "plot_calibration",
+]
+
+FITTED_METHODS = ("cot", "cot_sc", "random")
+"""Baselines whose accuracy (and, for Random, diagnostics) the fit uses."""
+HELD_OUT_METHODS = FIXED_TOPOLOGIES  # validation only: the fixed topologies stay out of the fit
+"""Baselines kept out of the fit: the validation."""
+DIAGNOSTICS = ("w2r", "r2w", "acceptance", "cross_answer", "source_confidence")
+"""The study's trajectory diagnostics that a simulated population can be compared on."""
+
+STAGES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
+    ("initial answers", ("ease_gsm8k", "ease_math500", "ease_truthfulqa", "ease_mmlu_pro",
+                         "difficulty_sd", "wrong_focus"), ("cot", "cot_sc")),
+    ("persuasion", ("conf_base", "accept_agree", "accept_bias", "accept_right",
+                    "accept_hold", "recheck"), FITTED_METHODS),
+    ("joint", ("ease_gsm8k", "ease_math500", "ease_truthfulqa", "ease_mmlu_pro",
+               "difficulty_sd", "skill_sd", "wrong_focus", "conf_base", "accept_agree",
+               "accept_bias", "accept_right", "accept_hold", "recheck"), FITTED_METHODS),
+)
+"""The fit's stages: (name, fitted :class:`SimParams` fields, methods simulated)."""
+
+BOUNDS: dict[str, tuple[float, float]] = {  # our choice: wide, sign-preserving
+    "ease_gsm8k": (-5.0, 6.0), "ease_math500": (-5.0, 6.0), "ease_truthfulqa": (-5.0, 6.0),
+    "ease_mmlu_pro": (-5.0, 6.0), "difficulty_sd": (0.05, 8.0), "skill_sd": (0.0, 5.0),
+    "wrong_focus": (0.0, 1.0),
+    "conf_base": (1.0, 5.0), "accept_agree": (-4.0, 6.0), "accept_bias": (-6.0, 4.0),
+    "accept_right": (0.0, 8.0), "accept_hold": (0.0, 8.0), "recheck": (0.0, 1.0),
+}
+"""Bounds of every fitted field (the documented signs of the model are kept)."""
+
+ACCURACY_SCALE = 0.02  # our choice: the goal's tolerance on fitted accuracy
+DIAGNOSTIC_SCALE = 0.025  # our choice: half the goal's tolerance on Random's diagnostics
+SHAPE_SCALE = 0.01  # our choice: a 1-point fall of Random's vote between rounds
+
+
+# ----------------------------------------------------------------- study's definitions
+
+def query_diagnostics(record: Mapping[str, Any]) -> dict[str, float]:
+    """One debate's (one query's) diagnostics, with the study's definitions.
+
+    ``w2r`` = (agent-round transitions wrong -> right) / (agent-rounds whose previous answer
+    was wrong), summed over the agents and rounds of this query (NaN when no agent-round
+    was wrong: such a query is skipped when averaging); ``r2w`` symmetric.  Critique
+    counts for pooling: ``decided`` (delivered critiques with ACCEPT/REJECT), ``accepted``,
+    ``delivered``, ``cross`` (delivered critiques whose source's answer differed from the
+    target's), ``edges`` (routed critiques) and ``source_conf`` (sum over routed critiques of
+    the source's confidence mapped to [0, 1] as (c - 1) / 4).
+
+    >>> rd = [{"agents": [{"correct": False}, {"correct": True}], "critiques": []},
+    ...       {"agents": [{"correct": True}, {"correct": True}], "critiques": [
+    ...           {"delivered": True, "decision": "ACCEPT", "source_answer": "4",
+    ...            "target_answer": "5", "source_confidence": 5}]}]
+    >>> d = query_diagnostics({"rounds_data": rd})
+    >>> d["w2r"], d["r2w"], d["accepted"], d["cross"], d["source_conf"]
+    (1.0, 0.0, 1, 1, 1.0)
+    """
+    rounds = record["rounds_data"]
+    correct = np.array([[bool(a["correct"]) for a in rd["agents"]] for rd in rounds])
+    out: dict[str, float] = {"w2r": float("nan"), "r2w": float("nan")}
+    if len(correct) > 1:
+        before, after = correct[:-1], correct[1:]
+        wrong, right = (~before).sum(), before.sum()
+        if wrong:
+            out["w2r"] = float((~before & after).sum() / wrong)
+        if right:
+            out["r2w"] = float((before & ~after).sum() / right)
+    n: dict[str, float] = defaultdict(int)
+    for rd in rounds[1:]:
+        for c in rd["critiques"]:
+            n["edges"] += 1
+            n["source_conf"] += (c["source_confidence"] - 1) / 4
+            if c["delivered"]:
+                n["delivered"] += 1
+                n["cross"] += int(c["source_answer"] != c["target_answer"])
+                if c["decision"] is not None:
+                    n["decided"] += 1
+                    n["accepted"] += int(c["decision"] == "ACCEPT")
+    for k in ("edges", "source_conf", "delivered", "cross", "decided", "accepted"):
+        out[k] = n[k]
+    return out
+
+
+def summarize(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
+    """Per (dataset, method): ``debates``, ``accuracy`` (final vote), ``round_<r>`` (vote
+    accuracy after round r), ``w2r`` / ``r2w`` (per query, then averaged over the queries
+    where they are defined), ``acceptance`` (ACCEPT share of decided critiques),
+    ``cross_answer`` (share of delivered critiques whose source answered differently from
+    its target), ``source_confidence`` (mean over routed critiques of (c - 1) / 4).
+    Methods without debate rounds get NaN diagnostics."""
+    acc: dict[tuple[str, str], dict[str, Any]] = {}
+    for rec in records:
+        key = (rec["dataset"], rec["method"])
+        a = acc.setdefault(key, {"debates": 0, "correct": 0, "rounds": defaultdict(int),
+                                 "w2r": [], "r2w": [], "n": defaultdict(float)})
+        a["debates"] += 1
+        a["correct"] += bool(rec["correct"])
+        for rd in rec["rounds_data"]:
+            a["rounds"][rd["round"]] += bool(rd["vote_correct"])
+        if len(rec["rounds_data"]) > 1:
+            q = query_diagnostics(rec)
+            for k in ("w2r", "r2w"):
+                if not np.isnan(q[k]):
+                    a[k].append(q[k])
+            for k in ("edges", "source_conf", "delivered", "cross", "decided", "accepted"):
+                a["n"][k] += q[k]
+    rows = []
+    for (dataset, method), a in sorted(acc.items()):
+        n, d = a["n"], a["debates"]
+        row = {"dataset": dataset, "method": method, "debates": d, "accuracy": a["correct"] / d,
+               **{f"round_{r}": v / d for r, v in sorted(a["rounds"].items())}}
+
+        def ratio(x: str, y: str) -> float:
+            return n[x] / n[y] if n[y] else float("nan")
+        row.update({"w2r": float(np.mean(a["w2r"])) if a["w2r"] else float("nan"),
+                    "r2w": float(np.mean(a["r2w"])) if a["r2w"] else float("nan"),
+                    "acceptance": ratio("accepted", "decided"),
+                    "cross_answer": ratio("cross", "delivered"),
+                    "source_confidence": ratio("source_conf", "edges")})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------- the study's numbers
+
+def study_targets() -> pd.DataFrame:
+    """The study's numbers the population is compared with: columns ``dataset`` (``all`` =
+    averaged over datasets), ``method``, ``quantity`` (``accuracy`` or a diagnostic),
+    ``study``, ``role`` (``fitted`` or ``held-out``).  Accuracies are averaged over the
+    study's models; diagnostics are printed averaged over its settings."""
+    from pear.analysis.compare import load_paper, to_internal
+    roles = {**{m: "fitted" for m in FITTED_METHODS}, **{m: "held-out" for m in HELD_OUT_METHODS}}
+    main = to_internal(load_paper("main_results"))
+    main = main[main["method"].isin(list(roles))]
+    acc = main.groupby(["dataset", "method"])["accuracy"].mean().reset_index()
+    acc = pd.concat([acc, acc.groupby("method")["accuracy"].mean().reset_index()
+                    .assign(dataset="all")])
+    rows = [{"dataset": r.dataset, "method": r.method, "quantity": "accuracy",
+             "study": float(r.accuracy), "role": roles[r.method]} for r in acc.itertuples()]
+    diag = to_internal(load_paper("diagnostics"))
+    for r in diag[diag["method"].isin(["random", *HELD_OUT_METHODS])].itertuples():
+        for q in DIAGNOSTICS:
+            rows.append({"dataset": "all", "method": r.method, "quantity": q,
+                         "study": float(getattr(r, q)), "role": roles[r.method]})
+    return pd.DataFrame(rows)
+
+
+# ----------------------------------------------------------------- simulation
+
+def simulate(params: SimParams | None = None,
+             methods: Sequence[str] = (*FITTED_METHODS, *HELD_OUT_METHODS), *,
+             n_questions: int = 100,
+             seeds: Sequence[int] = (0, 1), question_seed: int = 0,
+             datasets: Sequence[str] | None = None, backend_seed: int = 0,
+             chunk_questions: int = 100) -> pd.DataFrame:
+    """:func:`summarize` of a seeded simulated grid of ``methods`` with the population
+    ``params`` (None: the ``SimParams`` defaults; the ``sim`` preset's protocol, subset
+    questions only; ``n_questions`` capped at the smallest dataset's size) run through the
+    engine in memory.  JSON schemas are not built (the
+    simulated agents ignore them; the records are otherwise those of a normal run)."""
+    from pear.tasks import grading as tasks
+    from pear.backends.simulated import SimulatedBackend
+    from pear.core.engine import Engine
+    from pear.runs.experiment import answer_key, jobs, preset
+    from pear.tasks.benchmarks import DATASETS, load
+    names = tuple(datasets) if datasets is not None else DATASETS
+    n_questions = min(n_questions, *(len(load(d)) for d in names))
+    over: dict[str, Any] = {"methods": tuple(methods), "n_questions": n_questions,
+                            "seeds": tuple(seeds), "question_seed": question_seed,
+                            "full_datasets": ()}
+    if datasets is not None:
+        over["datasets"] = names
+    exp = preset("sim", **over)
+    exp = dataclasses.replace(exp, debate=dataclasses.replace(exp.debate, json_mode=False))
+    backend = SimulatedBackend(answer_key(exp), params=params or SimParams(), seed=backend_seed,
+                               n_agents=exp.debate.n_agents)
+    engine = Engine(backend, exp.debate, task_for=tasks.get)
+
+    def records() -> Iterable[dict[str, Any]]:
+        groups: dict[tuple, list] = defaultdict(list)  # (seed, question) -> its jobs
+        for job in jobs(exp):
+            groups[(job.seed, job.question.dataset, job.question.id)].append(job)
+        batches = list(groups.values())
+        for i in range(0, len(batches), chunk_questions):
+            yield from engine.run([j for b in batches[i:i + chunk_questions] for j in b])
+    return summarize(records())
+
+
+# ----------------------------------------------------------------- residuals
+
+def residual_table(summary: pd.DataFrame, targets: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The study beside the simulation, one row per target: ``target`` (a label),
+    ``dataset``, ``method``, ``quantity``, ``study``, ``simulated``, ``diff`` (simulated -
+    study), ``role``.  ``dataset == "all"``: accuracy averaged over the datasets simulated,
+    diagnostics averaged over datasets (as the study averages over its settings).  Targets
+    of methods not in ``summary`` are left out."""
+    from pear.core.config import METHOD_LABELS
+    from pear.catalog.labels import DATASET_LABELS
+    targets = study_targets() if targets is None else targets
+    sim = summary.set_index(["dataset", "method"])
+    sim_all = summary.groupby("method")[["accuracy", *DIAGNOSTICS]].mean()
+    datasets = set(summary["dataset"])
+    rows = []
+    for t in targets.itertuples(index=False):
+        if t.method not in sim_all.index or (t.dataset != "all" and t.dataset not in datasets):
+            continue
+        value = sim_all.loc[t.method, t.quantity] if t.dataset == "all" \
+            else sim.loc[(t.dataset, t.method), t.quantity]
+        where = "mean of datasets" if t.dataset == "all" else DATASET_LABELS.get(t.dataset,
+                                                                                 t.dataset)
+        rows.append({"target": f"{METHOD_LABELS.get(t.method, t.method)} {t.quantity} "
+                               f"({where})",
+                     "dataset": t.dataset, "method": t.method, "quantity": t.quantity,
+                     "study": t.study, "simulated": float(value),
+                     "diff": float(value) - t.study, "role": t.role})
+    return pd.DataFrame(rows)
+
+
+def goals(table: pd.DataFrame) -> dict[str, float]:
+    """The calibration's headline numbers from :func:`residual_table`: ``fitted_accuracy_mae``
+    (CoT, CoT-SC, Random accuracy averaged over datasets), ``held_out_accuracy_mae`` (Clique,
+    Star, Chain, Ring, likewise), ``random_minus_cot_sc`` (simulated, averaged over datasets)
+    and ``<diagnostic>_error`` for each of Random's diagnostics (absolute)."""
+    acc = table[(table["quantity"] == "accuracy") & (table["dataset"] == "all")]
+    by = acc.set_index("method")
+    out = {"fitted_accuracy_mae": float(acc[acc["role"] == "fitted"]["diff"].abs().mean()),
+           "held_out_accuracy_mae": float(acc[acc["role"] == "held-out"]["diff"].abs().mean()),
+           "random_minus_cot_sc": float(by.loc["random", "simulated"]
+                                        - by.loc["cot_sc", "simulated"])
+           if {"random", "cot_sc"} <= set(by.index) else float("nan")}
+    rnd = table[(table["method"] == "random") & table["quantity"].isin(DIAGNOSTICS)]
+    out.update({f"{r.quantity}_error": abs(float(r.diff)) for r in rnd.itertuples()})
+    return out
+
+
+def _fit_residuals(summary: pd.DataFrame, targets: pd.DataFrame,
+                   methods: Sequence[str]) -> np.ndarray:
+    """Scaled residuals of the fitted targets of ``methods`` (per-dataset accuracy, Random's
+    diagnostics, and any fall of Random's vote accuracy from one round to the next)."""
+    table = residual_table(summary, targets)
+    fitted = table[(table["role"] == "fitted") & table["method"].isin(methods)]
+    acc = fitted[(fitted["quantity"] == "accuracy") & (fitted["dataset"] != "all")]
+    diag = fitted[fitted["quantity"].isin(DIAGNOSTICS)]
+    parts = [acc["diff"].to_numpy() / ACCURACY_SCALE, diag["diff"].to_numpy() / DIAGNOSTIC_SCALE]
+    if "random" in methods:
+        rnd = summary[summary["method"] == "random"]
+        curve = rnd[[c for c in rnd.columns if c.startswith("round_")]].mean().to_numpy()
+        parts.append(np.maximum(0.0, curve[:-1] - curve[1:]) / SHAPE_SCALE)
+    return np.concatenate(parts)
+
+
+# ----------------------------------------------------------------- the fit
+
+@dataclass
+class FitResult:
+    """The outcome of :func:`fit`: the fitted parameters and, per stage, its name, the
+    fields it fitted, its final cost (half the sum of squared scaled residuals) and the
+    number of simulations it ran."""
+
+    params: SimParams
+    stages: list[dict[str, Any]]
+
+
+class _Budget(Exception):
+    """Raised inside the objective when a stage has used its simulations."""
+
+
+def fit(start: SimParams = SimParams(), *, n_questions: int = 200,
+        seeds: Sequence[int] = (0,), question_seed: int = 0, backend_seed: int = 0,
+        budget: int = 60, diff_step: float = 0.02,
+        stages: Sequence[tuple[str, Sequence[str], Sequence[str]]] = STAGES,
+        log: Callable[[str], None] | None = print) -> FitResult:
+    """Fit the population to the study's baselines: per stage, ``scipy.optimize.
+    least_squares`` (trust-region reflective within :data:`BOUNDS`, forward differences of
+    ``diff_step`` to ``2 * diff_step`` of each field's range) of that stage's fields on the
+    scaled residuals of its methods' fitted targets, starting from ``start``; a stage
+    stops after ``budget``
+    simulations (Jacobian columns included) and keeps the best parameters it saw.
+
+    Every evaluation simulates the same grid (``n_questions`` per dataset drawn with
+    ``question_seed``, run ``seeds``, ``backend_seed``): common random numbers make the
+    objective deterministic, so the fit is reproducible.  PEAR and the held-out
+    topologies are never simulated here."""
+    from scipy.optimize import least_squares
+    targets = study_targets()
+    params = start
+    report: list[dict[str, Any]] = []
+    for name, fields, methods in stages:
+        fields = list(fields)
+        lo = np.array([BOUNDS[f][0] for f in fields])
+        width = np.array([BOUNDS[f][1] - BOUNDS[f][0] for f in fields])
+        # the optimiser works on y = 1 + (x - lo) / width in [1, 2]: every field's
+        # finite-difference step is then diff_step..2 * diff_step of its range (scipy's
+        # relative steps would vanish for a field at 0)
+        x0 = np.clip([float(getattr(params, f)) for f in fields], lo, lo + width)
+        base = params
+        best: dict[str, Any] = {"cost": np.inf, "x": x0, "n": 0}
+
+        def fun(y: np.ndarray, base: SimParams = base, fields: list[str] = fields,
+                methods: Sequence[str] = methods, best: dict[str, Any] = best,
+                name: str = name, lo: np.ndarray = lo, width: np.ndarray = width
+                ) -> np.ndarray:
+            if best["n"] >= budget:
+                raise _Budget
+            best["n"] += 1
+            x = lo + (np.asarray(y) - 1.0) * width
+            p = dataclasses.replace(base, **{f: float(v) for f, v in zip(fields, x)})
+            s = simulate(p, methods, n_questions=n_questions, seeds=seeds,
+                         question_seed=question_seed, backend_seed=backend_seed)
+            r = _fit_residuals(s, targets, methods)
+            cost = 0.5 * float(r @ r)
+            if cost < best["cost"]:
+                best.update(cost=cost, x=x)
+            if log:
+                log(f"  [{name} {best['n']}] cost {cost:.3f} (best {best['cost']:.3f}) "
+                    + " ".join(f"{f}={v:.3f}" for f, v in zip(fields, x)))
+            return r
+        try:
+            res = least_squares(fun, 1.0 + (x0 - lo) / width, bounds=(1.0, 2.0), method="trf",
+                                diff_step=diff_step, ftol=1e-4, xtol=1e-4, gtol=1e-6)
+            message = res.message
+        except _Budget:
+            message = f"stopped after {budget} simulations"
+        params = dataclasses.replace(base, **{f: round(float(v), 3)
+                                              for f, v in zip(fields, best["x"])})
+        report.append({"stage": name, "fields": fields, "cost": best["cost"],
+                       "simulations": best["n"], "status": message})
+        if log:
+            log(f"stage {name}: best cost {best['cost']:.3f} after {best['n']} simulations "
+                f"({message})")
+    return FitResult(params, report)
+
+
+# ----------------------------------------------------------------- the figure
+
+def plot_calibration(table: pd.DataFrame, *, ax: Axes | None = None,
+                     title: str | None = None) -> Figure:
+    """Study (x) against simulation (y) for every target of :func:`residual_table`: one
+    panel for accuracies (per dataset and averaged), one for diagnostics; filled markers
+    for fitted targets, open ones for held-out targets, the diagonal for agreement and a
+    band of +-0.05.  Every panel says "simulated agents"."""
+    from pear.analysis.figures import METHOD_COLORS
+    if ax is None:
+        fig = Figure(figsize=(7.0, 3.3), layout="constrained")
+        axes = list(fig.subplots(1, 2))
+    else:
+        fig, axes = ax.figure, [ax, ax]
+    panels = [("Accuracy", table[table["quantity"] == "accuracy"]),
+              ("Diagnostics", table[table["quantity"] != "accuracy"])]
+    markers = {"accuracy": "o", "w2r": "^", "r2w": "v", "acceptance": "s",
+               "cross_answer": "D", "source_confidence": "P"}
+    for a, (label, part) in zip(axes, panels):
+        for r in part.itertuples(index=False):
+            filled = r.role == "fitted"
+            color = METHOD_COLORS.get(r.method, "k")
+            size = 46 if r.dataset == "all" else 22
+            a.scatter([r.study], [r.simulated], s=size, marker=markers.get(r.quantity, "o"),
+                      facecolors=color if filled else "none", edgecolors=color, linewidths=1.1)
+        lim = (0.0, 1.0)
+        a.plot(lim, lim, color="0.3", lw=0.8)
+        a.fill_between(lim, [lim[0] - 0.05, lim[1] - 0.05], [lim[0] + 0.05, lim[1] + 0.05],
+                       color="0.5", alpha=0.12, lw=0)
+        a.set(xlim=lim, ylim=lim, xlabel="study", ylabel="simulation", title=label)
+        a.set_aspect("equal")
+        a.text(0.5, 0.5, "simulated agents", transform=a.transAxes, ha="center", va="center",
+               fontsize=14, color="0.6", alpha=0.25, rotation=30)
+    from matplotlib.lines import Line2D
+    methods = [m for m in (*FITTED_METHODS, *HELD_OUT_METHODS) if m in set(table["method"])]
+    from pear.core.config import METHOD_LABELS
+    handles = [Line2D([], [], ls="", marker="o", color=METHOD_COLORS[m],
+                      markerfacecolor=METHOD_COLORS[m] if m in FITTED_METHODS else "none",
+                      label=f"{METHOD_LABELS[m]} ({'fitted' if m in FITTED_METHODS else 'held out'})")
+               for m in methods]
+    handles += [Line2D([], [], ls="", marker=markers[q], color="0.3", markerfacecolor="none",
+                       label=q.replace("_", " ")) for q in DIAGNOSTICS]
+    fig.legend(handles=handles, loc="outside right center", fontsize=7, frameon=False)
+    fig.suptitle(title or "Simulated agents: calibration (filled: fitted, open: held out; "
+                          "large: mean of datasets)", fontsize=9)
+    return fig

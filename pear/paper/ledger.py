@@ -1,0 +1,266 @@
+"""The claims ledger shown: its tables (:func:`table_ledger`, :func:`table_consistency`),
+the forest plot of the numeric claims (:func:`forest_frame`, :func:`plot_forest`), the HTML
+fragment the results site opens with (:func:`ledger_html`), and the notebook's loading
+(:func:`load_build`) and captions (:func:`caption_ledger`).  Every text from a record or a table
+is escaped in HTML (:func:`pear.store.validate.escape`).
+
+>>> counts_line(pd.DataFrame({"verdict": ["supported", "not covered", "supported"]}))
+'2 supported, 0 contradicted, 0 inconclusive, 1 not covered, 0 not evidence'
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import pandas as pd
+
+from pear.claims.evaluate import VERDICTS, verdict_counts
+from pear.store.validate import escape
+
+__all__ = ["load_build", "counts_line", "table_ledger", "table_consistency", "forest_frame",
+           "plot_forest", "ledger_html", "site_link", "save_html", "caption_ledger", "caption_consistency",
+           "default_link"]
+
+_UNIT_LABELS = {"fraction": "fraction (accuracy, rates)", "points": "points",
+                "percent": "percent", "tokens": "tokens per example", "rho": "Spearman rho",
+                "p-value": "p-value", "count": "count", "edges": "edges per round"}
+
+
+def load_build(backend: str, preset: str, runs_dir: str = "", *, model: str = "",
+               seeds: str = "", n_questions: int = 0) -> tuple[Any, Any]:
+    """The build's subset results and its full-set results (None when the preset runs no
+    full set), as :func:`pear.paper.study.results` loads them (records checked first)."""
+    from pear.paper import study
+    subset = study.results(backend, preset, runs_dir, model=model, seeds=seeds,
+                           n_questions=n_questions, scope="subset")
+    if not subset.exp.full_datasets:
+        return subset, None
+    return subset, study.results(backend, preset, runs_dir, model=model, seeds=seeds,
+                                 n_questions=n_questions, scope="full")
+
+
+def counts_line(ledger: pd.DataFrame, column: str = "verdict") -> str:
+    """Claims per verdict in one line, every verdict named."""
+    counts = ledger[column].value_counts()
+    return ", ".join(f"{int(counts.get(v, 0))} {v}" for v in VERDICTS)
+
+
+def table_ledger(ledger: pd.DataFrame) -> pd.DataFrame:
+    """One row per claim: kind, the printed claim, what the study's own tables give, this
+    build's reproduced values, the verdict (with the finding when it is not evidence) and
+    the reason or the questions that would decide it."""
+    def verdict(r: pd.Series) -> str:
+        return r["verdict"] if r["verdict"] == r["finding"] else \
+            f"{r['verdict']} (finding: {r['finding']})"
+    out = pd.DataFrame({
+        "Claim": ledger["id"], "Kind": ledger["kind"], "Printed": ledger["printed"],
+        "Study's tables": ledger["table_finding"],
+        "Reproduced": ledger["reproduced"].where(ledger["reproduced"] != "", "–"),
+        "Verdict": ledger.apply(verdict, axis=1),
+        "Why": ledger["reason"].where(ledger["reason"] != "", "–")})
+    return out.set_index("Claim")
+
+
+def table_consistency(ledger: pd.DataFrame) -> pd.DataFrame:
+    """The study against itself: every claim whose printed value can be recomputed from the
+    study's tables (by the ledger's evaluators) or that claims.csv checks, with both
+    checks and whether they agree."""
+    ours = ledger["table_finding"].map({"holds": "yes", "holds where recomputable": "yes",
+                                        "does not hold": "no"})
+    keep = ours.notna() | ledger["consistent"].isin(["yes", "no"])
+    rows = ledger[keep]
+    ours = ours[keep]
+    agree = np.where(ours.isna() | ~rows["consistent"].isin(["yes", "no"]), "–",
+                     np.where(ours == rows["consistent"], "yes", "NO"))
+    out = pd.DataFrame({"Claim": rows["id"], "Printed": rows["printed"],
+                        "Recomputed from the tables": rows["recomputed"].where(
+                            rows["recomputed"] != "", "–"),
+                        "Consistent (ours)": ours.fillna("–"),
+                        "claims.csv says": rows["from_tables"].where(rows["from_tables"] != "",
+                                                                     "–"),
+                        "Consistent (claims.csv)": rows["consistent"], "Agree": agree})
+    return out.set_index("Claim")
+
+
+def forest_frame(ledger: pd.DataFrame) -> pd.DataFrame:
+    """The numeric claims' parts that carry a printed number: ``claim, label, unit,
+    printed, recomputed`` (from the study's tables; NaN if not recomputable),
+    ``reproduced, low, high`` (this build, 95 % interval) and ``verdict`` of the part."""
+    rows = []
+    for _, r in ledger.iterrows():
+        build = [p for p in r["parts"] if p.printed is not None and p.unit != "count"]
+        table = [p for p in r["table_parts"] if p.printed is not None and p.unit != "count"]
+        for i, p in enumerate(build):
+            t = table[i] if i < len(table) and table[i].label == p.label else None
+            rows.append({"claim": r["id"], "label": p.label + (f" ({p.setting})"
+                                                               if p.setting else ""),
+                         "unit": p.unit, "printed": p.printed,
+                         "recomputed": t.value if t is not None and t.verdict != "not covered"
+                         else np.nan,
+                         "reproduced": p.value, "low": p.low, "high": p.high,
+                         "verdict": p.verdict})
+    cols = ["claim", "label", "unit", "printed", "recomputed", "reproduced", "low", "high",
+            "verdict"]
+    return pd.DataFrame(rows, columns=cols)
+
+
+def plot_forest(df: pd.DataFrame, *, title: str | None = None, source: str | None = None,
+                simulated: bool = False, mark: str = "") -> Any:
+    """A forest plot of :func:`forest_frame`: one row per printed number, one panel per
+    unit; the printed value (x), the value recomputed from the study's tables (o) and this
+    build's value with its 95 % interval (dot and bar, coloured by the part's verdict);
+    ``mark`` (:attr:`pear.paper.study.Results.mark`) and ``source`` as every plot of
+    :mod:`pear.analysis.figures` shows them."""
+    from matplotlib.figure import Figure
+
+    from pear.analysis.figures import _annotate, _mark_of
+    if df.empty:
+        raise ValueError("no numeric claim with a printed number to plot")
+    units = [u for u in _UNIT_LABELS if u in set(df["unit"])] + \
+        sorted(set(df["unit"]) - set(_UNIT_LABELS))
+    heights = [max(1.0, 0.22 * (df["unit"] == u).sum() + 0.6) for u in units]
+    fig = Figure(figsize=(7.5, sum(heights)), layout="constrained")
+    axes = fig.subplots(len(units), 1, squeeze=False, height_ratios=heights)[:, 0]
+    colors = {"supported": "#1b7837", "contradicted": "#b2182b", "inconclusive": "#e08214",
+              "not covered": "0.6"}
+    for ax, unit in zip(axes, units):
+        part = df[df["unit"] == unit].reset_index(drop=True)
+        y = np.arange(len(part))[::-1]
+        scale = 1e-3 if unit == "tokens" else 1.0
+        err = np.vstack([part["reproduced"] - part["low"], part["high"] - part["reproduced"]])
+        for verdict, color in colors.items():
+            m = (part["verdict"] == verdict).to_numpy()
+            if m.any():
+                ax.errorbar(part["reproduced"][m] * scale, y[m], xerr=np.abs(err[:, m]) * scale,
+                            fmt="o", ms=3.5, color=color, lw=1, capsize=2,
+                            label=f"reproduced ({verdict})")
+        ax.scatter(part["printed"] * scale, y, marker="x", color="black", s=22, zorder=4,
+                   label="printed")
+        ax.scatter(part["recomputed"] * scale, y, marker="o", facecolors="none",
+                   edgecolors="0.35", s=30, zorder=4, label="recomputed from the tables")
+        ax.set_yticks(y, [f"{c}: {lab}"[:70] for c, lab in zip(part["claim"], part["label"])],
+                      fontsize=5)
+        ax.set_xlabel(_UNIT_LABELS.get(unit, unit) + (" (thousands)" if unit == "tokens"
+                                                      else ""), fontsize=7)
+        ax.tick_params(axis="x", labelsize=6)
+    handles, labels = axes[0].get_legend_handles_labels()
+    seen = dict(zip(labels, handles))
+    for ax in axes[1:]:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(lab, h)
+    fig.legend(seen.values(), seen.keys(), fontsize=6, loc="outside upper center", ncols=3,
+               frameon=False)
+    return _annotate(fig, list(axes), title, source, _mark_of(mark, simulated))
+
+
+def default_link(kind: str, name: str) -> str:
+    """Where a ledger row links (the site may pass its own): a table or figure of the
+    build (``figures/<name>.md`` / ``.png``), or the debates of ``model|dataset|method``.
+
+    >>> default_link("table", "main_results"), default_link("debates", "m|gsm8k|pear")
+    ('main_results.md', 'debates.html#m|gsm8k|pear')
+    """
+    if kind == "table":
+        return f"{name}.md"
+    if kind == "figure":
+        return f"{name}.png"
+    if kind == "debates":
+        return f"debates.html#{name}"
+    return f"{name}.md"
+
+
+def site_link(kind: str, name: str, figures: Any = None) -> str | None:
+    """Where a ledger row links inside the results site (:mod:`pear.paper.site`, the ledger being
+    its index page's first section): a table to its notebook's section, a figure to its
+    PNG, debates to the debate browser (which does not filter from a link); None (no link)
+    for a table or figure this build did not write into ``figures`` (default
+    :func:`pear.analysis.report.figures_dir`).
+
+    >>> import tempfile; d = tempfile.mkdtemp(); _ = open(f"{d}/pareto.png", "w")
+    >>> site_link("figure", "pareto", d), site_link("table", "main_results", d)
+    ('figures/pareto.png', None)
+    """
+    from pear.paper.build import EXPECTED_OUTPUTS
+    from pear.analysis.report import figures_dir
+    if kind == "debates":
+        return "debates/index.html"
+    out = figures_dir(figures)
+    if kind == "figure":
+        return f"figures/{name}.png" if (out / f"{name}.png").is_file() else None
+    producer = next((n for n, files in EXPECTED_OUTPUTS.items()
+                     if f"{name}.md" in files or name in files), None)
+    written = (out / f"{name}.md").is_file() or (out / name).is_file()
+    return f"#{producer}" if producer and written else None
+
+
+def save_html(fragment: str, name: str, out_dir: Any = None) -> Any:
+    """Write an HTML fragment to ``<figures>/<name>.html`` (the results site takes
+    ``claims.html`` as its first section); returns the path."""
+    from pear.analysis.report import figures_dir, output_name
+    out = figures_dir(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{output_name(name, 'html')}.html"
+    path.write_text(fragment, encoding="utf-8")
+    return path
+
+
+def ledger_html(ledger: pd.DataFrame, *, link: Callable[[str, str], str | None] = default_link,
+                title: str = "The study's claims, one by one", source: str = "") -> str:
+    """The ledger as an HTML fragment (a ``<section>``, no page chrome): the counts per
+    verdict (and per finding when the build is not evidence), then one row per claim with
+    its quote, printed value, the study's own tables, the reproduced values, its verdict
+    and reason, and links to the tables, figures and debates behind it (``link(kind,
+    name)`` builds each address, None for none).  Every text is escaped."""
+    counts = verdict_counts(ledger)
+    head = "".join(f"<th>{escape(v)}</th>" for v in counts.index)
+    rows_counts = "".join(
+        f"<tr><th>{escape(col)}</th>"
+        + "".join(f"<td>{int(n)}</td>" for n in counts[col]) + "</tr>"
+        for col in ("verdict", "finding")
+        if col == "verdict" or (ledger["verdict"] != ledger["finding"]).any())
+    out = ['<section class="claims-ledger">' + (f"<h2>{escape(title)}</h2>" if title else "")]
+    if source:
+        out.append(f"<p>{escape(source)}</p>")
+    out.append(f'<table class="claims-counts"><tr><th></th>{head}</tr>{rows_counts}</table>')
+    out.append('<table class="claims"><tr><th>Claim</th><th>Quote</th><th>Printed</th>'
+               "<th>Study's tables</th><th>Reproduced</th><th>Verdict</th><th>Why</th>"
+               "<th>Behind it</th></tr>")
+    for _, r in ledger.iterrows():
+        links = []
+        for item in r["evidence"]:
+            kind, _, name = item.partition(":")
+            href = link(kind, name) if name else None
+            if href:
+                links.append(f'<a href="{escape(href)}">{escape(name)}</a>')
+        for d in r["debates"][:4]:
+            href = link("debates", d)
+            if href:
+                links.append(f'<a href="{escape(href)}">{escape(" / ".join(d.split("|")))} '
+                             f"debates</a>")
+        verdict = r["verdict"] if r["verdict"] == r["finding"] else \
+            f"{r['verdict']} ({r['finding']})"
+        cls = r["verdict"].replace(" ", "-")
+        out.append(f'<tr id="claim-{escape(r["id"])}" class="verdict-{escape(cls)}">'
+                   f'<td>{escape(r["id"])}</td><td>{escape(r["quote"])}</td>'
+                   f'<td>{escape(r["printed"])}</td><td>{escape(r["table_finding"])}</td>'
+                   f'<td>{escape(r["reproduced"] or "–")}</td><td>{escape(verdict)}</td>'
+                   f'<td>{escape(r["reason"] or "–")}</td><td>{" · ".join(links)}</td></tr>')
+    out.append("</table></section>")
+    return "\n".join(out)
+
+
+def caption_ledger(ledger: pd.DataFrame, res: Any = None) -> str:
+    """The caption of ``claims.{tex,md}``: the verdict counts (and the findings when the
+    build is not evidence) and, with ``res`` (the build's results), its provenance."""
+    finding = (f" Findings on this build's records: {counts_line(ledger, 'finding')}."
+               if (ledger["verdict"] != ledger["finding"]).any() else "")
+    what = res.caption("") if res is not None else ""
+    return (f"Every claim of the study and its verdict on this build: {counts_line(ledger)}."
+            f"{finding}{what}")
+
+
+def caption_consistency(res: Any = None) -> str:
+    """The caption of ``claims_consistency.{tex,md}``."""
+    return ("The study against its own tables: each claim's printed value recomputed from the "
+            "printed tables by the ledger's evaluators, beside the check claims.csv "
+            "transcribes; Agree compares the two checks.")

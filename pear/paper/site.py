@@ -1,0 +1,551 @@
+"""The static results site that ``pear paper`` writes at the end of a build (``build/site/``):
+plain HTML and CSS with a little vanilla JavaScript, no server, opens from the file system.
+
+- ``index.html``: what was built (backend, model display names with their full ids,
+  preset, grid size, build time, git commit), an optional claims ledger first
+  (:func:`write_site`'s ``ledger``), then per notebook its figures (PNG inline, PDF
+  linked), its tables rendered, each beside the study's printed numbers where the
+  notebook has them (:data:`BESIDE`), its quoted numbers and a link to the executed
+  notebook;
+- ``notebooks/<name>.html``: every executed notebook, exported by nbconvert (no script or
+  style fetched from the network);
+- ``figures/``: the figures' PNG and PDF files;
+- ``debates/index.html`` (+ ``data.js``, ``browser.js``): every debate of the run in a
+  filterable, paginated listing (dataset, method, seed, model, correct, minority-correct
+  won, majority-correct lost, stopped early, has a page);
+- ``debates/d/<debate_id>.html`` (:func:`page_name`): one transcript page per debate of :func:`chosen_debates`
+  (every debate when the run holds at most :data:`ALL_PAGES_UP_TO`; else, per model x
+  dataset x method, the first debate in record order of each kind in :data:`KINDS`); any
+  other debate on demand with ``pear show RUN --debate ID --html`` (same path).
+
+Texts from records are HTML-escaped (pages) or put into the page with ``textContent``
+(listing); the listing's data is JSON inside a script file, ``</`` escaped.
+
+The claims ledger hook: ``write_site(..., ledger=...)`` takes an HTML fragment (str) or a
+callable returning one; without it, ``<figures>/claims.html`` (an HTML fragment) or else
+``<figures>/claims.md`` (Markdown, rendered with raw HTML disabled) is used when present.
+It becomes the first section of ``index.html``, titled "Claims".
+"""
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from pear.core.config import METHODS
+from pear.catalog.labels import DATASETS, dataset_label, method_label, model_labels
+from pear.analysis.transcript import KIND_LABELS, debate_flags, html_page, render_transcript_html
+
+__all__ = ["write_site", "build_meta", "SiteSummary", "chosen_debates", "page_path",
+           "page_name", "BESIDE",
+           "KINDS", "ALL_PAGES_UP_TO", "markdown_html", "write_debate_page",
+           "export_notebook", "check_site", "main"]
+
+ALL_PAGES_UP_TO = 400  # our choice: a smoke or small run gets every transcript page
+KINDS = ("minority_won", "majority_lost", "stopped_early", "correct", "wrong")
+"""The kinds of debate that get a page per model x dataset x method in a large run."""
+BESIDE = {"main_results": "main_results_vs_paper", "full_dataset": "full_dataset_vs_paper",
+          "diagnostics": "diagnostics_vs_paper", "significance": "significance_vs_paper",
+          "spearman": "spearman_vs_paper", "tokens": "cost_vs_paper"}
+"""Table -> the table with the study's printed numbers shown beside it."""
+_SITE_CSS = """
+.meta td:first-child{font-weight:600;white-space:nowrap}
+.pair{display:flex;flex-wrap:wrap;gap:18px;align-items:flex-start}
+.pair>div{flex:0 1 auto;max-width:100%;overflow-x:auto}
+figure{margin:.6em 0 1.2em}figure img{max-width:100%;height:auto;border:1px solid #e3e3e3;
+background:#fff}figcaption{font-size:.9em}.caption{font-size:.9em;color:#333}
+.toc{columns:2;font-size:.95em}.ledger{border:2px solid #0550ae;padding:4px 14px;
+background:#fff}
+"""
+
+
+@dataclass
+class SiteSummary:
+    """What :func:`write_site` wrote."""
+
+    root: Path
+    pages: list[Path] = field(default_factory=list)
+    """Every HTML page, index first."""
+    debates: int = 0
+    transcripts: int = 0
+    seconds: float = 0.0
+
+
+def markdown_html(text: str) -> str:
+    """Markdown (tables included) as HTML, raw HTML in the text escaped, not passed on.
+
+    >>> markdown_html("| a |\\n|---|\\n| <b> |")
+    '<table>\\n<thead>\\n<tr>\\n<th>a</th>\\n</tr>\\n</thead>\\n<tbody>\\n<tr>\\n<td>&lt;b&gt;</td>\\n</tr>\\n</tbody>\\n</table>\\n'
+    """
+    from markdown_it import MarkdownIt
+    return MarkdownIt("commonmark", {"html": False}).enable("table").render(text)
+
+
+def page_name(debate_id: str) -> str:
+    """The file name of a debate's transcript page: ``<id>.html`` for a plain id (the
+    engine's are 20 hex digits), else ``x<sha256 of the id, 20 hex>.html``.
+
+    >>> page_name("0a1b2c"), page_name("m|gsm8k|pear|0|q0")
+    ('0a1b2c.html', 'x57679d19827505694cee.html')
+    """
+    if re.fullmatch(r"[A-Za-z0-9_-]{1,100}", debate_id):
+        return f"{debate_id}.html"
+    return f"x{hashlib.sha256(debate_id.encode()).hexdigest()[:20]}.html"
+
+
+def page_path(site_dir: str | os.PathLike[str], debate_id: str) -> Path:
+    """Where a debate's transcript page lives in a site: ``debates/d/`` + :func:`page_name`."""
+    return Path(site_dir) / "debates" / "d" / page_name(debate_id)
+
+
+def write_debate_page(view: Any, debate_id: str, path: str | os.PathLike[str],
+                      back: str = "../index.html") -> Path:
+    """Write one debate's transcript page (:func:`pear.analysis.transcript.render_transcript_html`)
+    from ``view`` (a :class:`pear.store.view.View`) to ``path``."""
+    deb = view.debates
+    row = deb.index[deb["debate_id"] == debate_id]
+    if row.empty:
+        raise ValueError(f"no debate {debate_id!r} among the {len(deb)} debates of the run")
+    one = deb.loc[row]
+    flags = debate_flags(one, view.agent_rounds[view.agent_rounds["debate"].isin(
+        one["debate"])]).iloc[0].to_dict()
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render_transcript_html(view.record(debate_id), flags=flags, back=back),
+                   encoding="utf-8")
+    return out
+
+
+def chosen_debates(debates: pd.DataFrame, flags: pd.DataFrame,
+                   extra: Iterable[str] = ()) -> list[str]:
+    """The debates that get a transcript page: all when there are at most
+    :data:`ALL_PAGES_UP_TO`; else per (model, dataset, method) the first debate (record
+    order) of each of :data:`KINDS`, plus ``extra`` ids (e.g. the case study)."""
+    if len(debates) <= ALL_PAGES_UP_TO:
+        return list(debates["debate_id"])
+    kinds = flags.assign(correct=debates["correct"].to_numpy(bool),
+                         wrong=~debates["correct"].to_numpy(bool))
+    order = np.argsort(debates["debate"].to_numpy(), kind="stable")
+    deb = debates.iloc[order]
+    kinds = kinds.iloc[order]
+    keys = [deb[c].astype(str).to_numpy() for c in ("model", "dataset", "method")]
+    cell = pd.Series(list(zip(*keys)), index=deb.index)
+    chosen: dict[str, None] = {}
+    for kind in KINDS:
+        hit = kinds[kind].to_numpy(bool)
+        first = ~cell[hit].duplicated().to_numpy()
+        chosen.update(dict.fromkeys(deb["debate_id"].to_numpy()[hit][first]))
+    chosen.update(dict.fromkeys(x for x in extra if x))
+    return list(chosen)
+
+
+# ----------------------------------------------------------------- notebooks
+
+_OFFLINE_TEMPLATE = """{%- extends 'index.html.j2' -%}
+{%- block html_head_js -%}{%- endblock html_head_js -%}
+{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
+{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+"""
+
+
+def export_notebook(ipynb: str | os.PathLike[str], out: str | os.PathLike[str]) -> Path:
+    """An executed notebook as one HTML file (nbconvert's ``lab`` template without the
+    scripts it would fetch from the network: require.js, MathJax, Mermaid)."""
+    import jinja2
+    import nbformat
+    from nbconvert import HTMLExporter
+    exporter = HTMLExporter(template_name="lab", embed_images=True,
+                            extra_loaders=[jinja2.DictLoader(
+                                {"pear_offline.html.j2": _OFFLINE_TEMPLATE})],
+                            template_file="pear_offline.html.j2")
+    body, _ = exporter.from_notebook_node(nbformat.read(str(ipynb), as_version=4))
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(body, encoding="utf-8")
+    return path
+
+
+def _notebook_intro(ipynb: Path) -> tuple[str, str]:
+    """(title, intro HTML) from the notebook's first Markdown cell."""
+    import nbformat
+    nb = nbformat.read(str(ipynb), as_version=4)
+    cell = next((c for c in nb.cells if c.cell_type == "markdown"), None)
+    if cell is None:
+        return ipynb.stem, ""
+    lines = cell.source.strip().splitlines()
+    title = lines[0].lstrip("# ").strip() if lines and lines[0].startswith("#") else ipynb.stem
+    return title, markdown_html("\n".join(lines[1:]))
+
+
+# ----------------------------------------------------------------- index
+
+def _git_commit(root: Path) -> str:
+    try:
+        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], check=True,
+                             capture_output=True, text=True, timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain",
+                                "--untracked-files=no"], capture_output=True, text=True,
+                               timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown (not a git checkout)"
+    return out + (" (with uncommitted changes)" if dirty else "")
+
+
+def _table_html(md: Path) -> str:
+    """A Markdown table file of :func:`pear.analysis.report.save_table`: caption, then the table."""
+    text = md.read_text(encoding="utf-8")
+    caption, _, table = text.partition("\n\n") if not text.startswith("|") else ("", "", text)
+    return (f"<p class=\"caption\">{html.escape(caption)}</p>" if caption else "") + \
+        markdown_html(table or text)
+
+
+def _numbers_html(tex: Path) -> str:
+    rows = re.findall(r"\\newcommand\{\\([A-Za-z]+)\}\{(.*)\}", tex.read_text(encoding="utf-8"))
+    body = "".join(f"<tr><td><code>\\{html.escape(k)}</code></td><td class=\"num\">"
+                   f"{html.escape(v)}</td></tr>" for k, v in rows)
+    return (f"<details><summary>{len(rows)} quoted numbers ({html.escape(tex.name)}, LaTeX "
+            f"macros)</summary><table><tr><th>Macro</th><th>Value</th></tr>{body}</table>"
+            "</details>")
+
+
+def _section(name: str, outputs: Sequence[str], fig_dir: Path, nb_dir: Path,
+             site: Path) -> str:
+    ipynb = nb_dir / f"{name}.ipynb"
+    title, intro = _notebook_intro(ipynb) if ipynb.is_file() else (name, "")
+    parts = [f"<h2 id=\"{name}\">{html.escape(title)}</h2>", intro]
+    if (site / "notebooks" / f"{name}.html").is_file():
+        parts.append(f"<p><a href=\"notebooks/{name}.html\">Executed notebook "
+                     f"<code>{name}</code></a></p>")
+    stems = list(dict.fromkeys(Path(f).stem for f in outputs))
+    paired = set(BESIDE.values())
+    for stem in stems:
+        png, pdf, md = fig_dir / f"{stem}.png", fig_dir / f"{stem}.pdf", fig_dir / f"{stem}.md"
+        if png.is_file():
+            for f in (png, pdf):
+                if f.is_file():
+                    shutil.copy2(f, site / "figures" / f.name)
+            link = f" · <a href=\"figures/{pdf.name}\">PDF</a>" if pdf.is_file() else ""
+            parts.append(f"<figure><img src=\"figures/{png.name}\" alt=\"{stem}\">"
+                         f"<figcaption><code>{stem}</code>{link}</figcaption></figure>")
+        elif md.is_file() and stem not in paired:
+            mine = f"<div><h3>{html.escape(stem)}</h3>{_table_html(md)}</div>"
+            other = fig_dir / f"{BESIDE.get(stem, '')}.md"
+            if stem in BESIDE and other.is_file():
+                mine += (f"<div><h3>{html.escape(other.stem)}: the study's printed numbers "
+                         f"beside ours</h3>{_table_html(other)}</div>")
+            parts.append(f"<div class=\"pair\">{mine}</div>")  # beside where both fit
+    for stem in stems:  # a paired table whose partner is missing still shows
+        md = fig_dir / f"{stem}.md"
+        partner = next((k for k, v in BESIDE.items() if v == stem), None)
+        if stem in paired and md.is_file() and not (fig_dir / f"{partner}.md").is_file():
+            parts.append(f"<h3>{html.escape(stem)}</h3>{_table_html(md)}")
+    for f in outputs:
+        if f.endswith(".tex") and not f.endswith(tuple(f"{s}.tex" for s in stems
+                                                       if (fig_dir / f"{s}.md").is_file())):
+            if (fig_dir / f).is_file():
+                parts.append(_numbers_html(fig_dir / f))
+    return "\n".join(p for p in parts if p)
+
+
+def _ledger_html(ledger: str | Callable[[], str] | None, fig_dir: Path) -> str:
+    if callable(ledger):
+        ledger = ledger()
+    if ledger is None:
+        if (fig_dir / "claims.html").is_file():
+            ledger = (fig_dir / "claims.html").read_text(encoding="utf-8")
+        elif (fig_dir / "claims.md").is_file():
+            ledger = markdown_html((fig_dir / "claims.md").read_text(encoding="utf-8"))
+    if not ledger:
+        return ""
+    return f"<section class=\"ledger\" id=\"claims\"><h2>Claims</h2>{ledger}</section>"
+
+
+def _meta_html(meta: Mapping[str, str]) -> str:
+    rows = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(str(v))}</td></tr>"
+                   for k, v in meta.items())
+    return f"<table class=\"meta\">{rows}</table>"
+
+
+# ----------------------------------------------------------------- debate browser
+
+_BROWSER_JS = r"""
+(function () {
+  var D = window.PEAR_DEBATES, cols = D.columns, rows = D.rows, per = 100, page = 0;
+  var c = {}; cols.forEach(function (n, i) { c[n] = i; });
+  function $(id) { return document.getElementById(id); }
+  function options(sel, values) {
+    values.forEach(function (v, i) {
+      var o = document.createElement("option"); o.value = String(i); o.textContent = v;
+      sel.appendChild(o);
+    });
+  }
+  options($("f-dataset"), D.datasets); options($("f-method"), D.methods);
+  options($("f-model"), D.models);
+  D.seeds.forEach(function (s) {
+    var o = document.createElement("option"); o.value = String(s); o.textContent = s;
+    $("f-seed").appendChild(o);
+  });
+  function want(id) { var v = $(id).value; return v === "" ? null : Number(v); }
+  function filtered() {
+    var ds = want("f-dataset"), me = want("f-method"), mo = want("f-model"),
+        se = want("f-seed"), co = $("f-correct").value, q = $("f-text").value.trim(),
+        mw = $("f-minority").checked, ml = $("f-majority").checked,
+        st = $("f-stopped").checked, pg = $("f-page").checked;
+    return rows.filter(function (r) {
+      return (ds === null || r[c.dataset] === ds) && (me === null || r[c.method] === me) &&
+        (mo === null || r[c.model] === mo) && (se === null || r[c.seed] === se) &&
+        (co === "" || r[c.correct] === Number(co)) && (!mw || r[c.minority_won]) &&
+        (!ml || r[c.majority_lost]) && (!st || r[c.stopped_early]) && (!pg || r[c.page]) &&
+        (q === "" || r[c.debate_id].indexOf(q) >= 0 || r[c.question_id].indexOf(q) >= 0);
+    });
+  }
+  function cell(tr, text, cls) {
+    var td = document.createElement("td"); td.textContent = text;
+    if (cls) { td.className = cls; } tr.appendChild(td); return td;
+  }
+  function draw() {
+    var hits = filtered(), body = $("rows"), pages = Math.max(1, Math.ceil(hits.length / per));
+    page = Math.min(page, pages - 1);
+    body.textContent = "";
+    hits.slice(page * per, page * per + per).forEach(function (r) {
+      var tr = document.createElement("tr"), id = r[c.debate_id], td = cell(tr, "");
+      if (r[c.page]) {
+        var a = document.createElement("a"); a.href = "d/" + r[c.page]; a.textContent = id;
+        td.appendChild(a);
+      } else {
+        td.textContent = id; td.title = "no page written: " + D.command.replace("ID", id);
+        td.className = "muted";
+      }
+      cell(tr, D.models[r[c.model]]); cell(tr, D.datasets[r[c.dataset]]);
+      cell(tr, D.methods[r[c.method]]); cell(tr, String(r[c.seed]), "num");
+      cell(tr, r[c.question_id]); cell(tr, r[c.correct] ? "\u2713" : "\u2717",
+                                         r[c.correct] ? "ok" : "bad");
+      cell(tr, r[c.final]); cell(tr, r[c.gold]); cell(tr, String(r[c.rounds]), "num");
+      cell(tr, [r[c.minority_won] ? "minority-correct won" : "",
+                r[c.majority_lost] ? "majority-correct lost" : "",
+                r[c.stopped_early] ? "stopped early" : ""].filter(Boolean).join(", "));
+      cell(tr, String(r[c.tokens]), "num");
+      body.appendChild(tr);
+    });
+    $("count").textContent = hits.length + " of " + rows.length + " debates; page " +
+      (page + 1) + " of " + pages;
+    $("prev").disabled = page === 0; $("next").disabled = page >= pages - 1;
+  }
+  ["f-dataset", "f-method", "f-model", "f-seed", "f-correct", "f-minority", "f-majority",
+   "f-stopped", "f-page", "f-text"].forEach(function (id) {
+    $(id).addEventListener("input", function () { page = 0; draw(); });
+  });
+  $("prev").addEventListener("click", function () { page -= 1; draw(); });
+  $("next").addEventListener("click", function () { page += 1; draw(); });
+  draw();
+})();
+"""
+
+_BROWSER_BODY = """
+<nav><a href="../index.html">← results</a></nav>
+<h1>Debates</h1>
+<p>{summary}</p>
+<p class="muted">{pages_note} Any other debate: <code>{command}</code> writes its page
+where its link would point (hover a grey id to see the command for it).</p>
+<form onsubmit="return false">
+<label>Dataset <select id="f-dataset"><option value="">all</option></select></label>
+<label>Method <select id="f-method"><option value="">all</option></select></label>
+<label>Model <select id="f-model"><option value="">all</option></select></label>
+<label>Seed <select id="f-seed"><option value="">all</option></select></label>
+<label>Correct <select id="f-correct"><option value="">all</option><option value="1">yes
+</option><option value="0">no</option></select></label>
+<label><input type="checkbox" id="f-minority"> minority-correct won</label>
+<label><input type="checkbox" id="f-majority"> majority-correct lost</label>
+<label><input type="checkbox" id="f-stopped"> stopped early</label>
+<label><input type="checkbox" id="f-page"> has a page</label>
+<label>Id contains <input id="f-text" size="14"></label>
+</form>
+<p><button id="prev" type="button">← previous</button> <span id="count"></span>
+<button id="next" type="button">next →</button></p>
+<div class="scroll"><table><thead><tr><th>Debate</th><th>Model</th><th>Dataset</th><th>Method</th><th>Seed</th>
+<th>Question</th><th>Correct</th><th>Final answer</th><th>Gold</th><th>Rounds</th>
+<th>Kind</th><th>Tokens</th></tr></thead><tbody id="rows"></tbody></table></div>
+<script src="data.js"></script><script src="browser.js"></script>
+"""
+
+
+def _short(v: Any, limit: int = 40) -> str:
+    s = re.sub(r"\s+", " ", "" if v is None else str(v)).strip()
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def _write_browser(site: Path, view: Any, runs_dir: Path, extra: Iterable[str],
+                   mark: str = "") -> tuple[int, int]:
+    deb = view.debates
+    flags = debate_flags(deb, view.agent_rounds)
+    chosen = chosen_debates(deb, flags, extra)
+    out = site / "debates"
+    (out / "d").mkdir(parents=True, exist_ok=True)
+    for did in chosen:
+        write_debate_page(view, did, page_path(site, did))
+    datasets = sorted(deb["dataset"].unique(), key=lambda d: (d not in _DS_ORDER,
+                                                               _DS_ORDER.get(d, 0), d))
+    methods = sorted(deb["method"].unique(), key=lambda m: (m not in _M_ORDER,
+                                                             _M_ORDER.get(m, 0), m))
+    models = sorted(deb["model"].unique())
+    names = model_labels(models)
+    idx = {k: {v: i for i, v in enumerate(vals)} for k, vals in
+           (("dataset", datasets), ("method", methods), ("model", models))}
+    has = set(chosen)
+    cols = ["debate_id", "model", "dataset", "method", "seed", "question_id", "correct",
+            "final", "gold", "rounds", "minority_won", "majority_lost", "stopped_early",
+            "tokens", "page"]
+    rows = [[d, idx["model"][m], idx["dataset"][ds], idx["method"][me], int(s), str(q),
+             int(ok), _short(fa), _short(g), int(r), int(mw), int(ml), int(st), int(t),
+             page_name(d) if d in has else ""]
+            for d, m, ds, me, s, q, ok, fa, g, r, t, mw, ml, st in zip(
+                deb["debate_id"], deb["model"], deb["dataset"], deb["method"], deb["seed"],
+                deb["question_id"], deb["correct"], deb["final_answer"], deb["gold"],
+                deb["rounds"], deb["tokens"], flags["minority_won"], flags["majority_lost"],
+                flags["stopped_early"])]
+    command = f"pear show {runs_dir} --debate ID --html"
+    data = {"columns": cols, "rows": rows, "datasets": [dataset_label(d) for d in datasets],
+            "methods": [method_label(m) for m in methods],
+            "models": [names[m] for m in models],
+            "seeds": sorted(int(s) for s in deb["seed"].unique()), "command": command}
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+    (out / "data.js").write_text(f"window.PEAR_DEBATES = {text};\n", encoding="utf-8")
+    (out / "browser.js").write_text(_BROWSER_JS, encoding="utf-8")
+    pages_note = ("Every debate has a transcript page." if len(chosen) >= len(deb) else
+                  f"{len(chosen)} debates have a transcript page: per model x dataset x "
+                  f"method, the first debate (record order) of each kind: "
+                  f"{', '.join(KIND_LABELS[k] for k in KINDS)}; and the case study.")
+    body = _BROWSER_BODY.format(
+        summary=html.escape(f"{len(deb)} debates recorded in {runs_dir}.")
+        + (f"</p><p class=\"mark\">{html.escape(mark)}" if mark else ""),
+        pages_note=html.escape(pages_note), command=html.escape(command))
+    (out / "index.html").write_text(html_page("PEAR debates", body, css=_SITE_CSS +
+                                              "form label{margin-right:10px;white-space:"
+                                              "nowrap}form{line-height:2}.scroll{overflow-x:"
+                                              "auto}.scroll table{font-size:.85em}"),
+                                         encoding="utf-8")
+    return len(deb), len(chosen)
+
+
+_DS_ORDER = {d: i for i, d in enumerate(DATASETS)}
+_M_ORDER = {m: i for i, m in enumerate(METHODS)}
+
+
+# ----------------------------------------------------------------- the site
+
+def write_site(site_dir: str | os.PathLike[str], *, figures_dir: str | os.PathLike[str],
+               notebooks_dir: str | os.PathLike[str], runs_dir: str | os.PathLike[str],
+               notebooks: Mapping[str, Sequence[str]], meta: Mapping[str, str],
+               case_study: str = "", ledger: str | Callable[[], str] | None = None,
+               mark: str = "") -> SiteSummary:
+    """Write the results site into ``site_dir`` (emptied first).
+
+    ``notebooks``: notebook name -> the files it writes into ``figures_dir``
+    (:data:`pear.paper.build.EXPECTED_OUTPUTS`), in build order; their executed copies are read
+    from ``notebooks_dir``.  ``meta``: what was built (label -> text) for the top of the
+    index.  ``runs_dir``: the run whose debates the browser lists (through its view).
+    ``case_study``: a debate id that always gets a page.  ``ledger``: see the module.
+    ``mark`` (:func:`pear.catalog.labels.evidence_mark`) is shown under the title of the index and
+    of the debate browser."""
+    from pear.store.view import load
+    t0 = time.perf_counter()
+    site, fig_dir, nb_dir = Path(site_dir), Path(figures_dir), Path(notebooks_dir)
+    if site.exists():
+        shutil.rmtree(site)
+    (site / "figures").mkdir(parents=True)
+    summary = SiteSummary(site)
+    for name in notebooks:
+        ipynb = nb_dir / f"{name}.ipynb"
+        if ipynb.is_file():
+            summary.pages.append(export_notebook(ipynb, site / "notebooks" / f"{name}.html"))
+    view = load(runs_dir)
+    summary.debates, summary.transcripts = _write_browser(site, view, Path(runs_dir),
+                                                          [case_study], mark)
+    summary.pages += sorted((site / "debates").glob("**/*.html"))
+    titles = {n: _notebook_intro(nb_dir / f"{n}.ipynb")[0]
+              if (nb_dir / f"{n}.ipynb").is_file() else n for n in notebooks}
+    toc = "".join(f"<li><a href=\"#{n}\">{html.escape(t)}</a></li>" for n, t in titles.items())
+    banner = f"<p class=\"mark\">{html.escape(mark)}</p>" if mark else ""
+    body = ["<h1>PEAR results</h1>", banner, _ledger_html(ledger, fig_dir),
+            "<h2>What was built</h2>", _meta_html(meta),
+            f"<p><a href=\"debates/index.html\">Debate browser</a>: {summary.debates} "
+            f"debates, {summary.transcripts} with a transcript page.</p>",
+            f"<ul class=\"toc\">{toc}</ul>"]
+    body += [_section(n, files, fig_dir, nb_dir, site) for n, files in notebooks.items()]
+    index = site / "index.html"
+    index.write_text(html_page("PEAR results", "\n".join(b for b in body if b),
+                               css=_SITE_CSS), encoding="utf-8")
+    summary.pages.insert(0, index)
+    summary.seconds = time.perf_counter() - t0
+    return summary
+
+
+def build_meta(*, backend: str, preset: str, models: Sequence[str], grid: str,
+               debates: int, started: float, seconds: float, repo: Path) -> dict[str, str]:
+    """The "what was built" table of the index (model display names with their ids)."""
+    names = model_labels(models)
+    return {"Backend": backend, "Preset": preset,
+            "Models": "; ".join(f"{names[m]} ({m})" for m in models),
+            "Grid": f"{grid}; {debates} debates in the run",
+            "Built": f"{datetime.fromtimestamp(started, timezone.utc):%Y-%m-%d %H:%M UTC}, "
+                     f"notebooks took {seconds:.0f} s",
+            "Git commit": _git_commit(repo)}
+
+
+
+def check_site(site_dir: str | os.PathLike[str]) -> list[str]:
+    """What is wrong with a written site: a missing page, a link or image of a page that
+    points to no file, or a script or image loaded from the network (the site must work
+    offline); ``index.html``, ``debates/index.html`` and every notebook page are checked.
+
+    >>> check_site("/nonexistent")
+    ['/nonexistent/index.html is missing']
+    """
+    root = Path(site_dir)
+    problems = [f"{root / p} is missing" for p in ("index.html", "debates/index.html",
+                                                    "debates/data.js", "debates/browser.js")
+                if not (root / p).is_file()]
+    if problems:
+        return problems[:1] if not (root / "index.html").is_file() else problems
+    pages = [root / "index.html", root / "debates" / "index.html",
+             *sorted((root / "notebooks").glob("*.html"))]
+    for page in pages:
+        text = page.read_text(encoding="utf-8")
+        for attr, link in re.findall(r"""(src|href)=["']([^"'#]+)["']""", text):
+            if re.match(r"[a-z]+:", link):
+                if attr == "src" and not link.startswith("data:"):
+                    problems.append(f"{page.relative_to(root)} loads from outside: {link}")
+            elif not (page.parent / html.unescape(link)).exists():
+                problems.append(f"{page.relative_to(root)} links a missing file: {link}")
+    return problems
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m pear.paper.site --check DIR``: exit 1 naming every problem of the site."""
+    import argparse
+    import sys
+    p = argparse.ArgumentParser(prog="python -m pear.paper.site",
+                                description="Check a results site written by `pear paper`.")
+    p.add_argument("--check", metavar="DIR", required=True, help="the site (build/site)")
+    problems = check_site(p.parse_args(argv).check)
+    for line in problems:
+        print(line, file=sys.stderr)
+    if not problems:
+        print(f"site {p.parse_args(argv).check}: every page and link present")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,413 @@
+"""Four studies the paper leaves open (notebooks 09-12): theory checks on router states, the
+routing temperature sweep, early stopping, and robustness to adversarial or miscalibrated
+agents.
+
+Each study is a set of named *variants* of one grid (the ``beyond`` preset by default): the
+same questions and seeds, with one setting changed (the router's temperature, the stop rule,
+one agent's role).  A variant runs into its own directory ``<runs_dir>-studies/<variant>`` (runs of
+different protocols never share a directory), resumably, through the same experiment runner
+and columnar view as the study's own grid; ``backend="replay"`` only reads what is there.
+
+>>> sorted(temperature_variants(preset_experiment()))[:3]
+['Random', 'tau=0', 'tau=0.03']
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from pear.core.router import RouterState
+from pear.analysis import metrics, stats, theory
+from pear.core.config import METHOD_LABELS, RouterConfig, roles_for
+from pear.runs.experiment import Experiment, preset
+from pear.analysis.figures import METHOD_COLORS, annotate
+from pear.catalog.labels import dataset_label
+from pear.store.records import iter_records
+from pear.paper.study import Results, load_results
+
+__all__ = [
+    "TAUS", "STOP_RULES", "POPULATIONS", "preset_experiment", "temperature_variants",
+    "stop_variants", "population_variants", "run_variants", "theory_checks",
+    "theory_summary", "temperature_table", "consistent_taus", "early_stop_table",
+    "robustness_table", "studies_dir", "study_gap_pear_random", "study_lifts",
+    "plot_theory_checks", "plot_temperature_sweep",
+    "plot_early_stop", "plot_robustness",
+]
+
+TAUS = (0.0, 0.03, 0.1, 0.3, 0.7, 3.0)
+"""Routing temperatures swept: 0 (argmax), ..., 0.1 (our default), 0.7 (the authors' code)."""
+STOP_RULES = ("none", "consensus", "stable:1", "stable:2")
+STOP_METHODS = ("clique", "ring", "random", "pear")
+ROBUST_METHODS = ("clique", "star", "ring", "random", "pear", "pear_T", "pear_L")
+POPULATIONS = {"honest": {}, "adversarial": {2: "adversarial"},
+               "overconfident": {2: "overconfident"}}
+"""The populations of the robustness study: agent 2 (not Star's hub, inside Chain and Ring)
+is the one with a role; our choice."""
+
+
+def preset_experiment(name: str = "beyond", seeds: str | Sequence[int] = "",
+                      n_questions: int = 0) -> Experiment:
+    """The grid the studies vary, from the notebooks' parameters: the ``beyond`` preset, or
+    another preset's protocol and questions with the studies' methods (``smoke``: one
+    dataset, GSM8K, and one seed, so that the CPU build stays short); ``seeds`` and
+    ``n_questions`` override as in every notebook."""
+    from pear.paper.study import experiment
+    exp = experiment(name, seeds=seeds, n_questions=n_questions)
+    if name == "smoke":
+        exp = dataclasses.replace(exp, datasets=("gsm8k",),
+                                  seeds=exp.seeds if seeds else exp.seeds[:1])
+    return dataclasses.replace(exp, methods=ROBUST_METHODS, full_datasets=())
+
+
+def studies_dir(runs_dir: str | Path) -> Path:
+    """Where the studies' variants are recorded: ``<runs_dir>-studies/`` beside the run
+    directory, never inside it (a run directory's records are one protocol's grid)."""
+    root = Path(runs_dir)
+    return root.with_name(root.name + "-studies")
+
+
+def _variant(exp: Experiment, methods: Sequence[str], **debate: Any) -> Experiment:
+    return dataclasses.replace(exp, methods=tuple(methods), full_datasets=(),
+                               debate=dataclasses.replace(exp.debate, **debate))
+
+
+def temperature_variants(exp: Experiment) -> dict[str, Experiment]:
+    """PEAR at every temperature of :data:`TAUS`, and Random (the same base graphs)."""
+    out = {f"tau={t:g}": dataclasses.replace(_variant(exp, ("pear",)),
+                                             router=dataclasses.replace(exp.router, tau=t))
+           for t in TAUS}
+    out["Random"] = _variant(exp, ("random",))
+    return out
+
+
+def stop_variants(exp: Experiment) -> dict[str, Experiment]:
+    """Clique, Ring, Random and PEAR under every stop rule of :data:`STOP_RULES`."""
+    return {rule: _variant(exp, STOP_METHODS, stop=rule) for rule in STOP_RULES}
+
+
+def population_variants(exp: Experiment) -> dict[str, Experiment]:
+    """The robustness methods with an honest population, one adversarial agent, one
+    overconfident agent (:data:`POPULATIONS`)."""
+    n = exp.debate.n_agents
+    return {name: _variant(exp, ROBUST_METHODS, roles=roles_for(n, roles) if roles else ())
+            for name, roles in POPULATIONS.items()}
+
+
+def run_variants(backend: str, variants: Mapping[str, Experiment], runs_dir: str | Path, *,
+                 model: str = "", progress: bool = False) -> dict[str, Results]:
+    """Run (or resume; ``replay``: only read) every variant into ``<runs_dir>/<variant>`` and
+    load its debates."""
+    from pear.paper.build import run_experiments
+    out: dict[str, Results] = {}
+    for name, exp in variants.items():
+        rdir = studies_dir(runs_dir) / name.replace("=", "-").replace(":", "-")
+        run_experiments(backend, exp, rdir, model=model, progress=progress)
+        out[name] = load_results(rdir, exp, "subset")
+    return out
+
+
+def _diff_ci(a: Any, b: Any, rng: np.random.Generator) -> tuple[float, float, float]:
+    """Mean paired difference with a paired bootstrap 95% CI; no interval (NaN) from fewer
+    than two pairs (a pipeline-check build of one question)."""
+    a, b = np.asarray(a, dtype=int), np.asarray(b, dtype=int)
+    if a.size < 2:
+        return float((a - b).mean()) if a.size else np.nan, np.nan, np.nan
+    return stats.bootstrap_diff(a, b, n_resamples=2000, rng=rng)
+
+
+# --------------------------------------------------------------------------- 09 theory
+
+def theory_checks(runs: Results | str | Path, cfg: RouterConfig = RouterConfig(), *,
+                  n_states: int = 200, seed: int = 0) -> pd.DataFrame:
+    """One row per router state taken from routed records (PEAR and Random): equivariance
+    deviations (score, probability), the influence-monotonicity derivative (numeric vs
+    closed form, worst agent), the I/L spread over the pool for the in-regular base graph and
+    for a circulant one, and the largest routing lift over uniform routing."""
+    rng = np.random.default_rng(seed)
+    root = runs.runs_dir if isinstance(runs, Results) else Path(runs)
+    circulant = dataclasses.replace(cfg, base_graph="circulant")
+    rows = []
+    for st in theory.states_from_records(iter_records(root), limit=n_states):
+        eq = theory.equivariance_deviation(st, cfg, rng, n_perms=4)
+        soft = cfg if cfg.tau > 0 else dataclasses.replace(cfg, tau=0.1)
+        der = [theory.influence_derivative(st, soft, j) for j in range(st.n)]
+        reg = theory.term_spread(st, cfg)
+        circ_state = RouterState(st.answers, st.confidences, st.influence,
+                                  theory.base_graph(st.n, len(st.base_edges) // st.n,
+                                                    rng, "circulant"))
+        circ = theory.term_spread(circ_state, circulant)
+        lift = theory.routing_lift(st)
+        rows.append({
+            "equivariance_score": eq["score"], "equivariance_probability": eq["probability"],
+            "derivative_error": max(abs(d["numeric"] - d["formula"]) for d in der),
+            "derivative_scale": max(abs(d["formula"]) for d in der),
+            "I_spread_in_regular": reg["I"], "L_spread_in_regular": reg["L"],
+            "I_spread_circulant": circ["I"], "L_spread_circulant": circ["L"],
+            "lift_source_confidence": lift["source_confidence"],
+            "lift_cross_answer": lift["cross_answer"]})
+    if not rows:
+        raise ValueError(f"no routed debate rounds under {str(root)!r} to take states from")
+    return pd.DataFrame(rows)
+
+
+def theory_summary(checks: pd.DataFrame, study_lifts: Mapping[str, float]) -> pd.DataFrame:
+    """The checks in one table: per quantity the maximum (deviations, errors) or mean and
+    maximum (spreads, lifts) over states, beside what the theory or the study says.
+
+    ``study_lifts``: the study's reported lift of PEAR over Random in source confidence and
+    cross-answer rate (from its diagnostics table)."""
+    n = len(checks)
+    rows = [
+        ("score change under relabelling (max)", checks["equivariance_score"].max(), 0.0),
+        ("choice-probability change under relabelling (max)",
+         checks["equivariance_probability"].max(), 0.0),
+        ("|dE[D_j]/drho_j - (-alpha_I/(tau m) Var D_j)| (max)",
+         checks["derivative_error"].max(), 0.0),
+        ("|dE[D_j]/drho_j| (max, scale of the above)", checks["derivative_scale"].max(), np.nan),
+        ("I spread over the pool, in-regular (mean)", checks["I_spread_in_regular"].mean(), np.nan),
+        ("L spread over the pool, in-regular (mean)", checks["L_spread_in_regular"].mean(), np.nan),
+        ("I spread over the pool, circulant (max)", checks["I_spread_circulant"].max(), 0.0),
+        ("L spread over the pool, circulant (max)", checks["L_spread_circulant"].max(), 0.0),
+        ("largest source-confidence lift over uniform (mean)",
+         checks["lift_source_confidence"].mean(), study_lifts.get("source_confidence", np.nan)),
+        ("largest cross-answer lift over uniform (mean)",
+         checks["lift_cross_answer"].mean(), study_lifts.get("cross_answer", np.nan)),
+    ]
+    out = pd.DataFrame(rows, columns=["check", "measured", "theory or study"])
+    out["states"] = n
+    return out.set_index("check")
+
+
+def study_lifts() -> dict[str, float]:
+    """The study's PEAR-minus-Random difference in source confidence and cross-answer rate,
+    computed from its diagnostics table (``data/paper/diagnostics.csv``)."""
+    from pear.analysis.compare import load_paper
+    d = load_paper("diagnostics").set_index("method")
+    return {q: float(d.loc["PEAR", q] - d.loc["Random", q])
+            for q in ("source_confidence", "cross_answer")}
+
+
+# --------------------------------------------------------------------------- 10 temperature
+
+def temperature_table(runs: Mapping[str, Results], cfg: RouterConfig = RouterConfig(), *,
+                      n_states: int = 100) -> pd.DataFrame:
+    """Per variant (tau or Random) and dataset: accuracy, W2R, R2W (per query), and the mean
+    normalised entropy of the router's choice distribution over router states taken from
+    the variant's own records (1 = uniform, like Random)."""
+    frames = []
+    for name, res in runs.items():
+        acc = metrics.accuracy(res.debates)
+        rates = metrics.update_rates(res.debates, res.agent_rounds)
+        df = acc.merge(rates[["model", "dataset", "method", "w2r", "r2w"]],
+                       on=["model", "dataset", "method"])
+        tau = res.exp.router.tau if name != "Random" else np.nan
+        ent_cfg = dataclasses.replace(res.exp.router, alpha_T=0, alpha_I=0, alpha_L=0) \
+            if name == "Random" else res.exp.router
+        states = list(theory.states_from_records(iter_records(res.runs_dir), limit=n_states))
+        entropy = float(np.mean([theory.choice_entropy(s, ent_cfg) for s in states])) \
+            if states else np.nan
+        frames.append(df.assign(variant=name, tau=tau, entropy=entropy))
+    out = pd.concat(frames, ignore_index=True)
+    return out[["variant", "tau", "dataset", "accuracy", "std", "w2r", "r2w", "entropy"]]
+
+
+def consistent_taus(runs: Mapping[str, Results], study_gap: float, *,
+                    seed: int = 0) -> pd.DataFrame:
+    """PEAR minus Random accuracy per temperature, with a paired bootstrap 95% CI over
+    (dataset, seed, question); ``consistent`` when the study's gap lies inside the CI."""
+    rng = np.random.default_rng(seed)
+    base = runs["Random"].debates
+    rows = []
+    for name, res in runs.items():
+        if name == "Random":
+            continue
+        both = pd.concat([res.debates, base], ignore_index=True)
+        pair = metrics.paired(both, "pear", "random")
+        diff, lo, hi = _diff_ci(pair["correct_a"], pair["correct_b"], rng)
+        rows.append({"variant": name, "tau": res.exp.router.tau, "gap": diff, "low": lo,
+                     "high": hi, "study_gap": study_gap, "consistent": lo <= study_gap <= hi})
+    return pd.DataFrame(rows)
+
+
+def study_gap_pear_random() -> float:
+    """The study's mean accuracy of PEAR minus Random over its main-results settings
+    (``data/paper/main_results.csv``), in accuracy units."""
+    from pear.analysis.compare import load_paper
+    t = load_paper("main_results")
+    m = t.groupby("method")["accuracy"].mean()
+    return float(m["PEAR"] - m["Random"])
+
+
+# --------------------------------------------------------------------------- 11 early stop
+
+def early_stop_table(runs: Mapping[str, Results]) -> pd.DataFrame:
+    """Per stop rule and method (averaged over datasets): accuracy, tokens and calls per
+    example, mean rounds run, whether the point is on the accuracy-tokens Pareto frontier,
+    and the exact McNemar p of the rule against the full protocol (``none``) on the same
+    questions and seeds."""
+    full = runs["none"].debates
+    rows = []
+    for rule, res in runs.items():
+        deb = res.debates
+        for m in STOP_METHODS:
+            part = deb[deb["method"] == m]
+            if part.empty:
+                continue
+            p = np.nan
+            if rule != "none":
+                tagged = pd.concat([part.assign(method="stopped"),
+                                    full[full["method"] == m]], ignore_index=True)
+                pair = metrics.paired(tagged, "stopped", m)
+                p = stats.mcnemar_table(pair["correct_a"], pair["correct_b"])[1].pvalue_exact
+            rows.append({"stop": rule, "method": METHOD_LABELS[m],
+                         "accuracy": float(part["correct"].mean()),
+                         "tokens_per_example": float(part["tokens"].mean()),
+                         "calls_per_example": float(part["calls"].mean()),
+                         "rounds": float(part["rounds"].mean()), "mcnemar_p_vs_full": p})
+    out = pd.DataFrame(rows)
+    out["pareto"] = metrics.pareto_front(out["tokens_per_example"], out["accuracy"])
+    return out
+
+
+# --------------------------------------------------------------------------- 12 robustness
+
+def robustness_table(runs: Mapping[str, Results], *, seed: int = 0) -> pd.DataFrame:
+    """Per population and method: accuracy, the drop against the honest population, its
+    paired bootstrap 95% CI and the exact McNemar p (same questions and seeds)."""
+    rng = np.random.default_rng(seed)
+    honest = runs["honest"].debates
+    rows = []
+    for pop, res in runs.items():
+        for m in ROBUST_METHODS:
+            part = res.debates[res.debates["method"] == m]
+            if part.empty:
+                continue
+            row = {"population": pop, "method": METHOD_LABELS[m],
+                   "accuracy": float(part["correct"].mean())}
+            if pop != "honest":
+                tagged = pd.concat([part.assign(method="with_role"),
+                                    honest[honest["method"] == m]], ignore_index=True)
+                pair = metrics.paired(tagged, "with_role", m)
+                d, lo, hi = _diff_ci(pair["correct_a"], pair["correct_b"], rng)
+                row.update(drop=d, low=lo, high=hi, mcnemar_p=stats.mcnemar_table(
+                    pair["correct_a"], pair["correct_b"])[1].pvalue_exact)
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- plots
+
+def plot_theory_checks(checks: pd.DataFrame, study: Mapping[str, float], *, source: str = "",
+                       mark: str = "", simulated: bool = False) -> Figure:
+    """Left: the term spreads over the pool (in-regular vs circulant); right: the largest
+    routing lifts over uniform routing per state, with the study's PEAR-over-Random lifts."""
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 2, figsize=(6.8, 2.6))
+    cols = ["I_spread_in_regular", "I_spread_circulant", "L_spread_in_regular",
+            "L_spread_circulant"]
+    axes[0].boxplot([checks[c] for c in cols], showfliers=False)
+    axes[0].set_xticks(range(1, 5), ["I in-reg.", "I circ.", "L in-reg.", "L circ."])
+    axes[0].set_ylabel("max - min over the pool")
+    for i, (col, key, label) in enumerate((("lift_source_confidence", "source_confidence",
+                                            "source conf."),
+                                           ("lift_cross_answer", "cross_answer",
+                                            "cross-answer"))):
+        axes[1].boxplot([checks[col]], positions=[i], widths=0.5, showfliers=False)
+        if key in study:
+            axes[1].plot([i - 0.3, i + 0.3], [study[key]] * 2, color="#b2182b", lw=2,
+                         label="study: PEAR - Random" if i == 0 else None)
+    axes[1].set_xticks([0, 1], ["source conf.", "cross-answer"])
+    axes[1].set_ylabel("best relabelling - uniform")
+    axes[1].legend(loc="upper right", fontsize=6)
+    fig.tight_layout()
+    return annotate(fig, axes, source=source, mark=mark, simulated=simulated)
+
+
+def plot_temperature_sweep(table: pd.DataFrame, *, source: str = "",
+                           mark: str = "", simulated: bool = False) -> Figure:
+    """Accuracy, W2R/R2W and choice entropy against the routing temperature (one tick per
+    swept tau, 0 = argmax), averaged over datasets; Random as a dashed black line."""
+    import matplotlib.pyplot as plt
+    avg = table.groupby(["variant", "tau"], dropna=False)[
+        ["accuracy", "w2r", "r2w", "entropy"]].mean().reset_index()
+    pear = avg[avg["variant"] != "Random"].sort_values("tau")
+    rnd = avg[avg["variant"] == "Random"].iloc[0]
+    x = np.arange(len(pear))
+    ticks = [("0\n(argmax)" if t == 0 else f"{t:g}") for t in pear["tau"]]
+    fig, axes = plt.subplots(1, 3, figsize=(7.0, 2.3))
+    specs = ((("accuracy",), "accuracy"), (("w2r", "r2w"), "rate per query"),
+             (("entropy",), "choice entropy / log M"))
+    styles = {"accuracy": "o-", "w2r": "o-", "r2w": "s--", "entropy": "o-"}
+    for ax, (cols, ylabel) in zip(axes, specs):
+        for col in cols:
+            name = col.upper() if col in ("w2r", "r2w") else ""
+            ax.plot(x, pear[col], styles[col], ms=3, color=METHOD_COLORS.get("pear"),
+                    label=f"PEAR {name}".strip())
+            ax.axhline(rnd[col], ls=":" if col == "r2w" else "--", lw=1, color="k",
+                       label=f"Random {name}".strip())
+        ax.set_xticks(x, ticks, fontsize=6)
+        ax.set_xlabel("routing temperature tau")
+        ax.set_ylabel(ylabel)
+        ax.set_ylim(0, 1.05)
+        ax.legend(fontsize=5, loc="lower right")
+    fig.tight_layout()
+    return annotate(fig, axes, source=source, mark=mark, simulated=simulated)
+
+
+def plot_early_stop(table: pd.DataFrame, *, source: str = "", mark: str = "",
+                    simulated: bool = False) -> Figure:
+    """Accuracy against tokens per example for every (stop rule, method); the Pareto
+    frontier joined; marker shape by stop rule, colour by method."""
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(4.2, 2.8))
+    markers = dict(zip(STOP_RULES, "osD^"))
+    colour = {METHOD_LABELS[m]: METHOD_COLORS.get(m) for m in STOP_METHODS}
+    for _, r in table.iterrows():
+        ax.scatter(r["tokens_per_example"], r["accuracy"], marker=markers[r["stop"]],
+                   color=colour[r["method"]], s=30, zorder=3,
+                   edgecolor="k" if r["pareto"] else "none")
+    front = table[table["pareto"]].sort_values("tokens_per_example")
+    ax.plot(front["tokens_per_example"], front["accuracy"], "k-", lw=0.8, zorder=2)
+    for rule, mk in markers.items():
+        ax.scatter([], [], marker=mk, color="0.5", label=rule)
+    for name, c in colour.items():
+        ax.scatter([], [], marker="s", color=c, label=name)
+    ax.set_xscale("log")
+    ax.set_xlabel("tokens per example (log)")
+    ax.set_ylabel("accuracy")
+    lo = max(0.0, table["accuracy"].min() - 0.05)
+    ax.set_ylim(lo, min(1.0, table["accuracy"].max() + 0.05))
+    ax.legend(fontsize=5, ncol=2, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    fig.tight_layout()
+    return annotate(fig, [ax], source=source, mark=mark, simulated=simulated)
+
+
+def plot_robustness(table: pd.DataFrame, *, source: str = "", mark: str = "",
+                    simulated: bool = False) -> Figure:
+    """Accuracy per method for each population (grouped bars), honest first."""
+    import matplotlib.pyplot as plt
+    pops = list(dict.fromkeys(table["population"]))
+    methods = list(dict.fromkeys(table["method"]))
+    fig, ax = plt.subplots(figsize=(5.6, 2.5))
+    width = 0.8 / len(pops)
+    shades = ("0.25", "#b2182b", "#ef8a62", "#67a9cf")
+    for i, pop in enumerate(pops):
+        part = table[table["population"] == pop].set_index("method").reindex(methods)
+        ax.bar(np.arange(len(methods)) + (i - (len(pops) - 1) / 2) * width, part["accuracy"],
+               width, label=pop, color=shades[i % len(shades)])
+    ax.set_xticks(range(len(methods)), methods, fontsize=7)
+    ax.set_ylabel("accuracy")
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize=6, ncol=len(pops), loc="upper center", bbox_to_anchor=(0.5, 1.18))
+    fig.tight_layout()
+    return annotate(fig, [ax], source=source, mark=mark, simulated=simulated)
+
+
+def dataset_labels(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with display names in its ``dataset`` column."""
+    return df.assign(dataset=df["dataset"].map(dataset_label)) if "dataset" in df else df

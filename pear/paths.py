@@ -1,0 +1,30 @@
+"""Where things are: the one owner of the repository's paths and a run directory's file names.
+
+A leaf module (standard library only) that every layer may import.  The repository root is
+found from the package's location, never from the working directory; a package installed
+outside a checkout (a wheel) has no repository, and only the functions that need one fail.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = ["PACKAGE_DIR", "REPO_ROOT", "DATA_DIR", "BENCHMARKS_DIR", "PAPER_DIR", "RUNS_DIR",
+           "FIGURES_DIR", "BUILD_DIR", "NOTEBOOKS_DIR", "TEMPLATES_FILE", "RECORDS_FILE",
+           "RUN_MANIFEST", "VIEW_DIR"]
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+REPO_ROOT = PACKAGE_DIR.parent
+"""The checkout that holds ``pear/`` (``data/``, ``notebooks/``, ``figures/`` live there)."""
+DATA_DIR = REPO_ROOT / "data"
+BENCHMARKS_DIR = DATA_DIR / "benchmarks"   # the four benchmarks, with SOURCES.md
+PAPER_DIR = DATA_DIR / "paper"             # the study's printed numbers
+RUNS_DIR = DATA_DIR / "runs"               # default run directories
+FIGURES_DIR = REPO_ROOT / "figures"        # generated tables and figures
+BUILD_DIR = REPO_ROOT / "build"            # executed notebooks, the site
+NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
+TEMPLATES_FILE = PACKAGE_DIR / "core" / "templates" / "prompts.md"
+"""The study's printed prompt templates, shipped inside the package (package data)."""
+
+RECORDS_FILE = "debates.jsonl"   # a run directory's append-only records
+RUN_MANIFEST = "manifest.json"   # a run directory's manifest (pear.store.manifest)
+VIEW_DIR = "view"                # a run directory's columnar view (pear.store.indexing)

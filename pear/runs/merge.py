@@ -1,0 +1,133 @@
+"""Combining run directories (e.g. the shards of one grid, ``pear run --shard i/N``) into one,
+after checking that their manifests agree; ``pear merge`` calls :func:`merge`."""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Sequence
+
+from pear.runs.experiment import parse_shard
+from pear.store.manifest import CHECKED, RUN_MANIFEST as MANIFEST, diff_keys, read as read_manifest, write as write_manifest
+from pear.store.records import RECORDS_FILE, TIMING_FIELDS, RecordWriter, iter_records
+
+__all__ = ["merge", "MergeSummary"]
+
+_AGREE = tuple(k for k in CHECKED if k != "shard")  # shards of one grid differ there
+"""Manifest keys that must be equal in every merged run."""
+
+
+@dataclass
+class MergeSummary:
+    """What :func:`merge` did."""
+
+    records: int
+    duplicates: int
+    shards: list[str]
+    missing_shards: list[int]
+
+    @property
+    def complete(self) -> bool:
+        return not self.missing_shards
+
+
+def merge(out_dir: str | os.PathLike[str],
+          run_dirs: Sequence[str | os.PathLike[str]]) -> MergeSummary:
+    """Combine the records of several run directories (e.g. the shards of one grid) into
+    the new directory ``out_dir``.
+
+    The runs' manifests must agree on protocol, backend, models and data; shards of one
+    grid must have the same N and distinct indices (missing ones are reported, and running
+    the unsharded grid into ``out_dir`` later finishes them).  A debate recorded in two runs
+    must be the same record apart from timing fields.  Nothing is written unless all checks
+    pass; ``out_dir`` must not exist or be empty.  Response caches are not merged.
+    """
+    out = Path(out_dir)
+    if len(run_dirs) < 1:
+        raise ValueError("merge needs at least one run directory")
+    if out.exists() and any(out.iterdir()):
+        raise ValueError(f"merge target {str(out)!r} is not empty: give a new directory")
+    manifests = []
+    for d in run_dirs:
+        m = read_manifest(d)
+        if m is None:
+            raise FileNotFoundError(f"{str(d)!r} is not a run directory (no {MANIFEST})")
+        manifests.append(m)
+    first = manifests[0]
+    for d, m in zip(run_dirs[1:], manifests[1:]):
+        diffs = diff_keys(first, m, _AGREE)
+        if diffs:
+            raise ValueError(f"cannot merge {str(d)!r} with {str(run_dirs[0])!r}: different "
+                             f"settings ({'; '.join(diffs[:3])})")
+    shards = [m.get("shard") for m in manifests]
+    missing: list[int] = []
+    if any(s is not None for s in shards):
+        if any(s is None for s in shards):
+            raise ValueError("cannot merge sharded and unsharded runs: give only the shards "
+                             "of one grid")
+        parsed = [parse_shard(s) for s in shards]
+        totals = {n for _, n in parsed}
+        if len(totals) > 1:
+            raise ValueError(f"cannot merge shards of different splits: {', '.join(shards)}")
+        index = [i for i, _ in parsed]
+        dup = sorted({i for i in index if index.count(i) > 1})
+        if dup:
+            raise ValueError(f"shard {dup[0]}/{parsed[0][1]} is given twice")
+        missing = [i for i in range(1, parsed[0][1] + 1) if i not in index]
+
+    # read and check everything before writing anything
+    by_dir: dict[str, dict[str, dict[str, Any]]] = {}
+    duplicates = 0
+    for d in run_dirs:
+        root = Path(d)
+        for rec_file in sorted(root.rglob(RECORDS_FILE)):
+            sub = rec_file.parent.relative_to(root).as_posix()
+            bucket = by_dir.setdefault(sub, {})
+            for rec in iter_records(rec_file):
+                did = rec["debate_id"]
+                if did in bucket:
+                    a = {k: v for k, v in bucket[did].items() if k not in TIMING_FIELDS}
+                    b = {k: v for k, v in rec.items() if k not in TIMING_FIELDS}
+                    if a != b:
+                        raise ValueError(f"debate {did} is recorded differently in two of the "
+                                         f"runs (under {sub!r}); they are not parts of one grid")
+                    duplicates += 1
+                    continue
+                bucket[did] = rec
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.merging-", dir=out.parent))
+    try:
+        for sub, records in sorted(by_dir.items()):
+            with RecordWriter(tmp / sub) as writer:
+                for rec in records.values():
+                    writer.write(rec)
+        merged: dict[str, Any] = {key: first.get(key) for key in _AGREE}
+        merged.update({
+            "shard": None,
+            "experiments": [e for m in manifests for e in m.get("experiments", [])],
+            "backend_settings": first.get("backend_settings"),
+            "model_ids": first.get("model_ids"),
+            "versions": first.get("versions"), "git_commit": first.get("git_commit"),
+            "merged_from": [{"dir": str(Path(d).resolve()), "shard": m.get("shard"),
+                             "complete": m.get("complete"), "git_commit": m.get("git_commit"),
+                             "versions": m.get("versions")}
+                            for d, m in zip(run_dirs, manifests)],
+            "missing_shards": missing,
+            "complete": not missing and all(m.get("complete") for m in manifests),
+            "started_at": min(str(m.get("started_at")) for m in manifests),
+            "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "command": " ".join(map(str, sys.argv)),
+        })
+        write_manifest(tmp, merged)
+        if out.exists():
+            out.rmdir()  # empty (checked above)
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return MergeSummary(records=sum(len(r) for r in by_dir.values()), duplicates=duplicates,
+                        shards=[s for s in shards if s], missing_shards=missing)

@@ -1,0 +1,298 @@
+"""Indexing a run directory's records into its columnar view (``<run_dir>/view/``), by
+streaming: one record line in memory at a time, rows flushed to Parquet every
+:data:`BATCH` debates.
+
+Freshness is checked, never assumed: ``view/manifest.json`` records, for every record file,
+how far it was indexed and a fingerprint of those bytes (head, tail and sampled blocks),
+and for every Parquet part its size and sha256.  :func:`index` appends one part holding only
+the lines written since (incremental), and rebuilds the whole view when a record file
+shrank, changed or vanished, a part is missing or damaged, the manifest is unreadable or of
+another :data:`VERSION`, or the parts grew too many.  The manifest is written last and
+atomically, so an interrupted index leaves the previous view intact.
+
+Every line is checked as it is indexed (:class:`pear.store.checks.Checker`, against the run
+manifest's protocol): a damaged record stops the index with one clear error
+(:class:`pear.store.validate.ValidationError`, nothing written), or with ``drop_invalid`` is left
+out of the view; the manifest keeps the findings (counts and first examples), so that a
+later load knows what the view lacks.  A changed run-manifest protocol rebuilds the view.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from pear.store.checks import Checker
+from pear.store.columns import SCHEMAS, TABLES, Rows
+from pear.store.records import record_files
+from pear.store.findings import KINDS, Findings, ValidationError, digest, scan_lines
+
+__all__ = ["VIEW_DIR", "VERSION", "BATCH", "IndexSummary", "Manifest", "index",
+           "read_manifest", "part_path", "run_dir_of"]
+
+from pear.paths import VIEW_DIR  # noqa: E402
+VERSION = 3  # 2: debates.max_rounds and debates.stop_reason (early stopping); 3: the
+# records' checks (debates.digest, the manifest's findings and protocol)
+"""Bump when a table's columns or their meaning change: older views are then rebuilt."""
+BATCH = 1000  # our choice: debates per Parquet row group (bounded memory while indexing)
+_FINGERPRINT_BLOCK = 4096  # our choice
+_FINGERPRINT_SAMPLES = 16  # our choice: blocks sampled between the head and the tail
+_MAX_PARTS = 32  # our choice: more parts than this and the view is rewritten in one part
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _fingerprint(path: Path, end: int) -> str:
+    """sha256 of the head, the tail and evenly spaced blocks of ``path[:end]``."""
+    h = hashlib.sha256(str(end).encode())
+    b = _FINGERPRINT_BLOCK
+    starts = {0, max(0, end - b)}
+    if end > 2 * b:
+        starts |= {int(x) for x in np.linspace(b, end - 2 * b, _FINGERPRINT_SAMPLES)}
+    with open(path, "rb") as fh:
+        for s in sorted(starts):
+            fh.seek(s)
+            h.update(fh.read(min(b, end - s)))
+    return h.hexdigest()
+
+
+@dataclass
+class Manifest:
+    files: list[dict[str, Any]] = field(default_factory=list)
+    """Per record file: ``path`` (relative), ``offset`` (bytes indexed), ``lines``,
+    ``fingerprint`` of ``[0, offset)``."""
+    parts: list[dict[str, Any]] = field(default_factory=list)
+    """Per part: ``name``, ``debates`` and per table ``{rows, bytes, sha256}``."""
+    debates: int = 0
+    findings: dict[str, Any] = field(default_factory=dict)
+    """What the checks found in the indexed lines (:meth:`pear.store.validate.Findings.to_dict`)."""
+    protocol: str = ""
+    """The run manifest's protocol the lines were checked against (:class:`Checker`)."""
+
+    def to_json(self) -> str:
+        return json.dumps({"version": VERSION, "files": self.files, "parts": self.parts,
+                           "debates": self.debates, "findings": self.findings,
+                           "protocol": self.protocol}, indent=1)
+
+
+def read_manifest(vdir: Path) -> Manifest | None:
+    """The manifest if present and of this version, else None."""
+    try:
+        raw = json.loads((vdir / "manifest.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(raw, dict) or raw.get("version") != VERSION:
+        return None
+    try:
+        return Manifest(list(raw["files"]), list(raw["parts"]), int(raw["debates"]),
+                        dict(raw.get("findings") or {}), str(raw.get("protocol", "")))
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def part_path(vdir: Path, name: str, table: str) -> Path:
+    return vdir / table / f"{name}.parquet"
+
+
+def _damage(vdir: Path, man: Manifest, *, verify: bool = True) -> str | None:
+    """Why the parts cannot be trusted, or None."""
+    total = 0
+    for part in man.parts:
+        total += part["debates"]
+        for t in TABLES:
+            p = part_path(vdir, part["name"], t)
+            meta = part["tables"].get(t)
+            if meta is None or not p.is_file():
+                return f"part {p.name} of table {t} is missing"
+            if p.stat().st_size != meta["bytes"]:
+                return f"part {p} has {p.stat().st_size} bytes, {meta['bytes']} were written"
+            if verify and _sha256_file(p) != meta["sha256"]:
+                return f"part {p} differs from what was written (sha256)"
+    if total != man.debates:
+        return f"the parts hold {total} debates, the manifest says {man.debates}"
+    return None
+
+
+def _staleness(root: Path, man: Manifest, files: Sequence[Path]) -> str | None:
+    """Why the indexed bytes of the record files no longer hold (rebuild), or None."""
+    now = {_rel(root, p) for p in files}
+    for f in man.files:
+        p = root / f["path"]
+        if f["path"] not in now or not p.is_file():
+            return f"record file {f['path']} is gone"
+        if p.stat().st_size < f["offset"]:
+            return f"record file {f['path']} shrank below what was indexed"
+        if _fingerprint(p, f["offset"]) != f["fingerprint"]:
+            return f"record file {f['path']} changed in what was indexed"
+    return None
+
+
+def _rel(root: Path, path: Path) -> str:
+    return path.relative_to(root).as_posix()
+
+
+@dataclass(frozen=True)
+class IndexSummary:
+    """What :func:`index` did."""
+
+    action: str
+    """"built" (from scratch), "updated" (new lines appended), or "fresh" (nothing new)."""
+    reason: str
+    """Why it rebuilt ("" unless built over an existing view)."""
+    debates: int
+    """Debates in the view afterwards (before de-duplication by id)."""
+    new_debates: int
+    files: int
+    seconds: float
+
+
+@contextmanager
+def _locked(vdir: Path) -> Iterator[None]:
+    """One indexer at a time per view (an advisory lock; no-op where fcntl is missing)."""
+    vdir.mkdir(parents=True, exist_ok=True)
+    with open(vdir / ".lock", "w") as fh:
+        try:
+            import fcntl
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        except ImportError:  # pragma: no cover - not on POSIX
+            pass
+        yield
+
+
+def run_dir_of(run_dir: str | os.PathLike[str]) -> Path:
+    root = Path(run_dir)
+    if not root.exists():
+        raise FileNotFoundError(f"run directory {str(root)!r} does not exist")
+    if not root.is_dir():
+        raise ValueError(f"{str(root)!r} is a file: give the run directory that holds it")
+    return root
+
+
+def index(run_dir: str | os.PathLike[str], *, verify: bool = True,
+          view_dir: str | os.PathLike[str] | None = None, drop_invalid: bool = False,
+          rebuild: bool = False) -> IndexSummary:
+    """Bring ``<run_dir>/view/`` up to date with the records under ``run_dir`` (see the
+    module docstring): nothing when fresh, a new part with the appended lines, or a full
+    rebuild when the view is absent, stale or damaged (or ``rebuild``).  ``verify=False``
+    skips hashing the parts (sizes are still checked); ``view_dir`` puts the view elsewhere
+    than ``<run_dir>/view``.  A damaged record is an error naming file and line
+    (:class:`pear.store.validate.ValidationError`) unless ``drop_invalid``."""
+    root = run_dir_of(run_dir)
+    files = record_files(root)
+    t0 = time.perf_counter()
+    vdir = Path(view_dir) if view_dir is not None else root / VIEW_DIR
+    checker = Checker(root)
+    with _locked(vdir):
+        man = read_manifest(vdir)
+        reason = "" if man is None else (_damage(vdir, man, verify=verify)
+                                         or _staleness(root, man, files) or "")
+        if man is not None and not reason and man.protocol != checker.protocol_key:
+            reason = "the run manifest's protocol changed"
+        if rebuild and not reason:
+            reason = "a full check was asked for"
+        if man is None or reason or len(man.parts) >= _MAX_PARTS:
+            if man is not None and not reason:
+                reason = f"{len(man.parts)} parts: compacting"
+            _clear(vdir)
+            man = Manifest(protocol=checker.protocol_key)
+            action = "built"
+        else:
+            action = "updated"
+        before = man.debates
+        _append(root, vdir, man, files, checker, drop_invalid)
+        if man.debates == before and action == "updated":
+            action = "fresh"
+    return IndexSummary(action, reason, man.debates, man.debates - before, len(files),
+                        time.perf_counter() - t0)
+
+
+def _clear(vdir: Path) -> None:
+    for t in TABLES:
+        shutil.rmtree(vdir / t, ignore_errors=True)
+    (vdir / "manifest.json").unlink(missing_ok=True)
+
+
+def _append(root: Path, vdir: Path, man: Manifest, files: Sequence[Path], checker: Checker,
+            drop_invalid: bool) -> None:
+    """Check and index every line past each file's recorded offset into one new part; then
+    write the manifest (atomically, last: a crash or a damaged record before it leaves the
+    old view intact)."""
+    entries = [dict(f) for f in man.files]
+    slot = {f["path"]: i for i, f in enumerate(entries)}
+    for path in files:
+        if _rel(root, path) not in slot:
+            slot[_rel(root, path)] = len(entries)
+            entries.append({"path": _rel(root, path), "offset": 0, "lines": 0})
+    name = f"part-{len(man.parts):05d}-{time.time_ns() % 10**12:012d}"
+    tmp = {t: part_path(vdir, name, t).with_suffix(".tmp") for t in TABLES}
+    writers: dict[str, pq.ParquetWriter] = {}
+    rows, added, found = Rows(), 0, Findings()
+
+    def flush() -> None:
+        for t, table in rows.tables().items():
+            if t not in writers:
+                tmp[t].parent.mkdir(parents=True, exist_ok=True)
+                writers[t] = pq.ParquetWriter(tmp[t], SCHEMAS[t], compression="zstd")
+            writers[t].write_table(table)
+
+    try:
+        for path in files:
+            file_no = slot[_rel(root, path)]
+            entry = entries[file_no]
+            offset, lines = entry["offset"], entry["lines"]
+            for pos, line_no, line, size in scan_lines(path, offset, lines):
+                offset, lines = pos + size, line_no
+                rec, problems = checker.check_line(f"{path}:{line_no}", line, size)
+                for p in problems:
+                    found.add(p)
+                if any(KINDS[p.kind][0] == "error" for p in problems):
+                    if not drop_invalid:
+                        raise ValidationError(root, found)
+                    found.dropped += 1
+                    continue
+                if rec is None:
+                    continue
+                rows.add(rec, man.debates + added, file_no, pos, digest(rec))
+                added += 1
+                if rows.n >= BATCH:
+                    flush()
+            entry.update(offset=offset, lines=lines, fingerprint=_fingerprint(path, offset))
+        if added:
+            if rows.n:
+                flush()
+            for w in writers.values():
+                w.close()
+            writers.clear()
+            meta = {}
+            for t in TABLES:
+                final = part_path(vdir, name, t)
+                os.replace(tmp[t], final)
+                meta[t] = {"rows": pq.read_metadata(final).num_rows,
+                           "bytes": final.stat().st_size, "sha256": _sha256_file(final)}
+            man.parts.append({"name": name, "debates": added, "tables": meta})
+            man.debates += added
+        man.files = entries
+        man.findings = Findings.from_dict(man.findings).merge(found).to_dict()
+        tmp_man = vdir / "manifest.json.tmp"
+        tmp_man.write_text(man.to_json())
+        os.replace(tmp_man, vdir / "manifest.json")
+    finally:
+        for w in writers.values():
+            w.close()
+        for p in tmp.values():
+            p.unlink(missing_ok=True)

@@ -1,0 +1,402 @@
+r"""Per-benchmark answer reading, grading and answer equivalence, as the benchmarks' reference
+graders do them.
+
+One equivalence serves grading, the vote, the router's T term, influence and every diagnostic:
+:meth:`Task.judge` takes the raw answers of one question's agents (one round) and returns, per
+answer, its **class** (a label shared by exactly the answers the grader calls equal; ``""`` for
+no answer) and its grade against the gold answer.  Every answer of a class gets the class's
+grade, so the vote and the router never split what the grader merges, nor merge what it splits.
+
+- GSM8K: the final number as the common evaluators read it: after a ``####`` marker, else in the
+  last ``\boxed{}``, else the last number (``$1,000``, ``1,000.00``, ``18 dollars`` and
+  ``\boxed{18}`` are all read as numbers; ``1, 234`` is 234, never 1234); compared exactly as
+  fractions.  The class is the number's canonical text.
+- MMLU-Pro, TruthfulQA: the option letter as MMLU-Pro's reference evaluation extracts it
+  (``answer is (B)``, ``Answer: B``, ``(B)``, ``\boxed{B}``, then the last stand-alone letter),
+  restricted to the question's own option letters.  The class is the letter.
+- MATH-500: Math-Verify's own extraction and comparison on the answer as written (see
+  :mod:`pear.tasks.mathgrade`, which adds only what Math-Verify lacks for answers without
+  delimiters, the same way for gold and prediction).  Classes are pairwise Math-Verify
+  equivalence (either answer taken as gold), grouped greedily in a fixed order (Math-Verify's
+  reading, shortest first, then the text) so that they do not depend on the agents' order; a
+  class is named by its first member as written, and graded by that member's grade.
+
+No model output is ever evaluated as code.
+
+>>> get("gsm8k").canonical("The answer is $1,000.00.")
+'1000'
+>>> get("mmlu_pro").canonical("The answer is (C)")
+'C'
+>>> get("math500").canonical(r"so the answer is $\dfrac12$.")
+'\\frac{1}{2}'
+"""
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import TYPE_CHECKING, Sequence
+
+from pear.tasks import mathgrade
+
+if TYPE_CHECKING:  # pragma: no cover - typing only
+    from pear.tasks.benchmarks import Question
+
+__all__ = ["Grade", "Judgement", "Task", "NumericTask", "ChoiceTask", "MathTask", "TASKS", "get",
+           "parse_number", "format_number", "parse_letter", "option_letters"]
+
+
+@dataclass(frozen=True)
+class Grade:
+    """The grade of one answer."""
+
+    correct: bool
+    """Whether the answer equals the gold answer (never True for a parse failure or timeout)."""
+    parse_failure: bool = False
+    """No answer could be read from the text."""
+    timeout: bool = False
+    """The grader did not finish in time (or crashed); the answer counts as wrong."""
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """Classes and grades of the answers of one question (e.g. one round of a debate)."""
+
+    classes: tuple[str, ...]
+    """Per answer, its equivalence class label (``""`` = no answer); equal labels = equal
+    answers for the vote, the router and influence."""
+    grades: tuple[Grade, ...]
+    """Per answer, its grade (the same for every answer of a class)."""
+
+    @property
+    def correct(self) -> tuple[bool, ...]:
+        """Per answer, whether it is correct."""
+        return tuple(g.correct for g in self.grades)
+
+
+class Task(ABC):
+    """Reading, grading and equivalence of one benchmark's answers."""
+
+    name: str
+
+    @abstractmethod
+    def canonical(self, text: str) -> str:
+        """The answer read from ``text`` in canonical form; ``""`` when it holds none."""
+
+    @abstractmethod
+    def judge(self, answers: Sequence[str], question: Question) -> Judgement:
+        """Classes and grades of the raw ``answers`` given to ``question``."""
+
+    def grade_detail(self, prediction: str, question: Question) -> Grade:
+        """Grade ``prediction`` (raw answer text) against ``question``."""
+        return self.judge([prediction], question).grades[0]
+
+    def grade(self, prediction: str, question: Question) -> bool:
+        """Whether ``prediction`` is correct for ``question``."""
+        return self.grade_detail(prediction, question).correct
+
+    def equivalent(self, a: str, b: str) -> bool:
+        """Whether two canonical answers are the same answer (``""`` equals nothing)."""
+        return a != "" and a == b
+
+    def buckets(self, canonicals: Sequence[str]) -> list[str]:
+        """A bucket representative per canonical answer; equivalent answers share one.
+
+        The result does not depend on the order of ``canonicals`` (representatives are chosen
+        in (length, text) order); ``""`` stays its own non-answer bucket.  Prefer
+        :meth:`judge`, which compares the answers as written.
+
+        >>> get("gsm8k").buckets(["2", "", "3", "2"])
+        ['2', '', '3', '2']
+        """
+        reps: list[str] = []
+        assign: dict[str, str] = {"": ""}
+        for c in sorted(set(canonicals) - {""}, key=lambda s: (len(s), s)):
+            assign[c] = next((r for r in reps if self.equivalent(r, c)), c)
+            if assign[c] == c:
+                reps.append(c)
+        return [assign[c] for c in canonicals]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+# ---------------------------------------------------------------------------------------------
+# GSM8K: numbers
+
+MAX_NUMBER_CHARS = 100  # our choice: a longer "number" is not an answer (and int() refuses it)
+_THOUSANDS = re.compile(r"(?<![\d.,])\d{1,3}(?:,\d{3})+(?![\d,]*\d)")
+_NUMBER = re.compile(
+    r"(?P<sign>(?<![\w)\]}])[-\u2212\u2013]\s*)?\\?\$?\s*"
+    r"(?:\\d?frac\{(?P<fn>\d+)\}\{(?P<fd>\d+)\}"
+    r"|(?:(?P<whole>\d+)\s+(?=\d+\s*/\s*\d))?"
+    r"(?P<num>\d+(?:\.\d+)?|\.\d+)(?:\s*/\s*(?P<den>\d+(?:\.\d+)?)(?!\.?\d))?)")
+_MARKER = re.compile(r"####")  # GSM8K's own answer marker (its reference solutions end so)
+_BOXED = re.compile(r"\\boxed\s*\{([^{}]*(?:\{[^{}]*\}[^{}]*)*)\}")
+
+
+def format_number(value: Fraction) -> str:
+    """The canonical text of a number: an integer, an exact decimal, or ``p/q``.
+
+    >>> format_number(Fraction(3, 4)), format_number(Fraction(1000)), format_number(Fraction(1, 3))
+    ('0.75', '1000', '1/3')
+    """
+    if value.denominator == 1:
+        return str(value.numerator)
+    d, twos, fives = value.denominator, 0, 0
+    while d % 2 == 0:
+        d, twos = d // 2, twos + 1
+    while d % 5 == 0:
+        d, fives = d // 5, fives + 1
+    if d != 1:
+        return f"{value.numerator}/{value.denominator}"
+    places = max(twos, fives)
+    scaled = abs(value.numerator) * 10 ** places // value.denominator
+    sign = "-" if value < 0 else ""
+    whole, frac = divmod(scaled, 10 ** places)
+    return f"{sign}{whole}.{frac:0{places}d}".rstrip("0")
+
+
+def _number(text: str, first: bool = False) -> Fraction | None:
+    """The last (or first) number of ``text``."""
+    text = _THOUSANDS.sub(lambda m: m.group(0).replace(",", ""), text)
+    last = None
+    for last in _NUMBER.finditer(text):
+        if first:
+            break
+    if last is None or len(last.group(0)) > MAX_NUMBER_CHARS:
+        return None
+    if last["fn"] is not None:
+        num, den = Fraction(last["fn"]), Fraction(last["fd"])
+    else:
+        num = Fraction(last["num"])
+        den = Fraction(last["den"]) if last["den"] is not None else Fraction(1)
+    if den == 0:
+        return None
+    value = num / den + (Fraction(last["whole"]) if last["whole"] else 0)  # "3 1/2": mixed
+    return -value if last["sign"] else value
+
+
+def parse_number(text: str) -> Fraction | None:
+    r"""The final number of ``text``, or None: the first number after the last ``####``, else
+    the last number in the last ``\boxed{}``, else the last number of the text (thousands
+    commas, ``$``, units and ``%`` ignored).
+
+    >>> parse_number("Total: -$1,250.50 dollars"), parse_number("3/4 of it"), parse_number("none")
+    (Fraction(-2501, 2), Fraction(3, 4), None)
+    >>> parse_number("#### 18 (from 9 * 2)"), parse_number(r"\boxed{18} since 9 * 2 = 18.0")
+    (Fraction(18, 1), Fraction(18, 1))
+    """
+    text = text or ""
+    if _MARKER.search(text):
+        value = _number(_MARKER.split(text)[-1], first=True)
+        if value is not None:
+            return value
+    boxed = _BOXED.findall(text)
+    if boxed:
+        value = _number(boxed[-1])
+        if value is not None:
+            return value
+    return _number(text)
+
+
+class NumericTask(Task):
+    """A numeric answer (GSM8K): the final number, compared exactly."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def canonical(self, text: str) -> str:
+        """The final number of ``text`` in canonical form (``""`` if there is none).
+
+        >>> get("gsm8k").canonical("It costs $18.00")
+        '18'
+        """
+        value = parse_number(text)
+        return "" if value is None else format_number(value)
+
+    def judge(self, answers: Sequence[str], question: Question) -> Judgement:
+        gold = parse_number(question.gold)
+        classes = tuple(self.canonical(a) for a in answers)
+        grades = tuple(Grade(False, parse_failure=True) if not c else
+                       Grade(gold is not None and Fraction(c) == gold) for c in classes)
+        return Judgement(classes, grades)
+
+
+# ---------------------------------------------------------------------------------------------
+# Multiple choice: letters
+
+ALL_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def option_letters(question: Question) -> str:
+    """The letters of the options shown with ``question`` (``""`` if it has none)."""
+    return ALL_LETTERS[:len(question.choices or ())]
+
+
+_WRAPPER = re.compile(r"\\(?:text|textbf|mathrm|mathbf)\s*\{([^{}]*)\}")
+
+
+def _letter_patterns(letters: str) -> list[tuple[re.Pattern[str], bool]]:
+    """(pattern, take the last match) in priority order; group 1 is the letter."""
+    up = f"[{letters}]"
+    anycase = f"[{letters}{letters.lower()}]"
+    return [
+        (re.compile(rf"^\s*[(\[]?({anycase})[)\].:]?\s*$"), False),   # the whole answer: "b", "(B)"
+        (re.compile(rf"(?i:answer\s+is)\s*:?\s*(?:\(({anycase})\)|({up})(?![\w'\u2019]))"),
+         False),                                                   # reference: first "answer is"
+        (re.compile(rf"(?i:answer)\s*:\s*(?:\(({anycase})\)|({up})(?![\w'\u2019]))"),
+         True),                                                    # reference: last "Answer:"
+        (re.compile(rf"^\s*({up})[.)]\s+\S"), False),                 # "B. option text"
+        (re.compile(rf"\(({up})\)"), True),                            # "(B)"
+        (re.compile(rf"\\boxed\s*\{{\s*\(?({anycase})\)?\s*\}}"), True),  # \boxed{B}
+        (re.compile(rf"(?<![\w'\u2019])({up})(?![\w'\u2019])"), True),  # last stand-alone letter
+    ]
+
+
+_PATTERNS: dict[str, list[tuple[re.Pattern[str], bool]]] = {}
+
+
+def parse_letter(text: str, letters: str = ALL_LETTERS) -> str:
+    r"""The option letter (uppercase, one of ``letters``) stated in ``text``, or ``""``.
+
+    In order, as MMLU-Pro's reference evaluation and its common variants: the whole answer is a
+    letter (``b``, ``(B)``, ``B.``); the first ``answer is (B)`` / ``answer is B``; the last
+    ``Answer: B``; a leading ``B. <option text>`` (the form options are shown in); the last
+    ``(B)``; the last ``\boxed{B}``; the last stand-alone capital letter.  Lower case is read
+    only where the letter stands alone: the whole answer, ``\boxed{b}``, or ``(b)`` after
+    "answer".  Letters outside ``letters`` are never read.
+
+    >>> [parse_letter(t, "ABCD") for t in ["(b)", "Option C", "D. Paris", "The answer is E", ""]]
+    ['B', 'C', 'D', '', '']
+    """
+    if letters not in _PATTERNS:
+        _PATTERNS[letters] = _letter_patterns(letters) if letters else []
+    t = (text or "").replace("*", "").replace("$", "")
+    for _ in range(3):
+        t = _WRAPPER.sub(lambda m: m.group(1), t)
+    for pattern, last in _PATTERNS[letters]:
+        hit = None
+        for hit in pattern.finditer(t):
+            if not last:
+                break
+        if hit is not None:
+            return next(g for g in hit.groups() if g).upper()
+    return ""
+
+
+class ChoiceTask(Task):
+    """A multiple-choice answer (MMLU-Pro, TruthfulQA): the letter of a shown option."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def canonical(self, text: str) -> str:
+        """The option letter stated in ``text``, any of A-Z (see :func:`parse_letter`).
+
+        >>> get("truthfulqa").canonical("Answer: B")
+        'B'
+        """
+        return parse_letter(text)
+
+    def judge(self, answers: Sequence[str], question: Question) -> Judgement:
+        letters = option_letters(question)
+        classes = tuple(parse_letter(a, letters) for a in answers)
+        grades = tuple(Grade(False, parse_failure=True) if not c else Grade(c == question.gold)
+                       for c in classes)
+        return Judgement(classes, grades)
+
+
+# ---------------------------------------------------------------------------------------------
+# MATH-500: LaTeX answers graded by Math-Verify
+
+
+class MathTask(Task):
+    """A LaTeX answer (MATH-500) graded by Math-Verify with the gold answer first.
+
+    ``timeout_s`` bounds each Math-Verify call (run in a worker process); a call that runs
+    over counts as wrong with ``timeout=True``.
+    """
+
+    def __init__(self, name: str, timeout_s: float = mathgrade.DEFAULT_TIMEOUT_S) -> None:
+        if not timeout_s > 0:
+            raise ValueError(f"invalid timeout_s={timeout_s!r}: use a positive number of seconds")
+        self.name = name
+        self.timeout_s = float(timeout_s)
+
+    def canonical(self, text: str) -> str:
+        r"""Math-Verify's reading of ``text`` as a normalised LaTeX string (``""``: none).
+
+        >>> get("math500").canonical(r"\boxed{(2,2)} and \boxed{(6,2)}")
+        '(2,2),(6,2)'
+        """
+        status, label = mathgrade.extract(text, self.timeout_s)
+        return label if status == "ok" else ""
+
+    def _same(self, a: str, b: str) -> bool:
+        """Whether Math-Verify calls ``a`` and ``b`` equal, taking either one as gold."""
+        return any(mathgrade.verify(g, p, self.timeout_s) == ("ok", True)
+                   for g, p in ((a, b), (b, a)))
+
+    def equivalent(self, a: str, b: str) -> bool:
+        """Whether two answers (or canonical answers) are equal for Math-Verify either way."""
+        return bool(a) and bool(b) and (a == b or self._same(a, b))
+
+    def judge(self, answers: Sequence[str], question: Question) -> Judgement:
+        """Classes by pairwise Math-Verify equivalence; each class is named by its first member
+        as written (stripped) and graded by that member's grade.
+
+        Answers that Math-Verify reads identically share a class without a comparison; the
+        order of ``answers`` does not change any answer's class or grade.
+        """
+        inputs = [mathgrade.mathverify_input(a) for a in answers]
+        reads: dict[str, tuple[str, str]] = {}  # Math-Verify input -> (status, label)
+        text_of: dict[str, str] = {}  # Math-Verify input -> one raw answer written so
+        for a, key in sorted(zip(answers, inputs)):
+            if key and key not in reads:
+                reads[key], text_of[key] = mathgrade.extract(a, self.timeout_s), a
+        reps: list[str] = []
+        rep_of: dict[str, str] = {"": ""}
+        for key in sorted(reads, key=lambda k: (len(reads[k][1]), reads[k][1], k)):
+            status, label = reads[key]
+            if status == "unparsed":
+                rep_of[key] = ""
+                continue
+            rep_of[key] = next((r for r in reps if status == reads[r][0] == "ok" and (
+                reads[r][1] == label or self._same(text_of[r], text_of[key]))), key)
+            if rep_of[key] == key:
+                reps.append(key)
+        grades = {"": Grade(False, parse_failure=True)}
+        for r in reps:
+            grades[r] = self._grade(text_of[r], reads[r][0], question)
+        classes = tuple(text_of[rep_of[k]].strip() if rep_of[k] else "" for k in inputs)
+        return Judgement(classes, tuple(grades[rep_of[k]] for k in inputs))
+
+    def _grade(self, text: str, read_status: str, question: Question) -> Grade:
+        if read_status == "timeout":
+            return Grade(False, timeout=True)
+        status, ok = mathgrade.verify(question.gold_raw, text, self.timeout_s)
+        if status == "unparsed":
+            return Grade(False, parse_failure=True)
+        return Grade(status == "ok" and ok, timeout=status == "timeout")
+
+
+TASKS: dict[str, Task] = {
+    "gsm8k": NumericTask("gsm8k"),
+    "math500": MathTask("math500"),
+    "truthfulqa": ChoiceTask("truthfulqa"),
+    "mmlu_pro": ChoiceTask("mmlu_pro"),
+}
+"""The task of each dataset."""
+
+
+def get(name: str) -> Task:
+    """The task of dataset ``name``.
+
+    >>> get("gsm8k").name
+    'gsm8k'
+    """
+    if name not in TASKS:
+        raise ValueError(f"unknown task {name!r}: choose one of {', '.join(TASKS)}")
+    return TASKS[name]

@@ -1,0 +1,415 @@
+r"""Math-Verify on MATH answers as written, in a guarded worker process.
+
+Two parts, used by :class:`pear.tasks.grading.MathTask`:
+
+* :func:`mathverify_input` turns an answer (gold or prediction, always the same way) into the
+  text given to Math-Verify's own extraction.  It adds only what Math-Verify lacks for answers
+  written without math delimiters, as the prompts ask for them and as MATH-500 writes its gold
+  answers: a bare expression is put in ``$...$``; an answer of plain words (``Evelyn``) becomes
+  ``\text{...}``; in prose, a run of math outside delimiters is delimited (``The answer is
+  2\sqrt{5}.``, ``The domain is [0, 1].``).  It also rewrites what Math-Verify misreads:
+  single letters in ``\mathrm{}``/``\text{}`` (``\frac{1}{\mathrm{e}}``), LaTeX thin-space
+  thousands (``1\,000``), commands as unbraced arguments (``\frac\pi2``), plain
+  ``sqrt``/``pi`` and the symbols ``√``/``∞``.  Text with delimiters (``$``, ``\(``, ``\[``,
+  ``\boxed``) is otherwise left to Math-Verify as written.  Whitespace is never removed
+  between tokens, so nothing merges two different answers (``1, 234`` stays a list,
+  ``28 percent`` keeps its unit).
+* :func:`extract` and :func:`verify` run Math-Verify's ``parse`` (LaTeX extraction with boxed
+  answers first, then expression extraction; its handling of several boxes, "final answer is"
+  and the last number) and ``verify`` (gold first) in a worker process.  Math-Verify's own
+  timeout uses ``signal.alarm`` and works only in the main thread, so it is disabled; each call
+  runs in a fresh ``python -c`` worker (a user's ``__main__`` is never re-imported) that is killed
+  and replaced when a call runs over ``timeout_s``.  Workers start lazily, one per concurrent
+  caller up to :data:`MAX_WORKERS`, and serve any thread; results, timeouts included, are cached.
+
+No model text is evaluated as code: LaTeX goes through latex2sympy's parser; Math-Verify's
+expression extraction hands sympy's ``parse_expr`` only runs of digits and arithmetic operators
+(its regular expression admits nothing else), and the worker refuses any other string there.
+
+>>> mathverify_input(r"\dfrac12"), mathverify_input("The answer is 2\\sqrt{5}.")
+('$\\dfrac12$', 'The answer is $2\\sqrt{5}$.')
+>>> verify(r"\frac12", "0.5"), extract(r"\boxed{(2,2)} and \boxed{(6,2)}")
+(('ok', True), ('ok', '(2,2),(6,2)'))
+"""
+from __future__ import annotations
+
+import atexit
+import json
+import logging
+import os
+import queue
+import re
+import subprocess
+import sys
+import threading
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+__all__ = ["DEFAULT_TIMEOUT_S", "MAX_LENGTH", "MAX_DEPTH", "MAX_WORKERS", "mathverify_input",
+           "extract", "verify", "shutdown"]
+
+DEFAULT_TIMEOUT_S = 5.0  # our choice: a real MATH answer takes well under 0.5 s
+MAX_LENGTH = 2000  # our choice: longer answers are cut to their last MAX_LENGTH characters
+MAX_EXPRESSION = 300  # our choice: a longer bare expression is not a final answer (no answer)
+MAX_TEXT_ANSWER = 40  # our choice: a longer run of plain words (characters) is no \text{} answer
+MAX_DEPTH = 10  # our choice: deeper nesting is not an answer (the parser is exponential in it)
+MAX_WORKERS = min(4, os.cpu_count() or 1)  # our choice
+WORKER_MEMORY_BYTES = 4 << 30  # our choice: an address-space cap so 10^{10^{10}} cannot OOM
+_STARTUP_TIMEOUT_S = 120.0
+
+Status = Literal["ok", "unparsed", "gold_unparsed", "timeout", "error"]
+
+# --------------------------------------------------------------------------------------------
+# The input given to Math-Verify
+
+_DELIMITED = re.compile(r"(?<!\\)\$|\\\(|\\\[|\\(?:boxed|fbox)(?![A-Za-z])")
+_LETTER_IN_TEXT = re.compile(  # \mathrm{e} -> e: Math-Verify cuts \frac{1}{\mathrm{e}} short
+    r"\\(?:mathrm|textrm|text|mathit|mathnormal|operatorname)\s*\{\s*([A-Za-z])\s*\}")
+_THIN_THOUSANDS = re.compile(r"(?<=\d)\\,(?=\d{3}(?!\d))")  # 1\,000: Math-Verify reads 1*0
+_PLAIN_SQRT = re.compile(r"(?<![\\A-Za-z])sqrt\s*\(([^()]*)\)")  # sqrt(2) -> \sqrt{2}
+_PLAIN_NAMES = re.compile(r"(?<![\\A-Za-z])(sqrt|pi)(?![A-Za-z])")  # pi/2 -> \pi/2
+_COMMAND_ARG = [  # \frac\pi2, \sqrt\pi: Math-Verify misreads a command as an unbraced argument
+    re.compile(r"(\\(?:[dt]?frac|sqrt))\s*(\\[A-Za-z]+)"),
+    re.compile(r"(\\[dt]?frac\s*\{[^{}]*\})\s*(\\[A-Za-z]+)")]
+_SYMBOLS = {"\u221a": r"\sqrt ", "\u221e": r"\infty "}  # √, ∞: not read by Math-Verify
+_WORDS_ONLY = re.compile(r"[A-Za-z]+(?:[ \-][A-Za-z]+){0,2}")
+_TEXT_GROUP = re.compile(
+    r"\\(?:text[a-z]*|mathrm|mbox|operatorname|begin|end|math[a-z]+)\s*\{[^{}]*\}")
+_COMMAND = re.compile(r"\\[A-Za-z]+")
+_PROSE_WORD = re.compile(r"(?<![A-Za-z])(?!(?:and|or)(?![A-Za-z]))[A-Za-z]{3,}"
+                         r"|(?<![A-Za-z])(?:is|so|of|it|we|be|to)(?![A-Za-z])", re.I)
+_TRAILING = re.compile(r"[.,;:!?]+$")
+_DIGIT = re.compile(r"\d")
+_WORD_TOKEN = re.compile(r"[A-Za-z]{2,}[.,;:!?]*")  # in prose: "in", "cm"; not "x" or "x="
+_CONNECTOR = re.compile(r"(?:and|or)[.,;:!?]*", re.I)  # inside a run only: "3 and 4"
+_PLAIN_NUMBER = re.compile(r"[-+\u2212]?[$\u20ac\u00a3]?\d[\d,]*(?:\.\d+)?%?[.,;:!?]*")
+
+
+def _depth(text: str) -> int:
+    depth = deepest = 0
+    for ch in text:
+        depth += (ch in "{([") - (ch in "})]")
+        deepest = max(deepest, depth)
+    return deepest
+
+
+def _is_prose(text: str) -> bool:
+    """Whether ``text`` holds a word outside LaTeX commands and ``\\text{}``-like groups."""
+    return bool(_PROSE_WORD.search(_COMMAND.sub(" ", _TEXT_GROUP.sub(" ", text))))
+
+
+def _tokens(text: str) -> list[str]:
+    """Whitespace-separated tokens at brace depth 0 (``\\text{ cm}`` stays one token)."""
+    out, start, depth = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth = max(0, depth - 1)
+        elif ch.isspace() and depth == 0:
+            if i > start:
+                out.append(text[start:i])
+            start = i + 1
+    if start < len(text):
+        out.append(text[start:])
+    return out
+
+
+def _delimit_math_runs(text: str) -> str:
+    r"""Prose: put in ``$...$`` each run of non-word tokens that holds a LaTeX command, or a
+    digit and is more than a plain number (``[0, 1]``, ``x = 5``, ``3 and 4``); Math-Verify
+    reads plain numbers in prose itself (with ``%``, units and currency)."""
+    out: list[str] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        lead = []
+        while run and _CONNECTOR.fullmatch(run[0]):
+            lead.append(run.pop(0))
+        trail = []
+        while run and _CONNECTOR.fullmatch(run[-1]):
+            trail.insert(0, run.pop())
+        out.extend(lead)
+        if run:
+            body = " ".join(run)
+            plain = _PLAIN_NUMBER.fullmatch(body) or not _DIGIT.search(body)
+            if _COMMAND.search(body) or not plain:
+                tail = _TRAILING.search(body)
+                cut = tail.start() if tail else len(body)
+                body = f"${body[:cut]}${body[cut:]}"
+            out.append(body)
+            run.clear()
+        out.extend(trail)
+
+    for token in _tokens(text):
+        if not _CONNECTOR.fullmatch(token) and (_is_prose(token) or _WORD_TOKEN.fullmatch(token)):
+            flush()
+            out.append(token)
+        else:
+            run.append(token)
+    flush()
+    return " ".join(out)
+
+
+def mathverify_input(text: str) -> str:
+    r"""The text given to Math-Verify for an answer written as ``text`` (``""``: no answer).
+
+    Gold and prediction go through this same function.  Delimited text is kept as written;
+    a bare expression is wrapped in ``$...$``; plain words become ``\text{...}``; prose gets its
+    math runs delimited.  Answers nested deeper than :data:`MAX_DEPTH`, and bare expressions
+    longer than :data:`MAX_EXPRESSION` characters, give ``""``; longer texts keep their last
+    :data:`MAX_LENGTH` characters.
+
+    >>> [mathverify_input(t) for t in ["x = 5", "Evelyn", "1, 234", r"$\frac{1}{2}$", "  "]]
+    ['$x = 5$', '$\\text{Evelyn}$', '$1, 234$', '$\\frac{1}{2}$', '']
+    >>> mathverify_input(r"1 - \frac{1}{\mathrm{e}}"), mathverify_input("{" * 20 + "1" + "}" * 20)
+    ('$1 - \\frac{1}{e}$', '')
+    """
+    t = (text or "").strip()[-MAX_LENGTH:]
+    for symbol, latex in _SYMBOLS.items():
+        t = t.replace(symbol, latex)
+    t = _LETTER_IN_TEXT.sub(r"\1", t)
+    t = _THIN_THOUSANDS.sub("", t)
+    for pattern in _COMMAND_ARG:
+        t = pattern.sub(r"\1{\2}", t)
+    t = _PLAIN_NAMES.sub(r"\\\1", _PLAIN_SQRT.sub(r"\\sqrt{\1}", t))
+    if not t or _depth(t) > MAX_DEPTH:
+        return ""
+    if _DELIMITED.search(t):
+        return t
+    if len(t) <= MAX_TEXT_ANSWER and _WORDS_ONLY.fullmatch(t.rstrip(".")) and _is_prose(t):
+        return "$\\text{" + t.rstrip(".") + "}$"
+    if _is_prose(t):
+        return _delimit_math_runs(t)
+    t = " ".join(t.split())
+    while t.endswith(".") and not t.endswith("\\."):
+        t = t[:-1].rstrip()
+    return "" if not t or len(t) > MAX_EXPRESSION else f"${t}$"
+
+
+# --------------------------------------------------------------------------------------------
+# The guarded Math-Verify calls
+
+_ARITHMETIC = re.compile(r"[\d.\s+\-*/^()\u00d7\u00f7]*")
+
+
+def _arithmetic_only(parse_expr_cached: Any) -> Any:
+    """Math-Verify's expression parser, refusing anything but digits and arithmetic operators."""
+    def guarded(expr: str) -> Any:
+        if not _ARITHMETIC.fullmatch(expr):
+            raise ValueError("not an arithmetic expression")
+        return parse_expr_cached(expr)
+    return guarded
+
+
+def _serve() -> None:  # pragma: no cover - runs in the worker process
+    """Worker loop over stdin/stdout JSON lines.
+
+    ``["extract", text]`` -> ``[status, label]``; ``["verify", gold, pred]`` ->
+    ``[status, equal]``.  Texts are Math-Verify inputs (:func:`mathverify_input`).
+    """
+    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)  # anything a library prints goes to stderr, never into the protocol
+    try:
+        import resource
+        resource.setrlimit(resource.RLIMIT_AS, (WORKER_MEMORY_BYTES, WORKER_MEMORY_BYTES))
+    except (ImportError, ValueError, OSError):
+        pass
+    logging.disable(logging.WARNING)
+    try:
+        import math_verify.parser as mv_parser
+        from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse
+        from math_verify import verify as mv_verify
+    except Exception as exc:  # noqa: BLE001 - reported to the parent
+        out.write(json.dumps(["import_error", repr(exc)]) + "\n")
+        out.flush()
+        return
+    mv_parser.parse_expr_cached = _arithmetic_only(mv_parser.parse_expr_cached)
+    config = (LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig())
+    parsed: dict[str, list[Any]] = {}
+
+    def parsed_of(text: str) -> list[Any]:
+        if text not in parsed:
+            if len(parsed) >= 4096:
+                parsed.clear()
+            parsed[text] = parse(text, extraction_config=config, parsing_timeout=None)
+        return parsed[text]
+
+    warm = parsed_of("$\\frac{1}{2}$")  # first use builds the parsers: not a call's time
+    mv_verify(warm, parsed_of("The answer is 0.5"), timeout_seconds=None)
+    out.write(json.dumps(["ready", True]) + "\n")
+    out.flush()
+    for line in sys.stdin:
+        op = ""
+        try:
+            op, *args = json.loads(line)
+            if op == "extract":
+                found = parsed_of(args[0])
+                label = next((x for x in reversed(found) if isinstance(x, str)),
+                             str(found[0]) if found else "")
+                result: list[Any] = ["ok" if found else "unparsed", label.strip()]
+            else:
+                gold, pred = parsed_of(args[0]), parsed_of(args[1])
+                if not gold:
+                    result = ["gold_unparsed", False]
+                elif not pred:
+                    result = ["unparsed", False]
+                else:
+                    result = ["ok", bool(mv_verify(gold, pred, timeout_seconds=None))]
+        except (Exception, RecursionError, MemoryError):  # noqa: BLE001 - any failure is "wrong"
+            result = ["error", False if op == "verify" else ""]
+        out.write(json.dumps(result) + "\n")
+        out.flush()
+
+
+class _Worker:
+    """One worker process (``python -c``, so no user ``__main__`` is re-imported), restarted on
+    demand after a timeout or a crash."""
+
+    def __init__(self) -> None:
+        self.proc: subprocess.Popen[str] | None = None
+        self.lines: queue.Queue[str] = queue.Queue()
+
+    def _start(self) -> None:
+        env = dict(os.environ)
+        from pear.paths import REPO_ROOT
+        root = str(REPO_ROOT)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "from pear.tasks.mathgrade import _serve; _serve()"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            text=True, encoding="utf-8", env=env, bufsize=1)
+        lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True).start()
+        try:
+            status, detail = json.loads(lines.get(timeout=_STARTUP_TIMEOUT_S))
+        except (queue.Empty, ValueError):
+            status, detail = "no_reply", "no reply"
+        if status != "ready":
+            proc.kill()
+            proc.wait()
+            raise RuntimeError(f"the Math-Verify worker process did not start: {detail}")
+        self.proc, self.lines = proc, lines
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait()
+            for stream in (self.proc.stdin, self.proc.stdout):
+                try:
+                    stream.close()  # type: ignore[union-attr]
+                except OSError:
+                    pass
+        self.proc = None
+
+    def call(self, request: list[str], timeout_s: float) -> tuple[Status, Any]:
+        if self.proc is None or self.proc.poll() is not None:
+            self.stop()
+            self._start()
+        assert self.proc is not None and self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(json.dumps(request) + "\n")
+            self.proc.stdin.flush()
+            status, value = json.loads(self.lines.get(timeout=timeout_s))
+            return status, value
+        except (queue.Empty, OSError, ValueError):
+            self.stop()  # ran over, or died: kill it; the next call starts a fresh one
+            return "timeout", None
+
+
+def _pump(stream: Any, lines: queue.Queue[str]) -> None:
+    """Copy a worker's stdout lines into a queue until EOF (so reads can time out)."""
+    for line in stream:
+        lines.put(line)
+    lines.put("")  # EOF: makes a waiting reader fail fast instead of waiting out its timeout
+
+
+class _Pool:
+    """Up to ``size`` workers shared by all threads of one process."""
+
+    def __init__(self, size: int) -> None:
+        self.pid = os.getpid()
+        self.workers = [_Worker() for _ in range(size)]
+        self.idle: queue.LifoQueue[_Worker] = queue.LifoQueue()
+        for w in self.workers:
+            self.idle.put(w)
+
+    def call(self, request: list[str], timeout_s: float) -> tuple[Status, Any]:
+        worker = self.idle.get()
+        try:
+            return worker.call(request, timeout_s)
+        finally:
+            self.idle.put(worker)
+
+    def stop(self) -> None:
+        for w in self.workers:
+            w.stop()
+
+
+_POOL: _Pool | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> _Pool:
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None or _POOL.pid != os.getpid():  # new, or inherited through fork
+            _POOL = _Pool(MAX_WORKERS)
+        return _POOL
+
+
+def shutdown() -> None:
+    """Stop the worker processes (they restart on the next call)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is not None and _POOL.pid == os.getpid():
+            _POOL.stop()
+        _POOL = None
+
+
+atexit.register(shutdown)
+
+
+@lru_cache(maxsize=1 << 16)
+def _extract(text: str, timeout_s: float) -> tuple[Status, str]:
+    if not text:
+        return "unparsed", ""
+    status, label = _pool().call(["extract", text], timeout_s)
+    return status, label or ""
+
+
+@lru_cache(maxsize=1 << 16)
+def _verify(gold: str, pred: str, timeout_s: float) -> tuple[Status, bool]:
+    if not gold:
+        return "gold_unparsed", False
+    if not pred:
+        return "unparsed", False
+    status, equal = _pool().call(["verify", gold, pred], timeout_s)
+    return status, status == "ok" and bool(equal)
+
+
+def extract(text: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> tuple[Status, str]:
+    r"""The answer Math-Verify reads in ``text``, as its normalised LaTeX string.
+
+    Returns ``(status, label)``: status ``ok``, ``unparsed`` (no answer, label ``""``),
+    ``timeout`` or ``error``.  Cached, timeouts included.
+
+    >>> extract("Final Answer: The largest $n$ is 34.")
+    ('ok', '34')
+    """
+    return _extract(mathverify_input(text), float(timeout_s))
+
+
+def verify(gold: str, pred: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> tuple[Status, bool]:
+    r"""Math-Verify's ``verify(parse(gold), parse(pred))`` on two answers as written.
+
+    Both go through :func:`mathverify_input`.  Returns ``(status, equal)``: status ``ok``,
+    ``unparsed`` (nothing read in ``pred``), ``gold_unparsed``, ``timeout`` (ran over
+    ``timeout_s`` or the worker died) or ``error``; ``equal`` is True only with ``ok``.  Cached,
+    timeouts included.
+
+    >>> verify(r"\frac{1}{3}", "0.33"), verify("1234", "1, 234")
+    (('ok', False), ('ok', False))
+    """
+    return _verify(mathverify_input(gold), mathverify_input(pred), float(timeout_s))
