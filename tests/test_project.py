@@ -14,7 +14,8 @@ def _name(req: str) -> str:
 
 def test_environment_yml_mirrors_pyproject():
     py = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    wanted = {_name(r): r for r in py["dependencies"] + py["optional-dependencies"]["dev"]
+    wanted = {_name(r): r for r in py["dependencies"] + py["optional-dependencies"]["analysis"]
+              + py["optional-dependencies"]["openai"] + py["optional-dependencies"]["dev"]
               + py["optional-dependencies"]["cpu"] + py["optional-dependencies"]["notebooks"]
               + py["optional-dependencies"]["lab"]}
     env = (ROOT / "environment.yml").read_text()
@@ -32,7 +33,7 @@ def test_environment_yml_mirrors_pyproject():
 
 def test_importing_pear_loads_no_llm_runtime():
     code = ("import sys, pear, pear.backends, pear.backends.vllm, pear.backends.llamacpp, "
-            "pear.backends.openai_compat, pear.core.engine, pear.experiment\n"
+            "pear.backends.openai_compat, pear.core.engine, pear.runs.experiment\n"
             "bad = [m for m in ('vllm', 'llama_cpp', 'torch') if m in sys.modules]\n"
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)

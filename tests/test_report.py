@@ -73,7 +73,7 @@ def test_save_figure_refuses_paths(tmp_path, name):
 def test_figures_dir_is_the_env_or_the_repositorys_never_the_cwd(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv(report.FIGURES_ENV, raising=False)
-    repo = Path(report.__file__).resolve().parent.parent
+    repo = Path(report.__file__).resolve().parents[2]
     assert report.figures_dir() == repo / "figures"
     monkeypatch.setenv(report.FIGURES_ENV, str(tmp_path / "out"))
     assert report.figures_dir() == tmp_path / "out"

@@ -14,7 +14,8 @@ from pear.backends.simulated import SimParams, SimulatedBackend
 from pear.core.config import DebateConfig, method
 from pear.core.engine import Engine, Job
 from pear.store.records import TIMING_FIELDS
-from record_factory import arithmetic_questions
+from pear.paths import PAPER_DIR
+from record_factory import arithmetic_questions, make_record
 
 
 QS = arithmetic_questions(400)
@@ -170,24 +171,21 @@ def test_malformed_completions_are_flagged_not_fatal():
 
 # -- calibration machinery ---------------------------------------------------------------------
 
-def _record(dataset, method, correct_by_round, critiques=()):
-    """A minimal record: agents' correctness per round; critiques in round 1."""
-    rounds = []
-    for r, row in enumerate(correct_by_round):
-        rounds.append({"round": r, "agents": [{"correct": c} for c in row],
-                       "critiques": list(critiques) if r == 1 else [],
-                       "vote_correct": sum(row) * 2 > len(row)})
-    return {"dataset": dataset, "method": method, "rounds_data": rounds,
-            "correct": rounds[-1]["vote_correct"]}
+def _record(method, correct_by_round, critiques=(), confidences=None, qid="q0"):
+    """A record whose agents are right (answer "1", the gold) or wrong ("0") per round;
+    ``critiques``: (source, target, decision) edges of round 1."""
+    answers = [["1" if c else "0" for c in row] for row in correct_by_round]
+    return make_record(answers, "1", method=method, question_id=qid,
+                       confidences=confidences, critiques={1: list(critiques)})
 
 
 def test_w2r_is_computed_per_query_then_averaged_not_pooled():
     # query A: one wrong agent-round, corrected (W2R 1); query B: four wrong agent-rounds,
     # none corrected (W2R 0).  Per query then averaged: 0.5; pooled it would be 1/5.
-    a = _record("d", "random", [[False, True], [True, True]])
-    b = _record("d", "random", [[False, False], [False, False], [False, False]])
+    a = _record("random", [[False, True], [True, True]], qid="a")
+    b = _record("random", [[False, False], [False, False], [False, False]], qid="b")
     # query C has no wrong agent-round: it has no W2R and is skipped (not counted as 0)
-    c = _record("d", "random", [[True, True], [True, False]])
+    c = _record("random", [[True, True], [True, False]], qid="c")
     s = calibration.summarize([a, b, c]).iloc[0]
     assert s["w2r"] == pytest.approx(0.5)
     # R2W: A 0/3 right agent-rounds flipped, C 1/2 -> (0 + 0.5) / 2; B has none, skipped
@@ -195,17 +193,40 @@ def test_w2r_is_computed_per_query_then_averaged_not_pooled():
 
 
 def test_critique_diagnostics_follow_the_study_definitions():
-    crit = [{"delivered": True, "decision": "ACCEPT", "source_answer": "1", "target_answer": "2",
-             "source_confidence": 5},
-            {"delivered": True, "decision": None, "source_answer": "1", "target_answer": "1",
-             "source_confidence": 3},
-            {"delivered": False, "decision": None, "source_answer": "2", "target_answer": "1",
-             "source_confidence": 1}]
-    s = calibration.summarize([_record("d", "random", [[True, False], [True, True]], crit)])
-    s = s.iloc[0]
-    assert s["acceptance"] == 1.0  # 1 ACCEPT of 1 decided critique
-    assert s["cross_answer"] == 0.5  # 1 of 2 delivered critiques crossed answers
-    assert s["source_confidence"] == pytest.approx((1.0 + 0.5 + 0.0) / 3)  # every routed one
+    # three agents: 0 and 2 right ("1"), 1 wrong ("0") after round 0
+    crit = [(0, 1, "ACCEPT"),   # answers differ; decided, accepted
+            (2, 0, None),       # answers agree; not delivered
+            (1, 2, "REJECT")]   # answers differ; decided, rejected
+    conf = [[5, 3, 1], [3, 3, 3]]
+    s = calibration.summarize([_record("random", [[True, False, True], [True, True, True]],
+                                       crit, conf)]).iloc[0]
+    assert s["acceptance"] == 0.5  # 1 ACCEPT of 2 decided critiques
+    assert s["cross_answer"] == pytest.approx(2 / 3)  # 2 of 3 routed edges cross answers
+    assert s["source_confidence"] == pytest.approx((1.0 + 0.0 + 0.5) / 3)  # every routed one
+
+
+def test_cross_answer_has_one_definition():
+    """The calibration's cross-answer rate is the analysis's, on the same records."""
+    from pear.analysis import metrics
+    from pear.store.columns import Rows, to_pandas
+    recs = _run(MIXED, ["random", "pear"], questions=QS[:12], rounds=2)
+    rows = Rows()
+    for i, rec in enumerate(recs):
+        rows.add(rec, i, 0, 0)
+    t = {k: to_pandas(v, k) for k, v in rows.tables().items()}
+    want = metrics.diagnostics(t["debates"], t["agent_rounds"], t["edges"],
+                               by=["method"]).set_index("method")["cross_answer"]
+    got = calibration.summarize(recs).set_index("method")["cross_answer"]
+    assert got.to_dict() == pytest.approx(want.to_dict())
+    # and it counts routed edges whose endpoints answered differently in the round before
+    crossed = routed = 0
+    for rec in (r for r in recs if r["method"] == "pear"):
+        for prev, rd in zip(rec["rounds_data"], rec["rounds_data"][1:]):
+            canon = {a["agent"]: a["canonical"] for a in prev["agents"]}
+            for s, t_ in rd["edges"]:
+                routed += 1
+                crossed += canon[s] != canon[t_]
+    assert got["pear"] == pytest.approx(crossed / routed)
 
 
 def test_study_targets_fit_baselines_hold_out_topologies_and_leave_pear_out():
@@ -215,8 +236,7 @@ def test_study_targets_fit_baselines_hold_out_topologies_and_leave_pear_out():
     assert {m for m, r in roles.items() if r == ["held-out"]} == {"clique", "star", "chain",
                                                                   "ring"}
     assert not t["method"].str.startswith("pear").any()
-    main = pd.read_csv(calibration.__file__.replace("pear/calibration.py",
-                                                    "data/paper/main_results.csv"))
+    main = pd.read_csv(PAPER_DIR / "main_results.csv")
     want = main[(main["method"] == "Random") & (main["dataset"] == "MATH-500")]["accuracy"].mean()
     got = t[(t["method"] == "random") & (t["dataset"] == "math500")]["study"].item()
     assert got == pytest.approx(want)

@@ -219,11 +219,11 @@ def router_parts(spec: Mapping[str, Any], src: Source, raw: Mapping[str, Any]) -
                 d = theory.influence_derivative(st, cfg, j)
                 values.append(max(abs(d["numeric"] - d["formula"]), d["numeric"]))
         elif check == "softmax_bound":
-            scores = score_pool(st.pool(), st.answers, st.confidences, st.influence, cfg).score
+            scores = score_pool(theory.relabelling_pool(st), st.answers, st.confidences, st.influence, cfg).score
             p = selection_probabilities(scores, cfg.tau)
             values.append(float(p @ scores - (scores.max() - cfg.tau * np.log(len(scores)))))
         elif check == "relative_confidence":
-            pool = st.pool()
+            pool = theory.relabelling_pool(st)
             before = score_pool(pool, st.answers, st.confidences, st.influence, cfg).score
             shifted = tuple(min(5, c + 1) for c in st.confidences)
             after = score_pool(pool, st.answers, shifted, st.influence, cfg).score

@@ -8,7 +8,7 @@ baselines, and its validation on held-out ones.
   *held out* (never in the fit); PEAR and its ablations are in nothing.
 * **Simulation** (:func:`simulate`): the engine and the simulated backend on a seeded grid,
   summarised per (dataset, method) by :func:`summarize` with the study's definitions (see
-  :func:`query_diagnostics`).
+  :func:`pear.analysis.metrics.diagnostics`, the one definition).
 * **Fit** (:func:`fit`): ``scipy.optimize.least_squares`` on the residuals of the fitted
   targets, in stages (initial answers on CoT / CoT-SC; persuasion on Random; then all
   together), with common random numbers (a fixed question sample and fixed seeds), so the
@@ -32,7 +32,7 @@ from pear.core.config import FIXED_TOPOLOGIES
 
 __all__ = [
     "FITTED_METHODS", "HELD_OUT_METHODS", "DIAGNOSTICS", "STAGES", "BOUNDS", "FitResult",
-    "query_diagnostics", "summarize", "study_targets", "simulate", "residual_table",
+    "summarize", "study_targets", "simulate", "residual_table",
     "goals", "fit", "plot_calibration",
 ]
 
@@ -70,89 +70,42 @@ SHAPE_SCALE = 0.01  # our choice: a 1-point fall of Random's vote between rounds
 
 # ----------------------------------------------------------------- study's definitions
 
-def query_diagnostics(record: Mapping[str, Any]) -> dict[str, float]:
-    """One debate's (one query's) diagnostics, with the study's definitions.
-
-    ``w2r`` = (agent-round transitions wrong -> right) / (agent-rounds whose previous answer
-    was wrong), summed over the agents and rounds of this query (NaN when no agent-round
-    was wrong: such a query is skipped when averaging); ``r2w`` symmetric.  Critique
-    counts for pooling: ``decided`` (delivered critiques with ACCEPT/REJECT), ``accepted``,
-    ``delivered``, ``cross`` (delivered critiques whose source's answer differed from the
-    target's), ``edges`` (routed critiques) and ``source_conf`` (sum over routed critiques of
-    the source's confidence mapped to [0, 1] as (c - 1) / 4).
-
-    >>> rd = [{"agents": [{"correct": False}, {"correct": True}], "critiques": []},
-    ...       {"agents": [{"correct": True}, {"correct": True}], "critiques": [
-    ...           {"delivered": True, "decision": "ACCEPT", "source_answer": "4",
-    ...            "target_answer": "5", "source_confidence": 5}]}]
-    >>> d = query_diagnostics({"rounds_data": rd})
-    >>> d["w2r"], d["r2w"], d["accepted"], d["cross"], d["source_conf"]
-    (1.0, 0.0, 1, 1, 1.0)
-    """
-    rounds = record["rounds_data"]
-    correct = np.array([[bool(a["correct"]) for a in rd["agents"]] for rd in rounds])
-    out: dict[str, float] = {"w2r": float("nan"), "r2w": float("nan")}
-    if len(correct) > 1:
-        before, after = correct[:-1], correct[1:]
-        wrong, right = (~before).sum(), before.sum()
-        if wrong:
-            out["w2r"] = float((~before & after).sum() / wrong)
-        if right:
-            out["r2w"] = float((before & ~after).sum() / right)
-    n: dict[str, float] = defaultdict(int)
-    for rd in rounds[1:]:
-        for c in rd["critiques"]:
-            n["edges"] += 1
-            n["source_conf"] += (c["source_confidence"] - 1) / 4
-            if c["delivered"]:
-                n["delivered"] += 1
-                n["cross"] += int(c["source_answer"] != c["target_answer"])
-                if c["decision"] is not None:
-                    n["decided"] += 1
-                    n["accepted"] += int(c["decision"] == "ACCEPT")
-    for k in ("edges", "source_conf", "delivered", "cross", "decided", "accepted"):
-        out[k] = n[k]
-    return out
-
-
 def summarize(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     """Per (dataset, method): ``debates``, ``accuracy`` (final vote), ``round_<r>`` (vote
-    accuracy after round r), ``w2r`` / ``r2w`` (per query, then averaged over the queries
-    where they are defined), ``acceptance`` (ACCEPT share of decided critiques),
-    ``cross_answer`` (share of delivered critiques whose source answered differently from
-    its target), ``source_confidence`` (mean over routed critiques of (c - 1) / 4).
-    Methods without debate rounds get NaN diagnostics."""
-    acc: dict[tuple[str, str], dict[str, Any]] = {}
-    for rec in records:
-        key = (rec["dataset"], rec["method"])
-        a = acc.setdefault(key, {"debates": 0, "correct": 0, "rounds": defaultdict(int),
-                                 "w2r": [], "r2w": [], "n": defaultdict(float)})
-        a["debates"] += 1
-        a["correct"] += bool(rec["correct"])
-        for rd in rec["rounds_data"]:
-            a["rounds"][rd["round"]] += bool(rd["vote_correct"])
-        if len(rec["rounds_data"]) > 1:
-            q = query_diagnostics(rec)
-            for k in ("w2r", "r2w"):
-                if not np.isnan(q[k]):
-                    a[k].append(q[k])
-            for k in ("edges", "source_conf", "delivered", "cross", "decided", "accepted"):
-                a["n"][k] += q[k]
-    rows = []
-    for (dataset, method), a in sorted(acc.items()):
-        n, d = a["n"], a["debates"]
-        row = {"dataset": dataset, "method": method, "debates": d, "accuracy": a["correct"] / d,
-               **{f"round_{r}": v / d for r, v in sorted(a["rounds"].items())}}
-
-        def ratio(x: str, y: str) -> float:
-            return n[x] / n[y] if n[y] else float("nan")
-        row.update({"w2r": float(np.mean(a["w2r"])) if a["w2r"] else float("nan"),
-                    "r2w": float(np.mean(a["r2w"])) if a["r2w"] else float("nan"),
-                    "acceptance": ratio("accepted", "decided"),
-                    "cross_answer": ratio("cross", "delivered"),
-                    "source_confidence": ratio("source_conf", "edges")})
-        rows.append(row)
-    return pd.DataFrame(rows)
+    accuracy after round r) and the study's diagnostics exactly as the analysis computes
+    them (:func:`pear.analysis.metrics.diagnostics`, one definition): ``w2r`` / ``r2w`` per
+    query then averaged, ``acceptance``, ``cross_answer`` (share of routed edges whose
+    endpoints answered differently) and ``source_confidence``.  The records are laid out in
+    memory as the columnar view lays them out on disk (:class:`pear.store.columns.Rows`).
+    Methods without debate rounds get NaN diagnostics (nothing to fit there)."""
+    from pear.analysis import metrics
+    from pear.store.columns import Rows, to_pandas
+    rows = Rows()
+    for i, rec in enumerate(records):
+        rows.add(rec, i, 0, 0)
+    t = {name: to_pandas(table, name) for name, table in rows.tables().items()}
+    deb, ar, ed, ro = t["debates"], t["agent_rounds"], t["edges"], t["rounds"]
+    by = ["dataset", "method"]
+    for df in (deb,):
+        for k in by:
+            df[k] = df[k].astype(str)
+    out = deb.groupby(by, sort=True).agg(debates=("debate", "size"),
+                                         accuracy=("correct", "mean")).reset_index()
+    rounds = ro.merge(deb[["debate", *by]], on="debate")
+    per_round = rounds.pivot_table(index=by, columns="round", values="vote_correct",
+                                   aggfunc="sum", observed=True)
+    per_round.columns = [f"round_{int(r)}" for r in per_round.columns]
+    out = out.merge(per_round.reset_index(), on=by, how="left")
+    for col in per_round.columns:
+        out[col] = out[col].fillna(0) / out["debates"]
+    diag = metrics.diagnostics(deb, ar, ed, by=by)
+    keep = ["w2r", "r2w", "acceptance", "cross_answer", "source_confidence"]
+    out = out.merge(diag[[*by, *keep, "updates"] if "updates" in diag else [*by, *keep]],
+                    on=by, how="left")
+    debated = deb.groupby(by)["rounds"].max().reindex(
+        pd.MultiIndex.from_frame(out[by])).to_numpy() > 0
+    out.loc[~debated, keep] = np.nan
+    return out.drop(columns=[c for c in ("updates",) if c in out]).reset_index(drop=True)
 
 
 # ----------------------------------------------------------------- the study's numbers

@@ -1,7 +1,8 @@
 """Backends built from user settings, shared by the CLI (:mod:`pear.cli`) and the notebook
 build (:mod:`pear.paper.build`), so that neither imports the other.
 
->>> make_backend("simulated", exp=__import__("pear.runs.experiment").experiment.preset("smoke")).name
+>>> from pear.runs.experiment import preset
+>>> make_backend("simulated", exp=preset("smoke")).name
 'simulated'
 """
 from __future__ import annotations
