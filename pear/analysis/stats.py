@@ -47,6 +47,8 @@ __all__ = [
     "mcnemar_table",
     "wilson",
     "mcnemar_power",
+    "mcnemar_sample_size",
+    "spearman_rho",
     "spearman",
     "bootstrap_diff",
     "holm",
@@ -169,6 +171,35 @@ def mcnemar_power(b: int, c: int, alpha: float = 0.05) -> PowerResult:
     reject = np.array([sps.binomtest(k, n, 0.5).pvalue <= alpha for k in range(n + 1)])
     exact = float(sps.binom.pmf(np.arange(n + 1), n, rate)[reject].sum())
     return PowerResult(normal=normal, exact=exact)
+
+
+def mcnemar_sample_size(b: int, c: int, n: int, alpha: float = 0.05, power: float = 0.8
+                        ) -> int | None:
+    """Questions that give McNemar's test ``power`` at the discordance observed in ``n``
+    questions (b, c discordant pairs); None when b == c (no effect to detect).
+
+    >>> mcnemar_sample_size(40, 15, 200)  # h = 0.47: 35 discordant pairs, 55 in 200
+    129
+    """
+    b, c = _count("b", b), _count("c", c)
+    if b == c or n == 0 or b + c == 0:
+        return None
+    h = abs(float(proportion_effectsize(b / (b + c), 0.5)))
+    pairs = NormalIndPower().solve_power(effect_size=h, alpha=alpha, power=power, ratio=0)
+    return int(math.ceil(pairs * n / (b + c)))
+
+
+def spearman_rho(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Spearman's rho along the last axis (Pearson's r of the ranks), vectorised over the
+    leading axes (e.g. bootstrap replicates); NaN where a vector is constant.
+
+    >>> float(spearman_rho(np.array([1., 2, 3, 4]), np.array([10., 20, 40, 30])))
+    0.8
+    """
+    rx, ry = sps.rankdata(x, axis=-1), sps.rankdata(y, axis=-1)
+    rx, ry = rx - rx.mean(-1, keepdims=True), ry - ry.mean(-1, keepdims=True)
+    with np.errstate(all="ignore"):
+        return (rx * ry).sum(-1) / np.sqrt((rx ** 2).sum(-1) * (ry ** 2).sum(-1))
 
 
 def _rng_kwargs(func, rng: np.random.Generator) -> dict:

@@ -288,7 +288,7 @@ def _net_identity(spec, src: Source, keys, agg) -> Values | str:
 
 def _strength_gain(spec, src: Source, keys, agg) -> Values | str:
     """Spearman's rho across models between strength (mean of b) and gain (mean a - b)."""
-    from scipy.stats import rankdata
+    from pear.analysis.stats import spearman_rho
     models = list(dict.fromkeys(k[0] for k in keys))
     if len(models) < 3:
         return f"needs at least 3 backbones; this build has {len(models)}"
@@ -301,10 +301,7 @@ def _strength_gain(spec, src: Source, keys, agg) -> Values | str:
     def rho(gain: np.ndarray, strength: np.ndarray) -> np.ndarray:
         g = np.stack([np.nanmean(gain[..., p], axis=-1) for p in pos], axis=-1)
         s = np.stack([np.nanmean(strength[..., p], axis=-1) for p in pos], axis=-1)
-        rg, rs = rankdata(g, axis=-1), rankdata(s, axis=-1)
-        rg, rs = rg - rg.mean(-1, keepdims=True), rs - rs.mean(-1, keepdims=True)
-        with np.errstate(all="ignore"):
-            return (rg * rs).sum(-1) / np.sqrt((rg ** 2).sum(-1) * (rs ** 2).sum(-1))
+        return spearman_rho(g, s)
     reps = rho(d.reps, b.reps)[:, None] if d.reps is not None else None
     return Values(np.atleast_1d(rho(d.point, b.point)), reps)
 

@@ -194,13 +194,8 @@ def decide(spec: Mapping[str, Any], v: float, lo: float, hi: float, unit: str,
 
 def mcnemar_needed(b: int, c: int, n: int, alpha: float) -> int | None:
     """Questions that give McNemar's test 80 % power at the observed discordance."""
-    from statsmodels.stats.power import NormalIndPower
-    from statsmodels.stats.proportion import proportion_effectsize
-    if b == c or n == 0 or b + c == 0:
-        return None
-    h = abs(float(proportion_effectsize(b / (b + c), 0.5)))
-    pairs = NormalIndPower().solve_power(effect_size=h, alpha=alpha, power=POWER, ratio=0)
-    return int(math.ceil(pairs * n / (b + c)))
+    from pear.analysis.stats import mcnemar_sample_size
+    return mcnemar_sample_size(b, c, n, alpha, POWER)
 
 
 def fixed_part(spec: Mapping[str, Any], value: float, where: str, unit: str,

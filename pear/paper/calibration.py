@@ -96,8 +96,8 @@ def summarize(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
                                    aggfunc="sum", observed=True)
     per_round.columns = [f"round_{int(r)}" for r in per_round.columns]
     out = out.merge(per_round.reset_index(), on=by, how="left")
-    for col in per_round.columns:
-        out[col] = out[col].fillna(0) / out["debates"]
+    for col in per_round.columns:  # a debate that stopped before round r counts as wrong there
+        out[col] = out[col] / out["debates"]
     diag = metrics.diagnostics(deb, ar, ed, by=by)
     keep = ["w2r", "r2w", "acceptance", "cross_answer", "source_confidence"]
     out = out.merge(diag[[*by, *keep, "updates"] if "updates" in diag else [*by, *keep]],
