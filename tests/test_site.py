@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 from matplotlib.collections import PolyCollection
 
+from pear.analysis import stats
 from pear import cli
 from pear.analysis import figures, report, stats, transcript
 from pear.catalog import labels
@@ -154,14 +155,14 @@ def test_adjusted_significance_holm_and_bootstrap(smoke_like):
     exp, out, *_ = smoke_like
     deb = view.load(out).debates
     deb = deb[(deb["backend"] == "simulated") & (deb["seed"] == 0)]
-    sig = study.adjusted_significance(deb, n_resamples=2000)
+    sig = stats.adjusted_significance(deb, n_resamples=2000)
     assert len(sig) == 2  # GSM8K and TruthfulQA
     ok = sig["p_exact"].notna()
     assert np.allclose(sig.loc[ok, "p_holm"], stats.holm(sig.loc[ok, "p_exact"]))
     assert (sig.loc[ok, "p_holm"] >= sig.loc[ok, "p_exact"]).all()
     assert np.allclose(sig["diff"], sig["pear_acc"] - sig["best_baseline_acc"])
     assert ((sig["diff_low"] <= sig["diff"] + 1e-12) & (sig["diff"] <= sig["diff_high"] + 1e-12)).all()
-    again = study.adjusted_significance(deb, n_resamples=2000)
+    again = stats.adjusted_significance(deb, n_resamples=2000)
     assert again[["diff_low", "diff_high"]].equals(sig[["diff_low", "diff_high"]])
     table = report.table_significance(sig)
     assert "p (Holm-adjusted)" in table.columns

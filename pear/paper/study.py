@@ -34,7 +34,7 @@ from pear.catalog.labels import (MAIN_METHODS, ROUTING_VARIANTS, dataset_label, 
 __all__ = [
     "MAIN_METHODS", "ROUTING_VARIANTS", "BACKENDS", "REPO_ROOT", "experiment", "runs_path",
     "Results", "results", "load_results", "accuracy", "select", "cost_accuracy",
-    "significance_sets", "adjusted_significance", "describe_scope",
+    "significance_sets", "describe_scope",
 ]
 
 from pear.paths import REPO_ROOT, RUNS_DIR  # noqa: E402
@@ -287,49 +287,19 @@ def cost_accuracy(debates: pd.DataFrame) -> pd.DataFrame:
     return accuracy(debates).merge(metrics.costs(debates), on=list(metrics.GROUP))
 
 
-BOOTSTRAP_RESAMPLES = 10000  # our choice (scipy's default); the study reports no bootstrap
-BOOTSTRAP_SEED = 0  # our choice: one fixed seed, so that the table is reproducible
-
-
-def adjusted_significance(debates: pd.DataFrame, *, n_resamples: int = BOOTSTRAP_RESAMPLES,
-                          seed: int = BOOTSTRAP_SEED) -> pd.DataFrame:
-    """:func:`pear.analysis.stats.significance` of ``debates`` plus, across its settings (rows), the
-    Holm-adjusted exact McNemar p (``p_holm``, :func:`pear.analysis.stats.holm`; rows without a
-    p-value stay NaN and do not count) and the paired bootstrap of PEAR's accuracy minus
-    the best fixed topology's on the same pairs (``diff``, ``diff_low``, ``diff_high``:
-    95% percentile interval, questions resampled with their pair,
-    :func:`pear.analysis.stats.bootstrap_diff`; one generator seeded with ``seed`` draws for the
-    rows in order)."""
-    from pear.analysis import stats  # scipy and statsmodels load only where a test is run
-    sig = stats.significance(debates)
-    p = sig["p_exact"].to_numpy(float)
-    ok = np.isfinite(p)
-    sig["p_holm"] = np.nan
-    sig.loc[ok, "p_holm"] = stats.holm(p[ok])
-    rng = np.random.default_rng(seed)
-    cis = []
-    for r in sig.itertuples():
-        part = debates[(debates["model"] == r.model) & (debates["dataset"] == r.dataset)]
-        pairs = metrics.paired(part, "pear", r.best_baseline)
-        cis.append(stats.bootstrap_diff(pairs["correct_a"], pairs["correct_b"],
-                                        n_resamples=n_resamples, rng=rng)
-                   if len(pairs) >= 2 else (np.nan, np.nan, np.nan))
-    sig[["diff", "diff_low", "diff_high"]] = np.array(cis, dtype=float).reshape(-1, 3)
-    return sig
-
-
 def significance_sets(*scopes: Results) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """PEAR against its strongest fixed topology (:func:`adjusted_significance`: McNemar,
+    """PEAR against its strongest fixed topology (:func:`pear.analysis.stats.adjusted_significance`: McNemar,
     Holm-adjusted p across the scope's settings, paired bootstrap CI of the difference) for
     each scope given, on the first seed of that scope (McNemar needs independent pairs; the
     study tests one full-set run): ``(rows, table)``.  ``table`` holds every scope
     (:func:`pear.analysis.report.table_significance` with a leading "Set" level); ``rows`` (with a
     ``set`` column) only the first scope that has a testable setting, the one to set
     beside the study's table (give the full set first)."""
+    from pear.analysis import stats  # scipy and statsmodels load only where a test is run
     parts, tables = [], {}
     for res in scopes:
         seed = min(res.exp.full_seeds if res.scope == "full" else res.exp.seeds)
-        sig = adjusted_significance(res.debates[res.debates["seed"] == seed])
+        sig = stats.adjusted_significance(res.debates[res.debates["seed"] == seed])
         if sig.empty:
             continue
         name = f"{'full set' if res.scope == 'full' else 'subset'}, seed {seed}"
