@@ -382,7 +382,6 @@ def run(exp: Experiment, backend: Any | Callable[[str], Any], out_dir: str | os.
     at a time); each model's grid is :func:`model_grid`'s.
     """
     from pear.tasks import grading as tasks
-    from pear.tasks.benchmarks import sha256_files
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     factory = callable(backend) and not hasattr(backend, "generate")
@@ -400,44 +399,21 @@ def run(exp: Experiment, backend: Any | Callable[[str], Any], out_dir: str | os.
     # resuming several models: no backend is built (no model loaded) before it is needed
     current: Any = None if resuming else (backend(names[0]) if factory else backend)
     grid_names = names if factory and exp.models else [current.model_id]
-    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    manifest: dict[str, Any] = {
-        "protocol": exp.protocol(),
-        "backend": old["backend"] if resuming else current.name,
-        "models": [str(n) for n in grid_names],
-        "data_sha256": sha256_files(),
-        "shard": _shard_text(exp.shard),
-    }
-    if old is not None:
-        manifest_io.check(old, manifest, out)
-    # models finished in an earlier run are not loaded again (their ids are in the manifest)
-    earlier = dict(zip((old or {}).get("models", []), (old or {}).get("model_ids", [])))
-    earlier_settings = dict(zip((old or {}).get("model_ids", []),
-                                (old or {}).get("backend_settings", [])))
-    manifest.update({
-        "experiments": (old or {}).get("experiments", []) + [exp.to_dict()],
-        "backend_settings": [], "model_ids": [],
-        "versions": _versions(manifest["backend"]), "git_commit": _git_commit(),
-        "started_at": (old or {}).get("started_at", started), "resumed_at": started,
-        "finished_at": None, "command": " ".join(map(str, sys.argv)),
-    })
-    manifest_io.write(out, manifest)
-
+    manifest = _open_manifest(exp, out, old, old["backend"] if resuming else current.name,
+                              grid_names)
     grid_jobs = [jobs(model_grid(exp, n)) for n in grid_names]
     summary = RunSummary(total=sum(map(len, grid_jobs)), already_done=0, written=0,
                          failed=[], generate_calls=0, requests=0, tokens=0, cache_hits=0)
     bar = _progress(summary.total, progress)
     for name, all_jobs in zip(names, grid_jobs):
-        known = earlier.get(name) if current is None else None
-        if known and known in earlier_settings:
-            done = completed_ids(model_dir(out, known))
-            if len(done) >= len(all_jobs) and _all_done(exp, manifest["backend"], known,
-                                                        all_jobs, done):
-                summary.already_done += len(all_jobs)
-                bar.update(len(all_jobs))
-                manifest["backend_settings"].append(earlier_settings[known])
-                manifest["model_ids"].append(known)
-                continue
+        finished = _finished_earlier(exp, old, manifest["backend"], name, all_jobs, out) \
+            if current is None else None
+        if finished is not None:  # not loaded again: its ids and settings are in the manifest
+            summary.already_done += len(all_jobs)
+            bar.update(len(all_jobs))
+            manifest["backend_settings"].append(finished[1])
+            manifest["model_ids"].append(finished[0])
+            continue
         be = current if current is not None else backend(name)
         current = None  # the previous model's backend (and its GPU engine) can now be freed
         if be.name != manifest["backend"]:
@@ -448,32 +424,81 @@ def run(exp: Experiment, backend: Any | Callable[[str], Any], out_dir: str | os.
         manifest_io.write(out, manifest)
         engine = Engine(be.backends if isinstance(be, Population) else be,
                         model_grid(exp, name).debate, task_for=task_for or tasks.get)
-        rdir = model_dir(out, be.model_id)
-        done = completed_ids(rdir)
-        todo = [j for j in all_jobs if engine.debate_id(j) not in done]
-        summary.already_done += len(all_jobs) - len(todo)
-        bar.update(len(all_jobs) - len(todo))
-        with RecordWriter(rdir) as writer:
-            for chunk in _chunks(todo, exp.chunk_questions):
-                for record in engine.run(chunk):
-                    writer.write(record)
-                    summary.written += 1
-                    bar.update(1)
-                writer.sync()
-                bar.set_postfix(calls=engine.requests, tokens=engine.tokens,
-                                cache_hits=engine.cache_hits, failed=len(engine.failed),
-                                refresh=False)
-        summary.failed += engine.failed
-        summary.generate_calls += engine.generate_calls
-        summary.requests += engine.requests
-        summary.tokens += engine.tokens
-        summary.cache_hits += engine.cache_hits
+        _run_jobs(engine, all_jobs, model_dir(out, be.model_id), exp.chunk_questions, bar,
+                  summary)
         del be, engine
     bar.close()
     manifest["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     manifest["complete"] = summary.complete
     manifest_io.write(out, manifest)
     return summary
+
+
+def _open_manifest(exp: Experiment, out: Path, old: Mapping[str, Any] | None,
+                   backend_name: str, grid_names: Sequence[Any]) -> dict[str, Any]:
+    """The run's manifest, checked against the one already in ``out`` (results of another
+    setting are refused) and written before any debate runs."""
+    from pear.tasks.benchmarks import sha256_files
+    started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    manifest: dict[str, Any] = {
+        "protocol": exp.protocol(),
+        "backend": backend_name,
+        "models": [str(n) for n in grid_names],
+        "data_sha256": sha256_files(),
+        "shard": _shard_text(exp.shard),
+    }
+    if old is not None:
+        manifest_io.check(old, manifest, out)
+    manifest.update({
+        "experiments": (old or {}).get("experiments", []) + [exp.to_dict()],
+        "backend_settings": [], "model_ids": [],
+        "versions": _versions(backend_name), "git_commit": _git_commit(),
+        "started_at": (old or {}).get("started_at", started), "resumed_at": started,
+        "finished_at": None, "command": " ".join(map(str, sys.argv)),
+    })
+    manifest_io.write(out, manifest)
+    return manifest
+
+
+def _finished_earlier(exp: Experiment, old: Mapping[str, Any] | None, backend_name: str,
+                      name: Any, all_jobs: Sequence[Job], out: Path
+                      ) -> tuple[str, Any] | None:
+    """``(model id, backend settings)`` when an earlier run of ``out`` finished the whole grid
+    of model ``name``, else None."""
+    earlier = dict(zip((old or {}).get("models", []), (old or {}).get("model_ids", [])))
+    settings = dict(zip((old or {}).get("model_ids", []), (old or {}).get("backend_settings", [])))
+    known = earlier.get(name)
+    if not known or known not in settings:
+        return None
+    done = completed_ids(model_dir(out, known))
+    if len(done) >= len(all_jobs) and _all_done(exp, backend_name, known, all_jobs, done):
+        return known, settings[known]
+    return None
+
+
+def _run_jobs(engine: Engine, all_jobs: Sequence[Job], rdir: Path, chunk_questions: int,
+              bar: Any, summary: RunSummary) -> None:
+    """Run the jobs not yet recorded in ``rdir``, appending each record as it finishes
+    (flushed; fsynced after every chunk), and add the engine's counts to ``summary``."""
+    done = completed_ids(rdir)
+    todo = [j for j in all_jobs if engine.debate_id(j) not in done]
+    summary.already_done += len(all_jobs) - len(todo)
+    bar.update(len(all_jobs) - len(todo))
+    with RecordWriter(rdir) as writer:
+        for chunk in _chunks(todo, chunk_questions):
+            for record in engine.run(chunk):
+                writer.write(record)
+                summary.written += 1
+                bar.update(1)
+            writer.sync()
+            bar.set_postfix(calls=engine.requests, tokens=engine.tokens,
+                            cache_hits=engine.cache_hits, failed=len(engine.failed),
+                            refresh=False)
+    summary.failed += engine.failed
+    summary.generate_calls += engine.generate_calls
+    summary.requests += engine.requests
+    summary.tokens += engine.tokens
+    summary.cache_hits += engine.cache_hits
 
 
 class Population:
