@@ -84,9 +84,11 @@ EXPECTED_OUTPUTS: dict[str, tuple[str, ...]] = {
 # ----------------------------------------------------------------- parameters and runs
 
 def run_experiments(backend: str, exp: Any, runs_dir: str | os.PathLike[str], *,
-                    model: str = "", base_url: str = "", progress: bool = True) -> Any:
+                    model: str = "", base_url: str = "", progress: bool = True,
+                    cache: str | os.PathLike[str] | None = None) -> Any:
     """Run (or resume) every debate of ``exp`` into ``runs_dir`` with the CLI's backend
-    (responses cached in ``runs_dir/cache.sqlite``), then bring the run's columnar view up
+    (responses cached in ``cache``, default ``runs_dir/cache.sqlite``; the studies share the
+    main run's cache, so a request they repeat costs no model call), then bring the run's columnar view up
     to date (:func:`pear.store.view.index`) so that the analysis notebooks only read it; returns
     the :class:`pear.runs.experiment.RunSummary`.  ``backend="replay"`` runs nothing: it checks
     that ``runs_dir`` holds records, checks every line from scratch while indexing them
@@ -112,7 +114,7 @@ def run_experiments(backend: str, exp: Any, runs_dir: str | os.PathLike[str], *,
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
     urls = [base_url] if base_url else None
-    cache = out / "cache.sqlite"
+    cache = Path(cache) if cache is not None else out / "cache.sqlite"
     if exp.models:
         def factory(name: str) -> Any:
             return make_backend(backend, exp=exp, model=name, base_urls=urls, cache_path=cache)

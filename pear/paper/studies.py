@@ -44,6 +44,12 @@ TAUS = (0.0, 0.03, 0.1, 0.3, 0.7, 3.0)
 STOP_RULES = ("none", "consensus", "stable:1", "stable:2")
 STOP_METHODS = ("clique", "ring", "random", "pear")
 ROBUST_METHODS = ("clique", "star", "ring", "random", "pear", "pear_T", "pear_L")
+SMOKE_TAUS = (0.0, 0.1, 3.0)
+SMOKE_METHODS = ("clique", "random", "pear")
+"""The pipeline-check build (``smoke``: a 135M model, one question) runs the studies on three
+temperatures and three methods only, so that the default ``make paper`` stays under ten
+minutes on 2 cores; its studies show that every code path runs, not what the studies find
+(our choice)."""
 POPULATIONS = {"honest": {}, "adversarial": {2: "adversarial"},
                "overconfident": {2: "overconfident"}}
 """The populations of the robustness study: agent 2 (not Star's hub, inside Chain and Ring)
@@ -54,13 +60,14 @@ def preset_experiment(name: str = "beyond", seeds: str | Sequence[int] = "",
                       n_questions: int = 0) -> Experiment:
     """The grid the studies vary, from the notebooks' parameters: the ``beyond`` preset, or
     another preset's protocol and questions with the studies' methods (``smoke``: one
-    dataset, GSM8K, and one seed, so that the CPU build stays short); ``seeds`` and
-    ``n_questions`` override as in every notebook."""
+    dataset, GSM8K, one seed and :data:`SMOKE_METHODS`, so that the CPU build stays short);
+    ``seeds`` and ``n_questions`` override as in every notebook."""
     from pear.paper.study import experiment
     exp = experiment(name, seeds=seeds, n_questions=n_questions)
     if name == "smoke":
-        exp = dataclasses.replace(exp, datasets=("gsm8k",),
-                                  seeds=exp.seeds if seeds else exp.seeds[:1])
+        return dataclasses.replace(exp, datasets=("gsm8k",), methods=SMOKE_METHODS,
+                                   seeds=exp.seeds if seeds else exp.seeds[:1],
+                                   full_datasets=())
     return dataclasses.replace(exp, methods=ROBUST_METHODS, full_datasets=())
 
 
@@ -72,15 +79,19 @@ def studies_dir(runs_dir: str | Path) -> Path:
 
 
 def _variant(exp: Experiment, methods: Sequence[str], **debate: Any) -> Experiment:
-    return dataclasses.replace(exp, methods=tuple(methods), full_datasets=(),
+    """``exp`` with the ``methods`` it has (a smoke grid has fewer) and debate settings."""
+    methods = tuple(m for m in methods if m in exp.methods) or tuple(methods)
+    return dataclasses.replace(exp, methods=methods, full_datasets=(),
                                debate=dataclasses.replace(exp.debate, **debate))
 
 
 def temperature_variants(exp: Experiment) -> dict[str, Experiment]:
-    """PEAR at every temperature of :data:`TAUS`, and Random (the same base graphs)."""
+    """PEAR at every temperature of :data:`TAUS` (a smoke grid: :data:`SMOKE_TAUS`), and
+    Random (the same base graphs)."""
+    taus = SMOKE_TAUS if exp.name == "smoke" else TAUS
     out = {f"tau={t:g}": dataclasses.replace(_variant(exp, ("pear",)),
                                              router=dataclasses.replace(exp.router, tau=t))
-           for t in TAUS}
+           for t in taus}
     out["Random"] = _variant(exp, ("random",))
     return out
 
@@ -106,7 +117,8 @@ def run_variants(backend: str, variants: Mapping[str, Experiment], runs_dir: str
     out: dict[str, Results] = {}
     for name, exp in variants.items():
         rdir = studies_dir(runs_dir) / name.replace("=", "-").replace(":", "-")
-        run_experiments(backend, exp, rdir, model=model, progress=progress)
+        run_experiments(backend, exp, rdir, model=model, progress=progress,
+                        cache=Path(runs_dir) / "cache.sqlite")
         out[name] = load_results(rdir, exp, "subset")
     return out
 
