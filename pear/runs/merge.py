@@ -9,7 +9,7 @@ import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from pear.runs.experiment import parse_shard
 from pear.store.manifest import CHECKED, RUN_MANIFEST as MANIFEST, diff_keys, read as read_manifest, write as write_manifest
@@ -51,35 +51,67 @@ def merge(out_dir: str | os.PathLike[str],
         raise ValueError("merge needs at least one run directory")
     if out.exists() and any(out.iterdir()):
         raise ValueError(f"merge target {str(out)!r} is not empty: give a new directory")
+    manifests = _manifests(run_dirs)
+    shards = [m.get("shard") for m in manifests]
+    missing = _missing_shards(shards)
+    by_dir, duplicates = _read_records(run_dirs)  # read and check everything before writing
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.merging-", dir=out.parent))
+    try:
+        for sub, records in sorted(by_dir.items()):
+            with RecordWriter(tmp / sub) as writer:
+                for rec in records.values():
+                    writer.write(rec)
+        write_manifest(tmp, _merged_manifest(run_dirs, manifests, missing))
+        if out.exists():
+            out.rmdir()  # empty (checked above)
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return MergeSummary(records=sum(len(r) for r in by_dir.values()), duplicates=duplicates,
+                        shards=[s for s in shards if s], missing_shards=missing)
+
+
+def _manifests(run_dirs: Sequence[str | os.PathLike[str]]) -> list[dict[str, Any]]:
+    """The runs' manifests, refused unless every one agrees with the first on :data:`_AGREE`."""
     manifests = []
     for d in run_dirs:
         m = read_manifest(d)
         if m is None:
             raise FileNotFoundError(f"{str(d)!r} is not a run directory (no {MANIFEST})")
         manifests.append(m)
-    first = manifests[0]
     for d, m in zip(run_dirs[1:], manifests[1:]):
-        diffs = diff_keys(first, m, _AGREE)
+        diffs = diff_keys(manifests[0], m, _AGREE)
         if diffs:
             raise ValueError(f"cannot merge {str(d)!r} with {str(run_dirs[0])!r}: different "
                              f"settings ({'; '.join(diffs[:3])})")
-    shards = [m.get("shard") for m in manifests]
-    missing: list[int] = []
-    if any(s is not None for s in shards):
-        if any(s is None for s in shards):
-            raise ValueError("cannot merge sharded and unsharded runs: give only the shards "
-                             "of one grid")
-        parsed = [parse_shard(s) for s in shards]
-        totals = {n for _, n in parsed}
-        if len(totals) > 1:
-            raise ValueError(f"cannot merge shards of different splits: {', '.join(shards)}")
-        index = [i for i, _ in parsed]
-        dup = sorted({i for i in index if index.count(i) > 1})
-        if dup:
-            raise ValueError(f"shard {dup[0]}/{parsed[0][1]} is given twice")
-        missing = [i for i in range(1, parsed[0][1] + 1) if i not in index]
+    return manifests
 
-    # read and check everything before writing anything
+
+def _missing_shards(shards: Sequence[str | None]) -> list[int]:
+    """The shard indices of the split that none of the runs holds ([] for unsharded runs);
+    mixing sharded and unsharded runs, two splits, or one shard twice is refused."""
+    if all(s is None for s in shards):
+        return []
+    if any(s is None for s in shards):
+        raise ValueError("cannot merge sharded and unsharded runs: give only the shards "
+                         "of one grid")
+    parsed = [parse_shard(s) for s in shards if s is not None]
+    if len({n for _, n in parsed}) > 1:
+        raise ValueError(f"cannot merge shards of different splits: "
+                         f"{', '.join(s for s in shards if s)}")
+    index = [i for i, _ in parsed]
+    dup = sorted({i for i in index if index.count(i) > 1})
+    if dup:
+        raise ValueError(f"shard {dup[0]}/{parsed[0][1]} is given twice")
+    return [i for i in range(1, parsed[0][1] + 1) if i not in index]
+
+
+def _read_records(run_dirs: Sequence[str | os.PathLike[str]]
+                  ) -> tuple[dict[str, dict[str, dict[str, Any]]], int]:
+    """Every record by sub-directory and debate id, and how many were recorded twice; a
+    debate recorded differently (apart from timing fields) in two runs is refused."""
     by_dir: dict[str, dict[str, dict[str, Any]]] = {}
     duplicates = 0
     for d in run_dirs:
@@ -98,36 +130,29 @@ def merge(out_dir: str | os.PathLike[str],
                     duplicates += 1
                     continue
                 bucket[did] = rec
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.merging-", dir=out.parent))
-    try:
-        for sub, records in sorted(by_dir.items()):
-            with RecordWriter(tmp / sub) as writer:
-                for rec in records.values():
-                    writer.write(rec)
-        merged: dict[str, Any] = {key: first.get(key) for key in _AGREE}
-        merged.update({
-            "shard": None,
-            "experiments": [e for m in manifests for e in m.get("experiments", [])],
-            "backend_settings": first.get("backend_settings"),
-            "model_ids": first.get("model_ids"),
-            "versions": first.get("versions"), "git_commit": first.get("git_commit"),
-            "merged_from": [{"dir": str(Path(d).resolve()), "shard": m.get("shard"),
-                             "complete": m.get("complete"), "git_commit": m.get("git_commit"),
-                             "versions": m.get("versions")}
-                            for d, m in zip(run_dirs, manifests)],
-            "missing_shards": missing,
-            "complete": not missing and all(m.get("complete") for m in manifests),
-            "started_at": min(str(m.get("started_at")) for m in manifests),
-            "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "command": " ".join(map(str, sys.argv)),
-        })
-        write_manifest(tmp, merged)
-        if out.exists():
-            out.rmdir()  # empty (checked above)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return MergeSummary(records=sum(len(r) for r in by_dir.values()), duplicates=duplicates,
-                        shards=[s for s in shards if s], missing_shards=missing)
+    return by_dir, duplicates
+
+
+def _merged_manifest(run_dirs: Sequence[str | os.PathLike[str]],
+                     manifests: Sequence[Mapping[str, Any]], missing: list[int]
+                     ) -> dict[str, Any]:
+    """The merged run's manifest: the shared settings, and where each part came from."""
+    first = manifests[0]
+    merged: dict[str, Any] = {key: first.get(key) for key in _AGREE}
+    merged.update({
+        "shard": None,
+        "experiments": [e for m in manifests for e in m.get("experiments", [])],
+        "backend_settings": first.get("backend_settings"),
+        "model_ids": first.get("model_ids"),
+        "versions": first.get("versions"), "git_commit": first.get("git_commit"),
+        "merged_from": [{"dir": str(Path(d).resolve()), "shard": m.get("shard"),
+                         "complete": m.get("complete"), "git_commit": m.get("git_commit"),
+                         "versions": m.get("versions")}
+                        for d, m in zip(run_dirs, manifests)],
+        "missing_shards": missing,
+        "complete": not missing and all(m.get("complete") for m in manifests),
+        "started_at": min(str(m.get("started_at")) for m in manifests),
+        "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "command": " ".join(map(str, sys.argv)),
+    })
+    return merged
