@@ -227,29 +227,65 @@ def _clear(vdir: Path) -> None:
     (vdir / "manifest.json").unlink(missing_ok=True)
 
 
-def _append(root: Path, vdir: Path, man: Manifest, files: Sequence[Path], checker: Checker,
-            drop_invalid: bool) -> None:
-    """Check and index every line past each file's recorded offset into one new part; then
-    write the manifest (atomically, last: a crash or a damaged record before it leaves the
-    old view intact)."""
+class _Part:
+    """One new Parquet part of the view: its four tables written batch by batch into
+    temporary files, moved into place by :meth:`finish` (never half-visible)."""
+
+    def __init__(self, vdir: Path, name: str) -> None:
+        self.vdir, self.name = vdir, name
+        self.tmp = {t: part_path(vdir, name, t).with_suffix(".tmp") for t in TABLES}
+        self.writers: dict[str, pq.ParquetWriter] = {}
+
+    def write(self, rows: Rows) -> None:
+        for t, table in rows.tables().items():
+            if t not in self.writers:
+                self.tmp[t].parent.mkdir(parents=True, exist_ok=True)
+                self.writers[t] = pq.ParquetWriter(self.tmp[t], SCHEMAS[t], compression="zstd")
+            self.writers[t].write_table(table)
+
+    def finish(self) -> dict[str, Any]:
+        """Close and move the tables into place; per table its rows, bytes and sha256."""
+        self.close()
+        meta = {}
+        for t in TABLES:
+            final = part_path(self.vdir, self.name, t)
+            os.replace(self.tmp[t], final)
+            meta[t] = {"rows": pq.read_metadata(final).num_rows,
+                       "bytes": final.stat().st_size, "sha256": _sha256_file(final)}
+        return meta
+
+    def close(self) -> None:
+        for w in self.writers.values():
+            w.close()
+        self.writers.clear()
+
+    def discard(self) -> None:
+        self.close()
+        for p in self.tmp.values():
+            p.unlink(missing_ok=True)
+
+
+def _file_entries(root: Path, man: Manifest, files: Sequence[Path]
+                  ) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """The manifest's record-file entries with new files appended (offset 0), and each
+    file's position among them."""
     entries = [dict(f) for f in man.files]
     slot = {f["path"]: i for i, f in enumerate(entries)}
     for path in files:
         if _rel(root, path) not in slot:
             slot[_rel(root, path)] = len(entries)
             entries.append({"path": _rel(root, path), "offset": 0, "lines": 0})
-    name = f"part-{len(man.parts):05d}-{time.time_ns() % 10**12:012d}"
-    tmp = {t: part_path(vdir, name, t).with_suffix(".tmp") for t in TABLES}
-    writers: dict[str, pq.ParquetWriter] = {}
+    return entries, slot
+
+
+def _append(root: Path, vdir: Path, man: Manifest, files: Sequence[Path], checker: Checker,
+            drop_invalid: bool) -> None:
+    """Check and index every line past each file's recorded offset into one new part; then
+    write the manifest (atomically, last: a crash or a damaged record before it leaves the
+    old view intact)."""
+    entries, slot = _file_entries(root, man, files)
+    part = _Part(vdir, f"part-{len(man.parts):05d}-{time.time_ns() % 10**12:012d}")
     rows, added, found = Rows(), 0, Findings()
-
-    def flush() -> None:
-        for t, table in rows.tables().items():
-            if t not in writers:
-                tmp[t].parent.mkdir(parents=True, exist_ok=True)
-                writers[t] = pq.ParquetWriter(tmp[t], SCHEMAS[t], compression="zstd")
-            writers[t].write_table(table)
-
     try:
         for path in files:
             file_no = slot[_rel(root, path)]
@@ -270,21 +306,12 @@ def _append(root: Path, vdir: Path, man: Manifest, files: Sequence[Path], checke
                 rows.add(rec, man.debates + added, file_no, pos, digest(rec))
                 added += 1
                 if rows.n >= BATCH:
-                    flush()
+                    part.write(rows)
             entry.update(offset=offset, lines=lines, fingerprint=_fingerprint(path, offset))
         if added:
             if rows.n:
-                flush()
-            for w in writers.values():
-                w.close()
-            writers.clear()
-            meta = {}
-            for t in TABLES:
-                final = part_path(vdir, name, t)
-                os.replace(tmp[t], final)
-                meta[t] = {"rows": pq.read_metadata(final).num_rows,
-                           "bytes": final.stat().st_size, "sha256": _sha256_file(final)}
-            man.parts.append({"name": name, "debates": added, "tables": meta})
+                part.write(rows)
+            man.parts.append({"name": part.name, "debates": added, "tables": part.finish()})
             man.debates += added
         man.files = entries
         man.findings = Findings.from_dict(man.findings).merge(found).to_dict()
@@ -292,7 +319,4 @@ def _append(root: Path, vdir: Path, man: Manifest, files: Sequence[Path], checke
         tmp_man.write_text(man.to_json())
         os.replace(tmp_man, vdir / "manifest.json")
     finally:
-        for w in writers.values():
-            w.close()
-        for p in tmp.values():
-            p.unlink(missing_ok=True)
+        part.discard()
