@@ -5,6 +5,7 @@ repository's router on logged states (:mod:`pear.analysis.theory`).
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any, Mapping
 
 import numpy as np
@@ -19,8 +20,94 @@ __all__ = ["significance_parts", "rank_parts", "design_parts", "router_parts"]
 
 # ----------------------------------------------------------------- significance, ranks, design
 
-def significance_parts(spec: Mapping[str, Any], src: Source, raw: Mapping[str, Any]) -> list[PartResult] | str:
+@dataclass(frozen=True)
+class _SigRow:
+    """One row of the significance table as a claim part sees it."""
+
+    where: str
+    b: int
+    c: int
+    n: int
+    row: Mapping[str, Any]
+
+
+def _test_part(spec: Mapping[str, Any], r: _SigRow, src: Source) -> PartResult:
+    """``test = "mcnemar"`` (exact p below alpha, in the claimed direction) or ``"power"``
+    (post-hoc power at least the threshold)."""
+    alpha = float(spec.get("alpha", ALPHA))
+    test = spec["test"]
+    if test == "mcnemar":
+        value = float(r.row["p_exact"])
+        verdict = ("supported" if r.b > r.c else "contradicted") if value < alpha \
+            else "inconclusive"
+        label, unit = f"exact McNemar p < {alpha}", "p-value"
+    else:
+        value = float(r.row["power"])
+        verdict = "supported" if value >= float(spec["threshold"]) else "inconclusive"
+        label, unit = f"post-hoc power >= {spec.get('threshold')}", "fraction"
+    return PartResult(
+        label=spec.get("label") or label, setting=r.where, value=value, low=value, high=value,
+        unit=unit, test=test, verdict=verdict,
+        n_needed=mcnemar_needed(r.b, r.c, r.n, alpha) if verdict == "inconclusive" else None,
+        n_questions=r.n, note=f"b = {r.b}, c = {r.c}", metric="significance",
+        methods=("pear",))
+
+
+def _wilson_part(spec: Mapping[str, Any], r: _SigRow, src: Source) -> PartResult:
+    """The Wilson interval of PEAR's win rate among discordant pairs against a threshold."""
+    lo, hi = float(r.row["wilson_low"]), float(r.row["wilson_high"])
+    t = float(spec.get("threshold", 0.5))
+    verdict = "supported" if lo > t else "contradicted" if hi < t else "inconclusive"
+    return PartResult(
+        label="Wilson interval of the win rate above 0.5", setting=r.where,
+        value=r.b / (r.b + r.c) if r.b + r.c else math.nan, low=lo, high=hi, unit="fraction",
+        test="greater", verdict=verdict,
+        n_needed=mcnemar_needed(r.b, r.c, r.n, ALPHA) if verdict == "inconclusive" else None,
+        n_questions=r.n, metric="significance", methods=("pear",))
+
+
+def _p_from_bc_part(spec: Mapping[str, Any], r: _SigRow, src: Source) -> PartResult | str:
+    """The study's printed p recomputed from its printed b and c."""
     from pear.analysis import stats
+    if not src.paper:
+        return "a statement about the study's own table"
+    p = stats.mcnemar(r.b, r.c).pvalue_exact
+    printed = printed_numbers(str(r.row["p_printed"]))[0]
+    return fixed_part(dict(spec, printed_value=printed), p, r.where, "p-value", src)
+
+
+def _gap_identity_part(spec: Mapping[str, Any], r: _SigRow, src: Source) -> PartResult:
+    """(b - c) / n equals the accuracy gap of the same pairs."""
+    gap = (r.b - r.c) / r.n - (float(r.row["pear_acc"]) - float(r.row["best_baseline_acc"]))
+    return fixed_part(spec, abs(gap), r.where, "fraction", src)
+
+
+def _acc_identity_part(spec: Mapping[str, Any], r: _SigRow, src: Source) -> PartResult | None:
+    """The table's accuracies equal the full-set table's PEAR and best fixed topology."""
+    full = src.full.get("accuracy")
+    key = (r.row["study"] if src.paper else r.row["model"], r.row["dataset"])
+    if full is None or key not in full.settings:
+        return None
+    point = full.point[full.settings.index(key)]
+    pear = point[full.column("pear")]
+    fixed = np.nanmax([point[full.column(m)] for m in FIXED_TOPOLOGIES
+                       if full.column(m) is not None])
+    dev = max(abs(float(r.row["pear_acc"]) - pear),
+              abs(float(r.row["best_baseline_acc"]) - fixed))
+    return fixed_part(spec, dev, r.where, "fraction", src)
+
+
+_SIGNIFICANCE_PARTS = {  # a spec's ``test`` or ``stat`` -> the part it asks for, per row
+    "mcnemar": _test_part, "power": _test_part, "wilson_low": _wilson_part,
+    "p_from_bc": _p_from_bc_part, "gap_identity": _gap_identity_part,
+    "acc_identity": _acc_identity_part,
+}
+
+
+def significance_parts(spec: Mapping[str, Any], src: Source, raw: Mapping[str, Any]
+                       ) -> list[PartResult] | str:
+    """The parts of a claim about the significance table: one per testable setting (or one
+    for ``stat = "weakest"``), or the reason there is none."""
     if src.sig is None or src.sig.empty:
         return "no full-set significance tests in this build" if not src.paper else \
             "not in the study's tables"
@@ -34,67 +121,25 @@ def significance_parts(spec: Mapping[str, Any], src: Source, raw: Mapping[str, A
                 return f"the claim's models ({', '.join(models)}) are not in this build"
         else:
             sig = hit
-    stat, test = spec.get("stat"), spec.get("test")
-    alpha = float(spec.get("alpha", ALPHA))
-    out = []
-    if stat == "weakest":
+    if spec.get("stat") == "weakest":
         model, dataset = spec["weakest"]
         worst_p = sig.loc[sig["p_exact"].idxmax()]
         worst_power = sig.loc[sig["power"].idxmin()]
         hit = all((r["study"], r["dataset"]) == (model, dataset) for r in (worst_p, worst_power))
         return [fixed_part(spec, float(hit), "", "count", src)]
-    for i, (_, r) in enumerate(sig.iterrows()):
-        where = f"{r['model']} / {r['dataset']}"
-        b, c, n = int(r["b"]), int(r["c"]), int(r["n_pairs"])
-        if test in ("mcnemar", "power"):
-            needed = mcnemar_needed(b, c, n, alpha)
-            if test == "mcnemar":
-                p = float(r["p_exact"])
-                verdict = ("supported" if b > c else "contradicted") if p < alpha \
-                    else "inconclusive"
-                value = p
-            else:
-                value = float(r["power"])
-                verdict = "supported" if value >= float(spec["threshold"]) else "inconclusive"
-            name = spec.get("label") or (f"exact McNemar p < {alpha}" if test == "mcnemar"
-                                         else f"post-hoc power >= {spec.get('threshold')}")
-            out.append(PartResult(name, where, value,
-                                  value, value, None, "p-value" if test == "mcnemar" else
-                                  "fraction", test, verdict,
-                                  needed if verdict == "inconclusive" else None, n,
-                                  f"b = {b}, c = {c}", "significance", ("pear",)))
-        elif stat == "wilson_low":
-            lo, hi = float(r["wilson_low"]), float(r["wilson_high"])
-            t = float(spec.get("threshold", 0.5))
-            verdict = "supported" if lo > t else "contradicted" if hi < t else "inconclusive"
-            out.append(PartResult("Wilson interval of the win rate above 0.5", where, b / (b + c)
-                                  if b + c else math.nan, lo, hi, None, "fraction", "greater",
-                                  verdict, mcnemar_needed(b, c, n, ALPHA)
-                                  if verdict == "inconclusive" else None, n, "",
-                                  "significance", ("pear",)))
-        elif stat == "p_from_bc":
-            if not src.paper:
-                return "a statement about the study's own table"
-            p = stats.mcnemar(b, c).pvalue_exact
-            printed = printed_numbers(str(r["p_printed"]))[0]
-            s2 = dict(spec, printed_value=printed)
-            out.append(fixed_part(s2, p, where, "p-value", src))
-        elif stat == "gap_identity":
-            gap = (b - c) / n - (float(r["pear_acc"]) - float(r["best_baseline_acc"]))
-            out.append(fixed_part(spec, abs(gap), where, "fraction", src))
-        elif stat == "acc_identity":
-            full = src.full.get("accuracy")
-            key = (r["study"] if src.paper else r["model"], r["dataset"])
-            if full is None or key not in full.settings:
-                continue
-            row = full.point[full.settings.index(key)]
-            pear = row[full.column("pear")]
-            fixed = np.nanmax([row[full.column(m)] for m in FIXED_TOPOLOGIES
-                               if full.column(m) is not None])
-            dev = max(abs(float(r["pear_acc"]) - pear), abs(float(r["best_baseline_acc"]) - fixed))
-            out.append(fixed_part(spec, dev, where, "fraction", src))
-        else:
-            raise ValueError(f"unknown significance part {stat or test!r}")
+    kind = spec.get("test") if spec.get("test") in ("mcnemar", "power") else spec.get("stat")
+    make = _SIGNIFICANCE_PARTS.get(kind)
+    if make is None:
+        raise ValueError(f"unknown significance part {kind!r}: choose one of "
+                         f"{', '.join(_SIGNIFICANCE_PARTS)}, weakest")
+    out = []
+    for _, r in sig.iterrows():
+        part = make(spec, _SigRow(f"{r['model']} / {r['dataset']}", int(r["b"]), int(r["c"]),
+                                  int(r["n_pairs"]), r), src)
+        if isinstance(part, str):
+            return part
+        if part is not None:
+            out.append(part)
     return out or "no testable setting"
 
 
