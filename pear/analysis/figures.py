@@ -126,12 +126,14 @@ def _footer(fig: Figure, mark: str, source: str | None, y: float) -> None:
 
 
 def _annotate(fig: Figure, axes: list[Axes], title: str | None, source: str | None,
-              mark: str) -> Figure:
+              mark: str, *, footer: bool = True) -> Figure:
     """Title, provenance footer (mark, backend, model) and the mark as a watermark on
-    every panel."""
+    every panel.  ``footer=False`` when the panels were drawn into a caller's figure
+    (``ax=``): the figure's owner writes its one footer."""
     if title:
         (fig.suptitle(title) if len(axes) > 1 else axes[0].set_title(title))
-    _footer(fig, mark, source, -0.02)
+    if footer:
+        _footer(fig, mark, source, -0.02)
     if mark:
         for ax in axes:
             ax.text(0.5, 0.5, _watermark(mark), transform=ax.transAxes, ha="center",
@@ -252,7 +254,8 @@ def plot_round_curves(df: pd.DataFrame, *, ax: Axes | None = None, title: str | 
         a.set_xticks(rounds if len(rounds) <= 8 else rounds[::2])
         _accuracy_axis(a, np.concatenate(shown) if shown else None)
     _legend_right(axes[-1])
-    return _annotate(fig, axes, title, source, _mark_of(mark, simulated))
+    return _annotate(fig, axes, title, source, _mark_of(mark, simulated),
+                     footer=ax is None)
 
 
 def plot_ablation(df: pd.DataFrame, *, ax: Axes | None = None, title: str | None = None,
@@ -285,7 +288,8 @@ def plot_ablation(df: pd.DataFrame, *, ax: Axes | None = None, title: str | None
     axes[0].set_xticks(np.arange(len(datasets)), [dataset_label(d) for d in datasets])
     _accuracy_axis(axes[0], np.concatenate(tops), bars=True)
     _legend_right(axes[0])
-    return _annotate(fig, axes, title, source, _mark_of(mark, simulated))
+    return _annotate(fig, axes, title, source, _mark_of(mark, simulated),
+                     footer=ax is None)
 
 
 def plot_pareto(df: pd.DataFrame, *, ax: Axes | None = None, title: str | None = None,
@@ -319,7 +323,8 @@ def plot_pareto(df: pd.DataFrame, *, ax: Axes | None = None, title: str | None =
         _log_x(a, pts[x])
         a.set(title=dataset_label(ds), xlabel="Tokens per example")
         _accuracy_axis(a, pts[y])
-    out = _annotate(fig, axes, title, source, _mark_of(mark, simulated))
+    out = _annotate(fig, axes, title, source, _mark_of(mark, simulated),
+                     footer=ax is None)
     if ax is None:
         place_labels(out)
     return out
@@ -341,7 +346,8 @@ def plot_accuracy_bars(df: pd.DataFrame, *, ax: Axes | None = None, title: str |
     axes[0].set_xticks(range(len(order)), [method_label(m) for m in order],
                        rotation=45, ha="right")
     _accuracy_axis(axes[0], (mean + err[1]).to_numpy(), bars=True)
-    return _annotate(fig, axes, title, source, _mark_of(mark, simulated))
+    return _annotate(fig, axes, title, source, _mark_of(mark, simulated),
+                     footer=ax is None)
 
 
 def place_labels(fig: Figure, iterations: int = 300) -> Figure:
@@ -443,8 +449,6 @@ def facet(plot: Callable[..., Any], df: pd.DataFrame, *, rows: str | None = "mod
         if id(ax) not in used:
             ax.set_visible(False)
     legends = [a for a in grid.flat if a.get_legend() is not None]
-    for text in list(fig.texts):  # the panels' own footers; one for the figure instead
-        text.remove()
     height = fig.get_figheight()
     bottom = 0.2 / height  # the footer's line
     if legends:
