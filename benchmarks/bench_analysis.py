@@ -17,7 +17,7 @@ Steps:
    critique and reason texts of the study's length (512-token answers; about 6 GB), then
    its indexing and the diagnostics over its view.
 
-``--repo DIR`` runs steps 3 (and 2 when DIR has ``pear.view``) against another checkout,
+``--repo DIR`` runs steps 3 (and 2 when DIR has ``pear.store.view``) against another checkout,
 e.g. the commit before the view, for before/after figures on one machine.  Goals (issue
 11): notebooks 01..08 <= 60 s in all with peak RSS <= 1.5 GB; indexing the ~6 GB run with
 peak RSS <= 2 GB.
@@ -167,7 +167,8 @@ def synthesize(src: Path, out: Path) -> None:
 
 METRICS = """
 import sys, time
-from pear import metrics, view
+from pear.analysis import metrics
+from pear.store import view
 t = time.perf_counter()
 v = view.load(sys.argv[1])
 diag = metrics.diagnostics(v.debates, v.agent_rounds, v.edges)

@@ -3,7 +3,7 @@
 1. Throughput: 200 synthetic GSM8K-style questions x all 14 methods, n=5, R=5 (the paper's
    protocol) with identity canonicalisation: debates/second and the share of wall time spent
    outside the backend (engine: prompts, parsing, routing, records).
-2. Early stopping: 200 benchmark questions (50 per dataset, graded by :mod:`pear.tasks`) x the
+2. Early stopping: 200 benchmark questions (50 per dataset, graded by :mod:`pear.tasks.grading`) x the
    12 debate methods, R=5: requests (calls) and tokens with ``--stop consensus`` and
    ``stable:2`` as a fraction of the full protocol (``none``), and the accuracy difference in
    points (issue 14's goal: <= 0.6x the tokens at <= 1 point accuracy loss).
@@ -25,8 +25,8 @@ from typing import Any, Sequence
 
 from pear.backends.base import Instrumented
 from pear.backends.simulated import SimulatedBackend
-from pear.config import DEBATE_METHODS, METHOD_LABELS, METHODS, DebateConfig, method
-from pear.engine import Engine, Job
+from pear.core.config import DEBATE_METHODS, METHOD_LABELS, METHODS, DebateConfig, method
+from pear.core.engine import Engine, Job
 
 ROBUSTNESS_METHODS = ("clique", "ring", "random", "pear")
 
@@ -58,14 +58,14 @@ def throughput(n_questions: int) -> None:
 
 def benchmark_questions(n_questions: int) -> list[Any]:
     """``n_questions`` seeded benchmark questions, spread evenly over the four datasets."""
-    from pear.data import DATASETS, load
+    from pear.tasks.benchmarks import DATASETS, load
     per = max(1, n_questions // len(DATASETS))
     return [q for ds in DATASETS for q in load(ds, n=per, seed=0)]
 
 
 def simulate(questions: Sequence[Any], methods: Sequence[str], debate: DebateConfig):
     """(engine, records) of one seeded simulated run."""
-    from pear import tasks
+    from pear.tasks import grading as tasks
     backend = SimulatedBackend({(q.dataset, q.id): q.gold for q in questions},
                                n_agents=debate.n_agents)
     engine = Engine(backend, debate, task_for=tasks.get)

@@ -68,7 +68,7 @@ N_OPTIONS = {"mmlu_pro": 10, "truthfulqa": 4}
 
 
 def _question(dataset: str, gold: str) -> Any:
-    from pear.data import Question
+    from pear.tasks.benchmarks import Question
     n = N_OPTIONS.get(dataset)
     choices = None if n is None else tuple(f"option {i}" for i in range(n))
     return Question(id="probe", dataset=dataset, question="q", task="q", choices=choices,
@@ -94,8 +94,8 @@ def _round_work(task: Any, answers: list[str], q: Any) -> None:
 
 def measure(runs: list[str]) -> dict[str, Any]:
     """Timings and probe verdicts with the ``pear`` on ``sys.path``."""
-    from pear import data, mathgrade, tasks
-    from pear.records import iter_records
+    from pear.tasks import benchmarks as data, mathgrade, grading as tasks
+    from pear.store.records import iter_records
     mathgrade.verify("1", "1")  # start the worker: its start-up is not grading time
     out: dict[str, Any] = {"probes": {}, "per_grade": {}, "per_debate": {}}
     for ds, rows in PROBES.items():

@@ -14,7 +14,7 @@ import time
 
 from pear.backends.base import Instrumented
 from pear.backends.simulated import SimParams, SimulatedBackend
-from pear.experiment import answer_key, jobs, preset, run
+from pear.runs.experiment import answer_key, jobs, preset, run
 
 
 def separate_cost(exp) -> tuple[int, int]:

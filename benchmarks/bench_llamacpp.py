@@ -20,7 +20,7 @@ from pear.backends.base import Request
 from pear.backends.llamacpp import LlamaCppBackend, default_model_path, schema_grammar
 from types import SimpleNamespace
 
-from pear.prompts import initial_messages, schema_for
+from pear.core.prompts import initial_messages, schema_for
 
 QUESTIONS = [
     "Tom has 3 apples and buys 5 more. How many apples does he have?",

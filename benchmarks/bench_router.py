@@ -11,9 +11,9 @@ import time
 
 import numpy as np
 
-from pear.config import RouterConfig
-from pear.graphs import base_graph, candidate_pool
-from pear.router import score_pool, selection_probabilities
+from pear.core.config import RouterConfig
+from pear.core.graphs import base_graph, candidate_pool
+from pear.core.router import score_pool, selection_probabilities
 
 
 def python_loop(pool_edges, answers, conf, rho, cfg, rng):
@@ -66,7 +66,7 @@ def bench(n: int, m_max: int, reps: int) -> tuple[float, float]:
 def bench_batch(n: int, m_max: int, debates: int, reps: int) -> float:
     """Decisions/s of ``route_batch`` over ``debates`` debates in lockstep (the engine's
     path) on pools drawn beforehand, i.e. the same work as the loop: scoring + choice."""
-    from pear.router import RouterState, route_batch
+    from pear.core.router import RouterState, route_batch
     rng = np.random.default_rng(0)
     cfg = RouterConfig(m_max=m_max)
     items = []

@@ -30,10 +30,10 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("run_dir")
     a = p.parse_args()
-    from pear import checks, indexing, view
-    from pear.hashing import hex_id
-    from pear.records import IDENTITY, RECORDS_FILE
-    from pear.validate import validate
+    from pear.store import checks, indexing, view
+    from pear.core.hashing import hex_id
+    from pear.store.records import IDENTITY, RECORDS_FILE
+    from pear.store.validate import validate
     src = Path(a.run_dir)
     with tempfile.TemporaryDirectory() as tmp:
         run = Path(tmp) / "run"

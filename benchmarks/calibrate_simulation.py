@@ -1,7 +1,7 @@
 """Refit the simulated population on the study's baselines and print the residual table.
 
 ``python benchmarks/calibrate_simulation.py`` runs the staged fit of
-:func:`pear.calibration.fit` from the documented starting point :data:`START` (seeded: a
+:func:`pear.paper.calibration.fit` from the documented starting point :data:`START` (seeded: a
 fixed question sample and fixed run seeds, so the fit is reproducible), prints the fitted
 parameters, then simulates the fitted population on an evaluation grid (by default the
 ``sim`` preset's question subset, which the fit never saw) and prints, per target, the
@@ -23,9 +23,9 @@ import time
 
 import pandas as pd
 
-from pear import calibration
+from pear.paper import calibration
 from pear.backends.simulated import SimParams
-from pear.compare import load_paper, to_internal
+from pear.analysis.compare import load_paper, to_internal
 
 START = SimParams(  # our choice: a rough hand guess from exploratory runs
     ease_gsm8k=2.0, ease_math500=-2.0, ease_truthfulqa=1.5, ease_mmlu_pro=0.0,

@@ -28,7 +28,7 @@ n_questions = 0  # questions per dataset; 0: the preset value
 base_url = ""  # OpenAI-compatible endpoint (backend openai)
 
 # %%
-from pear import paper
+from pear.paper import build as paper
 
 exp = paper.experiment(preset, seeds=seeds, n_questions=n_questions, model=model,
                        backend=backend)

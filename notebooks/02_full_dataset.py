@@ -29,7 +29,8 @@ n_questions = 0  # questions per dataset; 0: the preset value
 # ## Load records (full sets)
 
 # %%
-from pear import compare, figures, report, study
+from pear.analysis import compare, figures, report
+from pear.paper import study
 
 figures.set_style()
 res = study.results(backend, preset, runs_dir, model=model, seeds=seeds,

@@ -30,7 +30,8 @@ n_questions = 0  # questions per dataset; 0: the preset value
 # ## Load records (subset questions)
 
 # %%
-from pear import figures, report, study
+from pear.analysis import figures, report
+from pear.paper import study
 
 figures.set_style()
 res = study.results(backend, preset, runs_dir, model=model, seeds=seeds,

@@ -29,7 +29,8 @@ n_questions = 0  # questions per dataset; 0: the preset value
 # ## Load records (subset questions)
 
 # %%
-from pear import figures, metrics, study
+from pear.analysis import figures, metrics
+from pear.paper import study
 
 figures.set_style()
 res = study.results(backend, preset, runs_dir, model=model, seeds=seeds,

@@ -36,7 +36,8 @@ n_questions = 0  # questions per dataset; 0: the preset value
 # ## Load records (subset questions and full sets)
 
 # %%
-from pear import compare, figures, report, stats, study
+from pear.analysis import compare, figures, report, stats
+from pear.paper import study
 
 figures.set_style()
 subset = study.results(backend, preset, runs_dir, model=model, seeds=seeds,

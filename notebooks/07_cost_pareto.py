@@ -30,7 +30,8 @@ n_questions = 0  # questions per dataset; 0: the preset value
 # ## Load records (subset questions)
 
 # %%
-from pear import compare, figures, metrics, report, study
+from pear.analysis import compare, figures, metrics, report
+from pear.paper import study
 
 figures.set_style()
 res = study.results(backend, preset, runs_dir, model=model, seeds=seeds,

@@ -34,7 +34,8 @@ debate_id = ""  # empty: the first debate where a minority correct answer wins
 # %%
 from IPython.display import Markdown, display
 
-from pear import report, study, transcript
+from pear.analysis import report, transcript
+from pear.paper import study
 
 res = study.results(backend, preset, runs_dir, model=model, seeds=seeds,
                     n_questions=n_questions, scope="subset")

@@ -27,7 +27,7 @@
 
 # %% tags=["parameters"]
 backend = "llamacpp"  # llamacpp | vllm | openai | simulated | replay
-preset = "smoke"  # smoke | paper | sim | beyond (the studies grid: pear.studies)
+preset = "smoke"  # smoke | paper | sim | beyond (the studies grid: pear.paper.studies)
 runs_dir = ""  # empty: data/runs/<preset>-<backend>; variants go to <runs_dir>-studies/
 model = ""  # model path or name; empty: the backend default
 seeds = ""  # empty: the preset seeds, else e.g. 0,1,2
@@ -37,7 +37,8 @@ n_questions = 0  # questions per dataset; 0: the preset value
 # ## Load records (the honest population of the studies grid)
 
 # %%
-from pear import figures, report, study, studies
+from pear.analysis import figures, report
+from pear.paper import study, studies
 
 figures.set_style()
 exp = studies.preset_experiment(preset, seeds=seeds, n_questions=n_questions)

@@ -37,7 +37,9 @@ bootstrap_seed = 0  # our choice: seed of the bootstrap replicates
 # ## Load records (subset questions and full sets)
 
 # %%
-from pear import claims, figures, ledger, report
+from pear.claims import evaluate as claims
+from pear.analysis import figures, report
+from pear.paper import ledger
 
 figures.set_style()
 subset, full = ledger.load_build(backend, preset, runs_dir, model=model, seeds=seeds,

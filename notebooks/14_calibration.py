@@ -38,7 +38,8 @@ calibration_seeds = 1  # run seeds 0..calibration_seeds-1
 # ## Simulate the baselines with the calibrated defaults
 
 # %%
-from pear import calibration, figures, report
+from pear.paper import calibration
+from pear.analysis import figures, report
 
 figures.set_style()
 summary = calibration.simulate(methods=calibration.FITTED_METHODS + calibration.HELD_OUT_METHODS,
