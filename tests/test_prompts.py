@@ -1,4 +1,4 @@
-"""Prompts: the paper style sends the study's printed templates (data/paper/prompts.md) as
+"""Prompts: the paper style sends the study's printed templates (pear/core/templates/prompts.md) as
 printed; the compact style is only for tiny CPU models; schemas follow the study's key order."""
 from __future__ import annotations
 
