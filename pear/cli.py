@@ -77,20 +77,44 @@ def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="pear", description="PEAR multi-agent debate: run grids, inspect runs, "
                 "rebuild the paper's tables and figures.")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    _add_run(sub)
+    sub.add_parser("models", help="list the study's models and model groups",
+                   description="The model registry: what `--model KEY` and `--model paper` "
+                               "run, with the settings and the part of the grid each needs.")
+    _add_plan(sub)
+    _add_inspection(sub)
+    _add_paper(sub)
+    return p
 
+
+def _grid_arguments(parser: argparse.ArgumentParser, *, preset: str, backend: str,
+                    verb: str) -> None:
+    """The arguments that choose a grid, shared by ``run`` and ``plan``."""
+    parser.add_argument("--preset", default=preset,
+                        help=f"smoke | paper | sim | beyond (default: {preset})")
+    parser.add_argument("--backend", default=backend,
+                        help=f"llamacpp | openai | vllm | simulated (default: {backend})")
+    parser.add_argument("--datasets", type=_csv(str), help="comma-separated datasets")
+    parser.add_argument("--methods", type=_csv(str), help="comma-separated methods")
+    parser.add_argument("--seeds", type=_csv(int), help="comma-separated run seeds")
+    parser.add_argument("--n-questions", type=_positive, help="questions per dataset")
+    parser.add_argument("--rounds", type=_nonneg, help="debate rounds")
+    parser.add_argument("--agents", type=_positive, help="number of agents")
+    parser.add_argument("--no-full", action="store_true", help="skip the full-dataset runs")
+    parser.add_argument("--shard", type=_shard,
+                        help=f"i/N: {verb} only part i of N of the grid (deterministic; "
+                             "`pear merge` combines the parts)")
+    parser.add_argument("--no-study-scope", action="store_true",
+                        help=f"{verb} the study's models on the whole grid, not only the "
+                             "methods, questions and full sets the study ran on them")
+
+
+def _add_run(sub: Any) -> None:
     r = sub.add_parser("run", help="run (or resume) an experiment grid",
                        description="Run every missing debate of a preset grid into --out; "
                                    "rerunning resumes.")
-    r.add_argument("--preset", default="smoke", help="smoke | paper | sim (default: smoke)")
-    r.add_argument("--backend", default="llamacpp",
-                   help="llamacpp | openai | vllm | simulated (default: llamacpp)")
+    _grid_arguments(r, preset="smoke", backend="llamacpp", verb="run")
     r.add_argument("--out", required=True, help="run directory (records, manifest, cache)")
-    r.add_argument("--datasets", type=_csv(str), help="comma-separated datasets")
-    r.add_argument("--methods", type=_csv(str), help="comma-separated methods")
-    r.add_argument("--seeds", type=_csv(int), help="comma-separated run seeds")
-    r.add_argument("--n-questions", type=_positive, help="questions per dataset")
-    r.add_argument("--rounds", type=_nonneg, help="debate rounds")
-    r.add_argument("--agents", type=_positive, help="number of agents")
     r.add_argument("--prompt-style", choices=("paper", "compact"),
                    help="paper (the study's templates) or compact (tiny CPU models)")
     r.add_argument("--stop", help="early stopping: none (default, the study) | consensus | "
@@ -100,7 +124,6 @@ def _parser() -> argparse.ArgumentParser:
                    "overconfident | underconfident; repeatable")
     r.add_argument("--agent-models", type=_csv(str), metavar="M1,M2,...",
                    help="one model per agent (a mixed population; openai or llamacpp backend)")
-    r.add_argument("--no-full", action="store_true", help="skip the full-dataset runs")
     r.add_argument("--model", action="append", help="model name (vllm/openai); repeatable")
     r.add_argument("--model-path", help="GGUF file for the llamacpp backend")
     r.add_argument("--base-url", action="append",
@@ -108,25 +131,15 @@ def _parser() -> argparse.ArgumentParser:
                    "--agent-models from its own server")
     r.add_argument("--no-cache", action="store_true", help="do not use the response cache")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
-    r.add_argument("--shard", type=_shard,
-                   help="i/N: run only part i of N of the grid (deterministic; `pear merge` "
-                        "combines the parts)")
-    r.add_argument("--no-study-scope", action="store_true",
-                   help="run the study's models on the whole grid, not only the methods, "
-                        "questions and full sets the study ran on them")
     r.add_argument("--tensor-parallel-size", type=_positive,
                    help="vllm: GPUs per model (tensor parallel)")
 
-    sub.add_parser("models", help="list the study's models and model groups",
-                   description="The model registry: what `--model KEY` and `--model paper` "
-                               "run, with the settings and the part of the grid each needs.")
 
+def _add_plan(sub: Any) -> None:
     pl = sub.add_parser("plan", help="what a grid costs, without loading a model",
                         description="Debates, model calls, prompt/completion tokens, cached "
                                     "share and GPU-hours of a preset grid.")
-    pl.add_argument("--preset", default="paper", help="smoke | paper | sim (default: paper)")
-    pl.add_argument("--backend", default="vllm",
-                    help="llamacpp | openai | vllm | simulated (default: vllm)")
+    _grid_arguments(pl, preset="paper", backend="vllm", verb="plan")
     pl.add_argument("--model", action="append",
                     help="model name, registry key or group (paper, api, study); repeatable")
     pl.add_argument("--throughput", type=_positive_float,
@@ -138,18 +151,10 @@ def _parser() -> argparse.ArgumentParser:
                          "upper bound)")
     pl.add_argument("--chars-per-token", type=_positive_float, default=None,
                     help="dry run: characters per token (default 4)")
-    for flag, kind, text in (("--datasets", _csv(str), "comma-separated datasets"),
-                             ("--methods", _csv(str), "comma-separated methods"),
-                             ("--seeds", _csv(int), "comma-separated run seeds")):
-        pl.add_argument(flag, type=kind, help=text)
-    pl.add_argument("--n-questions", type=_positive, help="questions per dataset")
-    pl.add_argument("--rounds", type=_nonneg, help="debate rounds")
-    pl.add_argument("--agents", type=_positive, help="number of agents")
-    pl.add_argument("--no-full", action="store_true", help="skip the full-dataset runs")
-    pl.add_argument("--shard", type=_shard, help="i/N: plan one part of the grid")
-    pl.add_argument("--no-study-scope", action="store_true",
-                    help="plan the study's models on the whole grid")
 
+
+def _add_inspection(sub: Any) -> None:
+    """``merge``, ``show``, ``index``, ``validate``, ``grade-check``: commands on recorded runs."""
     mg = sub.add_parser("merge", help="combine run directories (e.g. shards) into one",
                         description="Check that the runs' manifests agree and copy their "
                                     "records into a new directory.")
@@ -189,6 +194,8 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("run_dir")
     g.add_argument("--examples", type=_nonneg, default=3, help="examples per direction")
 
+
+def _add_paper(sub: Any) -> None:
     pp = sub.add_parser("paper", help="execute every notebook (jupytext + papermill)",
                         description="Run the notebooks in order; outputs go to figures/.")
     pp.add_argument("--backend", default="llamacpp",
@@ -201,7 +208,6 @@ def _parser() -> argparse.ArgumentParser:
     pp.add_argument("--base-url", default="", help="OpenAI-compatible endpoint")
     pp.add_argument("--only", default="", help="comma-separated notebook name prefixes")
     pp.add_argument("--drop-invalid", action="store_true", help=_DROP_HELP)
-    return p
 
 
 _DROP_HELP = ("analyse the valid records of a damaged run (say what was left out) instead of "
