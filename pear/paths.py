@@ -10,7 +10,7 @@ from pathlib import Path
 
 __all__ = ["PACKAGE_DIR", "REPO_ROOT", "DATA_DIR", "BENCHMARKS_DIR", "PAPER_DIR", "RUNS_DIR",
            "FIGURES_DIR", "BUILD_DIR", "NOTEBOOKS_DIR", "TEMPLATES_FILE", "RECORDS_FILE",
-           "RUN_MANIFEST", "VIEW_DIR"]
+           "RUN_MANIFEST", "VIEW_DIR", "VIEW_MANIFEST"]
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_ROOT = PACKAGE_DIR.parent
@@ -28,3 +28,4 @@ TEMPLATES_FILE = PACKAGE_DIR / "core" / "templates" / "prompts.md"
 RECORDS_FILE = "debates.jsonl"   # a run directory's append-only records
 RUN_MANIFEST = "manifest.json"   # a run directory's manifest (pear.store.manifest)
 VIEW_DIR = "view"                # a run directory's columnar view (pear.store.indexing)
+VIEW_MANIFEST = "manifest.json"  # the view's own manifest (files, offsets, parts) in VIEW_DIR

@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from pear.core.config import METHODS, DebateConfig, RouterConfig, identity_dict, method, roles_for
 from pear.core.engine import Engine, Job
+from pear.core.hashing import hex_id
 from pear.store.records import RecordWriter, completed_ids
 
 __all__ = ["Experiment", "PRESETS", "preset", "jobs", "run", "RunSummary", "answer_key",
@@ -317,11 +318,10 @@ def model_dir(out_dir: str | os.PathLike[str], model: str) -> Path:
     >>> model_dir("runs", "SmolLM2.gguf@sha256:b179c9").name
     'SmolLM2.gguf-d5c8391d97'
     """
-    import hashlib
     name = model.split("@", 1)[0]
     name = Path(name).name if os.sep in name else name
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_")[:60] or "model"
-    return Path(out_dir) / f"{slug}-{hashlib.sha256(model.encode()).hexdigest()[:10]}"
+    return Path(out_dir) / f"{slug}-{hex_id(model, n=10)}"
 
 
 @dataclass

@@ -39,7 +39,7 @@ from pear.store.findings import KINDS, Findings, ValidationError, digest, scan_l
 __all__ = ["VIEW_DIR", "VERSION", "BATCH", "IndexSummary", "Manifest", "index",
            "read_manifest", "part_path", "run_dir_of"]
 
-from pear.paths import VIEW_DIR  # noqa: E402
+from pear.paths import VIEW_DIR, VIEW_MANIFEST  # noqa: E402
 VERSION = 3  # 2: debates.max_rounds and debates.stop_reason (early stopping); 3: the
 # records' checks (debates.digest, the manifest's findings and protocol)
 """Bump when a table's columns or their meaning change: older views are then rebuilt."""
@@ -93,7 +93,7 @@ class Manifest:
 def read_manifest(vdir: Path) -> Manifest | None:
     """The manifest if present and of this version, else None."""
     try:
-        raw = json.loads((vdir / "manifest.json").read_text())
+        raw = json.loads((vdir / VIEW_MANIFEST).read_text())
     except (OSError, ValueError):
         return None
     if not isinstance(raw, dict) or raw.get("version") != VERSION:
@@ -224,7 +224,7 @@ def index(run_dir: str | os.PathLike[str], *, verify: bool = True,
 def _clear(vdir: Path) -> None:
     for t in TABLES:
         shutil.rmtree(vdir / t, ignore_errors=True)
-    (vdir / "manifest.json").unlink(missing_ok=True)
+    (vdir / VIEW_MANIFEST).unlink(missing_ok=True)
 
 
 class _Part:
@@ -315,8 +315,8 @@ def _append(root: Path, vdir: Path, man: Manifest, files: Sequence[Path], checke
             man.debates += added
         man.files = entries
         man.findings = Findings.from_dict(man.findings).merge(found).to_dict()
-        tmp_man = vdir / "manifest.json.tmp"
+        tmp_man = vdir / (VIEW_MANIFEST + ".tmp")
         tmp_man.write_text(man.to_json())
-        os.replace(tmp_man, vdir / "manifest.json")
+        os.replace(tmp_man, vdir / VIEW_MANIFEST)
     finally:
         part.discard()
