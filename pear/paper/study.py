@@ -189,7 +189,7 @@ def describe_scope(exp: Any, scope: str) -> str:
     >>> describe_scope(preset("smoke"), "full")
     '2-question stand-in for the full TruthfulQA set (817 questions), seed 0'
     >>> describe_scope(preset("smoke"), "subset")
-    '1 question per dataset (question seed 0) x 2 seeds'
+    '1 question per dataset (question seed 0) x 1 seed'
     """
     from pear.tasks.benchmarks import load
     if scope == "full":
