@@ -346,6 +346,6 @@ def test_calibrated_defaults_meet_the_goals_on_the_evaluation_grid(evaluation_go
 @pytest.mark.slow
 @pytest.mark.xfail(strict=True, reason="known limitation: the population sustains less "
                    "disagreement (cross-answer ~0.41) than the study reports (0.498) while "
-                   "matching its small voting gain; see README 'Simulated agents'")
+                   "matching its small voting gain; see docs/design.md 'Calibration on baselines only'")
 def test_calibrated_cross_answer_rate_within_tolerance(evaluation_goals):
     assert evaluation_goals["cross_answer_error"] <= 0.05
