@@ -37,7 +37,7 @@ bootstrap_seed = 0  # our choice: seed of the bootstrap replicates
 # ## Load records (subset questions and full sets)
 
 # %%
-from pear.claims import evaluate as claims
+from pear.claims import diff, evaluate as claims
 from pear.analysis import figures, report
 from pear.paper import ledger
 
@@ -81,6 +81,7 @@ report.save_table(ledger.table_ledger(table), "claims",
 report.save_table(ledger.table_consistency(table), "claims_consistency",
                   caption=ledger.caption_consistency(subset))
 figures.save_figure(fig, "claims_forest")
+diff.save_ledger(table, "claims")  # claims.json: `pear claims-diff` compares two builds
 ledger.save_html(ledger.ledger_html(table, link=ledger.site_link, title="",
                                     source=subset.caption("The claims ledger of this build:")),
                  "claims")

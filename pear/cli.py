@@ -84,6 +84,15 @@ def _parser() -> argparse.ArgumentParser:
     _add_plan(sub)
     _add_inspection(sub)
     _add_paper(sub)
+    cd = sub.add_parser("claims-diff", help="the claims whose verdict or value moved between "
+                        "two builds", description="Compare the claims ledgers of two builds "
+                        "(figures directories holding claims.json, or run directories, whose "
+                        "ledger is computed from their records): claims whose finding changed "
+                        "or whose intervals no longer overlap, with both intervals.")
+    cd.add_argument("build_a", help="figures directory or run directory")
+    cd.add_argument("build_b", help="figures directory or run directory")
+    cd.add_argument("--seed", type=_nonneg, default=0,
+                    help="bootstrap seed for a ledger computed from a run directory")
     return p
 
 
@@ -418,6 +427,40 @@ def _cmd_merge(a: argparse.Namespace) -> int:
     return 0
 
 
+def _ledger_of(path: str, seed: int) -> list[dict[str, Any]]:
+    """A build's claims ledger: saved in a figures directory, or computed from a run
+    directory's records with the grid its manifest recorded."""
+    from pathlib import Path
+
+    from pear.claims.diff import LEDGER_FILE, ledger_records, read_ledger
+    p = Path(path)
+    if p.is_file() or (p / LEDGER_FILE).is_file():
+        return read_ledger(p)
+    from pear.store import manifest
+    man = manifest.read(p) if p.is_dir() else None
+    if not man or not man.get("experiments"):
+        raise FileNotFoundError(f"{path!r} is neither a figures directory with {LEDGER_FILE} "
+                                "nor a run directory with a manifest")
+    from pear.claims.evaluate import ledger
+    from pear.paper.study import load_results
+    from pear.runs.experiment import Experiment
+    from pear.store.validate import ValidationError, validate
+    checked = validate(p)  # records from elsewhere are checked before they are trusted
+    if not checked.findings.ok:
+        raise ValidationError(p, checked.findings)
+    exp = Experiment.from_dict(man["experiments"][-1])
+    subset = load_results(p, exp, "subset")
+    full = load_results(p, exp, "full") if exp.full_datasets else None
+    return ledger_records(ledger(subset, full, rng=seed))
+
+
+def _cmd_claims_diff(a: argparse.Namespace) -> int:
+    from pear.claims.diff import diff, format_diff
+    table = diff(_ledger_of(a.build_a, a.seed), _ledger_of(a.build_b, a.seed))
+    print(format_diff(table, names=(a.build_a, a.build_b)))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -432,11 +475,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command in ("models", "plan", "merge"):
             return {"models": _cmd_models, "plan": _cmd_plan, "merge": _cmd_merge}[
                 args.command](args)
+        if args.command == "claims-diff":
+            return _cmd_claims_diff(args)
         if args.command == "grade-check":
             from pear.runs.gradecheck import check_run, format_report
             print(format_report(check_run(args.run_dir, examples=args.examples)))
             return 0
-        from pear.paper import build
+        from pear.paper.build import build
         return build(backend=args.backend, preset=args.preset, model=args.model,
                      runs=args.runs, seeds=args.seeds, n_questions=args.n_questions,
                      base_url=args.base_url, only=args.only, drop_invalid=args.drop_invalid)

@@ -20,7 +20,7 @@ from record_factory import make_record
 
 NOTEBOOK_DIR = paper.REPO_ROOT / "notebooks"
 COMMON = {"backend", "preset", "runs_dir", "model", "seeds", "n_questions"}
-SAVERS = {"save_figure": (".pdf", ".png"), "save_table": (".tex", ".md"),
+SAVERS = {"save_ledger": (".json",), "save_figure": (".pdf", ".png"), "save_table": (".tex", ".md"),
           "save_markdown": (".md",), "save_html": (".html",)}
 
 

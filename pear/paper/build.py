@@ -75,7 +75,7 @@ EXPECTED_OUTPUTS: dict[str, tuple[str, ...]] = {
     "11_early_stop": (*_fig("early_stop_pareto"), *_tab("early_stop")),
     "12_robustness": (*_fig("robustness"), *_tab("robustness")),
     "13_claims": (*_tab("claims"), *_tab("claims_consistency"), *_fig("claims_forest"),
-                  "claims.html"),
+                  "claims.html", "claims.json"),
     "14_calibration": (*_fig("calibration"), *_tab("calibration")),
 }
 """Every file each notebook writes into the figures directory (one producer per file)."""

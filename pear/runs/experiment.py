@@ -108,6 +108,24 @@ class Experiment:
     def to_dict(self) -> dict[str, Any]:
         return json.loads(json.dumps(dataclasses.asdict(self)))
 
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Experiment":
+        """The experiment :meth:`to_dict` recorded (e.g. in a run manifest).
+
+        >>> e = preset("smoke", seeds=(3,))
+        >>> Experiment.from_dict(e.to_dict()) == e
+        True
+        """
+        def tup(v: Any) -> Any:
+            return tuple(v) if isinstance(v, list) else v
+        fields = {f.name for f in dataclasses.fields(cls)}
+        unknown = set(d) - fields
+        if unknown:
+            raise ValueError(f"unknown experiment field {sorted(unknown)[0]!r} in the record")
+        kw = {k: tup(v) for k, v in d.items() if k not in ("debate", "router")}
+        debate = {k: tup(v) for k, v in d.get("debate", {}).items()}
+        return cls(**kw, debate=DebateConfig(**debate), router=RouterConfig(**d.get("router", {})))
+
 
 PRESETS: dict[str, Experiment] = {
     # the study's setting: 4 datasets x 14 methods x 5 seeds x 200 questions; full sets for

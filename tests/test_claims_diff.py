@@ -1,0 +1,71 @@
+"""`pear claims-diff`: claims compared across builds (simulated runs of this grid)."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pear.claims.diff import diff, read_ledger
+from pear.cli import main
+
+GRID = ["--preset", "sim", "--backend", "simulated", "--datasets", "gsm8k,mmlu_pro",
+        "--n-questions", "40", "--no-full", "--quiet"]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("builds")
+    for name, extra in (("a", ["--seeds", "0,1"]), ("b", ["--seeds", "2,3"]),
+                        ("c", ["--seeds", "0,1", "--rounds", "1"])):
+        assert main(["run", *GRID, *extra, "--out", str(root / name)]) == 0
+    return root
+
+
+def _diff(capsys, a, b) -> str:
+    capsys.readouterr()
+    assert main(["claims-diff", str(a), str(b)]) == 0
+    return capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_identical_builds_and_other_seeds_move_no_claim(runs, capsys):
+    assert _diff(capsys, runs / "a", runs / "a").startswith("no claim moved")
+    # two seeds of one grid: findings may flip at a threshold, but no interval separates
+    out = _diff(capsys, runs / "a", runs / "b")
+    assert out.startswith("no claim moved between"), out
+
+
+@pytest.mark.slow
+def test_a_changed_parameter_names_the_claims_that_moved(runs, capsys):
+    out = _diff(capsys, runs / "a", runs / "c")  # one round instead of five
+    assert "claims moved between" in out
+    # a fifth of the rounds: PEAR's tokens per example fall far outside the 5-round interval
+    line = next(ln for ln in out.splitlines() if ln.strip().startswith("cost-pear-tokens-32.3k"))
+    assert "value moved" in line and "[" in line
+    # the round-wise claims need a second round: this build cannot decide them any more
+    assert "rounds-pear-non-decreasing: coverage changed" in out
+
+
+def test_saved_ledgers_compare_and_bad_input_is_one_error(tmp_path, capsys):
+    ledger = [{"id": "c1", "finding": "supported", "verdict": "supported", "parts": [
+        {"label": "gain", "setting": "m / d", "value": 0.05, "low": 0.01, "high": 0.09,
+         "verdict": "supported"}]}]
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "claims.json").write_text(json.dumps(ledger))
+    assert read_ledger(tmp_path / "x") == ledger
+    assert diff(ledger, ledger).empty and diff(ledger, ledger).attrs["flips"] == 0
+    assert _diff(capsys, tmp_path / "x", tmp_path / "x" / "claims.json").startswith("no claim")
+    # an exact part (no interval) moves when its verdict changes
+    other = json.loads(json.dumps(ledger))
+    other[0]["parts"][0].update(low=None, high=None, verdict="contradicted")
+    ledger[0]["parts"][0].update(low=None, high=None)
+    assert diff(ledger, other)["change"].tolist() == ["value moved"]
+    (tmp_path / "empty").mkdir()
+    assert main(["claims-diff", str(tmp_path / "x"), str(tmp_path / "empty")]) == 2
+    assert "neither a figures directory" in capsys.readouterr().err
+
+
+def test_pear_paper_reaches_the_build(capsys):
+    """The CLI calls the build function (not its module): a bad backend is one clear error."""
+    assert main(["paper", "--backend", "nope"]) == 2
+    assert "unknown backend 'nope'" in capsys.readouterr().err
