@@ -185,6 +185,20 @@ def notebook_parameters(path: str | os.PathLike[str]) -> dict[str, Any]:
     return out
 
 
+def ipc_kernel_manager() -> type:
+    """The kernel manager the build executes notebooks with: the kernel talks to papermill
+    over local IPC sockets (files in Jupyter's private runtime directory), not TCP, so no
+    network port is opened and ipykernel has no unencrypted TCP link to warn about in every
+    notebook's output."""
+    from jupyter_client import AsyncKernelManager
+    from traitlets import CaselessStrEnum
+
+    class IPCKernelManager(AsyncKernelManager):
+        transport = CaselessStrEnum(["tcp", "ipc"], default_value="ipc", config=True)
+
+    return IPCKernelManager
+
+
 def ensure_kernel() -> None:
     """Install the ``pear`` kernel (this interpreter, ``MPLBACKEND=agg``) if missing."""
     from ipykernel.kernelspec import install
@@ -291,7 +305,8 @@ def _execute(names: Sequence[str], src_dir: Path, out_dir: Path, fig_dir: Path,
             papermill.execute_notebook(
                 str(ipynb), str(executed), parameters=given, kernel_name=KERNEL,
                 progress_bar=True, cwd=str(REPO_ROOT), stdout_file=sys.stdout if stream else None,
-                stderr_file=sys.stderr if stream else None)
+                stderr_file=sys.stderr if stream else None,
+                kernel_manager_class=ipc_kernel_manager())
         except Exception as err:  # noqa: BLE001 - papermill/kernel errors end the build
             print(f"FAILED {name} after {time.perf_counter() - t0:.1f} s\n{err}\n"
                   f"executed notebook: {executed}", file=sys.stderr, flush=True)
