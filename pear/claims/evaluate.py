@@ -318,7 +318,9 @@ def ledger(subset: Any = None, full: Any = None, *,
         not_evidence = (build.simulated or build.smoke) and not router
         reason = res.reason
         if res.finding == "inconclusive":
-            reason = (f"{res.n_needed} questions per setting would decide it"
+            reason = ((f"{res.n_needed} questions per setting would decide it"
+                       if res.n_needed <= 10 ** 6 else "more than a million questions per "
+                       "setting would be needed to decide it (an effect near zero)")
                       if res.n_needed else "the interval straddles the claim and no sample "
                       "size follows from it (a nil difference, or a test of ranks)")
         if not_evidence:

@@ -204,13 +204,47 @@ def save_html(fragment: str, name: str, out_dir: Any = None) -> Any:
     return path
 
 
+_BOILERPLATE = ("simulated agents: the finding", "a smoke build (tiny model, tiny grid): the "
+                "finding", "a check of this repository's router")
+
+
+def one_line(reason: str, limit: int = 110) -> str:
+    """The reason of a ledger row in one line: the part after the not-evidence preamble that
+    every simulated or smoke row shares (the verdict already says it), cut at ``limit``
+    characters.
+
+    >>> one_line("simulated agents: the finding (supported) is a statement about the "
+    ...          "simulated mechanism, not about the study's models; this build: 1")
+    'this build: 1'
+    >>> len(one_line("x" * 300)) <= 110
+    True
+    """
+    text = " ".join(str(reason or "").split())
+    if text.startswith(_BOILERPLATE):
+        head, sep, rest = text.partition("; ")
+        text = rest if sep else ("a check of the router on logged states" if "router" in head
+                                 else "a finding about the " + ("simulated mechanism" if
+                                 head.startswith("simulated") else "smoke setup") +
+                                 ", not the study's models")
+    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+
+
+def _debate_label(key: str) -> str:
+    """``model|dataset|method`` with the model's display name (never a file hash)."""
+    from pear.catalog.labels import dataset_label, method_label, model_label
+    model, _, rest = key.partition("|")
+    dataset, _, method = rest.partition("|")
+    return f"{model_label(model)} / {dataset_label(dataset)} / {method_label(method)}"
+
+
 def ledger_html(ledger: pd.DataFrame, *, link: Callable[[str, str], str | None] = default_link,
                 title: str = "The study's claims, one by one", source: str = "") -> str:
     """The ledger as an HTML fragment (a ``<section>``, no page chrome): the counts per
     verdict (and per finding when the build is not evidence), then one row per claim with
-    its quote, printed value, the study's own tables, the reproduced values, its verdict
-    and reason, and links to the tables, figures and debates behind it (``link(kind,
-    name)`` builds each address, None for none).  Every text is escaped."""
+    its quote, its verdict and a one-line reason; a click opens the rest (the printed value,
+    the study's own tables, the reproduced values, the whole reason, and links to the tables,
+    figures and debates behind it: ``link(kind, name)`` builds each address, None for none).
+    Models are named by display name; every text is escaped."""
     counts = verdict_counts(ledger)
     head = "".join(f"<th>{escape(v)}</th>" for v in counts.index)
     rows_counts = "".join(
@@ -222,9 +256,9 @@ def ledger_html(ledger: pd.DataFrame, *, link: Callable[[str, str], str | None] 
     if source:
         out.append(f"<p>{escape(source)}</p>")
     out.append(f'<table class="claims-counts"><tr><th></th>{head}</tr>{rows_counts}</table>')
-    out.append('<table class="claims"><tr><th>Claim</th><th>Quote</th><th>Printed</th>'
-               "<th>Study's tables</th><th>Reproduced</th><th>Verdict</th><th>Why</th>"
-               "<th>Behind it</th></tr>")
+    out.append('<table class="claims"><colgroup><col class="c-quote"><col class="c-verdict">'
+               '<col class="c-why"></colgroup>'
+               "<tr><th>Claim</th><th>Verdict</th><th>Why (click for details)</th></tr>")
     for _, r in ledger.iterrows():
         links = []
         for item in r["evidence"]:
@@ -235,16 +269,21 @@ def ledger_html(ledger: pd.DataFrame, *, link: Callable[[str, str], str | None] 
         for d in r["debates"][:4]:
             href = link("debates", d)
             if href:
-                links.append(f'<a href="{escape(href)}">{escape(" / ".join(d.split("|")))} '
-                             f"debates</a>")
+                links.append(f'<a href="{escape(href)}">{escape(_debate_label(d))} debates</a>')
         verdict = r["verdict"] if r["verdict"] == r["finding"] else \
             f"{r['verdict']} ({r['finding']})"
         cls = r["verdict"].replace(" ", "-")
+        details = "".join(
+            f"<dt>{escape(k)}</dt><dd>{v}</dd>" for k, v in (
+                ("Claim", escape(r["id"])), ("Printed", escape(r["printed"])),
+                ("Study's tables", escape(r["table_finding"])),
+                ("Reproduced", escape(r["reproduced"] or "–")),
+                ("Why", escape(r["reason"] or "–")),
+                ("Behind it", " · ".join(links) or "–")))
         out.append(f'<tr id="claim-{escape(r["id"])}" class="verdict-{escape(cls)}">'
-                   f'<td>{escape(r["id"])}</td><td>{escape(r["quote"])}</td>'
-                   f'<td>{escape(r["printed"])}</td><td>{escape(r["table_finding"])}</td>'
-                   f'<td>{escape(r["reproduced"] or "–")}</td><td>{escape(verdict)}</td>'
-                   f'<td>{escape(r["reason"] or "–")}</td><td>{" · ".join(links)}</td></tr>')
+                   f'<td>{escape(r["quote"])}</td><td>{escape(verdict)}</td>'
+                   f'<td><details><summary>{escape(one_line(r["reason"]) or "–")}</summary>'
+                   f"<dl>{details}</dl></details></td></tr>")
     out.append("</table></section>")
     return "\n".join(out)
 

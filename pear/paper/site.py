@@ -1,8 +1,9 @@
 """The static results site that ``pear paper`` writes at the end of a build (``build/site/``):
 plain HTML and CSS with a little vanilla JavaScript, no server, opens from the file system.
 
-- ``index.html``: what was built (backend, model display names with their full ids,
-  preset, grid size, build time, git commit), an optional claims ledger first
+- ``index.html``: what was built (backend, model display names, preset, grid size, build
+  time; the full model ids and the git commit in a "Build details" block), an optional
+  claims ledger first
   (:func:`write_site`'s ``ledger``), then per notebook its figures (PNG inline, PDF
   linked), its tables rendered, each beside the study's printed numbers where the
   notebook has them (:data:`BESIDE`), its quoted numbers and a link to the executed
@@ -68,6 +69,11 @@ figure{margin:.6em 0 1.2em}figure img{max-width:100%;height:auto;border:1px soli
 background:#fff}figcaption{font-size:.9em}.caption{font-size:.9em;color:#333}
 .toc{columns:2;font-size:.95em}.ledger{border:2px solid #0550ae;padding:4px 14px;
 background:#fff}
+table.claims{table-layout:fixed;width:100%}table.claims td{overflow-wrap:anywhere}
+col.c-quote{width:46%}col.c-verdict{width:16%}col.c-why{width:38%}
+table.claims summary{cursor:pointer}table.claims dl{margin:.4em 0;font-size:.92em}
+table.claims dt{font-weight:600}table.claims dd{margin:0 0 .3em 0}
+td{overflow-wrap:anywhere}
 """
 
 
@@ -272,10 +278,20 @@ def _ledger_html(ledger: str | Callable[[], str] | None, fig_dir: Path) -> str:
     return f"<section class=\"ledger\" id=\"claims\"><h2>Claims</h2>{ledger}</section>"
 
 
+DETAILS = ("Model ids", "Git commit")
+"""Build facts shown only on a click ("Build details"): full model ids (file hashes) and the
+commit."""
+
+
 def _meta_html(meta: Mapping[str, str]) -> str:
-    rows = "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(str(v))}</td></tr>"
-                   for k, v in meta.items())
-    return f"<table class=\"meta\">{rows}</table>"
+    def rows(keys: Sequence[str]) -> str:
+        return "".join(f"<tr><td>{html.escape(k)}</td><td>{html.escape(str(meta[k]))}</td></tr>"
+                       for k in keys)
+    shown = [k for k in meta if k not in DETAILS]
+    hidden = [k for k in meta if k in DETAILS]
+    details = (f"<details class=\"build-details\"><summary>Build details</summary>"
+               f"<table class=\"meta\">{rows(hidden)}</table></details>") if hidden else ""
+    return f"<table class=\"meta\">{rows(shown)}</table>{details}"
 
 
 # ----------------------------------------------------------------- debate browser
@@ -497,7 +513,8 @@ def build_meta(*, backend: str, preset: str, models: Sequence[str], grid: str,
     """The "what was built" table of the index (model display names with their ids)."""
     names = model_labels(models)
     return {"Backend": backend, "Preset": preset,
-            "Models": "; ".join(f"{names[m]} ({m})" for m in models),
+            "Models": "; ".join(names[m] for m in models),
+            "Model ids": "; ".join(models),
             "Grid": f"{grid}; {debates} debates in the run",
             "Built": f"{datetime.fromtimestamp(started, timezone.utc):%Y-%m-%d %H:%M UTC}, "
                      f"notebooks took {seconds:.0f} s",
