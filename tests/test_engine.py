@@ -192,11 +192,11 @@ def test_routed_methods_of_one_question_share_their_base_graph():
 
 def test_base_graph_drawn_from_seed_and_question_not_method():
     from pear.core.router import make_router
-    from pear.core.engine import derive_seed
+    from pear.core.hashing import base_graph_seed
     eng = Engine(SimulatedBackend(KEY), DebateConfig())
     graphs = set()
     for m in ("random", "pear", "pear_T", "pear_IL"):
-        rng = np.random.default_rng(derive_seed(0, "gsm8k", "q1", "base_graph"))
+        rng = np.random.default_rng(base_graph_seed(0, "gsm8k", "q1"))
         graphs.add(tuple(map(tuple, make_router(method(m), eng.debate, rng).base.tolist())))
     assert len(graphs) == 1
 

@@ -1,5 +1,7 @@
-"""pear.core.hashing reproduces every stable id and seed the project derives today, so the call
-sites can switch to it without changing a record id, a seed or a directory name."""
+"""pear.core.hashing, the one owner of seeds and ids, keeps the values the records were written
+with (the formulas recomputed independently here), so no record id, seed or directory name
+changed when the call sites moved to it."""
+import hashlib
 import json
 
 from pear.core import config, engine, hashing
@@ -9,8 +11,13 @@ from pear.runs.experiment import model_dir
 
 def test_reproduces_the_seeds():
     parts = (3, "pear", "gsm8k", "q7", 2, 1, "critique")
-    assert hashing.int_seed(*parts, nbytes=4, bits=31) == engine.derive_seed(*parts)
-    assert hashing.int_seed("truthfulqa", 5, sep=":") == data.stable_seed("truthfulqa", 5)
+    blob = "\x1f".join(map(str, parts)).encode()
+    assert hashing.derive_seed(*parts) == \
+        int.from_bytes(hashlib.sha256(blob).digest()[:4], "big") & 0x7FFFFFFF
+    assert data.stable_seed("truthfulqa", 5) == \
+        int.from_bytes(hashlib.sha256(b"truthfulqa:5").digest()[:8], "big")
+    assert hashing.base_graph_seed(0, "gsm8k", "q1") == \
+        hashing.derive_seed(0, "gsm8k", "q1", "base_graph")
 
 
 def test_reproduces_the_ids():

@@ -41,7 +41,7 @@ from pear.core.router import RouterState, make_router, route_batch, update_influ
 from pear.core.stopping import parse_stop, stop_reason
 from pear.core.vote import vote
 
-__all__ = ["Job", "Engine", "Critique", "derive_seed", "IdentityTask", "vote"]  # derive_seed: pear.core.hashing
+__all__ = ["Job", "Engine", "Critique", "IdentityTask", "TaskLike"]
 
 
 class TaskLike(Protocol):
