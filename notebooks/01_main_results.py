@@ -43,7 +43,8 @@ res.summary()
 # ## Compute
 
 # %%
-acc = study.select(study.accuracy(res.debates), methods=study.MAIN_METHODS)
+acc = study.accuracy(res.debates)
+acc = study.select(acc, methods=study.with_plugins(study.MAIN_METHODS, acc))
 main = report.table_main(acc)
 vs_paper, note = compare.beside_paper(acc, "main_results", ["accuracy"])
 numbers = compare.headline_numbers(acc)

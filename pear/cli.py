@@ -7,6 +7,7 @@ unreachable server) print one line naming the problem and exit with code 2.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -84,6 +85,11 @@ def _parser() -> argparse.ArgumentParser:
     _add_plan(sub)
     _add_inspection(sub)
     _add_paper(sub)
+    _add_plugin_argument(sub.add_parser(
+        "methods", help="list every method (the study's and plug-ins) with its origin",
+        description="Every registered method: the study's, the bundled related work, entry "
+                    "points of group 'pear.methods', and modules given by --plugin or "
+                    "PEAR_PLUGINS."))
     cd = sub.add_parser("claims-diff", help="the claims whose verdict or value moved between "
                         "two builds", description="Compare the claims ledgers of two builds "
                         "(figures directories holding claims.json, or run directories, whose "
@@ -93,6 +99,7 @@ def _parser() -> argparse.ArgumentParser:
     cd.add_argument("build_b", help="figures directory or run directory")
     cd.add_argument("--seed", type=_nonneg, default=0,
                     help="bootstrap seed for a ledger computed from a run directory")
+    _add_parity(sub)
     return p
 
 
@@ -140,6 +147,7 @@ def _add_run(sub: Any) -> None:
                    "--agent-models from its own server")
     r.add_argument("--no-cache", action="store_true", help="do not use the response cache")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_plugin_argument(r)
     r.add_argument("--tensor-parallel-size", type=_positive,
                    help="vllm: GPUs per model (tensor parallel)")
 
@@ -217,6 +225,38 @@ def _add_paper(sub: Any) -> None:
     pp.add_argument("--base-url", default="", help="OpenAI-compatible endpoint")
     pp.add_argument("--only", default="", help="comma-separated notebook name prefixes")
     pp.add_argument("--drop-invalid", action="store_true", help=_DROP_HELP)
+    _add_plugin_argument(pp)
+
+
+def _add_plugin_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--plugin", action="append", default=[], metavar="MODULE",
+                        help="import MODULE, which registers methods (repeatable; also "
+                             "PEAR_PLUGINS=mod1,mod2)")
+
+
+def _load_plugins(a: argparse.Namespace) -> None:
+    """Import ``--plugin`` modules and ``$PEAR_PLUGINS``; the variable is extended so that
+    the notebook kernels of ``pear paper`` load them too."""
+    from pear.core.methods import PLUGINS_ENV, load_plugins
+    mods = list(getattr(a, "plugin", None) or [])
+    if mods:
+        old = [m for m in os.environ.get(PLUGINS_ENV, "").split(",") if m.strip()]
+        os.environ[PLUGINS_ENV] = ",".join(dict.fromkeys(old + mods))
+    if mods or os.environ.get(PLUGINS_ENV, "").strip():
+        load_plugins()
+
+
+def _cmd_methods(_a: argparse.Namespace) -> int:
+    from pear.core.methods import describe
+    rows = describe()
+    print(f"{'method':<18}{'label':<26}{'origin':<14}{'kind':<8}{'module':<31}params")
+    for r in rows:
+        where = r["module"] + (f" {r['version']}" if r["version"] else "")
+        print(f"{r['method']:<18}{r['label']:<26}{r['origin']:<14}{r['kind']:<8}{where:<30} "
+              f"{r['params'] or '-'}")
+        if r["description"]:
+            print(f"{'':<18}{r['description']}")
+    return 0
 
 
 _DROP_HELP = ("analyse the valid records of a damaged run (say what was left out) instead of "
@@ -347,14 +387,14 @@ def _cmd_show(a: argparse.Namespace) -> int:
     df = load(a.run_dir, drop_invalid=a.drop_invalid).debates
     if df.empty:
         raise ValueError(f"no debate records under {a.run_dir!r}")
-    from pear.core.config import METHODS
+    from pear.catalog.labels import method_order
     table = df.pivot_table(index="method", columns="dataset", values="correct", aggfunc="mean")
-    table = table.reindex([m for m in METHODS if m in table.index])
+    table = table.reindex(method_order(table.index))
     print(f"{len(df)} debates; models: {', '.join(sorted(df['model'].unique()))}")
     print("\naccuracy (mean over questions and seeds)")
     print(table.round(3).to_string())
     cost = df.groupby("method")[["tokens", "calls", "parse_failures"]].mean()
-    cost = cost.reindex([m for m in METHODS if m in cost.index])
+    cost = cost.reindex(method_order(cost.index))
     print("\nper debate: tokens, calls, parse failures")
     print(cost.round(1).to_string())
     return 0
@@ -461,9 +501,47 @@ def _cmd_claims_diff(a: argparse.Namespace) -> int:
     return 0
 
 
+# ----------------------------------------------------------------- parity (pear.runs.parity)
+
+def _add_parity(sub: Any) -> None:
+    pa = sub.add_parser("parity", help="compare runs of one grid on different backends",
+                        description="Backend parity: the same seeded grid on one model through "
+                        "two or more backends (e.g. `python -m pear.runs.parity run BACKEND "
+                        "OUT` for each), compared per phase with the first run: prompt tokens, "
+                        "answer and confidence agreement, parse and truncation rates, final "
+                        "accuracy.  Writes PREFIX.md and PREFIX.tex.")
+    pa.add_argument("runs", nargs="+", metavar="RUN", help="run directories (LABEL=DIR names "
+                    "a column; the first run is the reference)")
+    pa.add_argument("--out", default="figures/parity", help="output prefix (default: "
+                    "figures/parity)")
+
+
+def _cmd_parity(a: argparse.Namespace) -> int:
+    from pear.runs.parity import parity_table
+    from pear.store.records import read_records
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for item in a.runs:
+        label, _, path = item.partition("=") if "=" in item else (Path(item).name, "", item)
+        if not Path(path).is_dir():
+            raise FileNotFoundError(f"no run directory {path!r}")
+        runs[label] = read_records(path)
+        if not runs[label]:
+            raise ValueError(f"run directory {path!r} holds no records")
+    md, tex = parity_table(runs)
+    out = Path(a.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.with_suffix(".md").write_text(md)
+    out.with_suffix(".tex").write_text(tex)
+    print(md + f"\nwritten: {out.with_suffix('.md')}, {out.with_suffix('.tex')}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        _load_plugins(args)
+        if args.command == "methods":
+            return _cmd_methods(args)
         if args.command == "run":
             return _cmd_run(args)
         if args.command == "show":
@@ -477,6 +555,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 args.command](args)
         if args.command == "claims-diff":
             return _cmd_claims_diff(args)
+        if args.command == "parity":
+            return _cmd_parity(args)
         if args.command == "grade-check":
             from pear.runs.gradecheck import check_run, format_report
             print(format_report(check_run(args.run_dir, examples=args.examples)))

@@ -60,6 +60,7 @@ def test_engine_arguments_reach_llm(fake):
         "org/model", tensor_parallel_size=4, data_parallel_size=2, pipeline_parallel_size=2,
         distributed_executor_backend="ray", gpu_memory_utilization=0.5, max_model_len=4096,
         dtype="bfloat16", seed=7, revision="r1", trust_remote_code=True, enforce_eager=True,
+        profile="gpu",
     )
     (init,) = fake.llm_inits
     assert init == {
@@ -68,14 +69,47 @@ def test_engine_arguments_reach_llm(fake):
         "distributed_executor_backend": "ray", "gpu_memory_utilization": 0.5,
         "max_model_len": 4096, "dtype": "bfloat16", "seed": 7,
         "enable_prefix_caching": True, "trust_remote_code": True, "enforce_eager": True,
+        "structured_outputs_config": {"backend": "xgrammar", "disable_any_whitespace": True},
+        "generation_config": "vllm",
     }
 
 
 def test_defaults_enable_prefix_caching_and_omit_unset_options(fake):
-    vllm_backend.VLLMBackend("org/model")
+    vllm_backend.VLLMBackend("org/model", profile="gpu")  # the CPU profile sets max_model_len
     (init,) = fake.llm_inits
     assert init["enable_prefix_caching"] is True
     assert "distributed_executor_backend" not in init and "max_model_len" not in init
+
+
+def test_profiles_fill_unset_engine_args_and_environment(fake, monkeypatch, tmp_path):
+    for key in vllm_backend.BUILDS["cpu"].env:
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("VLLM_CPU_KVCACHE_SPACE", "3")  # the user's setting wins
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    be = vllm_backend.VLLMBackend(str(tmp_path), profile="cpu", max_model_len=1024)
+    (init,) = fake.llm_inits
+    assert init["dtype"] == "float32" and init["enforce_eager"] is True
+    assert init["max_model_len"] == 1024  # the caller's, not the profile's 2048
+    assert init["structured_outputs_config"]["disable_any_whitespace"] is True
+    settings = be.settings()
+    assert settings["vllm_build"] == "cpu"
+    assert settings["env"] == {"VLLM_CPU_KVCACHE_SPACE": "3", "VLLM_CPU_OMP_THREADS_BIND": "all",
+                               "VLLM_CPU_NUM_OF_RESERVED_CPU": "0",
+                               "VLLM_ENABLE_V1_MULTIPROCESSING": "0", "HF_HUB_OFFLINE": "1"}
+    vllm_backend.release_engine()
+    vllm_backend.VLLMBackend("org/model", profile="gpu")
+    assert fake.llm_inits[1]["dtype"] == "auto" and "enforce_eager" not in fake.llm_inits[1]
+
+
+def test_unknown_profile_is_one_clear_error(fake):
+    with pytest.raises(ValueError, match="unknown vLLM profile 'tpu'"):
+        vllm_backend.VLLMBackend("org/model", profile="tpu")
+
+
+def test_the_builds_name_their_versions():
+    assert vllm_backend.BUILDS["gpu"].version == vllm_backend.VLLM_VERSION == "0.33.0"
+    assert vllm_backend.BUILDS["cpu"].version == "0.32.0"
+    assert vllm_backend.BUILDS["cpu"].distribution == "vllm-cpu"
 
 
 def test_one_engine_per_process(fake):

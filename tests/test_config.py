@@ -3,7 +3,8 @@ import dataclasses
 
 import pytest
 
-from pear.core.config import (ABLATIONS, METHODS, DebateConfig, RouterConfig, config_hash, method)
+from pear.core.config import (ABLATIONS, METHODS, DebateConfig, RouterConfig, config_hash)
+from pear.core.methods import method
 
 
 @pytest.mark.parametrize("kwargs, name", [

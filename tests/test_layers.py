@@ -15,6 +15,8 @@ LAYERS = {  # package -> floor; a module may import its own floor and the floors
     "paths": 0,      # where things are (standard library only)
     "backends": 1,   # LLM runtimes behind Backend.generate; know nothing of the protocol
     "core": 2,       # the protocol, numpy only (imports backends.base, the interface)
+    "methods": 3,    # pear.methods: the registry's public face and the related-work plug-ins
+    "testing": 3,    # pear.testing: router conformance checks (core only)
     "tasks": 3,      # benchmarks and grading (use the core's seeds)
     "catalog": 4,    # the study's names: models, labels
     "store": 5,      # records on disk, validation, the columnar view, the manifest
@@ -24,8 +26,11 @@ LAYERS = {  # package -> floor; a module may import its own floor and the floors
     "paper": 9,      # the notebook build, studies, calibration, site
     "cli": 10, "__main__": 10,
 }
-PEERS_APART: set[tuple[str, str]] = set()
-"""Packages on one floor that must not import each other."""
+PEERS_APART: set[tuple[str, str]] = {
+    (a, b) for a in ("tasks", "methods", "testing") for b in ("tasks", "methods", "testing")
+    if a != b}
+"""Packages on one floor that must not import each other (routers see answer classes, never
+a benchmark; the checks see only the core's protocol)."""
 
 
 def _module_name(path: Path) -> str:
@@ -131,6 +136,10 @@ backend = SimulatedBackend(answer_key={("gsm8k", q.id): q.gold})
 engine = Engine(backend, DebateConfig(rounds=2), task_for=grading.get)
 (rec,) = list(engine.run([Job(q, method("pear"), 0)]))
 assert rec["method"] == "pear" and len(rec["rounds_data"]) == 3, rec.keys()
+from pear import methods, testing
+(dar,) = list(engine.run([Job(q, method("dar"), 0)]))
+assert dar["plugin"]["module"] == "pear.methods.dar", dar.get("plugin")
+testing.check_method("dar")
 assert all(len(r["agents"]) == 5 for r in rec["rounds_data"])
 heavy = sorted(m for m in sys.modules if m.split(".")[0] in BLOCKED)
 assert not heavy, heavy

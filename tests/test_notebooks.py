@@ -39,11 +39,16 @@ def test_the_notebook_folder_is_the_ordered_build():
     assert set(paper.EXPECTED_OUTPUTS) == set(paper.NOTEBOOKS)
 
 
+TEACHES = {"15_your_method": ["FunctionDef minority_to_majority"]}
+"""The one documented exception to "cells only call the library": notebook 15 teaches how to
+write a router, so it defines that one router function (and nothing else)."""
+
+
 @pytest.mark.parametrize("name", paper.NOTEBOOKS)
 def test_notebook_defines_no_function_or_class(name):
-    defs = [type(n).__name__ for n in ast.walk(_code(name))
+    defs = [f"{type(n).__name__} {getattr(n, 'name', '')}".strip() for n in ast.walk(_code(name))
             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda))]
-    assert defs == [], f"{name} defines {defs}: move the logic into pear/"
+    assert defs == TEACHES.get(name, []), f"{name} defines {defs}: move the logic into pear/"
 
 
 @pytest.mark.parametrize("name", paper.NOTEBOOKS)

@@ -214,3 +214,67 @@ def test_a_smoke_run_short_of_debates_says_how_many(smoke_run, tmp_path):
     path.write_text("".join(keep))
     with pytest.warns(RuntimeWarning, match=r"^1 debates of the full grid are missing"):
         study.load_results(copy, exp, scope="full")
+
+
+# -- the kernel the notebooks run on ----------------------------------------------------------
+
+def test_the_build_kernel_talks_over_ipc_in_a_private_folder():
+    """No TCP port (so no "Kernel is running over TCP without encryption" warning): the
+    connection file and the IPC sockets sit in a fresh 0700 folder, short enough for a
+    socket path, removed at shutdown."""
+    import asyncio
+    import os
+    import stat
+    import tempfile
+    from pathlib import Path
+
+    import zmq
+    if not zmq.has("ipc"):
+        pytest.skip("this ZeroMQ build has no IPC transport (the manager keeps TCP)")
+    km = paper.ipc_kernel_manager()(kernel_name=paper.KERNEL)
+    other = paper.ipc_kernel_manager()(kernel_name=paper.KERNEL)
+    folder = Path(km.connection_file).parent
+    try:
+        assert km.transport == "ipc"
+        assert folder.parent == Path(tempfile.gettempdir())
+        assert folder.name.startswith(paper.IPC_PREFIX)
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+        assert Path(km.ip).parent == folder  # sockets <folder>/kernel-ipc-<n>, not in the cwd
+        assert len(f"{km.ip}-99999".encode()) < zmq.IPC_PATH_MAX_LEN
+        assert Path(other.connection_file).parent != folder  # one folder per kernel
+        km.write_connection_file()
+        assert sorted(os.listdir(folder)) == ["kernel.json"]
+    finally:
+        asyncio.run(km.cleanup_resources())
+        asyncio.run(other.cleanup_resources())
+    assert not folder.exists()
+
+
+@pytest.mark.slow
+def test_an_executed_notebook_carries_no_tcp_warning_and_leaves_no_socket(tmp_path, capfd,
+                                                                           monkeypatch):
+    """A notebook run as the build runs it (papermill, the ``pear`` kernel, the build's
+    kernel manager): its outputs and the process's output hold no "without encryption"
+    warning, and no socket file is left in the working directory or the temp folder."""
+    import glob
+    import tempfile
+
+    import nbformat
+    import papermill
+    paper.ensure_kernel()
+    monkeypatch.chdir(tmp_path)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import json\nfrom ipykernel import get_connection_file\n"
+        "print(json.load(open(get_connection_file()))['transport'])")])
+    nbformat.write(nb, tmp_path / "in.ipynb")
+    before = set(glob.glob(f"{tempfile.gettempdir()}/{paper.IPC_PREFIX}*"))
+    papermill.execute_notebook(str(tmp_path / "in.ipynb"), str(tmp_path / "out.ipynb"),
+                               kernel_name=paper.KERNEL, progress_bar=False, cwd=str(tmp_path),
+                               kernel_manager_class=paper.ipc_kernel_manager())
+    out = nbformat.read(tmp_path / "out.ipynb", as_version=4)
+    assert out.cells[0].outputs[0]["text"].strip() == "ipc"
+    assert "without encryption" not in (tmp_path / "out.ipynb").read_text()
+    captured = capfd.readouterr()
+    assert "without encryption" not in captured.out + captured.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.ipynb", "out.ipynb"]
+    assert set(glob.glob(f"{tempfile.gettempdir()}/{paper.IPC_PREFIX}*")) == before

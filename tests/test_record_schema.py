@@ -9,7 +9,8 @@ import pytest
 
 from pear.backends.simulated import SimulatedBackend
 from pear.core import record
-from pear.core.config import DebateConfig, method
+from pear.core.config import DebateConfig
+from pear.core.methods import method
 from pear.core.engine import Engine, Job
 from pear.store.columns import SCHEMAS
 from record_factory import arithmetic_questions

@@ -225,7 +225,7 @@ def test_base_graph_in_degree_and_seed():
 
 
 def test_route_batch_equals_sequential_routes():
-    from pear.core.config import method
+    from pear.core.methods import method
     from pear.core.graphs import distinct_relabellings
     from pear.core.router import route_batch
     rng = np.random.default_rng(42)

@@ -11,7 +11,8 @@ import pytest
 
 from pear.paper import calibration
 from pear.backends.simulated import SimParams, SimulatedBackend
-from pear.core.config import DebateConfig, method
+from pear.core.config import DebateConfig
+from pear.core.methods import method
 from pear.core.engine import Engine, Job
 from pear.store.records import TIMING_FIELDS
 from pear.paths import PAPER_DIR

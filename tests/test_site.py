@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import re
+from html import unescape as html_unescape
+from html.parser import HTMLParser
 from pathlib import Path
 
 import nbformat
@@ -250,6 +252,91 @@ def test_write_site_index_notebooks_browser_and_escaping(smoke_like, tmp_path):
     assert site.check_site(tmp_path / "site") == [
         "index.html links a missing file: figures/pareto.png"]
     assert site.main(["--check", str(tmp_path / "site")]) == 1
+
+
+class _Visible(HTMLParser):
+    """The text a reader sees on a page as it opens: no <style>/<script>, nothing inside a
+    closed <details> but its <summary>."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hidden, self.summary, self.skip, self.text = 0, 0, 0, []
+
+    def handle_starttag(self, tag, attrs):
+        self.hidden += tag == "details"
+        self.summary += tag == "summary"
+        self.skip += tag in ("style", "script")
+
+    def handle_endtag(self, tag):
+        self.hidden -= tag == "details"
+        self.summary -= tag == "summary"
+        self.skip -= tag in ("style", "script")
+
+    def handle_data(self, data):
+        if not self.skip and (not self.hidden or self.summary):
+            self.text.append(data)
+
+
+def _visible(page: str) -> str:
+    parser = _Visible()
+    parser.feed(page)
+    return " ".join(parser.text)
+
+
+def test_the_first_page_names_models_by_display_name_and_folds_long_text(smoke_like, tmp_path):
+    """A build on a GGUF model (its id carries the file's 64-hex hash): the index shows the
+    display name, the full id only under "Build details"; the claims rows are quote, verdict
+    and a one-line reason with the rest in a <details>; a table longer than FOLD_ROWS folds
+    (the study's numbers beside ours do not); the case study links its transcript page
+    instead of pasting the Markdown (which names the model by its id)."""
+    from pear.paper import ledger
+    exp, out, evil, _ = smoke_like
+    fig_dir, nb_dir, outputs = _fake_build(tmp_path)
+    long = pd.DataFrame({"row": range(site.FOLD_ROWS + 5)})
+    report.save_table(long, "calibration", caption="A long table.", out_dir=fig_dir)
+    report.save_table(long, "main_results_vs_paper", caption="Beside.", out_dir=fig_dir)
+    case = transcript.render_transcript(evil)
+    assert GGUF in case  # the Markdown transcript names the model by its full id
+    report.save_markdown(f"*Case study: the first one.*\n\n{case}", "case_study", fig_dir)
+    outputs = {**outputs, "08_case_study": ("case_study.md",),
+               "14_calibration": ("calibration.md",)}
+    reason = "simulated agents: the finding (supported) is a statement; " + "because " * 40
+    claims = pd.DataFrame([{
+        "id": "c1", "quote": "PEAR <wins>", "printed": "+4", "table_finding": "holds",
+        "reproduced": "gain 1.0", "finding": "supported", "verdict": "not evidence",
+        "reason": reason, "evidence": ["table:main_results"],
+        "debates": [f"{GGUF}|gsm8k|pear"]}])
+    models = sorted(view.load(out).debates["model"].unique())
+    assert GGUF in models
+    meta = site.build_meta(backend="llamacpp", preset="smoke", models=models, grid="g",
+                           debates=3, started=0.0, seconds=1.0, repo=tmp_path)
+    site.write_site(tmp_path / "site", figures_dir=fig_dir, notebooks_dir=nb_dir,
+                    runs_dir=out, notebooks=outputs, meta=meta, case_study=evil["debate_id"],
+                    ledger=ledger.ledger_html(claims, title="", link=lambda k, n: (
+                        "debates/index.html" if k == "debates" else None)))
+    page = (tmp_path / "site" / "index.html").read_text()
+    seen = _visible(page)
+    assert not re.search(r"[0-9a-f]{64}", seen) and "sha256" not in seen
+    assert "SmolLM2-135M (Q4_1)" in seen
+    details = re.search(r"<details class=\"build-details\">.*?</details>", page, re.S).group(0)
+    assert GGUF in details and page.count(GGUF) == 1  # the full id: once, under Build details
+    # the claims row: quote, verdict, one line of reason; everything else behind the click
+    row = re.search(r'<tr id="claim-c1"[^>]*>(.*?)</tr>', page, re.S).group(1)
+    cells = re.findall(r"<td>(.*?)</td>", row, re.S)
+    assert cells[:2] == ["PEAR &lt;wins&gt;", "not evidence (supported)"]
+    summary = re.fullmatch(r"<details><summary>([^<]*)</summary>(.*)</details>", cells[2], re.S)
+    assert summary and len(summary.group(1)) <= 110 and summary.group(1).startswith("because")
+    assert "because " * 40 in html_unescape(summary.group(2))
+    assert "SmolLM2-135M (Q4_1) / GSM8K / PEAR" in summary.group(2)
+    # a long table folds, the study's printed numbers beside ours do not
+    assert re.search(r"A long table\.</p><details class=\"fold\"><summary>Show the table "
+                     rf"\({site.FOLD_ROWS + 5} rows\)</summary><table>", page)
+    assert re.search(r"Beside\.</p><table>", page)
+    # the case study: its caption and a link to the transcript page, which exists
+    href = re.search(r'<a href="(debates/d/[^"]+)">The debate, round by round</a>', page)
+    assert href and (tmp_path / "site" / href.group(1)).is_file()
+    assert "<em>Case study: the first one.</em>" in page
+    assert site.check_site(tmp_path / "site") == []
 
 
 def test_a_large_run_gets_a_bounded_documented_selection_of_pages(smoke_like, monkeypatch):

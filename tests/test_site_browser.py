@@ -1,7 +1,10 @@
 """The results site in a real headless Chromium (Debian's ``chromium`` package, driven by
 Playwright): a build on simulated agents writes ``build/site``-like output; its index and
 its debate browser load from the file system with every figure decoded and no console
-error, the browser's filters work, a transcript page opens; screenshots go to
+error, the browser's filters work, a transcript page opens; the index fits a 1,400-px
+window (no horizontal scroll, the claims one line per column with details on click, no
+64-hex hash in the visible text); the executed notebooks and the build's output carry no
+"Kernel is running over TCP without encryption" warning; screenshots go to
 ``build/screenshots/`` for a person to look at.
 
 Chromium is installed with apt-get when missing and this process may (root, apt-get
@@ -9,6 +12,7 @@ present); otherwise the test is skipped with the reason."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -50,8 +54,8 @@ def _chromium() -> str:
 class _Page:
     """A page that records console errors, uncaught exceptions and failed requests."""
 
-    def __init__(self, browser):
-        self.page = browser.new_page(viewport={"width": 1280, "height": 900})
+    def __init__(self, browser, width: int = 1280):
+        self.page = browser.new_page(viewport={"width": width, "height": 900})
         self.errors: list[str] = []
         self.page.on("console", lambda m: m.type == "error" and self.errors.append(m.text))
         self.page.on("pageerror", lambda e: self.errors.append(f"uncaught: {e}"))
@@ -67,7 +71,7 @@ class _Page:
 
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
-def test_the_site_opens_in_chromium_without_errors(tmp_path, monkeypatch):
+def test_the_site_opens_in_chromium_without_errors(tmp_path, monkeypatch, capfd):
     chromium = _chromium()
     sync_api = pytest.importorskip("playwright.sync_api",
                                    reason="playwright is not installed (the dev extra has it)")
@@ -76,20 +80,45 @@ def test_the_site_opens_in_chromium_without_errors(tmp_path, monkeypatch):
     site = tmp_path / "site"
     rc = paper.build(backend="simulated", preset="sim", seeds="0", n_questions=3,
                      runs=str(tmp_path / "runs"), figures=tmp_path / "figures",
-                     build_dir=tmp_path / "nb", site_dir=site, only="00,01,03,04,07,08")
+                     build_dir=tmp_path / "nb", site_dir=site, only="00,01,03,04,07,08,13")
     assert rc == 0
+    printed = capfd.readouterr()
+    assert "without encryption" not in printed.out + printed.err
+    executed = sorted((tmp_path / "nb").glob("*.ipynb"))
+    assert len(executed) == 7
+    assert not [p.name for p in executed if "without encryption" in p.read_text()]
     SHOTS.mkdir(parents=True, exist_ok=True)
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
         try:
             p = _Page(browser)
             p.open(site / "index.html")
-            assert p.page.locator("img").count() == 3  # ablation, round curves, pareto
+            assert p.page.locator("img").count() == 4  # ablation, round curves, pareto, forest
             assert p.broken_images() == []
             assert p.page.locator("table").count() >= 4
             assert "simulated agents" in p.page.inner_text("body")
             p.page.screenshot(path=str(SHOTS / "index.png"), full_page=False)
             p.page.screenshot(path=str(SHOTS / "index-full.png"), full_page=True)
+
+            wide = _Page(browser, width=1400)
+            wide.open(site / "index.html")
+            fit = wide.page.evaluate("""() => ({
+                width: document.documentElement.scrollWidth,
+                past: Array.from(document.querySelectorAll('body *'))
+                    .filter(e => e.getBoundingClientRect().right > 1400)
+                    .map(e => e.tagName + '.' + e.className).slice(0, 5),
+                text: document.body.innerText})""")
+            assert fit["width"] <= 1400 and fit["past"] == []
+            assert not re.search(r"[0-9a-f]{64}", fit["text"])
+            rows = wide.page.locator("table.claims tr[id^=claim-]")
+            assert rows.count() > 10
+            first = rows.first
+            assert first.locator("td").count() == 3  # quote, verdict, one-line reason
+            assert not first.locator("dl").is_visible()
+            first.locator("summary").click()
+            assert first.locator("dl").is_visible() and "Printed" in first.inner_text()
+            wide.page.screenshot(path=str(SHOTS / "index-1400.png"))
+            assert wide.errors == []
 
             p.open(site / "debates" / "index.html")
             count = p.page.locator("#count")

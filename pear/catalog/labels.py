@@ -21,12 +21,14 @@ import pandas as pd
 
 from pear.tasks.benchmarks import DATASETS
 from pear.core.config import ABLATIONS, FIXED_TOPOLOGIES, METHOD_LABELS, METHODS
+from pear.core import methods as _registry
 from pear.catalog.models import display_name
 
 __all__ = ["MAIN_METHODS", "ROUTING_VARIANTS", "DATASET_LABELS", "DATASETS", "DATASET_NAMES",
            "METHOD_LABELS", "METHOD_NAMES", "MODEL_SPELLINGS", "QUANTITY_LABELS", "INDEX_LABELS",
            "SIMULATED_MARK", "dataset_label", "method_label", "model_label", "model_labels",
-           "evidence_mark", "order_key", "sort_rows", "display"]
+           "evidence_mark", "order_key", "sort_rows", "display", "with_plugins",
+           "method_order"]
 
 MAIN_METHODS = ("cot", "cot_sc", *FIXED_TOPOLOGIES, "random", "pear")
 """The methods of the study's main table, in its column order."""
@@ -69,8 +71,38 @@ def dataset_label(name: str) -> str:
 
 
 def method_label(name: str) -> str:
-    """The study's display name of a method (unknown names as given)."""
-    return METHOD_LABELS.get(name, name)
+    """The study's display name of a method, a plug-in's registered label (unknown names as
+    given)."""
+    if name in METHOD_LABELS:
+        return METHOD_LABELS[name]
+    try:
+        return _registry.spec(str(name)).label
+    except ValueError:
+        return name
+
+
+def method_order(names: Any) -> list[str]:
+    """Method names without repeats: the study's in table order, plug-ins after them in a
+    stable (alphabetical) order (:func:`pear.core.methods.ordered`).
+
+    >>> method_order(["my_router", "pear", "cot"])
+    ['cot', 'pear', 'my_router']
+    """
+    return _registry.ordered(str(m) for m in names)
+
+
+def with_plugins(study_methods: Any, present: Any) -> tuple[str, ...]:
+    """``study_methods`` followed by every method in ``present`` (names, or a frame with a
+    ``method`` column) that is not one of the study's: what a table of the study shows when
+    a run also holds plug-ins (``sc@K`` is not a plug-in: it has its own table, notebook 07).
+
+    >>> with_plugins(MAIN_METHODS[-2:], ["pear", "dar", "ring", "zz", "sc@10"])
+    ('random', 'pear', 'dar', 'zz')
+    """
+    names = present["method"].unique() if isinstance(present, pd.DataFrame) else present
+    extra = [m for m in method_order(names)
+             if m not in METHODS and not _registry.is_self_consistency(m)]
+    return tuple(study_methods) + tuple(extra)
 
 
 def model_label(model_id: str) -> str:
@@ -140,6 +172,10 @@ def order_key(column: str, value: Any) -> tuple[int, str]:
     ['cot', 'pear', 'x']
     """
     pos = _ORDER.get(column, {})
+    if column == "method" and value not in pos:
+        if _registry.is_self_consistency(value):  # sc@K beside CoT-SC, by K
+            return pos["cot_sc"], _registry.order_key(value)[2]
+        return len(pos), str(value)  # plug-ins after the study's, alphabetically
     return pos.get(value, len(pos)), str(value)
 
 

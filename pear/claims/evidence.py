@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from pear.analysis import metrics
-from pear.core.config import METHODS
+from pear.catalog.labels import method_order
 
 __all__ = ["N_BOOT", "Cell", "Source", "per_debate", "from_view", "from_paper", "build_source",
            "paper_source", "METRIC_UNITS", "OPEN_MODELS", "PSEUDO_MODELS"]
@@ -161,7 +161,7 @@ def from_view(view: Any, *, rng: np.random.Generator, n_boot: int = N_BOOT,
     names = [c for c in df.columns if c not in KEYS and c != "debate"]
     if quantities is not None:
         names = [c for c in names if c in quantities]
-    methods = [m for m in METHODS if m in set(df["method"])]
+    methods = method_order(df["method"].unique())
     mcode = {m: i for i, m in enumerate(methods)}
     settings = sorted(set(zip(df["model"], df["dataset"])))
     point = {q: np.full((len(settings), len(methods)), np.nan) for q in names}
@@ -196,7 +196,7 @@ def _table_cell(df: pd.DataFrame, value: str, settings_of) -> Cell:
     df = df.copy()
     keys = [settings_of(r) for r in df.itertuples()]
     settings = list(dict.fromkeys(keys))
-    methods = [m for m in METHODS if m in set(df["method"])]
+    methods = method_order(df["method"].unique())
     point = np.full((len(settings), len(methods)), np.nan)
     for key, m, v in zip(keys, df["method"], df[value]):
         point[settings.index(key), methods.index(m)] = float(v)

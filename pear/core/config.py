@@ -2,13 +2,12 @@
 
 Every default says where it comes from: ``# paper`` (the PEAR paper), ``# authors' code``
 (the paper is silent, the authors' code sets it) or ``# our choice``.  Methods are named
-``Method`` instances built with :func:`dataclasses.replace` from one ``RouterConfig``;
-no method has a code path of its own beyond its ``kind``.
+``Method`` instances made by the registry (:mod:`pear.core.methods`, public as
+:mod:`pear.methods`) from one ``RouterConfig`` (:func:`derived_router`); this module holds the
+study's method names and display names, which are data.
 
 >>> DebateConfig().n_agents, RouterConfig().alpha_T
 (5, 0.4)
->>> method("pear_T").router.alpha_I
-0.0
 """
 from __future__ import annotations
 
@@ -29,7 +28,8 @@ __all__ = [
     "ABLATIONS",
     "FIXED_TOPOLOGIES",
     "METHOD_LABELS",
-    "method",
+    "ABLATION_WEIGHTS",
+    "derived_router",
     "config_hash",
     "CONFIDENCE_MIN",
     "CONFIDENCE_MAX",
@@ -47,7 +47,8 @@ ABLATIONS = ("pear_T", "pear_I", "pear_L", "pear_TI", "pear_TL", "pear_IL")
 ROUTED_METHODS = ("random", "pear") + ABLATIONS
 DEBATE_METHODS = FIXED_TOPOLOGIES + ROUTED_METHODS
 METHODS = ("cot", "cot_sc") + DEBATE_METHODS
-"""Every method name of the study, in the order tables show them."""
+"""Every method name of the study, in the order tables show them (plug-ins come after them:
+:func:`pear.methods.ordered`)."""
 
 METHOD_LABELS = {
     "cot": "CoT", "cot_sc": "CoT-SC", "clique": "Clique", "star": "Star", "chain": "Chain",
@@ -138,8 +139,8 @@ class DebateConfig:
                    "agent_models", self.agent_models, "model names must be non-empty")
 
     def role(self, agent: int) -> str:
-        """The role of ``agent`` (0-indexed)."""
-        return self.roles[agent] if self.roles else "honest"
+        """The role of ``agent`` (0-indexed; the extra samples of ``sc@K`` are honest)."""
+        return self.roles[agent] if agent < len(self.roles) else "honest"
 
 
 def roles_for(n_agents: int, assignments: Mapping[int, str]) -> tuple[str, ...]:
@@ -213,63 +214,75 @@ class RouterConfig:
                "use 'in_regular' or 'circulant'")
 
 
-MethodKind = Literal["single", "sample", "fixed", "routed"]
+MethodKind = Literal["single", "sample", "fixed", "routed", "plugin"]
 
 
 @dataclass(frozen=True)
 class Method:
-    """A named method: how its graph is chosen and which router weights it uses."""
+    """A method as one run uses it: its name, what kind of method it is, the router settings
+    it runs with (the run's, derived for Random and the ablations) and its plug-in parameters.
+
+    Build it with :func:`pear.methods.method` (the registry), which also attaches the
+    registered :class:`pear.methods.MethodSpec` (``spec``: route, aggregation, origin)."""
 
     name: str
     kind: MethodKind
     """``single`` (CoT: agent 1's initial answer), ``sample`` (CoT-SC: vote of the n initial
-    answers), ``fixed`` (a fixed topology every round) or ``routed`` (a router over
-    relabellings of the base graph)."""
+    answers), ``fixed`` (a fixed topology every round), ``routed`` (relabellings of the base
+    graph) or ``plugin`` (a registered router with no graph rule of the study's)."""
     router: RouterConfig = field(default_factory=RouterConfig)
+    params: tuple[tuple[str, Any], ...] = ()
+    """A plug-in's parameters as sorted ``(name, value)`` pairs; they enter the config hash."""
+    spec: Any = field(default=None, compare=False, repr=False)
+    """The registered :class:`pear.methods.MethodSpec` (None for a bare ``Method``)."""
 
     def __post_init__(self) -> None:
-        _check(self.name in METHODS, "method", self.name, f"choose one of {', '.join(METHODS)}")
+        _check(self.kind in ("single", "sample", "fixed", "routed", "plugin"), "kind",
+               self.kind, "use single, sample, fixed, routed or plugin")
 
     @property
     def label(self) -> str:
         """Display name of the method."""
-        return METHOD_LABELS[self.name]
+        if self.spec is not None:
+            return self.spec.label
+        return METHOD_LABELS.get(self.name, self.name)
 
     @property
     def is_debate(self) -> bool:
         """Whether the method runs debate rounds."""
-        return self.kind in ("fixed", "routed")
+        if self.spec is not None:
+            return self.spec.route is not None
+        return self.kind not in ("single", "sample")
+
+    def hash_parts(self) -> tuple[Any, ...]:
+        """What identifies this method's protocol beside the debate config: its router
+        settings, and its plug-in parameters when it has any (so the study's methods keep
+        the hashes they always had)."""
+        return (self.router,) + (({"method_params": dict(self.params)},) if self.params else ())
 
 
-_ABLATION_WEIGHTS = {  # the weights an ablation keeps; the others are set to 0
+ABLATION_WEIGHTS = {  # the weights an ablation keeps; the others are set to 0
     "pear_T": ("alpha_T",), "pear_I": ("alpha_I",), "pear_L": ("alpha_L",),
     "pear_TI": ("alpha_T", "alpha_I"), "pear_TL": ("alpha_T", "alpha_L"),
     "pear_IL": ("alpha_I", "alpha_L"),
 }
 
 
-def method(name: str, router: RouterConfig | None = None) -> Method:
-    """The named method, its router derived from ``router`` (default: the paper's).
+def derived_router(name: str, base: RouterConfig) -> RouterConfig:
+    """The router settings of a study method from the run's: ``random`` is the PEAR router
+    with all weights 0 (a uniform relabelling every round); the ablations keep the named
+    weights and zero the others; every other method uses ``base`` as given.
 
-    ``random`` is the PEAR router with all weights 0 (a uniform relabelling every round);
-    the ablations keep the named weights and zero the others.
+    >>> derived_router("pear_T", RouterConfig()).alpha_I
+    0.0
     """
-    base = router if router is not None else RouterConfig()
-    if name not in METHODS:
-        raise ValueError(f"unknown method {name!r}: choose one of {', '.join(METHODS)}")
-    if name == "cot":
-        return Method(name, "single", base)
-    if name == "cot_sc":
-        return Method(name, "sample", base)
-    if name in FIXED_TOPOLOGIES:
-        return Method(name, "fixed", base)
     zero = dict(alpha_T=0.0, alpha_I=0.0, alpha_L=0.0)
     if name == "random":
-        return Method(name, "routed", replace(base, **zero))
-    if name == "pear":
-        return Method(name, "routed", base)
-    keep = {w: getattr(base, w) for w in _ABLATION_WEIGHTS[name]}
-    return Method(name, "routed", replace(base, **{**zero, **keep}))
+        return replace(base, **zero)
+    if name in ABLATION_WEIGHTS:
+        keep = {w: getattr(base, w) for w in ABLATION_WEIGHTS[name]}
+        return replace(base, **{**zero, **keep})
+    return base
 
 
 def identity_dict(config: Any) -> dict[str, Any]:

@@ -35,11 +35,12 @@ import numpy as np
 from pear.core import parsing, prompts
 from pear.backends.base import Backend, Completion, Request
 from pear.core.hashing import base_graph_seed, debate_id, derive_seed
+from pear.core import methods
 from pear.core.config import ROLE_CONFIDENCE, DebateConfig, Method, config_hash
+from pear.core.graphs import base_graph
 from pear.core.record import SCHEMA_VERSION
-from pear.core.router import RouterState, make_router, route_batch, update_influence
+from pear.core.router import RouterState, update_influence
 from pear.core.stopping import parse_stop, stop_reason
-from pear.core.vote import vote
 
 __all__ = ["Job", "Engine", "Critique", "IdentityTask", "TaskLike"]
 
@@ -67,11 +68,17 @@ class IdentityTask:
 
 @dataclass(frozen=True)
 class Job:
-    """One debate to run: a question (``id``, ``dataset``, ``task``, ``gold``), a method, a seed."""
+    """One debate to run: a question (``id``, ``dataset``, ``task``, ``gold``), a method, a seed.
+    A ``Method`` built without the registry gets its registered spec attached."""
 
     question: Any
     method: Method
     seed: int
+
+    def __post_init__(self) -> None:
+        if self.method.spec is None:
+            object.__setattr__(self, "method", dataclasses.replace(
+                self.method, spec=methods.spec(self.method.name)))
 
 
 @dataclass
@@ -135,7 +142,8 @@ class _Debate:
     agents: list[_Agent]
     rounds_data: list[dict[str, Any]]
     influence: np.ndarray
-    router: Any = None
+    base: np.ndarray | None = None
+    """The debate's base role graph (debate methods; drawn from (seed, question) alone)."""
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0
@@ -189,7 +197,7 @@ class Engine:
     # identity ---------------------------------------------------------------
     def identity(self, job: Job) -> dict[str, Any]:
         """The identity fields of ``job``'s record, including its ``debate_id``."""
-        chash = config_hash(self.debate, job.method.router)
+        chash = config_hash(self.debate, *job.method.hash_parts())
         ident = {"model": self.model, "backend": self.backend_name,
                  "dataset": job.question.dataset, "method": job.method.name, "seed": job.seed,
                  "question_id": job.question.id, "config_hash": chash}
@@ -206,10 +214,10 @@ class Engine:
             return []
         parts: dict[int, list[int]] = {}
         for i, r in enumerate(requests):
-            parts.setdefault(id(self.agent_backends[r.meta["agent"]]), []).append(i)
+            parts.setdefault(id(self._backend_of(r.meta["agent"])), []).append(i)
         out: list[Completion | None] = [None] * len(requests)
         for idx in parts.values():
-            be = self.agent_backends[requests[idx[0]].meta["agent"]]
+            be = self._backend_of(requests[idx[0]].meta["agent"])
             got = be.generate([requests[i] for i in idx])
             if len(got) != len(idx):
                 raise RuntimeError(f"backend {be.name!r} returned {len(got)} completions "
@@ -222,6 +230,11 @@ class Engine:
         self.tokens += sum(c.prompt_tokens + c.completion_tokens for c in done)
         self.cache_hits += sum(bool(c.cache_hit) for c in done)
         return done
+
+    def _backend_of(self, agent: int) -> Backend:
+        """Agent ``agent``'s backend; the extra samples of ``sc@K`` (K > n) take the agents'
+        backends in turn."""
+        return self.agent_backends[agent % len(self.agent_backends)]
 
     def _request(self, question: Any, messages, phase: str, seed: int, meta: dict, *,
                  targets: Sequence[int] = (), sources: Sequence[int] = ()) -> Request:
@@ -255,7 +268,7 @@ class Engine:
         roles = [self.debate.role(i) for i in range(len(parses))]
         return [_Agent(p.answer, rep, ROLE_CONFIDENCE.get(role, p.confidence), p.reasoning,
                        bool(p.answer) and ok, p.parse_error, role=role,
-                       model=self.agent_model_ids[i])
+                       model=self.agent_model_ids[i % len(self.agent_model_ids)])
                 for i, (p, rep, ok, role) in enumerate(zip(parses, reps, correct, roles))]
 
     # the run ------------------------------------------------------------------
@@ -302,7 +315,7 @@ class Engine:
         for key, gjobs in groups.items():
             seed, dataset, qid = key
             q = gjobs[0].question
-            n_needed = 1 if all(j.method.kind == "single" for j in gjobs) else n
+            n_needed = max(methods.initial_agents(j.method, n) for j in gjobs)
             for i in range(n_needed):
                 meta = {"phase": "initial", "round": 0, "agent": i, "dataset": dataset,
                         "question_id": qid, **_question_meta(q)}
@@ -326,23 +339,23 @@ class Engine:
                 if error:
                     self.failed.append((ident["debate_id"], error))
                     continue
-                k = 1 if job.method.kind == "single" else n
+                k = methods.initial_agents(job.method, n)
                 d = _Debate(job, ident, np.random.default_rng(
                     derive_seed(job.seed, job.method.name, q.dataset, q.id, "debate")),
                     [dataclasses.replace(a, truncated=c.finish_reason == "length")
-                     for a, c in zip(agents[:k], comps[:k])], [], np.zeros(n))
+                     for a, c in zip(agents[:k], comps[:k])], [], np.zeros(max(k, n)))
                 for c in comps[:k]:
                     d.charge(c)
                 if job.method.is_debate:
                     base_rng = np.random.default_rng(base_graph_seed(job.seed, q.dataset, q.id))
-                    d.router = make_router(job.method, self.debate, base_rng)
+                    d.base = base_graph(n, self.debate.k, base_rng, job.method.router.base_graph)
                 self._close(d, 0, None, [])
                 out.append(d)
         return out
 
     def _round(self, debates: list[_Debate], r: int) -> None:
         """One debate round for every debate in flight: route, critique, update, close."""
-        plans = self._route(debates)
+        plans = self._route(debates, r)
         critiques = self._critique(debates, plans, r)
         updates = self._update(debates, critiques, r)
         for d, plan, crits, parses in zip(debates, plans, critiques, updates):
@@ -357,23 +370,16 @@ class Engine:
                 d.job.method.router.beta)
             self._close(d, r, plan, crits)
 
-    def _route(self, debates: list[_Debate]) -> list[Any]:
-        """Each debate's graph for this round (routed debates scored in one vectorized batch)."""
-        plans: list[Any] = [None] * len(debates)
-        batch, slots = [], []
-        for j, d in enumerate(debates):
-            state = RouterState(tuple(a.canonical for a in d.agents),
-                                tuple(a.confidence for a in d.agents),
-                                tuple(d.influence.tolist()), np.zeros((0, 2), dtype=np.int64))
-            item = d.router.batch_item(state, d.rng)
-            if item is None:
-                plans[j] = d.router.choose(state, d.rng)
-            else:
-                slots.append(j)
-                batch.append(item)
-        for j, decision in zip(slots, route_batch(batch)):
-            plans[j] = decision
-        return plans
+    def _route(self, debates: list[_Debate], r: int) -> list[Any]:
+        """Each debate's graph for round ``r``: its method's router on the state after the
+        last round (:func:`pear.core.methods.route_debates`; batched routers score their
+        debates in one vectorized pass)."""
+        return methods.route_debates([
+            (d.job.method, RouterState(tuple(a.canonical for a in d.agents),
+                                       tuple(a.confidence for a in d.agents),
+                                       tuple(d.influence.tolist()), d.base, round=r,
+                                       k=self.debate.k, config=d.job.method.router), d.rng)
+            for d in debates])
 
     def _critique(self, debates: list[_Debate], plans: list[Any], r: int) -> list[list[Critique]]:
         """One request per source with out-edges, covering all of its targets."""
@@ -452,9 +458,10 @@ class Engine:
         return out
 
     def _close(self, d: _Debate, r: int, plan: Any, critiques: list[Critique]) -> None:
-        """Vote and append round ``r`` to the debate's record."""
+        """Aggregate (the method's, by default the majority vote) and append round ``r`` to
+        the debate's record."""
         canon = [a.canonical for a in d.agents]
-        winner = vote(canon, d.rng)
+        winner = methods.aggregate(d.job.method, canon, [a.confidence for a in d.agents], d.rng)
         won = [a for a in d.agents if a.canonical == winner]
         edges = plan.edges if plan is not None else np.zeros((0, 2), dtype=np.int64)
         d.rounds_data.append({
@@ -480,6 +487,7 @@ class Engine:
             "tokens": {"prompt": d.prompt_tokens, "completion": d.completion_tokens,
                        "cached": d.cached_tokens},
             "calls": d.calls, "truncated_calls": d.truncated_calls, "parse_failures": failures,
+            **({"plugin": p} if (p := methods.provenance(d.job.method)) else {}),
             "latency_s": round(time.perf_counter() - d.started, 4),
             "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }

@@ -22,7 +22,7 @@ from typing import Any, Literal, Optional, TypedDict
 
 __all__ = [
     "SCHEMA_VERSION", "TIMING_FIELDS", "IDENTITY", "Tokens", "RouterEntry", "AgentEntry",
-    "CritiqueEntry", "RoundEntry", "DebateRecord", "PromptStyle", "Assessment",
+    "CritiqueEntry", "RoundEntry", "PluginEntry", "DebateRecord", "PromptStyle", "Assessment",
     "with_defaults", "missing_fields",
 ]
 
@@ -56,6 +56,17 @@ class RouterEntry(TypedDict):
     L: float
     score_min: float
     score_max: float
+
+
+class PluginEntry(TypedDict):
+    """Where a plug-in method came from (:func:`pear.core.methods.provenance`)."""
+
+    # related work | entry point | module
+    origin: str
+    module: str
+    version: str
+    # The parameters the method ran with (they are in the config hash too).
+    params: dict[str, Any]
 
 
 class _AgentRequired(TypedDict):
@@ -165,6 +176,8 @@ class DebateRecord(_RecordRequired, total=False):
     stop_reason: Optional[str]
     # Agents told the gold answer (the adversarial role); absent in older records.
     gold_shown_to: list[int]
+    # A plug-in method's provenance (pear.core.methods); absent for the study's methods.
+    plugin: PluginEntry
 
 
 _CRITIQUE_TEXTS = ("step_loc", "correction", "assessment", "reason")

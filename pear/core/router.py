@@ -17,14 +17,13 @@ relabels the scores and the choice distribution.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple, Sequence
 
 import numpy as np
 
-from pear.core.config import DebateConfig, Method, RouterConfig
-from pear.core.graphs import (ENUMERATE_MAX_N, Pool, base_graph, candidate_pool, subsample,
-                         distinct_relabellings, fixed_topology)
+from pear.core.config import RouterConfig
+from pear.core.graphs import Pool, candidate_pool, subsample
 
 __all__ = [
     "Terms",
@@ -36,8 +35,6 @@ __all__ = [
     "route",
     "route_batch",
     "RouteItem",
-    "Router",
-    "make_router",
     "update_influence",
 ]
 
@@ -54,13 +51,30 @@ class Terms:
 
 @dataclass(frozen=True)
 class RouterState:
-    """What the router sees after a round: per-agent canonical answer, confidence, influence,
-    and the debate's base role graph."""
+    """What a router sees after a round (the router protocol's ``state``, see
+    :mod:`pear.core.methods`): per-agent canonical answer class, confidence (1..5) and
+    influence rho, the debate's base role graph, the round about to be routed (1..R), k, and
+    the run's router settings (the PEAR score's weights and thresholds; other routers may
+    ignore them).  Agents are 0-indexed; a router must not read meaning into the index."""
 
     answers: tuple[str, ...]
     confidences: tuple[int, ...]
     influence: tuple[float, ...]
     base_edges: np.ndarray
+    round: int = 1
+    """The round whose graph is being chosen (1 = the first debate round)."""
+    k: int = 0
+    """In-degree of the base role graph; 0 = derived from ``base_edges``."""
+    config: RouterConfig = field(default_factory=RouterConfig)
+
+    def __post_init__(self) -> None:
+        n = len(self.answers)
+        if len(self.confidences) != n or len(self.influence) != n:
+            raise ValueError(f"invalid router state: {n} answers, {len(self.confidences)} "
+                             f"confidences, {len(self.influence)} influence values; give one "
+                             "of each per agent")
+        if not self.k and len(self.base_edges) and n:
+            object.__setattr__(self, "k", len(self.base_edges) // n)
 
     @property
     def n(self) -> int:
@@ -291,45 +305,6 @@ def _choose(g: _Group, terms: Terms, tau: np.ndarray, u: np.ndarray) -> list[Dec
                                  float(terms.L[j])),
                      score_min=float(lows[d]), score_max=float(best[d]))
             for d, j in enumerate(pick)]
-
-
-class Router:
-    """Chooses each round's graph for one debate method."""
-
-    def __init__(self, method: Method, debate: DebateConfig, rng: np.random.Generator):
-        self.method = method
-        self.n = debate.n_agents
-        if method.kind == "fixed":
-            self.fixed = fixed_topology(method.name, self.n)
-            self.base = None
-        elif method.kind == "routed":
-            self.fixed = None
-            self.base = base_graph(self.n, debate.k, rng, method.router.base_graph)
-            self.relabellings = distinct_relabellings(self.base, self.n) \
-                if self.n <= ENUMERATE_MAX_N else None
-        else:
-            raise ValueError(f"method {method.name!r} has no debate rounds to route")
-
-    def batch_item(self, state: RouterState, rng: np.random.Generator) -> RouteItem | None:
-        """The ``route_batch`` item of this routed debate (None for a fixed topology)."""
-        if self.fixed is not None:
-            return None
-        state = RouterState(state.answers, state.confidences, state.influence, self.base)
-        return RouteItem(state, self.method.router, rng, self.relabellings)
-
-    def choose(self, state: RouterState, rng: np.random.Generator) -> Decision:
-        """The graph for the next round given the state after the last one."""
-        if self.fixed is not None:
-            return Decision(edges=self.fixed)
-        return route(*self.batch_item(state, rng))
-
-
-def make_router(method: Method, debate: DebateConfig, rng: np.random.Generator) -> Router:
-    """The router of ``method`` (fixed topology, random relabelling, PEAR or an ablation);
-    a routed method draws its base role graph from ``rng``.  The engine seeds ``rng`` from
-    (run seed, question) alone, so every routed method of one question starts from the same
-    base graph and PEAR, Random and the ablations differ only in routing (paired)."""
-    return Router(method, debate, rng)
 
 
 def update_influence(influence: Sequence[float], edges: np.ndarray, accepted: Sequence[bool],

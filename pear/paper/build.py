@@ -43,7 +43,7 @@ KERNEL = "pear"
 NOTEBOOKS = ("00_run_experiments", "01_main_results", "02_full_dataset", "03_ablation",
              "04_round_curves", "05_diagnostics", "06_significance", "07_cost_pareto",
              "08_case_study", "09_theory_checks", "10_temperature_sweep", "11_early_stop",
-             "12_robustness", "13_claims", "14_calibration")
+             "12_robustness", "13_claims", "14_calibration", "15_your_method")
 """The build, in order (``notebooks/<name>.py``)."""
 
 
@@ -77,6 +77,8 @@ EXPECTED_OUTPUTS: dict[str, tuple[str, ...]] = {
     "13_claims": (*_tab("claims"), *_tab("claims_consistency"), *_fig("claims_forest"),
                   "claims.html", "claims.json"),
     "14_calibration": (*_fig("calibration"), *_tab("calibration")),
+    "15_your_method": (*_tab("your_method"), *_tab("your_method_significance"),
+                       *_fig("your_method_pareto")),
 }
 """Every file each notebook writes into the figures directory (one producer per file)."""
 
@@ -185,16 +187,48 @@ def notebook_parameters(path: str | os.PathLike[str]) -> dict[str, Any]:
     return out
 
 
+IPC_PREFIX = "pear-kernel-"
+"""The name prefix of the private folder (``tempfile.mkdtemp``, mode 0700) that holds one
+kernel's connection file and IPC sockets while it runs."""
+
+
 def ipc_kernel_manager() -> type:
-    """The kernel manager the build executes notebooks with: the kernel talks to papermill
-    over local IPC sockets (files in Jupyter's private runtime directory), not TCP, so no
-    network port is opened and ipykernel has no unencrypted TCP link to warn about in every
-    notebook's output."""
+    """The kernel manager the build executes notebooks with (papermill's
+    ``kernel_manager_class``).
+
+    jupyter_client's default transport is TCP on localhost, and ipykernel (7.x) then logs
+    "Kernel is running over TCP without encryption" as each notebook's kernel starts, into
+    the build's output.  This
+    manager uses ZeroMQ's IPC transport instead (what that warning recommends): no network
+    port is opened; the connection file (with the message-signing key) and the kernel's
+    sockets live in a fresh private folder (:data:`IPC_PREFIX` + random, mode 0700, a short
+    path well under the socket-path limit), removed when the kernel shuts down, so neither
+    the working directory nor a concurrent build sees them.  Where the ZeroMQ build has no IPC
+    transport (e.g. Windows) it keeps jupyter_client's TCP default."""
+    import shutil
+    import tempfile
+
+    import zmq
     from jupyter_client import AsyncKernelManager
-    from traitlets import CaselessStrEnum
+    from traitlets import CaselessStrEnum, default
 
     class IPCKernelManager(AsyncKernelManager):
-        transport = CaselessStrEnum(["tcp", "ipc"], default_value="ipc", config=True)
+        transport = CaselessStrEnum(["tcp", "ipc"], config=True,
+                                    default_value="ipc" if zmq.has("ipc") else "tcp")
+
+        @default("connection_file")
+        def _private_connection_file(self) -> str:
+            if self.transport != "ipc":
+                return ""  # jupyter_client's default: a temporary file
+            return os.path.join(tempfile.mkdtemp(prefix=IPC_PREFIX), "kernel.json")
+
+        async def _async_cleanup_resources(self, restart: bool = False) -> None:
+            await super()._async_cleanup_resources(restart=restart)
+            folder = Path(self.connection_file).parent if self.connection_file else None
+            if not restart and folder is not None and folder.name.startswith(IPC_PREFIX):
+                shutil.rmtree(folder, ignore_errors=True)
+
+        cleanup_resources = _async_cleanup_resources
 
     return IPCKernelManager
 

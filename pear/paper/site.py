@@ -1,13 +1,14 @@
 """The static results site that ``pear paper`` writes at the end of a build (``build/site/``):
 plain HTML and CSS with a little vanilla JavaScript, no server, opens from the file system.
 
-- ``index.html``: what was built (backend, model display names, preset, grid size, build
-  time; the full model ids and the git commit in a "Build details" block), an optional
-  claims ledger first
-  (:func:`write_site`'s ``ledger``), then per notebook its figures (PNG inline, PDF
-  linked), its tables rendered, each beside the study's printed numbers where the
-  notebook has them (:data:`BESIDE`), its quoted numbers and a link to the executed
-  notebook;
+- ``index.html``, made to fit a 1,400-px window: a line of links, an optional claims
+  ledger first (:func:`write_site`'s ``ledger``), what was built (backend, model display
+  names, preset, grid size, build time; the full model ids and the git commit in a
+  "Build details" block), then per notebook its figures (PNG inline, PDF linked), its
+  tables rendered (one longer than :data:`FOLD_ROWS` rows behind a click), each beside
+  the study's printed numbers where the notebook has them (:data:`BESIDE`), its quoted
+  numbers and a link to the executed notebook; the case study links its transcript
+  page;
 - ``notebooks/<name>.html``: every executed notebook, exported by nbconvert (no script or
   style fetched from the network);
 - ``figures/``: the figures' PNG and PDF files;
@@ -61,10 +62,12 @@ BESIDE = {"main_results": "main_results_vs_paper", "full_dataset": "full_dataset
           "diagnostics": "diagnostics_vs_paper", "significance": "significance_vs_paper",
           "spearman": "spearman_vs_paper", "tokens": "cost_vs_paper"}
 """Table -> the table with the study's printed numbers shown beside it."""
+FOLD_ROWS = 30  # our choice: a longer table shows its caption, the rows one click away
 _SITE_CSS = """
 .meta td:first-child{font-weight:600;white-space:nowrap}
 .pair{display:flex;flex-wrap:wrap;gap:18px;align-items:flex-start}
-.pair>div{flex:0 1 auto;max-width:100%;overflow-x:auto}
+.pair>div{flex:0 1 auto;min-width:300px;max-width:100%;overflow-x:auto}
+.pair>div:not(:only-child)>h3,.pair>div:not(:only-child)>.caption{contain:inline-size}
 figure{margin:.6em 0 1.2em}figure img{max-width:100%;height:auto;border:1px solid #e3e3e3;
 background:#fff}figcaption{font-size:.9em}.caption{font-size:.9em;color:#333}
 .toc{columns:2;font-size:.95em}.ledger{border:2px solid #0550ae;padding:4px 14px;
@@ -74,6 +77,7 @@ col.c-quote{width:46%}col.c-verdict{width:16%}col.c-why{width:38%}
 table.claims summary{cursor:pointer}table.claims dl{margin:.4em 0;font-size:.92em}
 table.claims dt{font-weight:600}table.claims dd{margin:0 0 .3em 0}
 td{overflow-wrap:anywhere}
+nav.top{font-size:.95em;margin:.2em 0 .8em}details.fold>summary{margin:.2em 0 .8em}
 """
 
 
@@ -209,12 +213,37 @@ def _git_commit(root: Path) -> str:
     return out + (" (with uncommitted changes)" if dirty else "")
 
 
-def _table_html(md: Path) -> str:
-    """A Markdown table file of :func:`pear.analysis.report.save_table`: caption, then the table."""
+def _table_html(md: Path, fold: bool = True) -> str:
+    """A Markdown table file of :func:`pear.analysis.report.save_table`: caption, then the table
+    (with ``fold``, behind "Show the table (N rows)" when it has more than :data:`FOLD_ROWS`
+    rows)."""
     text = md.read_text(encoding="utf-8")
     caption, _, table = text.partition("\n\n") if not text.startswith("|") else ("", "", text)
-    return (f"<p class=\"caption\">{html.escape(caption)}</p>" if caption else "") + \
-        markdown_html(table or text)
+    body = markdown_html(table or text)
+    rows = body.count("<tr>") - 1
+    if fold and rows > FOLD_ROWS:
+        body = (f"<details class=\"fold\"><summary>Show the table ({rows} rows)</summary>"
+                f"{body}</details>")
+    return (f"<p class=\"caption\">{html.escape(caption)}</p>" if caption else "") + body
+
+
+def _is_table(md: Path) -> bool:
+    """Whether a Markdown output is a table file (an optional caption, then the table)."""
+    text = md.read_text(encoding="utf-8")
+    return text.startswith("|") or text.partition("\n\n")[2].startswith("|")
+
+
+def _document_html(md: Path, page: str | None) -> str:
+    """A Markdown output that is not a table (the case study): its first paragraph, then a
+    link to the site's own page for it when it has one (``page``), else the text folded."""
+    text = md.read_text(encoding="utf-8")
+    first, _, rest = text.partition("\n\n")
+    if page:
+        return (f"{markdown_html(first)}<p><a href=\"{html.escape(page)}\">The debate, round "
+                f"by round</a> (its transcript page, every text in full; as Markdown: "
+                f"<code>{html.escape(md.name)}</code>)</p>")
+    return (f"{markdown_html(first)}<details class=\"fold\"><summary>Show the text"
+            f"</summary>{markdown_html(rest)}</details>")
 
 
 def _numbers_html(tex: Path) -> str:
@@ -227,7 +256,9 @@ def _numbers_html(tex: Path) -> str:
 
 
 def _section(name: str, outputs: Sequence[str], fig_dir: Path, nb_dir: Path,
-             site: Path) -> str:
+             site: Path, pages: Mapping[str, str]) -> str:
+    """One notebook's part of the index; ``pages``: output stem -> the site page that shows
+    that (non-table) Markdown output."""
     ipynb = nb_dir / f"{name}.ipynb"
     title, intro = _notebook_intro(ipynb) if ipynb.is_file() else (name, "")
     parts = [f"<h2 id=\"{name}\">{html.escape(title)}</h2>", intro]
@@ -245,12 +276,14 @@ def _section(name: str, outputs: Sequence[str], fig_dir: Path, nb_dir: Path,
             link = f" · <a href=\"figures/{pdf.name}\">PDF</a>" if pdf.is_file() else ""
             parts.append(f"<figure><img src=\"figures/{png.name}\" alt=\"{stem}\">"
                          f"<figcaption><code>{stem}</code>{link}</figcaption></figure>")
+        elif md.is_file() and not _is_table(md):
+            parts.append(f"<h3>{html.escape(stem)}</h3>{_document_html(md, pages.get(stem))}")
         elif md.is_file() and stem not in paired:
             mine = f"<div><h3>{html.escape(stem)}</h3>{_table_html(md)}</div>"
             other = fig_dir / f"{BESIDE.get(stem, '')}.md"
             if stem in BESIDE and other.is_file():
                 mine += (f"<div><h3>{html.escape(other.stem)}: the study's printed numbers "
-                         f"beside ours</h3>{_table_html(other)}</div>")
+                         f"beside ours</h3>{_table_html(other, fold=False)}</div>")
             parts.append(f"<div class=\"pair\">{mine}</div>")  # beside where both fit
     for stem in stems:  # a paired table whose partner is missing still shows
         md = fig_dir / f"{stem}.md"
@@ -494,12 +527,20 @@ def write_site(site_dir: str | os.PathLike[str], *, figures_dir: str | os.PathLi
               if (nb_dir / f"{n}.ipynb").is_file() else n for n in notebooks}
     toc = "".join(f"<li><a href=\"#{n}\">{html.escape(t)}</a></li>" for n, t in titles.items())
     banner = f"<p class=\"mark\">{html.escape(mark)}</p>" if mark else ""
-    body = ["<h1>PEAR results</h1>", banner, _ledger_html(ledger, fig_dir),
-            "<h2>What was built</h2>", _meta_html(meta),
+    claims = _ledger_html(ledger, fig_dir)
+    nav = " · ".join((["<a href=\"#claims\">Claims</a>"] if claims else []) + [
+        "<a href=\"#built\">What was built</a>",
+        "<a href=\"debates/index.html\">Debate browser</a>",
+        "<a href=\"#notebooks\">Notebooks</a>"])
+    body = ["<h1>PEAR results</h1>", banner, f"<nav class=\"top\">{nav}</nav>", claims,
+            "<h2 id=\"built\">What was built</h2>", _meta_html(meta),
             f"<p><a href=\"debates/index.html\">Debate browser</a>: {summary.debates} "
             f"debates, {summary.transcripts} with a transcript page.</p>",
-            f"<ul class=\"toc\">{toc}</ul>"]
-    body += [_section(n, files, fig_dir, nb_dir, site) for n, files in notebooks.items()]
+            f"<h2 id=\"notebooks\">Notebooks</h2><ul class=\"toc\">{toc}</ul>"]
+    case = page_path(site, case_study) if case_study else None
+    pages = {"case_study": case.relative_to(site).as_posix()} if case and case.is_file() \
+        else {}
+    body += [_section(n, files, fig_dir, nb_dir, site, pages) for n, files in notebooks.items()]
     index = site / "index.html"
     index.write_text(html_page("PEAR results", "\n".join(b for b in body if b),
                                css=_SITE_CSS), encoding="utf-8")

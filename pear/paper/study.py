@@ -16,6 +16,7 @@ case-study transcript (:mod:`pear.analysis.transcript`).
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 import warnings
 from dataclasses import dataclass, field
@@ -29,16 +30,16 @@ import pandas as pd
 from pear.analysis import metrics, report
 from pear.store import view
 from pear.catalog.labels import (MAIN_METHODS, ROUTING_VARIANTS, dataset_label, evidence_mark,
-                         model_labels)
+                         model_labels, with_plugins)
 
 __all__ = [
-    "MAIN_METHODS", "ROUTING_VARIANTS", "BACKENDS", "REPO_ROOT", "experiment", "runs_path",
+    "MAIN_METHODS", "ROUTING_VARIANTS", "with_plugins", "BACKENDS", "REPO_ROOT", "experiment", "runs_path",
     "Results", "results", "load_results", "accuracy", "select", "cost_accuracy",
     "significance_sets", "describe_scope",
 ]
 
 from pear.paths import REPO_ROOT, RUNS_DIR  # noqa: E402
-BACKENDS = ("llamacpp", "vllm", "openai", "simulated", "replay")
+BACKENDS = ("llamacpp", "vllm", "vllm-cpu", "openai", "simulated", "replay")
 """``replay``: run nothing, read the records already in the run directory."""
 
 
@@ -83,9 +84,13 @@ def experiment(preset: str, seeds: str | Sequence[int] = "", n_questions: int = 
         raise ValueError(f"invalid n_questions={n_questions!r}: use 0 (the preset's) or more")
     if n_questions:
         over["n_questions"] = int(n_questions)
-    if model and backend in ("vllm", "openai"):
+    if model and backend in ("vllm", "vllm-cpu", "openai"):
         over["models"] = (model,)
-    return make_preset(preset, **over)
+    exp = make_preset(preset, **over)
+    from pear.core.methods import load_plugins, plugin_names
+    load_plugins()  # entry points and $PEAR_PLUGINS (pear paper --plugin): their methods run too
+    extra = [m for m in plugin_names(("entry point", "module")) if m not in exp.methods]
+    return dataclasses.replace(exp, methods=exp.methods + tuple(extra)) if extra else exp
 
 
 

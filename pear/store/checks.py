@@ -111,15 +111,18 @@ class Checker:
 
     @staticmethod
     def _identity(rec: Mapping[str, Any], bad) -> None:
-        from pear.core.config import METHODS
+        from pear.core.methods import spec
         from pear.catalog.labels import DATASETS
         for key in _NAMES:
             if not _PLAIN.fullmatch(str(rec[key])):
                 bad("identity", f"{key} is not a plain name")
         if rec["dataset"] not in DATASETS:
             bad("identity", f"unknown dataset {str(rec['dataset'])[:40]!r}")
-        if rec["method"] not in METHODS:
-            bad("identity", f"unknown method {str(rec['method'])[:40]!r}")
+        try:
+            spec(str(rec["method"]))
+        except ValueError:
+            bad("identity", f"unknown method {str(rec['method'])[:40]!r} (not registered; "
+                            "load its plug-in)")
         if rec["debate_id"] != _debate_id(rec):
             bad("identity", "debate_id is not the hash of the identity fields (an identity "
                             "field was edited)")
@@ -162,6 +165,7 @@ class Checker:
 
     @staticmethod
     def _body(rec: Mapping[str, Any], bad) -> None:
+        own_aggregate = _own_aggregate(str(rec["method"]))
         n, rounds = rec["n_agents"], rec["rounds_data"]
         if n < 1:
             bad("out_of_range", f"n_agents {n}")
@@ -187,7 +191,7 @@ class Checker:
             if any(not _in_range(x, 0.0, 1.0) for x in rd["influence"]):
                 bad("out_of_range", f"round {i}: influence outside [0, 1]")
             Checker._edges(rd, n, i, bad)
-            Checker._vote(rd, i, bad)
+            Checker._vote(rd, i, bad, own_aggregate)
         last = rounds[-1] if rounds else None
         if last is None:
             bad("inconsistent", "no round recorded")
@@ -216,13 +220,18 @@ class Checker:
             bad("inconsistent", f"round {i}: the critiques are not the round's edges")
 
     @staticmethod
-    def _vote(rd: Mapping[str, Any], i: int, bad) -> None:
+    def _vote(rd: Mapping[str, Any], i: int, bad, own_aggregate: bool = False) -> None:
+        """The vote is a most frequent answer (or, for a method with its own aggregation,
+        one of the answers) and its correctness is its holders'."""
         canon = [a["canonical"] for a in rd["agents"]]
         top = leaders(canon)
         if not top:
             return
         vote = rd["vote"]
-        if vote not in top:
+        if own_aggregate and vote not in canon:
+            bad("inconsistent", f"round {i}: the method's answer is no agent's answer")
+            return
+        if not own_aggregate and vote not in top:
             bad("inconsistent", f"round {i}: the vote is not a most frequent answer")
             return
         holder = next((a for a in rd["agents"] if a["canonical"] == vote), None)
@@ -230,25 +239,28 @@ class Checker:
             bad("inconsistent", f"round {i}: vote_correct differs from its agents' correctness")
 
     def _protocol(self, rec: Mapping[str, Any], bad) -> None:
-        from pear.core.config import config_hash, method
+        from pear.core.config import config_hash
+        from pear.core.methods import initial_agents, method
         name = rec["method"]
+        params = (rec.get("plugin") or {}).get("params") or None
         try:
-            m = method(name, self.router)
+            m = method(name, self.router, params)
         except ValueError:
-            return  # named under identity
-        if name not in self._hashes:
-            self._hashes[name] = config_hash(self.debate, m.router)
-        if rec["config_hash"] != self._hashes[name]:
+            return  # named under identity (or parameters the method no longer has)
+        key = (name, repr(m.params))
+        if key not in self._hashes:
+            self._hashes[key] = config_hash(self.debate, *m.hash_parts())
+        if rec["config_hash"] != self._hashes[key]:
             bad("config_hash", f"config_hash {str(rec['config_hash'])[:20]} is not the "
-                               f"manifest protocol's {self._hashes[name]} for {name}")
-        n = 1 if m.kind == "single" else self.debate.n_agents
+                               f"manifest protocol's {self._hashes[key]} for {name}")
+        n = initial_agents(m, self.debate.n_agents)
         if rec["n_agents"] != n or rec["rounds"] > (self.debate.rounds if m.is_debate else 0):
             bad("inconsistent", f"n_agents {rec['n_agents']} or rounds {rec['rounds']} not "
                                 "those of the manifest's protocol")
             return
         self._check_gold(rec, bad)
         if m.is_debate:
-            self._check_graphs(rec, m.kind, bad)
+            self._check_graphs(rec, m.spec.graphs, bad)
 
     def _check_gold(self, rec: Mapping[str, Any], bad) -> None:
         ds = rec["dataset"]
@@ -274,13 +286,18 @@ class Checker:
             else:
                 bad("gold", "the gold answer differs from the benchmark's")
 
-    def _check_graphs(self, rec: Mapping[str, Any], kind: str, bad) -> None:
+    def _check_graphs(self, rec: Mapping[str, Any], graphs: str, bad) -> None:
+        """Every round's graph follows the method's declared rule (``fixed``: its study
+        topology; ``relabelling``: a relabelling of the base role graph; ``free``: any valid
+        edge set, checked under the record's body)."""
         from pear.core.graphs import base_graph, fixed_topology
         from pear.core.hashing import base_graph_seed
         n = rec["n_agents"]
         if any(not (0 <= v < n) for rd in rec["rounds_data"] for e in rd["edges"] for v in e):
             return  # out of range: named already
-        if kind == "fixed":
+        if graphs == "free":
+            return
+        if graphs == "fixed":
             want = {tuple(e) for e in fixed_topology(rec["method"], n).tolist()}
             for rd in rec["rounds_data"][1:]:
                 if {tuple(e) for e in rd["edges"]} != want:
@@ -299,3 +316,13 @@ class Checker:
                 bad("graph", f"round {rd['round']}: edges are not a relabelling of the base "
                              "role graph of this seed and question")
                 return
+
+
+def _own_aggregate(name: str) -> bool:
+    """Whether the registered method ``name`` aggregates answers its own way (not the
+    majority vote); False for unknown names (named under identity)."""
+    from pear.core.methods import spec
+    try:
+        return spec(name).aggregate is not None
+    except ValueError:
+        return False
