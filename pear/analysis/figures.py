@@ -37,6 +37,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
 
 from pear.core.config import METHODS
+from pear.core.methods import is_self_consistency
 from pear.catalog.labels import (ROUTING_VARIANTS, SIMULATED_MARK, dataset_label, method_label,
                          method_order, model_labels, order_key)
 from pear.analysis.metrics import pareto_front
@@ -299,6 +300,8 @@ def plot_pareto(df: pd.DataFrame, *, ax: Axes | None = None, title: str | None =
     """Accuracy against tokens per example (log x with a few round labels), one panel per
     dataset, one point per method (averaged over models); Pareto-optimal methods are
     ringed in black and joined by a dashed frontier (:func:`pear.analysis.metrics.pareto_front`).
+    Self-consistency at several K (CoT-SC and ``sc@K``) is drawn as one dotted curve with
+    its K beside each point (the frontier is that of the other methods and CoT-SC).
     Method names label the points, placed by :func:`place_labels` when the figure is
     laid out (here for a figure of its own, in :func:`facet` for a grid)."""
     _require(df, ["dataset", "method", x, y], "plot_pareto")
@@ -306,8 +309,17 @@ def plot_pareto(df: pd.DataFrame, *, ax: Axes | None = None, title: str | None =
     fig, axes = _panels(len(datasets), ax)
     for a, ds in zip(axes, datasets):
         pts = df[df["dataset"] == ds].groupby("method")[[x, y]].mean()
-        pts = pts.loc[[m for m in METHODS if m in pts.index] +
-                      [m for m in pts.index if m not in METHODS]]
+        pts = pts.loc[method_order(pts.index)]
+        sc = pts.loc[[m for m in pts.index if m == "cot_sc" or is_self_consistency(m)]]
+        if len(sc) > 1:  # self-consistency at growing K: one dotted curve, its points small
+            sc = sc.sort_values(x)
+            a.plot(sc[x], sc[y], ":", color=METHOD_COLORS["cot_sc"], lw=1.0, zorder=2,
+                   label="SC@K")
+            a.scatter(sc[x], sc[y], s=10, color=METHOD_COLORS["cot_sc"], zorder=3)
+            pts = pts.drop(index=[m for m in sc.index if m != "cot_sc"])
+            for m, row in sc.drop(index=[m for m in sc.index if m == "cot_sc"]).iterrows():
+                a.annotate(m.split("@")[1], (row[x], row[y]), fontsize=5, color="0.3",
+                           xytext=(0, -6), textcoords="offset points", ha="center")
         front = pareto_front(pts[x], pts[y])
         for (m, row), opt in zip(pts.iterrows(), front):
             a.scatter(row[x], row[y], s=28, color=METHOD_COLORS.get(m, "0.5"), zorder=3,

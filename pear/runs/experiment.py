@@ -218,7 +218,7 @@ def model_grid(exp: Experiment, model: str | None) -> Experiment:
 
     >>> g = model_grid(preset("paper"), "Qwen/Qwen3-30B-A3B")
     >>> len(preset("paper").methods), len(g.methods), g.full_datasets
-    (17, 11, ())
+    (18, 12, ())
     >>> model_grid(preset("paper"), "gpt-5.4-nano").n_questions
     100
     """
