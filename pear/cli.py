@@ -100,6 +100,7 @@ def _parser() -> argparse.ArgumentParser:
     cd.add_argument("--seed", type=_nonneg, default=0,
                     help="bootstrap seed for a ledger computed from a run directory")
     _add_parity(sub)
+    _add_branch(sub)
     return p
 
 
@@ -536,6 +537,50 @@ def _cmd_parity(a: argparse.Namespace) -> int:
     return 0
 
 
+# ----------------------------------------------------------------- branch (pear.runs.branch)
+
+def _add_branch(sub: Any) -> None:
+    b = sub.add_parser("branch", help="rerun the rounds after R of recorded debates under "
+                       "other methods", description="Counterfactual branching: every debate "
+                       "of RUN's parent method continues from its recorded state after round "
+                       "R under each of --methods; rounds 0..R are copied, never re-asked. "
+                       "Records carry branched_from; `pear validate OUT` checks the copied "
+                       "rounds against the parent's.")
+    b.add_argument("run_dir", help="the parent run directory")
+    b.add_argument("--from-round", type=_nonneg, required=True, metavar="R",
+                   help="branch after round R (0 = after the initial answers)")
+    b.add_argument("--methods", type=_csv(str), required=True, metavar="M[,M...]",
+                   help="debate methods to branch into")
+    b.add_argument("--out", required=True, help="run directory of the branches")
+    b.add_argument("--parent-method", help="the parent debates' method (default: the run's "
+                   "one debate method, else random)")
+    b.add_argument("--backend", help="the parent's model through this backend (default: the "
+                   "parent's simulated agents; a real model must be named)")
+    b.add_argument("--model", help="model name (vllm/openai)")
+    b.add_argument("--model-path", help="GGUF file for the llamacpp backend")
+    b.add_argument("--base-url", action="append", help="OpenAI-compatible endpoint")
+    b.add_argument("--no-cache", action="store_true", help="do not use the response cache")
+    b.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_plugin_argument(b)
+
+
+def _cmd_branch(a: argparse.Namespace) -> int:
+    from pear.runs.branch import branch, parent_experiment
+    backend = None
+    if a.backend and a.backend != "simulated":
+        _, exp = parent_experiment(a.run_dir)
+        cache = None if a.no_cache else Path(a.out) / "cache.sqlite"
+        Path(a.out).mkdir(parents=True, exist_ok=True)
+        backend = make_backend(a.backend, exp=exp, model=a.model, model_path=a.model_path,
+                               base_urls=a.base_url, cache_path=cache)
+    s = branch(a.run_dir, a.from_round, a.methods, a.out, backend=backend,
+               parent_method=a.parent_method, progress=not a.quiet)
+    print(f"{s.written} branches written, {s.already_done} already done, "
+          f"{s.skipped_stopped} parents ended by round {a.from_round}; {s.calls} model calls "
+          f"made, {s.calls_copied} calls of copied rounds not repeated")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -557,6 +602,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_claims_diff(args)
         if args.command == "parity":
             return _cmd_parity(args)
+        if args.command == "branch":
+            return _cmd_branch(args)
         if args.command == "grade-check":
             from pear.runs.gradecheck import check_run, format_report
             print(format_report(check_run(args.run_dir, examples=args.examples)))

@@ -24,6 +24,7 @@ Every agent entry of a record carries its ``role`` and ``model``.
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -34,7 +35,7 @@ import numpy as np
 
 from pear.core import parsing, prompts
 from pear.backends.base import Backend, Completion, Request
-from pear.core.hashing import base_graph_seed, debate_id, derive_seed
+from pear.core.hashing import base_graph_seed, branch_debate_id, debate_id, derive_seed
 from pear.core import methods
 from pear.core.config import ROLE_CONFIDENCE, DebateConfig, Method, config_hash
 from pear.core.graphs import base_graph
@@ -42,7 +43,7 @@ from pear.core.record import SCHEMA_VERSION
 from pear.core.router import RouterState, update_influence
 from pear.core.stopping import parse_stop, stop_reason
 
-__all__ = ["Job", "Engine", "Critique", "IdentityTask", "TaskLike"]
+__all__ = ["Job", "Engine", "Critique", "IdentityTask", "TaskLike", "copied_calls"]
 
 
 class TaskLike(Protocol):
@@ -153,6 +154,9 @@ class _Debate:
     stop_reason: str | None = None
     """Why the debate ended (:func:`pear.core.stopping.stop_reason`); None while it runs."""
     started: float = field(default_factory=time.perf_counter)
+    branched_from: dict[str, Any] | None = None
+    """For a counterfactual branch: the parent debate, its method, the round branched after
+    and the calls its copied rounds cost (:meth:`Engine.branch`)."""
 
     def charge(self, c: Completion) -> bool:
         """Count ``c``'s tokens and call against this debate; False (and the debate marked
@@ -205,6 +209,14 @@ class Engine:
 
     def debate_id(self, job: Job) -> str:
         return self.identity(job)["debate_id"]
+
+    def branch_identity(self, job: Job, parent_id: str, from_round: int) -> dict[str, Any]:
+        """The identity of ``job`` as a branch of debate ``parent_id`` after ``from_round``
+        (:func:`pear.core.hashing.branch_debate_id`)."""
+        ident = self.identity(job)
+        del ident["debate_id"]
+        bid = branch_debate_id(ident, {"debate_id": parent_id, "round": from_round})
+        return {"debate_id": bid, **ident}
 
     # backend ----------------------------------------------------------------
     def _generate(self, requests: list[Request]) -> list[Completion]:
@@ -282,7 +294,57 @@ class Engine:
                 debates.append(d)
             else:
                 yield self._record(d)
-        for r in range(1, self.debate.rounds + 1):
+        yield from self._rounds(debates, 1)
+
+    def branch(self, starts: Sequence[tuple[Job, Mapping[str, Any]]],
+               from_round: int) -> Iterator[dict[str, Any]]:
+        """Counterfactual branches: for each ``(job, parent record)``, continue the parent's
+        debate from its recorded state after round ``from_round`` (answers, confidences,
+        reasoning, influence) under ``job``'s method; rounds 0..``from_round`` are copied,
+        never re-asked.  The branch's generator is the one a full run of ``job`` would have
+        there (its draws over the copied rounds are replayed on the recorded states), and
+        later requests get the seeds of a full run, so a branch under the parent's own
+        method reproduces the parent's later rounds.  Records carry ``branched_from``;
+        their tokens and calls are what the branch spent."""
+        debates = [self._from_record(job, parent, from_round) for job, parent in starts]
+        yield from self._rounds(debates, from_round + 1)
+
+    def _from_record(self, job: Job, parent: Mapping[str, Any], from_round: int) -> _Debate:
+        """A debate in flight after round ``from_round`` of ``parent`` (see :meth:`branch`)."""
+        if not job.method.is_debate:
+            raise ValueError(f"method {job.method.name!r} has no debate rounds to branch into")
+        if parent["rounds"] < from_round or parent["n_agents"] != self.debate.n_agents:
+            raise ValueError(f"debate {parent['debate_id']} has {parent['rounds']} rounds of "
+                             f"{parent['n_agents']} agents: it cannot be branched after round "
+                             f"{from_round} with {self.debate.n_agents} agents")
+        q, rounds = job.question, parent["rounds_data"][:from_round + 1]
+        d = _Debate(job, self.branch_identity(job, parent["debate_id"], from_round),
+                    np.random.default_rng(
+            derive_seed(job.seed, job.method.name, q.dataset, q.id, "debate")),
+            [_Agent(a["answer"], a["canonical"], a["confidence"], a["reasoning"], a["correct"],
+                    a["parse_error"], a.get("truncated", False), a.get("role", "honest"),
+                    a.get("model", "")) for a in rounds[-1]["agents"]],
+            json.loads(json.dumps(rounds)), np.asarray(rounds[-1]["influence"], dtype=float))
+        base_rng = np.random.default_rng(base_graph_seed(job.seed, q.dataset, q.id))
+        d.base = base_graph(len(d.agents), self.debate.k, base_rng, job.method.router.base_graph)
+        for r, rd in enumerate(rounds):  # replay the generator's draws of the copied rounds
+            if r > 0:
+                before = rounds[r - 1]
+                methods.route_debates([(job.method, RouterState(
+                    tuple(a["canonical"] for a in before["agents"]),
+                    tuple(a["confidence"] for a in before["agents"]),
+                    tuple(before["influence"]), d.base, round=r, k=self.debate.k,
+                    config=job.method.router), d.rng)])
+            methods.aggregate(job.method, [a["canonical"] for a in rd["agents"]],
+                              [a["confidence"] for a in rd["agents"]], d.rng)
+        d.branched_from = {"debate_id": parent["debate_id"], "method": parent["method"],
+                           "round": from_round, "calls_copied": copied_calls(rounds)}
+        return d
+
+    def _rounds(self, debates: list[_Debate], first: int) -> Iterator[dict[str, Any]]:
+        """Rounds ``first``.. for the debates in flight, in lockstep; one record per debate
+        as it ends."""
+        for r in range(first, self.debate.rounds + 1):
             if not debates:
                 break
             self._round(debates, r)
@@ -488,9 +550,24 @@ class Engine:
                        "cached": d.cached_tokens},
             "calls": d.calls, "truncated_calls": d.truncated_calls, "parse_failures": failures,
             **({"plugin": p} if (p := methods.provenance(d.job.method)) else {}),
+            **({"branched_from": d.branched_from} if d.branched_from else {}),
             "latency_s": round(time.perf_counter() - d.started, 4),
             "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
+
+
+def copied_calls(rounds: Sequence[Mapping[str, Any]]) -> int:
+    """The model calls that recorded rounds cost: one per agent in round 0; in every later
+    round one per source with out-edges (its critiques) and one per agent (its revision).
+
+    >>> copied_calls([{"agents": [0] * 3, "edges": []},
+    ...               {"agents": [0] * 3, "edges": [[0, 1], [0, 2], [2, 1]]}])
+    8
+    """
+    calls = len(rounds[0]["agents"]) if rounds else 0
+    for rd in rounds[1:]:
+        calls += len({s for s, _ in rd["edges"]}) + len(rd["agents"])
+    return calls
 
 
 def _agent_backends(backend: Backend | Mapping[str, Backend],

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Mapping
 
-__all__ = ["hex_id", "int_seed", "derive_seed", "base_graph_seed", "debate_id",
+__all__ = ["hex_id", "int_seed", "derive_seed", "base_graph_seed", "debate_id", "branch_debate_id",
            "config_digest", "stable_seed"]
 
 
@@ -54,6 +54,13 @@ def base_graph_seed(seed: int, dataset: str, question_id: str) -> int:
 def debate_id(identity: Mapping[str, Any]) -> str:
     """A debate's id: 20 hex digits of the identity fields' values in key order."""
     return hex_id(*(identity[k] for k in sorted(identity)), n=20)
+
+
+def branch_debate_id(identity: Mapping[str, Any], branched_from: Mapping[str, Any]) -> str:
+    """A counterfactual branch's id: its identity fields and its parent's id and branch
+    round (so a branch never shares an id with a full run of its method)."""
+    parent = f"{branched_from['debate_id']}@{branched_from['round']}"
+    return debate_id({**identity, "branched_from": parent})
 
 
 def config_digest(canonical_json: str) -> str:

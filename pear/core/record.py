@@ -22,7 +22,7 @@ from typing import Any, Literal, Optional, TypedDict
 
 __all__ = [
     "SCHEMA_VERSION", "TIMING_FIELDS", "IDENTITY", "Tokens", "RouterEntry", "AgentEntry",
-    "CritiqueEntry", "RoundEntry", "PluginEntry", "DebateRecord", "PromptStyle", "Assessment",
+    "CritiqueEntry", "RoundEntry", "PluginEntry", "BranchEntry", "DebateRecord", "PromptStyle", "Assessment",
     "with_defaults", "missing_fields",
 ]
 
@@ -67,6 +67,18 @@ class PluginEntry(TypedDict):
     version: str
     # The parameters the method ran with (they are in the config hash too).
     params: dict[str, Any]
+
+
+class BranchEntry(TypedDict):
+    """Where a counterfactual branch starts (:meth:`pear.core.engine.Engine.branch`)."""
+
+    # The parent debate's id and method.
+    debate_id: str
+    method: str
+    # Rounds 0..round are the parent's, copied; later rounds are the branch's.
+    round: int
+    # The model calls the copied rounds cost the parent (saved by branching).
+    calls_copied: int
 
 
 class _AgentRequired(TypedDict):
@@ -178,6 +190,9 @@ class DebateRecord(_RecordRequired, total=False):
     gold_shown_to: list[int]
     # A plug-in method's provenance (pear.core.methods); absent for the study's methods.
     plugin: PluginEntry
+    # A counterfactual branch's parent (pear branch); absent for debates run whole.  Its
+    # tokens and calls are the branch's own.
+    branched_from: BranchEntry
 
 
 _CRITIQUE_TEXTS = ("step_loc", "correction", "assessment", "reason")

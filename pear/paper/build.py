@@ -43,7 +43,8 @@ KERNEL = "pear"
 NOTEBOOKS = ("00_run_experiments", "01_main_results", "02_full_dataset", "03_ablation",
              "04_round_curves", "05_diagnostics", "06_significance", "07_cost_pareto",
              "08_case_study", "09_theory_checks", "10_temperature_sweep", "11_early_stop",
-             "12_robustness", "13_claims", "14_calibration", "15_your_method")
+             "12_robustness", "13_claims", "14_calibration", "15_your_method",
+             "16_counterfactual")
 """The build, in order (``notebooks/<name>.py``)."""
 
 
@@ -67,7 +68,7 @@ EXPECTED_OUTPUTS: dict[str, tuple[str, ...]] = {
     "06_significance": (*_tab("significance"), *_tab("significance_vs_paper"),
                         *_tab("spearman"), *_tab("spearman_vs_paper")),
     "07_cost_pareto": (*_fig("pareto"), *_tab("tokens"), *_tab("cost_vs_paper"),
-                       "numbers_cost.tex"),
+                       "numbers_cost.tex", *_tab("sc_matched")),
     "08_case_study": ("case_study.md",),
     "09_theory_checks": (*_fig("theory_checks"), *_tab("theory_checks")),
     "10_temperature_sweep": (*_fig("temperature_sweep"), *_tab("temperature_sweep"),
@@ -79,6 +80,7 @@ EXPECTED_OUTPUTS: dict[str, tuple[str, ...]] = {
     "14_calibration": (*_fig("calibration"), *_tab("calibration")),
     "15_your_method": (*_tab("your_method"), *_tab("your_method_significance"),
                        *_fig("your_method_pareto")),
+    "16_counterfactual": (*_tab("counterfactual"), *_fig("counterfactual")),
 }
 """Every file each notebook writes into the figures directory (one producer per file)."""
 

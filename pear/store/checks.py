@@ -289,7 +289,8 @@ class Checker:
     def _check_graphs(self, rec: Mapping[str, Any], graphs: str, bad) -> None:
         """Every round's graph follows the method's declared rule (``fixed``: its study
         topology; ``relabelling``: a relabelling of the base role graph; ``free``: any valid
-        edge set, checked under the record's body)."""
+        edge set, checked under the record's body); a branch's copied rounds are its
+        parent's (checked against the parent by :func:`pear.runs.branch.check_branches`)."""
         from pear.core.graphs import base_graph, fixed_topology
         from pear.core.hashing import base_graph_seed
         n = rec["n_agents"]
@@ -297,9 +298,10 @@ class Checker:
             return  # out of range: named already
         if graphs == "free":
             return
+        first = 1 + int((rec.get("branched_from") or {}).get("round", 0))
         if graphs == "fixed":
             want = {tuple(e) for e in fixed_topology(rec["method"], n).tolist()}
-            for rd in rec["rounds_data"][1:]:
+            for rd in rec["rounds_data"][first:]:
                 if {tuple(e) for e in rd["edges"]} != want:
                     bad("graph", f"round {rd['round']}: not the {rec['method']} topology")
                     return
@@ -311,7 +313,7 @@ class Checker:
             if len(self._base) > 100_000:
                 self._base.clear()
             self._base[key] = graph_class(base, n)
-        for rd in rec["rounds_data"][1:]:
+        for rd in rec["rounds_data"][first:]:
             if graph_class(rd["edges"], n) != self._base[key]:
                 bad("graph", f"round {rd['round']}: edges are not a relabelling of the base "
                              "role graph of this seed and question")

@@ -75,6 +75,8 @@ KINDS: dict[str, tuple[str, str]] = {
                        "its topology"),
     "manifest": ("error", "the run manifest is unreadable or its protocol is not a valid "
                           "configuration"),
+    "branch": ("error", "a counterfactual branch whose copied rounds differ from its parent "
+                        "debate's, or whose parent run or debate is missing"),
     "gold_form": ("warning", "the gold answer is the benchmark's in another written form (an "
                              "older grader's canonical form; the task calls them equal)"),
     "unlisted_model": ("warning", "a record of a model the run manifest does not list: not "
@@ -264,8 +266,10 @@ def has_markup(text: str) -> bool:
 
 
 def _debate_id(rec: Mapping[str, Any]) -> str:
-    from pear.core.hashing import debate_id
-    return debate_id({k: rec[k] for k in IDENTITY})
+    from pear.core.hashing import branch_debate_id, debate_id
+    ident = {k: rec[k] for k in IDENTITY}
+    branched = rec.get("branched_from")
+    return branch_debate_id(ident, branched) if branched else debate_id(ident)
 
 
 def digest(rec: Mapping[str, Any]) -> str:

@@ -9,12 +9,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pear.store import indexing, view
 from pear.store.findings import (DROP_ENV, KINDS, Findings, ValidationError,  # noqa: F401
                                  drop_invalid_default, escape)
 
-__all__ = ["Validation", "validate", "ValidationError", "Findings", "KINDS", "escape",
+__all__ = ["Validation", "validate", "check_branches", "ValidationError", "Findings", "KINDS", "escape",
            "drop_invalid_default", "DROP_ENV"]
 
 
@@ -60,5 +61,46 @@ def validate(run_dir: str | os.PathLike[str]) -> Validation:
             man = indexing.read_manifest(vdir)
             found = view.findings(view.View(files=[root / f["path"] for f in man.files],
                                             root=root, vdir=vdir, manifest=man), man)
+    found = found.merge(check_branches(root))
     return Validation(root, found, s.debates, s.files, time.perf_counter() - t0)
+
+
+def check_branches(run_dir: str | os.PathLike[str]) -> Findings:
+    """For a run of counterfactual branches (``pear branch``; its manifest names the parent
+    run): every branched record's copied rounds (0..R) equal its parent debate's, and the
+    parent run and debate exist.  Empty findings for any other run."""
+    import json
+    from pear.store.findings import Problem
+    from pear.store.manifest import read as read_manifest
+    from pear.store.records import iter_records
+    root = Path(run_dir)
+    found = Findings()
+    info = (read_manifest(root) or {}).get("branched_from")
+    if not info:
+        return found
+    parent_dir = Path(info["run"])
+    if not parent_dir.is_absolute():
+        parent_dir = (root / parent_dir).resolve()
+    if not parent_dir.is_dir():
+        found.add(Problem("branch", str(root), f"parent run {str(parent_dir)!r} is missing"))
+        return found
+    wanted: dict[str, list[tuple[str, int, list[Any]]]] = {}
+    for rec in iter_records(root):
+        bf = rec.get("branched_from")
+        if not bf:
+            found.add(Problem("branch", rec["debate_id"], "a record without branched_from "
+                                                          "in a branch run"))
+            continue
+        wanted.setdefault(bf["debate_id"], []).append(
+            (rec["debate_id"], int(bf["round"]), rec["rounds_data"][:int(bf["round"]) + 1]))
+    for parent in iter_records(parent_dir):
+        for child, r, copied in wanted.pop(parent["debate_id"], []):
+            if json.dumps(copied, sort_keys=True) != json.dumps(
+                    parent["rounds_data"][:r + 1], sort_keys=True):
+                found.add(Problem("branch", child, f"rounds 0..{r} differ from those of its "
+                                                   f"parent {parent['debate_id']}"))
+    for pid, children in wanted.items():
+        for child, _, _ in children:
+            found.add(Problem("branch", child, f"parent debate {pid} is not in the parent run"))
+    return found
 

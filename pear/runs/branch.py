@@ -1,0 +1,167 @@
+"""Counterfactual branching of recorded debates (``pear branch``).
+
+Routing changes only the rounds after the first, yet a full rerun of a routed method re-asks
+every round, and an unpaired rerun needs many questions to show a routing effect.  A branch
+reruns only rounds R+1.. of every recorded debate of a parent run under another method,
+starting from the parent's recorded state after round R (answers, confidences, reasoning,
+influence); rounds 0..R are copied, never re-asked (:meth:`pear.core.engine.Engine.branch`).
+Each branched debate is paired with its parent question by question, and a branch under
+the parent's own method reproduces the parent (same seeds, same cache).
+
+The branch run directory is a run like any other (manifest, append-only records, resume);
+its manifest's ``branched_from`` names the parent run, the round and the parent method, and
+``pear validate`` checks every copied round against the parent's
+(:func:`pear.store.validate.check_branches`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from pear.core.config import config_hash
+from pear.core.engine import Engine, Job
+from pear.core.methods import method, spec
+from pear.runs import experiment as ex
+from pear.store import manifest as manifest_io
+from pear.store.records import RecordWriter, completed_ids, iter_records
+
+__all__ = ["BranchSummary", "parent_method_of", "parent_experiment", "branch"]
+
+
+@dataclass
+class BranchSummary:
+    """What :func:`branch` did: debates written (and already there), parents skipped
+    because they ended before the branch round, the calls the branches made and the calls
+    their copied rounds cost the parent (which a full rerun would have made again)."""
+
+    written: int
+    already_done: int
+    skipped_stopped: int
+    calls: int
+    calls_copied: int
+
+
+def parent_experiment(run_dir: str | os.PathLike[str]) -> tuple[dict[str, Any], Any]:
+    """The parent run's manifest and experiment (its protocol), or one clear error."""
+    man = manifest_io.read(Path(run_dir))
+    if man is None or not man.get("experiments"):
+        raise FileNotFoundError(f"no run manifest in {str(run_dir)!r}: branch a directory "
+                                "written by `pear run`")
+    return man, ex.Experiment.from_dict(man["experiments"][-1])
+
+
+def parent_method_of(methods_present: Sequence[str], wanted: str | None = None) -> str:
+    """The parent debates' method: ``wanted``; else the run's one debate method; else
+    ``random`` (the same base graphs as PEAR without a routing signal)."""
+    debate = [m for m in dict.fromkeys(methods_present) if spec(m).route is not None]
+    if wanted:
+        if wanted not in debate:
+            raise ValueError(f"invalid --parent-method {wanted!r}: the run's debate methods "
+                             f"are {', '.join(debate) or 'none'}")
+        return wanted
+    if len(debate) == 1:
+        return debate[0]
+    if "random" in debate:
+        return "random"
+    raise ValueError(f"the run holds several debate methods ({', '.join(debate)}): name the "
+                     "parents with --parent-method")
+
+
+def _simulated_backend(exp: Any, settings: Mapping[str, Any]) -> Any:
+    from pear.backends.simulated import SimulatedBackend
+    return SimulatedBackend(ex.answer_key(exp), params=settings.get("params"),
+                            seed=settings.get("seed", 0),
+                            n_agents=settings.get("n_agents", exp.debate.n_agents))
+
+
+def branch(run_dir: str | os.PathLike[str], from_round: int, methods: Sequence[str],
+           out_dir: str | os.PathLike[str], *, backend: Any = None,
+           parent_method: str | None = None, progress: bool = True) -> BranchSummary:
+    """Branch every debate of ``parent_method`` in ``run_dir`` after round ``from_round``
+    into each of ``methods``, writing the branches to ``out_dir`` (resumable).
+
+    ``backend``: the parent's model behind any backend (None: the parent's simulated agents,
+    rebuilt from its manifest; a real model must be given).  Refused with one error: a
+    round outside 0..R-1, a method without debate rounds, parent records made under another
+    protocol than their manifest's, another model than the parent's, or an ``out_dir`` that
+    holds another branch or protocol."""
+    from pear.tasks import grading as tasks
+    man, exp = parent_experiment(run_dir)
+    if not isinstance(from_round, int) or not 0 <= from_round < exp.debate.rounds:
+        raise ValueError(f"invalid --from-round {from_round!r}: the parent debates have "
+                         f"{exp.debate.rounds} rounds; branch after round 0..{exp.debate.rounds - 1}")
+    for m in methods:
+        if spec(m).route is None:
+            raise ValueError(f"invalid method {m!r} for a branch: it has no debate rounds")
+    if not methods:
+        raise ValueError("no methods to branch into: give --methods M[,M...]")
+    parents = list(iter_records(run_dir))
+    parent = parent_method_of([r["method"] for r in parents], parent_method)
+    want_hash = config_hash(exp.debate, *method(parent, exp.router).hash_parts())
+    parents = [r for r in parents if r["method"] == parent]
+    other = next((r for r in parents if r["config_hash"] != want_hash), None)
+    if other is not None:
+        raise ValueError(f"run {str(run_dir)!r} holds {parent} debates of another protocol "
+                         f"(config hash {other['config_hash']}, its manifest's is {want_hash}): "
+                         "branch a run whose records match its manifest")
+    if backend is None:
+        if man["backend"] != "simulated":
+            raise ValueError(f"the parent run used backend {man['backend']!r}: give the same "
+                             "model (--backend, --model-path / --model) to branch it")
+        backend = _simulated_backend(exp, man["backend_settings"][0])
+    engine = Engine(backend, exp.debate, task_for=tasks.get)
+    models = {r["model"] for r in parents}
+    if parents and models != {engine.model}:
+        raise ValueError(f"the branch's model {engine.model!r} is not the parent run's "
+                         f"({', '.join(sorted(models))}): branch with the parent's model")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    info = {"run": str(Path(run_dir).resolve()), "round": from_round,
+            "parent_method": parent}
+    old = manifest_io.read(out)
+    if old is not None and {k: v for k, v in (old.get("branched_from") or {}).items()
+                            if k != "run"} != {k: v for k, v in info.items() if k != "run"}:
+        raise ValueError(f"run directory {str(out)!r} holds another run (branched_from "
+                         f"{old.get('branched_from')!r}); use a new --out")
+    bexp = dataclasses.replace(exp, methods=tuple(methods), full_datasets=())
+    manifest = ex._open_manifest(bexp, out, old, engine.backend_name, [engine.model])
+    manifest.update({"branched_from": info, "backend_settings": [backend.settings()],
+                     "model_ids": [engine.model]})
+    manifest_io.write(out, manifest)
+    questions = {(q.dataset, q.id): q for q, _ in ex._questions(exp)}
+    rdir = ex.model_dir(out, engine.model)
+    done = completed_ids(rdir)
+    todo, skipped, already = [], 0, 0
+    for rec in parents:
+        if rec["rounds"] <= from_round:  # it ended (stopped early) at or before the round
+            skipped += 1
+            continue
+        q = questions.get((rec["dataset"], rec["question_id"]))
+        if q is None:
+            raise ValueError(f"question {rec['question_id']!r} of {rec['dataset']} is not in "
+                             "the parent run's grid")
+        for m in methods:
+            job = Job(q, method(m, exp.router), rec["seed"])
+            if engine.branch_identity(job, rec["debate_id"], from_round)["debate_id"] in done:
+                already += 1
+            else:
+                todo.append((job, rec))
+    summary = BranchSummary(0, already, skipped, 0, 0)
+    bar = ex._progress(len(todo), progress)
+    with RecordWriter(rdir) as writer:
+        step = max(1, exp.chunk_questions * len(methods))
+        for i in range(0, len(todo), step):
+            for record in engine.branch(todo[i:i + step], from_round):
+                writer.write(record)
+                summary.written += 1
+                summary.calls += record["calls"]
+                summary.calls_copied += record["branched_from"]["calls_copied"]
+                bar.update(1)
+            writer.sync()
+    bar.close()
+    manifest["complete"] = not engine.failed
+    manifest_io.write(out, manifest)
+    return summary
