@@ -17,6 +17,7 @@ SEEDS   ?=
 N_QUESTIONS ?= 0
 BASE_URL ?=
 ONLY    ?=
+PREVIOUS ?=
 
 .PHONY: setup test test-slow test-all test-gpu paper bench clean
 
@@ -70,7 +71,7 @@ test-gpu: $(VENV)/.installed-vllm
 paper: setup
 	$(BIN)/pear paper --backend "$(BACKEND)" --preset "$(PRESET)" --model "$(MODEL)" \
 	  --runs "$(RUNS)" --seeds "$(SEEDS)" --n-questions "$(N_QUESTIONS)" \
-	  --base-url "$(BASE_URL)" --only "$(ONLY)"
+	  --base-url "$(BASE_URL)" --only "$(ONLY)" --previous "$(PREVIOUS)"
 
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/bench_router.py

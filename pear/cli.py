@@ -226,6 +226,9 @@ def _add_paper(sub: Any) -> None:
     pp.add_argument("--base-url", default="", help="OpenAI-compatible endpoint")
     pp.add_argument("--only", default="", help="comma-separated notebook name prefixes")
     pp.add_argument("--drop-invalid", action="store_true", help=_DROP_HELP)
+    pp.add_argument("--previous", default="", metavar="DIR",
+                    help="an earlier build's figures directory (copy it aside first): the "
+                    "site shows the claims that moved since (pear claims-diff)")
     _add_plugin_argument(pp)
 
 
@@ -611,7 +614,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from pear.paper.build import build
         return build(backend=args.backend, preset=args.preset, model=args.model,
                      runs=args.runs, seeds=args.seeds, n_questions=args.n_questions,
-                     base_url=args.base_url, only=args.only, drop_invalid=args.drop_invalid)
+                     base_url=args.base_url, only=args.only, drop_invalid=args.drop_invalid,
+                     previous=args.previous)
     except KeyboardInterrupt:
         print("pear: interrupted; rerun the same command to resume", file=sys.stderr)
         return 130

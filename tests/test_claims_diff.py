@@ -69,3 +69,25 @@ def test_pear_paper_reaches_the_build(capsys):
     """The CLI calls the build function (not its module): a bad backend is one clear error."""
     assert main(["paper", "--backend", "nope"]) == 2
     assert "unknown backend 'nope'" in capsys.readouterr().err
+
+
+def test_the_site_shows_the_claims_that_moved_since_a_previous_build(tmp_path):
+    from pear.claims.diff import diff_html
+    from pear.paper.build import previous_diff
+    ledger = [{"id": "c1", "finding": "supported", "verdict": "supported", "parts": [
+        {"label": "gain <b>", "setting": "m / d", "value": 0.05, "low": 0.01, "high": 0.09,
+         "verdict": "supported"}]}]
+    moved = json.loads(json.dumps(ledger))
+    moved[0]["finding"] = "contradicted"
+    moved[0]["parts"][0].update(value=-0.2, low=-0.3, high=-0.1)
+    for name, led in (("before", ledger), ("now", moved)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "claims.json").write_text(json.dumps(led))
+    fragment = previous_diff(tmp_path / "before", tmp_path / "now")
+    assert "1 claims moved" in fragment and "<td>c1</td>" in fragment
+    assert "gain &lt;b&gt;" in fragment and "<b>" not in fragment  # model/claim text escaped
+    assert "-0.2 [-0.3, -0.1]" in fragment and "0.05 [0.01, 0.09]" in fragment
+    assert diff_html(diff(ledger, ledger)).startswith("<p>no claim moved")
+    # the build refuses a --previous without a ledger before any notebook runs
+    assert main(["paper", "--backend", "simulated", "--preset", "sim",
+                 "--previous", str(tmp_path)]) == 2

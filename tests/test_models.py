@@ -56,11 +56,12 @@ def test_study_scope_of_the_paper_grid():
     paper = preset("paper")
     # Qwen2.5-14B: everything, full sets included (the study's full-dataset table)
     q25 = model_grid(paper, "Qwen/Qwen2.5-14B-Instruct")
-    assert (len(q25.methods), q25.n_questions, q25.full_datasets) == (14, 200,
+    # (+ self-consistency at K = 10, 20, 40, 64 on every model, for equal-compute tables)
+    assert (len(q25.methods), q25.n_questions, q25.full_datasets) == (14 + 4, 200,
                                                                       ("truthfulqa", "math500"))
     # Qwen3: no ablations, no full sets; API models: 100 questions per dataset
     q3 = model_grid(paper, "Qwen/Qwen3-30B-A3B")
-    assert (len(q3.methods), q3.full_datasets) == (8, ())
+    assert (len(q3.methods), q3.full_datasets) == (8 + 4, ())
     assert model_grid(paper, "claude-haiku-4-5@api.anthropic.com").n_questions == 100
     # a model outside the registry, and study_scope=False, run the whole grid
     assert model_grid(paper, "org/other") is paper

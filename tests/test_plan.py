@@ -16,7 +16,7 @@ from pear import cli
 from pear.backends.base import Request
 from pear.backends.dry import DryBackend, fill_schema
 from pear.cli import make_backend
-from pear.core.config import RouterConfig
+from pear.core.config import METHODS, RouterConfig
 from pear.core.engine import Engine
 from pear.runs.experiment import jobs, preset, run
 from pear.runs.plan import Cost, estimate
@@ -25,8 +25,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _grid(**over):
-    base = dict(datasets=("gsm8k", "truthfulqa"), n_questions=3, seeds=(0, 1), rounds=3,
-                full_datasets=("truthfulqa",), full_n_questions=5)
+    base = dict(datasets=("gsm8k", "truthfulqa"), methods=METHODS, n_questions=3,
+                seeds=(0, 1), rounds=3, full_datasets=("truthfulqa",), full_n_questions=5)
     return preset("sim", **{**base, **over})
 
 
@@ -172,8 +172,11 @@ def test_plan_of_the_paper_preset_loads_no_model():
     assert "LOADED []" in out
     row = next(line for line in out.splitlines() if line.startswith("Qwen2.5-14B"))
     debates, calls = row.split()[1:3]
-    assert debates == "62,419"  # 4 x 14 x 5 x 200 + 7 x (617 + 300) full-set debates
-    assert 2.55e6 < float(calls.replace(",", "")) < 2.61e6
+    # 4 x (14 + 4 sc@K) x 5 x 200 + 7 x (617 + 300) full-set debates
+    assert debates == "78,419"
+    # 2.58 M calls before sc@K; the shared initial answers grow from 5 to 64 per (seed,
+    # question): + 4 x 200 x 5 x 59 = 236,000
+    assert 2.79e6 < float(calls.replace(",", "")) < 2.85e6
     assert "GPU-h @5,000/s" in out
     assert "early stopping (--stop consensus): not estimated" in out
 
@@ -183,9 +186,10 @@ def test_plan_of_the_study_models_follows_their_scope(capsys):
                      "--no-full"]) == 0
     rows = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines()
             if line.split() and line.split()[0] in ("Gemma-3-12B", "Qwen3-30B-A3B", "total")}
-    assert rows["Gemma-3-12B"][1] == str(4 * 2 * 14)
-    assert rows["Qwen3-30B-A3B"][1] == str(4 * 2 * 8)  # no ablations in the study
-    assert rows["total"][1] == str(3 * 4 * 2 * 14 + 4 * 2 * 8)
+    sc = 4  # sc@10, sc@20, sc@40, sc@64 run on every model
+    assert rows["Gemma-3-12B"][1] == str(4 * 2 * (14 + sc))
+    assert rows["Qwen3-30B-A3B"][1] == str(4 * 2 * (8 + sc))  # no ablations in the study
+    assert rows["total"][1] == str(3 * 4 * 2 * (14 + sc) + 4 * 2 * (8 + sc))
 
 
 @pytest.mark.parametrize("args, message", [

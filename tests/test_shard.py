@@ -7,13 +7,14 @@ import pytest
 
 from pear import cli
 from pear.runs.experiment import jobs, preset, read_manifest, run
+from pear.core.config import METHODS
 from pear.runs.merge import merge
 from pear.store.records import TIMING_FIELDS, read_records
 
 
 def _grid(**over):
-    base = dict(datasets=("gsm8k", "mmlu_pro"), n_questions=3, seeds=(0, 1), rounds=2,
-                full_datasets=("truthfulqa",), full_n_questions=4, chunk_questions=2)
+    base = dict(datasets=("gsm8k", "mmlu_pro"), methods=METHODS, n_questions=3, seeds=(0, 1),
+                rounds=2, full_datasets=("truthfulqa",), full_n_questions=4, chunk_questions=2)
     return preset("sim", **{**base, **over})
 
 
@@ -54,9 +55,10 @@ def test_merged_shards_equal_one_unsharded_run(tmp_path, capsys):
     capsys.readouterr()
     assert cli.main(["merge", str(tmp_path / "merged")]
                     + [str(tmp_path / f"s{i}") for i in (3, 1, 2)]) == 0
-    assert "168 debates merged" in capsys.readouterr().out
+    # 2 datasets x 3 questions x 2 seeds x (14 methods + sc@10/20/40/64)
+    assert "216 debates merged" in capsys.readouterr().out
     whole, merged = _records(tmp_path / "whole"), _records(tmp_path / "merged")
-    assert len(whole) == 2 * 3 * 2 * 14  # datasets x questions x seeds x methods
+    assert len(whole) == 2 * 3 * 2 * (14 + 4)  # datasets x questions x seeds x methods
     assert merged == whole  # same records apart from timing
     m = read_manifest(tmp_path / "merged")
     assert m["shard"] is None and m["complete"] is True and m["missing_shards"] == []
@@ -64,7 +66,7 @@ def test_merged_shards_equal_one_unsharded_run(tmp_path, capsys):
     # the merged directory resumes like the unsharded run: nothing left to do
     capsys.readouterr()
     assert cli.main(common + ["--out", str(tmp_path / "merged"), "--no-full"]) == 0
-    assert capsys.readouterr().out.startswith("0 debates written, 168 already done")
+    assert capsys.readouterr().out.startswith("0 debates written, 216 already done")
 
 
 def test_missing_shard_is_reported_and_resuming_finishes_it(tmp_path, capsys):

@@ -32,7 +32,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 
-__all__ = ["LEDGER_FILE", "ledger_records", "save_ledger", "read_ledger", "diff",
+__all__ = ["LEDGER_FILE", "ledger_records", "save_ledger", "read_ledger", "diff", "diff_html",
            "format_diff"]
 
 LEDGER_FILE = "claims.json"
@@ -159,6 +159,24 @@ def _row(rid: str, change: str, ra: Mapping[str, Any] | None, rb: Mapping[str, A
             "finding_a": ra.get("finding") if ra else None,
             "finding_b": rb.get("finding") if rb else None,
             "a": _interval(pa), "b": _interval(pb)}
+
+
+def diff_html(table: pd.DataFrame, names: Iterable[str] = ("previous", "this build")) -> str:
+    """The diff as an HTML fragment for the results site: a sentence, and a table of the
+    claims that moved (both values with their intervals), model texts escaped."""
+    import html
+    a, b = list(names)
+    head = html.escape(format_diff(table, (a, b)).splitlines()[0])
+    if table.empty:
+        return f"<p>{head}.</p>"
+    cols = [("id", "Claim"), ("change", "Change"), ("part", "Part"), ("setting", "Setting"),
+            ("finding_a", f"Finding ({a})"), ("finding_b", f"Finding ({b})"),
+            ("a", a), ("b", b)]
+    rows = "".join("<tr>" + "".join(f"<td>{html.escape(str(r[c] if r[c] is not None else ''))}"
+                                    "</td>" for c, _ in cols) + "</tr>"
+                   for r in table.to_dict("records"))
+    heads = "".join(f"<th>{html.escape(t)}</th>" for _, t in cols)
+    return f"<p>{head}</p><table><thead><tr>{heads}</tr></thead><tbody>{rows}</tbody></table>"
 
 
 def format_diff(table: pd.DataFrame, names: Iterable[str] = ("A", "B")) -> str:

@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from pear.core.methods import (BUNDLED_PLUGINS, ENTRY_POINT_GROUP, PLUGINS_ENV, Decision,
                                MethodSpec, RouterState, aggregate, call_route, check_edges,
-                               describe, initial_agents, load_plugins, method, names, order_key,
+                               describe, initial_agents, is_self_consistency, load_plugins,
+                               method, names, order_key,
                                ordered, pear_route, plugin_names, provenance, register,
                                route_debates, spec, unregister)
 from pear.methods import dar, group, reconcile, static  # noqa: F401 - each registers itself
@@ -32,7 +33,7 @@ __all__ = [
     "method", "ordered", "order_key", "plugin_names", "describe", "load_plugins",
     "check_edges", "call_route", "route_debates", "aggregate", "initial_agents",
     "provenance", "pear_route", "ENTRY_POINT_GROUP", "PLUGINS_ENV", "BUNDLED_PLUGINS",
-    "RELATED_WORK",
+    "RELATED_WORK", "is_self_consistency",
 ]
 
 RELATED_WORK = ("dar", "pear_reconcile", "clique_reconcile", "group", "static")

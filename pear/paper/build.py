@@ -269,7 +269,7 @@ def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", run
           drop_invalid: bool = False, figures: str | os.PathLike[str] | None = None,
           build_dir: str | os.PathLike[str] | None = None,
           notebooks_dir: str | os.PathLike[str] | None = None,
-          site_dir: str | os.PathLike[str] | None = None) -> int:
+          site_dir: str | os.PathLike[str] | None = None, previous: str = "") -> int:
     """Execute the notebooks in order (``only``: comma-separated name prefixes): each
     ``notebooks/<name>.py`` is converted by jupytext to ``build/notebooks/src/<name>.ipynb``
     and executed by papermill into ``build/notebooks/<name>.ipynb`` with the ``pear``
@@ -280,12 +280,17 @@ def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", run
     :mod:`pear.store.validate`) instead of stopping.  Returns 0, or 1 after the first failing
     notebook (its error and executed path are printed).  After a build without failure,
     the results site (:func:`pear.paper.site.write_site`) is written into ``site_dir`` (default
-    ``build/site``)."""
+    ``build/site``), with the claims that moved since ``previous`` (an earlier build's figures
+    directory) when given."""
     from pear.runs.experiment import PRESETS
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}: choose one of {', '.join(PRESETS)}")
+    if previous and not (Path(previous) / "claims.json").is_file() \
+            and not Path(previous).is_file():
+        raise FileNotFoundError(f"--previous {previous!r} holds no claims.json: give an "
+                                "earlier build's figures directory")
     experiment(preset, seeds, n_questions, model, backend)  # validate before any kernel starts
     names = _notebooks(only)
     src_dir = Path(notebooks_dir) if notebooks_dir else REPO_ROOT / "notebooks"
@@ -307,7 +312,7 @@ def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", run
         if rc == 0 and Path(params["runs_dir"]).is_dir():
             site = Path(site_dir) if site_dir else REPO_ROOT / "build" / "site"
             write_results_site(site, names=names, figures=fig_dir, notebooks=out_dir,
-                               params=params, started=started)
+                               params=params, started=started, previous=previous)
         elif rc == 0:  # e.g. ONLY=09,10,11,12: the studies record beside the run, not in it
             print(f"results site skipped: no run directory {params['runs_dir']} (build "
                   "notebook 00 to record the grid)", flush=True)
@@ -360,11 +365,24 @@ def _execute(names: Sequence[str], src_dir: Path, out_dir: Path, fig_dir: Path,
     return 0
 
 
+def previous_diff(previous: str | os.PathLike[str], figures: Path) -> str:
+    """The claims that moved from a previous build (a figures directory or ledger file
+    holding ``claims.json``) to this one, as the site's HTML fragment; "" when this build
+    wrote no ledger."""
+    from pear.claims.diff import LEDGER_FILE, diff, diff_html, read_ledger
+    if not (figures / LEDGER_FILE).is_file():
+        return ""
+    prev = Path(previous)
+    return diff_html(diff(read_ledger(prev), read_ledger(figures)),
+                     (f"previous ({prev.name or prev})", "this build"))
+
+
 def write_results_site(site: Path, *, names: Sequence[str], figures: Path, notebooks: Path,
-                       params: Mapping[str, Any], started: float) -> Path:
+                       params: Mapping[str, Any], started: float, previous: str = "") -> Path:
     """The results site of a finished build (:func:`pear.paper.site.write_site`): what was built
     (backend, preset, models, grid, time, commit), the notebooks ``names``, the debates of
-    the run; returns its ``index.html``."""
+    the run, and (``previous``: an earlier build's figures directory) the claims that moved
+    since; returns its ``index.html``."""
     import re
 
     from pear.catalog.labels import evidence_mark
@@ -390,7 +408,8 @@ def write_results_site(site: Path, *, names: Sequence[str], figures: Path, noteb
                          models=sorted(set(deb["model"])), n_questions=exp.n_questions)
     out = write_site(site, figures_dir=figures, notebooks_dir=notebooks, runs_dir=runs,
                      notebooks={n: EXPECTED_OUTPUTS[n] for n in names}, meta=meta,
-                     case_study=found.group(1) if found else "", mark=mark)
+                     case_study=found.group(1) if found else "", mark=mark,
+                     claims_diff=previous_diff(previous, figures) if previous else "")
     print(f"results site: {out.root / 'index.html'} ({len(out.pages)} pages: "
           f"{out.transcripts} debate transcripts of {out.debates} debates) in "
           f"{time.perf_counter() - t0:.1f} s", flush=True)

@@ -498,7 +498,7 @@ def write_site(site_dir: str | os.PathLike[str], *, figures_dir: str | os.PathLi
                notebooks_dir: str | os.PathLike[str], runs_dir: str | os.PathLike[str],
                notebooks: Mapping[str, Sequence[str]], meta: Mapping[str, str],
                case_study: str = "", ledger: str | Callable[[], str] | None = None,
-               mark: str = "") -> SiteSummary:
+               mark: str = "", claims_diff: str = "") -> SiteSummary:
     """Write the results site into ``site_dir`` (emptied first).
 
     ``notebooks``: notebook name -> the files it writes into ``figures_dir``
@@ -507,7 +507,8 @@ def write_site(site_dir: str | os.PathLike[str], *, figures_dir: str | os.PathLi
     index.  ``runs_dir``: the run whose debates the browser lists (through its view).
     ``case_study``: a debate id that always gets a page.  ``ledger``: see the module.
     ``mark`` (:func:`pear.catalog.labels.evidence_mark`) is shown under the title of the index and
-    of the debate browser."""
+    of the debate browser.  ``claims_diff``: an HTML fragment (:func:`pear.claims.diff.diff_html`)
+    shown under the claims as "Changes since the previous build"."""
     from pear.store.view import load
     t0 = time.perf_counter()
     site, fig_dir, nb_dir = Path(site_dir), Path(figures_dir), Path(notebooks_dir)
@@ -528,6 +529,9 @@ def write_site(site_dir: str | os.PathLike[str], *, figures_dir: str | os.PathLi
     toc = "".join(f"<li><a href=\"#{n}\">{html.escape(t)}</a></li>" for n, t in titles.items())
     banner = f"<p class=\"mark\">{html.escape(mark)}</p>" if mark else ""
     claims = _ledger_html(ledger, fig_dir)
+    if claims_diff:
+        claims += ("<section class=\"ledger\" id=\"claims-diff\"><h2>Changes since the "
+                   f"previous build</h2>{claims_diff}</section>")
     nav = " · ".join((["<a href=\"#claims\">Claims</a>"] if claims else []) + [
         "<a href=\"#built\">What was built</a>",
         "<a href=\"debates/index.html\">Debate browser</a>",

@@ -81,6 +81,12 @@ def _round0_calls(group: Sequence[Job], n_agents: int) -> int:
     return max(initial_agents(j.method, n_agents) for j in group)
 
 
+def _initial(record: Mapping[str, Any], n_agents: int) -> int:
+    """The initial answers a record's debate holds: 1 (CoT), K (``sc@K``) or n."""
+    return n_agents if record["method"] not in ("cot",) and not record["method"].startswith(
+        "sc@") else int(record["n_agents"])
+
+
 @dataclass
 class _Unit:
     """Costs measured from records: per dataset one shared initial call, per (dataset,
@@ -113,7 +119,7 @@ def _units(records: Iterable[Mapping[str, Any]], n_agents: int) -> _Unit:
         if ds not in round0:
             raise ValueError(f"the records hold no CoT or CoT-SC debate on {ds!r}: the cost "
                              "of the shared initial answers cannot be separated")
-        k = 1 if r["method"] == "cot" else n_agents
+        k = _initial(r, n_agents)
         base = round0[ds]
         extra_lists[(ds, r["method"])].append(
             [r["calls"] - k, t["prompt"] - k * base[0], t["completion"] - k * base[1],
@@ -151,15 +157,15 @@ def _reply_share(records: Sequence[Mapping[str, Any]], n_agents: int, budget: in
     """Mean completion tokens per backend request of a recorded run, as a share of its
     budget (initial answers shared by a question's methods counted once)."""
     unit = _units(records, n_agents)
-    methods: dict[tuple, set[str]] = defaultdict(set)
+    methods: dict[tuple, int] = {}
     calls = completion = 0.0
     for r in records:
-        methods[(r["seed"], r["dataset"], r["question_id"])].add(r["method"])
-        k = 1 if r["method"] == "cot" else n_agents
+        k = _initial(r, n_agents)
+        key = (r["seed"], r["dataset"], r["question_id"])
+        methods[key] = max(methods.get(key, 0), k)
         calls += r["calls"] - k
         completion += r["tokens"]["completion"] - k * unit.round0[r["dataset"]][1]
-    for (_, ds, _), ms in methods.items():
-        r0 = 1 if ms == {"cot"} else n_agents
+    for (_, ds, _), r0 in methods.items():
         calls += r0
         completion += r0 * unit.round0[ds][1]
     return min(1.0, completion / calls / budget)

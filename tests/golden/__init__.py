@@ -44,11 +44,12 @@ def generate() -> list[dict[str, Any]]:
     from pear.tasks import grading as tasks
     from pear.backends.simulated import SimParams, SimulatedBackend
     from pear.core.engine import Engine
+    from pear.core.config import METHODS
     from pear.runs.experiment import answer_key, jobs, preset
     from pear.store.records import TIMING_FIELDS
 
-    exp = preset("sim", datasets=DATASETS, n_questions=N_QUESTIONS, seeds=SEEDS,
-                 rounds=ROUNDS, full_datasets=())
+    exp = preset("sim", datasets=DATASETS, methods=METHODS, n_questions=N_QUESTIONS,
+                 seeds=SEEDS, rounds=ROUNDS, full_datasets=())
     backend = SimulatedBackend(answer_key(exp), params=SimParams(**SIM_PARAMS), seed=SIM_SEED,
                                n_agents=exp.debate.n_agents)
     engine = Engine(backend, exp.debate, task_for=tasks.get)
