@@ -60,7 +60,7 @@ test: $(VENV)/.installed
 	$(BIN)/python -m pytest -q -m "not slow and not gpu" --doctest-modules pear tests
 
 test-slow: $(VENV)/.installed
-	$(BIN)/python -m pytest -q -m "slow and not gpu" tests
+	$(BIN)/python -m pytest -q -m "slow and not gpu and not vllm_cpu" tests
 
 test-all: $(VENV)/.installed
 	$(BIN)/python -m pytest -q --doctest-modules pear tests

@@ -318,9 +318,9 @@ class Engine:
                              f"{parent['n_agents']} agents: it cannot be branched after round "
                              f"{from_round} with {self.debate.n_agents} agents")
         q, rounds = job.question, parent["rounds_data"][:from_round + 1]
-        d = _Debate(job, self.branch_identity(job, parent["debate_id"], from_round),
-                    np.random.default_rng(
-            derive_seed(job.seed, job.method.name, q.dataset, q.id, "debate")),
+        rng = np.random.default_rng(derive_seed(job.seed, job.method.name, q.dataset, q.id,
+                                                "debate"))
+        d = _Debate(job, self.branch_identity(job, parent["debate_id"], from_round), rng,
             [_Agent(a["answer"], a["canonical"], a["confidence"], a["reasoning"], a["correct"],
                     a["parse_error"], a.get("truncated", False), a.get("role", "honest"),
                     a.get("model", "")) for a in rounds[-1]["agents"]],

@@ -53,7 +53,8 @@ __all__ = [
     "RouterState", "Decision", "MethodSpec", "register", "unregister", "spec", "names",
     "method", "ordered", "order_key", "plugin_names", "describe", "load_plugins",
     "check_edges", "route_debates", "aggregate", "call_route", "initial_agents", "provenance",
-    "pear_route", "is_self_consistency", "SC_SIZES", "SC_MAX", "ENTRY_POINT_GROUP", "PLUGINS_ENV", "BUNDLED_PLUGINS",
+    "pear_route", "is_self_consistency", "SC_SIZES", "SC_MAX", "ENTRY_POINT_GROUP",
+    "PLUGINS_ENV", "BUNDLED_PLUGINS",
 ]
 
 ENTRY_POINT_GROUP = "pear.methods"

@@ -91,8 +91,9 @@ def branch(run_dir: str | os.PathLike[str], from_round: int, methods: Sequence[s
     from pear.tasks import grading as tasks
     man, exp = parent_experiment(run_dir)
     if not isinstance(from_round, int) or not 0 <= from_round < exp.debate.rounds:
+        last = exp.debate.rounds - 1
         raise ValueError(f"invalid --from-round {from_round!r}: the parent debates have "
-                         f"{exp.debate.rounds} rounds; branch after round 0..{exp.debate.rounds - 1}")
+                         f"{exp.debate.rounds} rounds; branch after round 0..{last}")
     for m in methods:
         if spec(m).route is None:
             raise ValueError(f"invalid method {m!r} for a branch: it has no debate rounds")

@@ -15,8 +15,8 @@ from pear.store import indexing, view
 from pear.store.findings import (DROP_ENV, KINDS, Findings, ValidationError,  # noqa: F401
                                  drop_invalid_default, escape)
 
-__all__ = ["Validation", "validate", "check_branches", "ValidationError", "Findings", "KINDS", "escape",
-           "drop_invalid_default", "DROP_ENV"]
+__all__ = ["Validation", "validate", "check_branches", "ValidationError", "Findings", "KINDS",
+           "escape", "drop_invalid_default", "DROP_ENV"]
 
 
 # ----------------------------------------------------------------- the entry points
