@@ -325,3 +325,21 @@ def test_an_installed_package_shows_in_pear_methods_and_the_main_table(tmp_path)
     table = (tmp_path / "figures" / "main_results.md").read_text()
     header = next(x for x in table.splitlines() if "PEAR" in x)
     assert header.index("PEAR") < header.index("Outside router"), header
+
+
+@pytest.mark.parametrize("n, k", [(3, 1), (4, 2)])
+def test_every_method_runs_a_small_debate(n, k):
+    """The smoke preset's shape (3 agents, k = 1) and another: every registered method, the
+    related work included, runs two rounds and gives each agent a valid answer."""
+    from pear.backends.simulated import SimulatedBackend
+    from pear.core.config import DebateConfig
+    from pear.core.engine import Engine, Job
+    from record_factory import arithmetic_questions
+    qs = arithmetic_questions(2)
+    eng = Engine(SimulatedBackend({(q.dataset, q.id): q.gold for q in qs}, n_agents=n),
+                 DebateConfig(n_agents=n, rounds=2, k=k))
+    names = [m for m in methods.names() if not methods.is_self_consistency(m)]
+    recs = list(eng.run([Job(q, methods.method(m), 0) for q in qs for m in names]))
+    assert len(recs) == 2 * len(names) and not eng.failed
+    for r in recs:
+        assert all(0 <= s < n and 0 <= t < n for rd in r["rounds_data"] for s, t in rd["edges"])

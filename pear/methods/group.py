@@ -31,15 +31,16 @@ def groups(n: int, group_size: int = 0) -> list[list[int]]:
     """Agents in consecutive groups of ``group_size`` (0: ceil(n / 2)), at least 2 each
     (a last group of one joins the one before).
 
-    >>> groups(5), groups(6, 2)
-    ([[0, 1, 2], [3, 4]], [[0, 1], [2, 3], [4, 5]])
+    >>> groups(5), groups(6, 2), groups(3)
+    ([[0, 1, 2], [3, 4]], [[0, 1], [2, 3], [4, 5]], [[0, 1, 2]])
     """
     g = group_size or -(-n // 2)
     if not isinstance(g, int) or g < 2:
         raise ValueError(f"invalid group_size={group_size!r}: use an integer >= 2 (0 = n/2)")
     out = [list(range(i, min(i + g, n))) for i in range(0, n, g)]
     if len(out) > 1 and len(out[-1]) < 2:
-        out[-2] += out.pop()
+        last = out.pop()
+        out[-1] += last
     return out
 
 
