@@ -56,6 +56,10 @@ def significance(debates: pd.DataFrame, method: str, against: str, *, seed: int 
     from pear.analysis import stats
     pairs = metrics.paired(debates, method, against)
     a, b = pairs["correct_a"].to_numpy(), pairs["correct_b"].to_numpy()
+    if len(pairs) < 2:  # a pipeline-check build of one question: no interval, no test
+        diff = float((a - b).mean()) if len(pairs) else np.nan
+        return {"diff": diff, "low": np.nan, "high": np.nan, "p_exact": np.nan,
+                "n_pairs": len(pairs)}
     diff, low, high = stats.bootstrap_diff(a, b, n_resamples=n_resamples,
                                            rng=np.random.default_rng(seed))
     _, test = stats.mcnemar_table(a, b)
