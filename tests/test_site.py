@@ -313,8 +313,12 @@ def test_the_first_page_names_models_by_display_name_and_folds_long_text(smoke_l
     site.write_site(tmp_path / "site", figures_dir=fig_dir, notebooks_dir=nb_dir,
                     runs_dir=out, notebooks=outputs, meta=meta, case_study=evil["debate_id"],
                     ledger=ledger.ledger_html(claims, title="", link=lambda k, n: (
-                        "debates/index.html" if k == "debates" else None)))
+                        "debates/index.html" if k == "debates" else None)),
+                    claims_diff="<p>1 claims moved between previous and this build</p>")
     page = (tmp_path / "site" / "index.html").read_text()
+    # given a previous build, the moved claims follow the ledger on the first page
+    assert page.index('id="claims"') < page.index('id="claims-diff"') < page.index('id="built"')
+    assert "Changes since the previous build" in page
     seen = _visible(page)
     assert not re.search(r"[0-9a-f]{64}", seen) and "sha256" not in seen
     assert "SmolLM2-135M (Q4_1)" in seen
