@@ -118,21 +118,8 @@ def branch(run_dir: str | os.PathLike[str], from_round: int, methods: Sequence[s
     if parents and models != {engine.model}:
         raise ValueError(f"the branch's model {engine.model!r} is not the parent run's "
                          f"({', '.join(sorted(models))}): branch with the parent's model")
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    info = {"run": str(Path(run_dir).resolve()), "round": from_round,
-            "parent_method": parent}
-    old = manifest_io.read(out)
-    if old is not None and {k: v for k, v in (old.get("branched_from") or {}).items()
-                            if k != "run"} != {k: v for k, v in info.items() if k != "run"}:
-        raise ValueError(f"run directory {str(out)!r} holds another run (branched_from "
-                         f"{old.get('branched_from')!r}); use a new --out")
-    bexp = dataclasses.replace(exp, methods=tuple(methods), full_datasets=())
-    manifest = ex._open_manifest(bexp, out, old, engine.backend_name, [engine.model])
-    manifest.update({"branched_from": info, "backend_settings": [backend.settings()],
-                     "model_ids": [engine.model]})
-    manifest_io.write(out, manifest)
     questions = {(q.dataset, q.id): q for q, _ in ex._questions(exp)}
+    out = Path(out_dir)
     rdir = ex.model_dir(out, engine.model)
     done = completed_ids(rdir)
     todo, skipped, already = [], 0, 0
@@ -150,6 +137,19 @@ def branch(run_dir: str | os.PathLike[str], from_round: int, methods: Sequence[s
                 already += 1
             else:
                 todo.append((job, rec))
+    out.mkdir(parents=True, exist_ok=True)  # every check passed: now write
+    info = {"run": str(Path(run_dir).resolve()), "round": from_round,
+            "parent_method": parent}
+    old = manifest_io.read(out)
+    if old is not None and {k: v for k, v in (old.get("branched_from") or {}).items()
+                            if k != "run"} != {k: v for k, v in info.items() if k != "run"}:
+        raise ValueError(f"run directory {str(out)!r} holds another run (branched_from "
+                         f"{old.get('branched_from')!r}); use a new --out")
+    bexp = dataclasses.replace(exp, methods=tuple(methods), full_datasets=())
+    manifest = ex._open_manifest(bexp, out, old, engine.backend_name, [engine.model])
+    manifest.update({"branched_from": info, "backend_settings": [backend.settings()],
+                     "model_ids": [engine.model]})
+    manifest_io.write(out, manifest)
     summary = BranchSummary(0, already, skipped, 0, 0)
     bar = ex._progress(len(todo), progress)
     with RecordWriter(rdir) as writer:
