@@ -16,18 +16,17 @@ interpolated SC correctness of a question is the same weighted mix of its two K'
 """
 from __future__ import annotations
 
-import re
 from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
 from pear.catalog.labels import sort_rows
+from pear.core.methods import sc_k
 
 __all__ = ["sc_size", "sc_methods", "sc_curve", "interpolation_weights", "sc_matched",
            "table_sc_matched"]
 
-_SC = re.compile(r"sc@([0-9]+)")
 KEYS = ["model", "dataset", "seed", "question_id"]
 
 
@@ -38,10 +37,7 @@ def sc_size(method: str, n_agents: int) -> int | None:
     >>> sc_size("sc@20", 5), sc_size("cot_sc", 5), sc_size("pear", 5)
     (20, 5, None)
     """
-    if method == "cot_sc":
-        return int(n_agents)
-    m = _SC.fullmatch(str(method))
-    return int(m.group(1)) if m else None
+    return int(n_agents) if method == "cot_sc" else sc_k(method)
 
 
 def sc_methods(debates: pd.DataFrame) -> tuple[str, ...]:
@@ -50,8 +46,8 @@ def sc_methods(debates: pd.DataFrame) -> tuple[str, ...]:
     >>> sc_methods(pd.DataFrame({"method": ["pear", "sc@40", "sc@10", "cot_sc"]}))
     ('sc@10', 'sc@40')
     """
-    names = [m for m in debates["method"].unique() if _SC.fullmatch(str(m))]
-    return tuple(sorted(names, key=lambda m: int(m.split("@")[1])))
+    names = [m for m in debates["method"].unique() if sc_k(m) is not None]
+    return tuple(sorted(names, key=sc_k))
 
 
 def _sc_debates(debates: pd.DataFrame) -> pd.DataFrame:

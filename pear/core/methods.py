@@ -53,7 +53,7 @@ __all__ = [
     "RouterState", "Decision", "MethodSpec", "register", "unregister", "spec", "names",
     "method", "ordered", "order_key", "plugin_names", "describe", "load_plugins",
     "check_edges", "route_debates", "aggregate", "call_route", "initial_agents", "provenance",
-    "pear_route", "is_self_consistency", "SC_SIZES", "SC_MAX", "ENTRY_POINT_GROUP",
+    "pear_route", "sc_k", "is_self_consistency", "SC_SIZES", "SC_MAX", "ENTRY_POINT_GROUP",
     "PLUGINS_ENV", "BUNDLED_PLUGINS",
 ]
 
@@ -345,9 +345,9 @@ def order_key(name: str) -> tuple[int, int, str]:
     every other name alphabetically (a stable order whatever loaded first)."""
     if name in METHODS:
         return (0, METHODS.index(name), name)
-    sc = _SC.fullmatch(str(name))
-    if sc is not None:
-        return (0, METHODS.index("cot_sc"), f"~{int(sc.group(1)):03d}")
+    k = sc_k(name)
+    if k is not None:
+        return (0, METHODS.index("cot_sc"), f"~{k:03d}")
     return (1, 0, str(name))
 
 
@@ -357,13 +357,23 @@ def ordered(method_names: Iterable[str]) -> list[str]:
     return sorted(dict.fromkeys(method_names), key=order_key)
 
 
+def sc_k(name: str) -> int | None:
+    """K of a method named ``sc@K``; None for any other name.
+
+    >>> sc_k("sc@20"), sc_k("cot_sc")
+    (20, None)
+    """
+    m = _SC.fullmatch(str(name))
+    return int(m.group(1)) if m else None
+
+
 def is_self_consistency(name: str) -> bool:
     """Whether ``name`` is ``sc@K``.
 
     >>> is_self_consistency("sc@20"), is_self_consistency("cot_sc")
     (True, False)
     """
-    return _SC.fullmatch(str(name)) is not None
+    return sc_k(name) is not None
 
 
 def names() -> list[str]:

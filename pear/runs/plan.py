@@ -81,10 +81,10 @@ def _round0_calls(group: Sequence[Job], n_agents: int) -> int:
     return max(initial_agents(j.method, n_agents) for j in group)
 
 
-def _initial(record: Mapping[str, Any], n_agents: int) -> int:
-    """The initial answers a record's debate holds: 1 (CoT), K (``sc@K``) or n."""
-    return n_agents if record["method"] not in ("cot",) and not record["method"].startswith(
-        "sc@") else int(record["n_agents"])
+def _initial(record: Mapping[str, Any]) -> int:
+    """The initial answers a record's debate holds: 1 (CoT), K (``sc@K``) or n — the
+    record's own agent count (the engine records one entry per agent that answered)."""
+    return int(record["n_agents"])
 
 
 @dataclass
@@ -119,7 +119,7 @@ def _units(records: Iterable[Mapping[str, Any]], n_agents: int) -> _Unit:
         if ds not in round0:
             raise ValueError(f"the records hold no CoT or CoT-SC debate on {ds!r}: the cost "
                              "of the shared initial answers cannot be separated")
-        k = _initial(r, n_agents)
+        k = _initial(r)
         base = round0[ds]
         extra_lists[(ds, r["method"])].append(
             [r["calls"] - k, t["prompt"] - k * base[0], t["completion"] - k * base[1],
@@ -160,7 +160,7 @@ def _reply_share(records: Sequence[Mapping[str, Any]], n_agents: int, budget: in
     methods: dict[tuple, int] = {}
     calls = completion = 0.0
     for r in records:
-        k = _initial(r, n_agents)
+        k = _initial(r)
         key = (r["seed"], r["dataset"], r["question_id"])
         methods[key] = max(methods.get(key, 0), k)
         calls += r["calls"] - k
