@@ -16,7 +16,7 @@ import os
 import statistics
 import time
 
-from pear.backends.base import Request
+from pear.core.backend import Request
 from pear.backends.llamacpp import LlamaCppBackend, default_model_path, schema_grammar
 from types import SimpleNamespace
 

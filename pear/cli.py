@@ -309,7 +309,11 @@ def _cmd_run(a: argparse.Namespace) -> int:
     else:
         backend = make_backend(a.backend, exp=exp, model_path=a.model_path,
                                base_urls=a.base_url, cache_path=cache)
-    summary = run(exp, backend, out, progress=not a.quiet)
+    summary = run(exp, backend, out, progress=not a.quiet, stop=_stop_on_signal())
+    if summary.stopped:
+        print(f"pear: stopped by a signal after {summary.written} debates (every finished "
+              "debate is recorded); rerun the same command to resume", file=sys.stderr)
+        return 143
     print(f"{summary.written} debates written, {summary.already_done} already done, "
           f"{len(summary.failed)} failed; {summary.requests} requests in "
           f"{summary.generate_calls} backend calls, {summary.tokens} tokens, "
@@ -318,6 +322,27 @@ def _cmd_run(a: argparse.Namespace) -> int:
         print(f"first failure: {summary.failed[0][1]} (rerun the same command to resume)",
               file=sys.stderr)
     return 0 if summary.complete else 1
+
+
+def _stop_on_signal():
+    """A ``stop`` flag for :func:`pear.runs.experiment.run` set by SIGTERM or SIGUSR1 (a
+    scheduler's preemption, or its warning before the time limit): the debates in flight
+    finish and are recorded, then the run stops.  A second signal stops at once."""
+    import signal
+    hits: list[int] = []
+
+    def handler(signum: int, _frame: Any) -> None:
+        hits.append(signum)
+        if len(hits) > 1:
+            raise KeyboardInterrupt
+        print(f"pear: {signal.Signals(signum).name}: finishing the debates in flight, then "
+              "stopping", file=sys.stderr, flush=True)
+    for sig in (signal.SIGTERM, signal.SIGUSR1):
+        try:
+            signal.signal(sig, handler)
+        except ValueError:  # not the main thread (e.g. called from a test's thread)
+            pass
+    return lambda: bool(hits)
 
 
 def _cmd_index(a: argparse.Namespace) -> int:
@@ -623,7 +648,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"pear: error: {err}", file=sys.stderr)
         return 2
     except Exception as err:  # noqa: BLE001 - backend errors reach the user as one line
-        from pear.backends.base import BackendError
+        from pear.core.backend import BackendError
         if isinstance(err, BackendError):
             print(f"pear: error: {err}", file=sys.stderr)
             return 2

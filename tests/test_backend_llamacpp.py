@@ -16,7 +16,7 @@ import pytest
 llama_cpp = pytest.importorskip("llama_cpp")
 
 from pear.backends import get  # noqa: E402
-from pear.backends.base import Backend, Request  # noqa: E402
+from pear.core.backend import Backend, Request  # noqa: E402
 from pear.backends.llamacpp import LlamaCppBackend, default_model_path  # noqa: E402
 from pear.core.prompts import initial_messages, schema_for  # noqa: E402
 

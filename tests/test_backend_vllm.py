@@ -214,7 +214,7 @@ def test_settings_record_engine_args_and_version(fake):
 
 
 def test_satisfies_backend_protocol(fake):
-    from pear.backends.base import Backend
+    from pear.core.backend import Backend
     assert isinstance(vllm_backend.VLLMBackend("org/model"), Backend)
 
 

@@ -13,7 +13,7 @@ from typing import Sequence
 
 import pytest
 
-from pear.backends.base import Backend, Completion, Request
+from pear.core.backend import Backend, Completion, Request
 from pear.backends.cache import CachedBackend, cache_key
 
 REPO = Path(__file__).resolve().parents[1]
@@ -190,7 +190,7 @@ def test_threads_share_one_cache(path):
 
 WRITER = """
 import sys, time
-from pear.backends.base import Completion, Request
+from pear.core.backend import Completion, Request
 from pear.backends.cache import CachedBackend
 
 class Inner:

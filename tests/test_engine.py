@@ -4,7 +4,7 @@ import json
 import numpy as np
 import pytest
 
-from pear.backends.base import Completion
+from pear.core.backend import Completion
 from pear.backends.simulated import SimParams, SimulatedBackend
 from pear.core.config import METHODS, DebateConfig
 from pear.core.methods import method

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from pear.backends.base import Completion
+from pear.core.backend import Completion
 from pear.backends.simulated import SimulatedBackend
 from pear.core.config import DEBATE_METHODS, DebateConfig, config_hash
 from pear.core.methods import method

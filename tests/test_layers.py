@@ -13,8 +13,8 @@ PEAR = Path(__file__).resolve().parents[1] / "pear"
 
 LAYERS = {  # package -> floor; a module may import its own floor and the floors below
     "paths": 0,      # where things are (standard library only)
-    "backends": 1,   # LLM runtimes behind Backend.generate; know nothing of the protocol
-    "core": 2,       # the protocol, numpy only (imports backends.base, the interface)
+    "core": 1,       # the protocol, numpy only, with the interface it calls (core.backend)
+    "backends": 2,   # LLM runtimes implementing the core's Backend.generate
     "methods": 3,    # pear.methods: the registry's public face and the related-work plug-ins
     "testing": 3,    # pear.testing: router conformance checks (core only)
     "tasks": 3,      # benchmarks and grading (use the core's seeds)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pear import cli
-from pear.backends.base import Request
+from pear.core.backend import Request
 from pear.backends.dry import DryBackend, fill_schema
 from pear.cli import make_backend
 from pear.core.config import METHODS, RouterConfig

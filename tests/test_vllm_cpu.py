@@ -198,7 +198,7 @@ LLAMACPP_PYTHON = ROOT / ".venv" / "bin" / "python"
 
 _LLAMACPP_PROMPT_TOKENS = r"""
 import json, sys
-from pear.backends.base import Request
+from pear.core.backend import Request
 from pear.backends.llamacpp import LlamaCppBackend
 convs = json.load(sys.stdin)
 be = LlamaCppBackend(n_ctx=2048)

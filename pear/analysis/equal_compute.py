@@ -21,6 +21,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from pear.analysis import stats
 from pear.catalog.labels import sort_rows
 from pear.core.methods import sc_k
 
@@ -92,18 +93,6 @@ def interpolation_weights(tokens: Sequence[float], x: float) -> tuple[int, int, 
     return lo, hi, float((x - t[lo]) / (t[hi] - t[lo]))
 
 
-def _bootstrap_mean(values: np.ndarray, rng: np.random.Generator, n_resamples: int,
-                    alpha: float = 0.05) -> tuple[float, float, float]:
-    """Mean of ``values`` with a percentile bootstrap (1 - alpha) interval."""
-    mean = float(values.mean())
-    if values.size < 2 or np.all(values == values[0]):
-        return mean, mean, mean
-    idx = rng.integers(0, values.size, size=(n_resamples, values.size))
-    means = values[idx].mean(axis=1)
-    low, high = np.quantile(means, [alpha / 2, 1 - alpha / 2])
-    return mean, float(low), float(high)
-
-
 def sc_matched(debates: pd.DataFrame, methods: Sequence[str] | None = None, *,
                n_resamples: int = 5000, seed: int = 0) -> pd.DataFrame:
     """Every debate method beside SC at its own mean tokens per example, per (model,
@@ -148,7 +137,8 @@ def sc_matched(debates: pd.DataFrame, methods: Sequence[str] | None = None, *,
                 wide[sorted({k_lo, k_hi})].astype(float), how="inner").dropna()
             sc_q = (1 - w) * pairs[k_lo].to_numpy() + w * pairs[k_hi].to_numpy()
             d = pairs["method"].to_numpy() - sc_q
-            diff, low, high = _bootstrap_mean(d, rng, n_resamples) if d.size else (np.nan,) * 3
+            diff, low, high = stats.bootstrap_mean(d, n_resamples, rng=rng) if d.size \
+                else (np.nan,) * 3
             rows.append({"model": model, "dataset": ds, "method": m,
                          "tokens_per_example": tokens, "accuracy": float(deb["correct"].mean()),
                          "sc_accuracy": float(sc_q.mean()) if d.size else np.nan,

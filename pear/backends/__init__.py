@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from pear.backends.base import Backend, BackendError, Completion, Request
+from pear.core.backend import Backend, BackendError, Completion, Request
 
 __all__ = ["get", "BACKENDS", "Backend", "BackendError", "Completion", "Request"]
 

@@ -10,7 +10,7 @@ Only successful, non-empty completions are stored (truncated ones, ``finish_reas
 so a later run retries them. Writes happen in one transaction per batch in WAL mode: a
 process killed mid-write leaves the previous consistent state.
 
->>> from pear.backends.base import Completion, Request
+>>> from pear.core.backend import Completion, Request
 >>> class Echo:
 ...     name, model_id = "echo", "echo-1"
 ...     def generate(self, requests):
@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
-from pear.backends.base import Backend, Completion, Request
+from pear.core.backend import Backend, Completion, Request
 
 __all__ = ["CachedBackend", "cache_key"]
 

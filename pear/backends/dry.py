@@ -18,7 +18,7 @@ import hashlib
 import json
 from typing import Any, Sequence
 
-from pear.backends.base import Completion, Request
+from pear.core.backend import Completion, Request
 
 __all__ = ["DryBackend", "fill_schema"]
 

@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from pear.backends.base import BackendError, Completion, Request
+from pear.core.backend import BackendError, Completion, Request
 
 __all__ = ["LlamaCppBackend", "default_model_path", "schema_grammar"]
 

@@ -65,7 +65,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from pear.backends.base import Completion, Request
+from pear.core.backend import Completion, Request
 
 __all__ = ["SimParams", "SimulatedBackend", "DATASET_EASE"]
 

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from pear.backends.base import BackendError, Completion, Request
+from pear.core.backend import BackendError, Completion, Request
 
 __all__ = ["VLLMBackend", "VLLM_VERSION", "BUILDS", "Build", "installed_build", "cpu_settings",
            "release_engine", "convert_gguf", "CPU_MODEL_DIR"]

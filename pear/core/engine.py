@@ -34,7 +34,7 @@ from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 import numpy as np
 
 from pear.core import parsing, prompts
-from pear.backends.base import Backend, Completion, Request
+from pear.core.backend import Backend, Completion, Request
 from pear.core.hashing import base_graph_seed, branch_debate_id, debate_id, derive_seed
 from pear.core import methods
 from pear.core.config import ROLE_CONFIDENCE, DebateConfig, Method, config_hash

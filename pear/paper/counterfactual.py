@@ -60,19 +60,6 @@ def run_branches(backend: str, parent: Results, methods: Sequence[str], from_rou
     return view.load(out).debates, out, r
 
 
-def _unpaired(a: np.ndarray, b: np.ndarray, rng: np.random.Generator,
-              n_resamples: int = 5000) -> tuple[float, float, float]:
-    """mean(a) - mean(b) with a percentile bootstrap 95% interval, the two samples
-    resampled independently (what a comparison of separate runs can claim)."""
-    diff = float(a.mean() - b.mean())
-    if a.size < 2 or b.size < 2:
-        return diff, np.nan, np.nan
-    da = a[rng.integers(0, a.size, (n_resamples, a.size))].mean(axis=1)
-    db = b[rng.integers(0, b.size, (n_resamples, b.size))].mean(axis=1)
-    low, high = np.quantile(da - db, [0.025, 0.975])
-    return diff, float(low), float(high)
-
-
 def effects(branches: pd.DataFrame, branch_run: str | Path, parent: Results, *,
             seed: int = 0) -> pd.DataFrame:
     """One row per branched method: pairs, the parent's and the branch's accuracy, the
@@ -93,14 +80,11 @@ def effects(branches: pd.DataFrame, branch_run: str | Path, parent: Results, *,
         pairs = br.set_index(KEYS)["correct"].rename("branch").to_frame().join(
             par, how="inner")
         a, b = pairs["branch"].to_numpy(int), pairs["parent"].to_numpy(int)
-        if a.size >= 2:
-            diff, low, high = stats.bootstrap_diff(a, b, n_resamples=5000, rng=rng)
-            p = stats.mcnemar_table(a, b)[1].pvalue_exact
-        else:
-            diff = float((a - b).mean()) if a.size else np.nan
-            low = high = p = np.nan
+        e = stats.paired_effect(a, b, n_resamples=5000, rng=rng)
+        diff, low, high, p = e.diff, e.low, e.high, e.p_exact
         full = deb[deb["method"] == m]["correct"].to_numpy(int)[:a.size]
-        u = _unpaired(full, b, rng) if full.size else (np.nan,) * 3
+        u = stats.bootstrap_diff_unpaired(full, b, 5000, rng=rng) if full.size \
+            else (np.nan,) * 3
         calls = int(br["calls"].sum())
         rows.append({"method": m, "parent": pm, "n_pairs": int(a.size),
                      "parent_accuracy": float(b.mean()) if b.size else np.nan,

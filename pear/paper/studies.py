@@ -123,15 +123,6 @@ def run_variants(backend: str, variants: Mapping[str, Experiment], runs_dir: str
     return out
 
 
-def _diff_ci(a: Any, b: Any, rng: np.random.Generator) -> tuple[float, float, float]:
-    """Mean paired difference with a paired bootstrap 95% CI; no interval (NaN) from fewer
-    than two pairs (a pipeline-check build of one question)."""
-    a, b = np.asarray(a, dtype=int), np.asarray(b, dtype=int)
-    if a.size < 2:
-        return float((a - b).mean()) if a.size else np.nan, np.nan, np.nan
-    return stats.bootstrap_diff(a, b, n_resamples=2000, rng=rng)
-
-
 # --------------------------------------------------------------------------- 09 theory
 
 def theory_checks(runs: Results | str | Path, cfg: RouterConfig = RouterConfig(), *,
@@ -240,9 +231,10 @@ def consistent_taus(runs: Mapping[str, Results], study_gap: float, *,
             continue
         both = pd.concat([res.debates, base], ignore_index=True)
         pair = metrics.paired(both, "pear", "random")
-        diff, lo, hi = _diff_ci(pair["correct_a"], pair["correct_b"], rng)
-        rows.append({"variant": name, "tau": res.exp.router.tau, "gap": diff, "low": lo,
-                     "high": hi, "study_gap": study_gap, "consistent": lo <= study_gap <= hi})
+        e = stats.paired_effect(pair["correct_a"], pair["correct_b"], 2000, rng=rng)
+        rows.append({"variant": name, "tau": res.exp.router.tau, "gap": e.diff, "low": e.low,
+                     "high": e.high, "study_gap": study_gap,
+                     "consistent": e.low <= study_gap <= e.high})
     return pd.DataFrame(rows)
 
 
@@ -305,9 +297,8 @@ def robustness_table(runs: Mapping[str, Results], *, seed: int = 0) -> pd.DataFr
                 tagged = pd.concat([part.assign(method="with_role"),
                                     honest[honest["method"] == m]], ignore_index=True)
                 pair = metrics.paired(tagged, "with_role", m)
-                d, lo, hi = _diff_ci(pair["correct_a"], pair["correct_b"], rng)
-                row.update(drop=d, low=lo, high=hi, mcnemar_p=stats.mcnemar_table(
-                    pair["correct_a"], pair["correct_b"])[1].pvalue_exact)
+                e = stats.paired_effect(pair["correct_a"], pair["correct_b"], 2000, rng=rng)
+                row.update(drop=e.diff, low=e.low, high=e.high, mcnemar_p=e.p_exact)
             rows.append(row)
     return pd.DataFrame(rows)
 

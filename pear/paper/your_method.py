@@ -17,7 +17,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from pear.analysis import metrics
+from pear.analysis import metrics, stats
 from pear.catalog.labels import method_label, method_order
 from pear.paper.study import Results
 
@@ -53,18 +53,10 @@ def significance(debates: pd.DataFrame, method: str, against: str, *, seed: int 
                  n_resamples: int = 5000) -> dict[str, Any]:
     """``method`` against ``against`` on the same (model, dataset, seed, question): the
     accuracy difference with a paired bootstrap 95% interval and McNemar's exact p."""
-    from pear.analysis import stats
     pairs = metrics.paired(debates, method, against)
-    a, b = pairs["correct_a"].to_numpy(), pairs["correct_b"].to_numpy()
-    if len(pairs) < 2:  # a pipeline-check build of one question: no interval, no test
-        diff = float((a - b).mean()) if len(pairs) else np.nan
-        return {"diff": diff, "low": np.nan, "high": np.nan, "p_exact": np.nan,
-                "n_pairs": len(pairs)}
-    diff, low, high = stats.bootstrap_diff(a, b, n_resamples=n_resamples,
-                                           rng=np.random.default_rng(seed))
-    _, test = stats.mcnemar_table(a, b)
-    return {"diff": diff, "low": low, "high": high, "p_exact": test.pvalue_exact,
-            "n_pairs": len(pairs)}
+    e = stats.paired_effect(pairs["correct_a"].to_numpy(), pairs["correct_b"].to_numpy(),
+                            n_resamples, rng=np.random.default_rng(seed))
+    return {"diff": e.diff, "low": e.low, "high": e.high, "p_exact": e.p_exact, "n_pairs": e.n}
 
 
 def comparison(res: Results) -> pd.DataFrame:
