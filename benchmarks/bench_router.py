@@ -75,8 +75,8 @@ def bench_batch(n: int, m_max: int, debates: int, reps: int) -> float:
         rel = candidate_pool(base, n, m_max, rng)  # pre-drawn: no pool draw is timed
         st = RouterState(tuple(str(x) for x in rng.integers(0, 3, n)),
                          tuple(int(x) for x in rng.integers(1, 6, n)),
-                         tuple(float(x) for x in rng.random(n)), base)
-        items.append((st, cfg, np.random.default_rng(len(items)), rel))
+                         tuple(float(x) for x in rng.random(n)), base, config=cfg)
+        items.append((st, np.random.default_rng(len(items)), rel))
     t0 = time.perf_counter()
     for _ in range(reps):
         route_batch(items)

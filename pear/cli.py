@@ -101,6 +101,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="bootstrap seed for a ledger computed from a run directory")
     _add_parity(sub)
     _add_branch(sub)
+    _add_launch(sub)
     return p
 
 
@@ -212,6 +213,27 @@ def _add_inspection(sub: Any) -> None:
     g.add_argument("run_dir")
     g.add_argument("--examples", type=_nonneg, default=3, help="examples per direction")
 
+    im = sub.add_parser("import", help="import other frameworks' recorded debates as a run",
+                        description="Read debate records written by another framework (du: Du "
+                                    "et al.'s {question: [agent_contexts, gold]}; dylan: "
+                                    "DyLAN's variant) into a new run directory of PEAR "
+                                    "records, graded by our graders; questions found in our "
+                                    "benchmark by their text take our ids and gold. Bad input "
+                                    "is an error naming the file and the entry (exit 2) and "
+                                    "nothing is written, unless --skip-bad.")
+    im.add_argument("format", choices=("du", "dylan"), help="the files' format")
+    im.add_argument("files", nargs="+", metavar="FILE", help="record files (.json or .json.gz)")
+    im.add_argument("--out", required=True, help="new run directory")
+    im.add_argument("--dataset", default="math500",
+                    help="one of ours (mmlu_pro, truthfulqa, gsm8k, math500; default math500) "
+                         "or a new name with --grading")
+    im.add_argument("--grading", choices=("numbers", "letters", "math"), default=None,
+                    help="how to grade a dataset we do not ship (e.g. Du et al.'s MMLU: "
+                         "letters)")
+    im.add_argument("--model", default="", help="the model that debated, recorded as given")
+    im.add_argument("--skip-bad", action="store_true",
+                    help="import the good entries and list the bad ones in the manifest")
+
 
 def _add_paper(sub: Any) -> None:
     pp = sub.add_parser("paper", help="execute every notebook (jupytext + papermill)",
@@ -239,27 +261,27 @@ def _add_plugin_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def _load_plugins(a: argparse.Namespace) -> None:
-    """Import ``--plugin`` modules and ``$PEAR_PLUGINS``; the variable is extended so that
-    the notebook kernels of ``pear paper`` load them too."""
-    from pear.core.methods import PLUGINS_ENV, load_plugins
+    """Import the plug-in modules (entry points, ``$PEAR_PLUGINS``, ``--plugin``); the
+    variable is extended so that the notebook kernels of ``pear paper`` load them too."""
+    from pear.methods import PLUGINS_ENV, load_plugins
     mods = list(getattr(a, "plugin", None) or [])
     if mods:
         old = [m for m in os.environ.get(PLUGINS_ENV, "").split(",") if m.strip()]
         os.environ[PLUGINS_ENV] = ",".join(dict.fromkeys(old + mods))
-    if mods or os.environ.get(PLUGINS_ENV, "").strip():
-        load_plugins()
+    load_plugins()  # entry points, $PEAR_PLUGINS, --plugin: once, before any name is read
 
 
 def _cmd_methods(_a: argparse.Namespace) -> int:
-    from pear.core.methods import describe
-    rows = describe()
+    from pear.catalog.labels import method_label, method_order
+    from pear.methods import names, spec
     print(f"{'method':<18}{'label':<26}{'origin':<14}{'kind':<8}{'module':<31}params")
-    for r in rows:
-        where = r["module"] + (f" {r['version']}" if r["version"] else "")
-        print(f"{r['method']:<18}{r['label']:<26}{r['origin']:<14}{r['kind']:<8}{where:<30} "
-              f"{r['params'] or '-'}")
-        if r["description"]:
-            print(f"{'':<18}{r['description']}")
+    for name in method_order(names()):
+        m = spec(name)
+        where = (m.module or "pear.core.methods") + (f" {m.version}" if m.version else "")
+        params = ", ".join(f"{k}={v}" for k, v in m.params) or "-"
+        print(f"{name:<18}{method_label(name):<26}{m.origin:<14}{m.kind:<8}{where:<30} {params}")
+        if m.description:
+            print(f"{'':<18}{m.description}")
     return 0
 
 
@@ -267,8 +289,9 @@ _DROP_HELP = ("analyse the valid records of a damaged run (say what was left out
               "stopping")
 
 
-def _cmd_run(a: argparse.Namespace) -> int:
-    from pear.runs.experiment import preset, run
+def _run_experiment(a: argparse.Namespace) -> Any:
+    """The grid ``pear run``'s arguments choose (also what each ``pear launch`` shard runs)."""
+    from pear.runs.experiment import preset
     over: dict[str, Any] = {}
     for arg, key in (("datasets", "datasets"), ("methods", "methods"), ("seeds", "seeds"),
                      ("n_questions", "n_questions"), ("rounds", "rounds"),
@@ -289,7 +312,12 @@ def _cmd_run(a: argparse.Namespace) -> int:
         over["shard"] = a.shard
     if a.no_study_scope:
         over["study_scope"] = False
-    exp = preset(a.preset, **over)
+    return preset(a.preset, **over)
+
+
+def _cmd_run(a: argparse.Namespace) -> int:
+    from pear.runs.experiment import run
+    exp = _run_experiment(a)
     if a.backend == "vllm":  # fail before anything is written, not at the n-th model
         from pear.catalog.models import backend_settings, check_vllm_model
         for m in exp.models:
@@ -327,14 +355,18 @@ def _cmd_run(a: argparse.Namespace) -> int:
 def _stop_on_signal():
     """A ``stop`` flag for :func:`pear.runs.experiment.run` set by SIGTERM or SIGUSR1 (a
     scheduler's preemption, or its warning before the time limit): the debates in flight
-    finish and are recorded, then the run stops.  A second signal stops at once."""
+    finish and are recorded, then the run stops.  A signal more than 5 s after the first
+    (not the same one sent twice, as Slurm and the task's script both do) stops at once."""
     import signal
-    hits: list[int] = []
+    import time
+    hits: list[float] = []
 
     def handler(signum: int, _frame: Any) -> None:
-        hits.append(signum)
+        hits.append(time.monotonic())
         if len(hits) > 1:
-            raise KeyboardInterrupt
+            if hits[-1] - hits[0] > 5.0:
+                raise KeyboardInterrupt
+            return
         print(f"pear: {signal.Signals(signum).name}: finishing the debates in flight, then "
               "stopping", file=sys.stderr, flush=True)
     for sig in (signal.SIGTERM, signal.SIGUSR1):
@@ -397,6 +429,13 @@ def _cmd_show_debate(a: argparse.Namespace) -> int:
     from pear.paper.study import REPO_ROOT
     path = Path(a.out) if a.out else page_path(REPO_ROOT / "build" / "site", a.debate)
     print(write_debate_page(view, a.debate, path))
+    return 0
+
+
+def _cmd_import(a: argparse.Namespace) -> int:
+    from pear.store.importing import import_files
+    print(import_files(a.format, a.files, a.out, dataset=a.dataset, grading=a.grading,
+                       model=a.model, skip_bad=a.skip_bad).report())
     return 0
 
 
@@ -609,6 +648,137 @@ def _cmd_branch(a: argparse.Namespace) -> int:
     return 0
 
 
+# ----------------------------------------------------------------- launch (pear.runs.launch)
+
+_LAUNCH_GRID = ("preset", "backend", "datasets", "methods", "seeds", "n_questions", "rounds",
+                "agents", "no_full", "no_study_scope", "prompt_style", "stop", "base_url",
+                "no_cache")
+"""The options of ``pear launch`` that every shard's ``pear run`` repeats."""
+
+
+def _add_launch(sub: Any) -> None:
+    la = sub.add_parser("launch", help="run a grid's shards on a Slurm cluster or as local "
+                        "processes; status; merge", description="Shards of a grid as Slurm "
+                        "job arrays (one per model) or local processes, each a resumable "
+                        "`pear run --shard i/N`, merged per model into OUT/<model>/ "
+                        "(docs/cluster.md).")
+    lsub = la.add_subparsers(dest="launch_command", required=True, parser_class=_Parser)
+    for name, what in (("slurm", "submit one Slurm job array per model and a merge job"),
+                       ("local", "run the shards as local processes, then merge")):
+        p = lsub.add_parser(name, help=what, description=what + "; rerunning submits only "
+                            "the shards that are not complete")
+        _grid_arguments(p, preset="paper", backend="vllm", verb="launch")
+        p.add_argument("--model", action="append", help="model name, registry key or group "
+                       "(paper, api, study); repeatable; one array per model")
+        p.add_argument("--base-url", action="append", help="OpenAI-compatible endpoint "
+                       "(openai backend); repeatable")
+        p.add_argument("--prompt-style", choices=("paper", "compact"))
+        p.add_argument("--stop", help="early stopping (as `pear run --stop`)")
+        p.add_argument("--no-cache", action="store_true", help="no response cache per shard")
+        p.add_argument("--out", required=True, help="launch directory")
+        p.add_argument("--shards", type=_positive, help="shards per model")
+        p.add_argument("--target-hours", type=_positive_float, metavar="H",
+                       help="instead of --shards: as many shards as keep each task under H "
+                       "hours by the `pear plan` estimate (vllm)")
+        p.add_argument("--gpu-kind", default="h100", help="GPU kind for memory and time "
+                       "estimates (docs/cluster.md; default h100)")
+        p.add_argument("--throughput", type=_positive_float,
+                       help="computed tokens per second of one GPU (default: the GPU kind's)")
+        p.add_argument("--time", help="time limit per task (Slurm format; default: from the "
+                       "estimate)")
+        p.add_argument("--gpus-per-node", type=_positive,
+                       help="refuse models that need more GPUs per task")
+        if name == "slurm":
+            p.add_argument("--partition")
+            p.add_argument("--account")
+            p.add_argument("--throttle", type=_positive, metavar="K",
+                           help="at most K tasks of an array at once (%%K)")
+            p.add_argument("--sbatch-arg", action="append", default=[], metavar="ARG",
+                           help="passed to every array script as '#SBATCH ARG' (repeatable)")
+            p.add_argument("--dry-run", action="store_true",
+                           help="write the scripts under OUT/launch/, submit nothing")
+        else:
+            p.add_argument("--parallel", type=_positive, default=1,
+                           help="processes at once (capped by the visible GPUs)")
+    st = lsub.add_parser("status", help="debates done / expected per model and shard",
+                         description="Progress from the records (and squeue where it knows "
+                         "the tasks): per shard debates done / expected, Slurm state, "
+                         "restarts; totals with an ETA.")
+    st.add_argument("out", help="launch directory")
+    mg = lsub.add_parser("merge", help="merge each model's shards into OUT/<model>/ and "
+                         "name what is missing (the merge job runs this)")
+    mg.add_argument("out", help="launch directory")
+
+
+def _launch_run_args(a: argparse.Namespace, parser_actions: Any = None) -> list[str]:
+    """The ``pear run`` arguments of the launch's grid, in a fixed order."""
+    out = ["--preset", a.preset, "--backend", a.backend]
+    for dest in _LAUNCH_GRID[2:]:
+        v = getattr(a, dest, None)
+        flag = "--" + dest.replace("_", "-")
+        if v is None or v is False or v == []:
+            continue
+        if v is True:
+            out.append(flag)
+        elif dest == "base_url":
+            for url in v:
+                out += [flag, url]
+        else:
+            out += [flag, ",".join(map(str, v)) if isinstance(v, tuple) else str(v)]
+    return out
+
+
+def _cmd_launch(a: argparse.Namespace) -> int:
+    from pear.runs import launch as L
+    if a.launch_command in ("status", "merge"):
+        spec = L.read_launch(a.out)
+        if a.launch_command == "status":
+            print(L.format_status(spec, L.status(spec)))
+            return 0
+        lines, complete = L.merge_launch(spec)
+        print("\n".join(lines))
+        return 0 if complete else 1
+    if a.shard:
+        raise ValueError("--shard is chosen by the launcher: give --shards N")
+    run_args = _launch_run_args(a)
+    run_ns = _parser().parse_args(["run", *run_args, "--out", a.out]
+                                  + [x for m in (a.model or []) for x in ("--model", m)])
+    exp = _run_experiment(run_ns)
+    if a.backend not in ("vllm", "openai") and a.model:
+        raise ValueError(f"--model is for the vllm and openai backends, not {a.backend!r}")
+    if a.launch_command == "slurm" and not a.dry_run:
+        L.check_slurm(a.partition)  # before anything is written
+    spec = L.plan_launch(exp, run_args, a.out, backend=a.backend, shards=a.shards,
+                         target_hours=a.target_hours, time_limit=a.time, gpu_kind=a.gpu_kind,
+                         throughput=a.throughput, gpus_per_node=a.gpus_per_node)
+    L.check_same_grid(spec)
+    L.write_launch(spec)
+    from pear.runs.launch.finish import describe
+    print("\n".join(describe(arr) for arr in spec.arrays))
+    if a.launch_command == "local":
+        results = L.run_local(spec, a.parallel)
+        failed = [f"{m} {i}" for m, i, rc in results if rc != 0]
+        if failed:
+            print(f"shards that did not finish: {', '.join(failed)} (logs in "
+                  f"{spec.dir / 'logs'}); rerun the same command to resume", file=sys.stderr)
+        lines, complete = L.merge_launch(spec)
+        print("\n".join(lines))
+        return 0 if complete else 1
+    paths = L.write_scripts(spec, partition=a.partition, account=a.account,
+                            throttle=a.throttle, sbatch_args=a.sbatch_arg)
+    print("scripts: " + ", ".join(str(p) for p in paths))
+    if a.dry_run:
+        return 0
+    done = L.submit(spec, throttle=a.throttle)
+    if not done:
+        print("nothing to submit: every shard is complete or still queued "
+              f"(pear launch status {a.out})")
+    for slug, job, shards in done:
+        print(f"submitted {slug}: job {job}"
+              + (f" (shards {','.join(map(str, shards))})" if shards else " (afterany)"))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -623,6 +793,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_index(args)
         if args.command == "validate":
             return _cmd_validate(args)
+        if args.command == "import":
+            return _cmd_import(args)
         if args.command in ("models", "plan", "merge"):
             return {"models": _cmd_models, "plan": _cmd_plan, "merge": _cmd_merge}[
                 args.command](args)
@@ -632,6 +804,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_parity(args)
         if args.command == "branch":
             return _cmd_branch(args)
+        if args.command == "launch":
+            return _cmd_launch(args)
         if args.command == "grade-check":
             from pear.runs.gradecheck import check_run, format_report
             print(format_report(check_run(args.run_dir, examples=args.examples)))

@@ -30,7 +30,7 @@ import numpy as np
 
 from pear.core.config import RouterConfig
 from pear.core.graphs import base_graph
-from pear.core.methods import check_edges, method, spec
+from pear.core.methods import check_edges, lookup as spec, method
 from pear.core.router import Decision, RouterState
 
 __all__ = ["check_router", "check_method", "random_states", "recorded_states",

@@ -111,12 +111,12 @@ def test_the_study_methods_are_registered_in_table_order_and_plugins_follow():
     from pear.core.config import METHODS
     study = [m for m in methods.names() if not methods.is_self_consistency(m)]
     assert study[:14] == list(METHODS)
-    # sc@K (registered on first use) sits beside CoT-SC, by K
-    assert methods.ordered(["pear", "sc@20", "cot_sc", "sc@5"]) == \
+    from pear.catalog.labels import method_label, method_order, sort_rows
+    # sc@K (registered on first use) sits beside CoT-SC, by K: the one table order
+    assert method_order(["pear", "sc@20", "cot_sc", "sc@5"]) == \
         ["cot_sc", "sc@5", "sc@20", "pear"]
     assert all(methods.spec(m).origin == "built-in" for m in METHODS)
-    assert methods.ordered(["zeta", "pear", "dar", "cot"]) == ["cot", "pear", "dar", "zeta"]
-    from pear.catalog.labels import method_label, sort_rows
+    assert method_order(["zeta", "pear", "dar", "cot"]) == ["cot", "pear", "dar", "zeta"]
     import pandas as pd
     rows = sort_rows(pd.DataFrame({"method": ["zeta", "dar", "pear", "cot"]}), ["method"])
     assert rows["method"].tolist() == ["cot", "pear", "dar", "zeta"]

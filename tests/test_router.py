@@ -106,9 +106,9 @@ def test_route_sampling_matches_selection_probabilities():
     rng = np.random.default_rng(7)
     counts: dict[bytes, int] = {}
     draws = 4000
-    state = RouterState(tuple(answers), tuple(conf), tuple(rho), base)
+    state = RouterState(tuple(answers), tuple(conf), tuple(rho), base, config=cfg)
     for _ in range(draws):
-        d = route(state, cfg, rng)
+        d = route(state, rng)
         key = np.packbits(to_adjacency(d.edges, n)).tobytes()
         counts[key] = counts.get(key, 0) + 1
     for key, p in expected.items():
@@ -236,10 +236,10 @@ def test_route_batch_equals_sequential_routes():
         cfg = method(["pear", "random", "pear_T", "pear_IL"][d % 4],
                      RouterConfig(tau=[0.1, 0.0, 0.5][d % 3])).router
         st_ = RouterState(tuple(rng.choice(list("abc"), n)), tuple(rng.integers(1, 6, n)),
-                          tuple(rng.random(n)), base)
+                          tuple(rng.random(n)), base, config=cfg)
         rel = distinct_relabellings(base, n) if d % 2 else None
-        items_a.append((st_, cfg, np.random.default_rng(d), rel))
-        items_b.append((st_, cfg, np.random.default_rng(d), rel))
+        items_a.append((st_, np.random.default_rng(d), rel))
+        items_b.append((st_, np.random.default_rng(d), rel))
     batch = route_batch(items_a)
     one_by_one = [route(*item) for item in items_b]
     for x, y in zip(batch, one_by_one):
@@ -258,12 +258,12 @@ def test_route_batch_groups_debates_of_different_sizes():
     items_a, items_b = [], []
     for d, (n, k) in enumerate(shapes):
         base = base_graph(n, k, rng)
-        st_ = RouterState(tuple(rng.choice(list("abc"), n)), tuple(rng.integers(1, 6, n)),
-                          tuple(rng.random(n)), base)
         cfg = RouterConfig(tau=[0.1, 0.0][d % 2], m_max=50)
+        st_ = RouterState(tuple(rng.choice(list("abc"), n)), tuple(rng.integers(1, 6, n)),
+                          tuple(rng.random(n)), base, config=cfg)
         rel = distinct_relabellings(base, n) if n <= 7 and d % 3 else None
-        items_a.append(RouteItem(st_, cfg, np.random.default_rng(100 + d), rel))
-        items_b.append((st_, cfg, np.random.default_rng(100 + d), rel))
+        items_a.append(RouteItem(st_, np.random.default_rng(100 + d), rel))
+        items_b.append((st_, np.random.default_rng(100 + d), rel))
     batch = route_batch(items_a)
     alone = [route(*item) for item in items_b]
     assert [len(x.edges) for x in batch] == [n * k for n, k in shapes]
@@ -280,7 +280,7 @@ def test_chosen_terms_match_the_score_of_the_chosen_edges():
         base = base_graph(n, 2, rng)
         answers, conf, rho = list(rng.choice(list("ab"), n)), list(rng.integers(1, 6, n)), \
             list(rng.random(n))
-        dec = route(RouterState(tuple(answers), tuple(conf), tuple(rho), base), CFG,
+        dec = route(RouterState(tuple(answers), tuple(conf), tuple(rho), base, config=CFG),
                     np.random.default_rng(d))
         ref = score(dec.edges, answers, conf, rho, CFG)
         assert dec.terms.score == pytest.approx(ref.score, abs=1e-12)

@@ -4,7 +4,8 @@ import pytest
 from pear.backends.simulated import SimulatedBackend
 from pear.core.config import DebateConfig
 from pear.core.engine import Engine, Job
-from pear.core.methods import is_self_consistency, method, ordered
+from pear.catalog.labels import method_order as ordered
+from pear.core.methods import is_self_consistency, method
 from record_factory import arithmetic_questions
 
 QS = arithmetic_questions(8)

@@ -21,11 +21,12 @@ import numpy as np
 import pandas as pd
 
 from pear.core.config import CONFIDENCE_MAX, CONFIDENCE_MIN, FIXED_TOPOLOGIES
-from pear.core.methods import spec as _spec
+from pear.methods import spec as _spec
 from pear.catalog.labels import sort_rows as _sorted
 
 __all__ = [
-    "GROUP", "UPDATE_RATES", "seed_accuracy", "accuracy", "round_accuracy", "update_rates",
+    "GROUP", "UPDATE_RATES", "seed_accuracy", "accuracy", "round_accuracy", "update_counts",
+    "update_rates",
     "critique_rates", "influence_entropy", "mean_influence_entropy", "diagnostics",
     "macro_average", "costs", "gains", "gain_summary", "gains_versus", "pareto_front",
     "paired",
@@ -182,6 +183,28 @@ def _mean_rate(num: pd.Series, den: pd.Series, groups: pd.Series | list) -> pd.S
     return rate
 
 
+def update_counts(debates: pd.DataFrame, agent_rounds: pd.DataFrame) -> pd.DataFrame:
+    """Per debate (rows of ``debates``, same order, with its ``debate`` key), the counts the
+    update rates are made of: ``updates``, ``from_wrong``, ``from_right``, ``w2r_count``,
+    ``r2w_count`` (agent updates r-1 -> r) and the endpoint counts ``e_wrong``, ``e_right``,
+    ``e_w2r``, ``e_r2w`` (round 0 against each agent's last round).  A debate's per-query
+    W2R (:func:`update_rates`) is ``w2r_count / from_wrong`` where ``from_wrong > 0``.
+
+    >>> deb = pd.DataFrame({"debate": [0]})
+    >>> ar = pd.DataFrame({"debate": 0, "agent": [0, 1, 0, 1], "round": [0, 0, 1, 1],
+    ...                    "correct": [False, True, True, True]})
+    >>> update_counts(deb, ar)[["from_wrong", "w2r_count", "from_right"]].values.tolist()
+    [[1.0, 1.0, 1.0]]
+    """
+    td, before, after, ed, initial, final = _transitions(agent_rounds)
+    per = _per_debate(debates, td, {
+        "updates": np.ones(len(td)), "from_wrong": ~before, "from_right": before,
+        "w2r_count": ~before & after, "r2w_count": before & ~after})
+    ends = _per_debate(debates, ed, {"e_wrong": ~initial, "e_right": initial,
+                                     "e_w2r": ~initial & final, "e_r2w": initial & ~final})
+    return pd.concat([per, ends.drop(columns="debate")], axis=1)
+
+
 def update_rates(debates: pd.DataFrame, agent_rounds: pd.DataFrame,
                  by: Sequence[str] = GROUP) -> pd.DataFrame:
     """Wrong-to-right and right-to-wrong rates of agent updates within ``by``, under three
@@ -215,13 +238,7 @@ def update_rates(debates: pd.DataFrame, agent_rounds: pd.DataFrame,
     (np.float64(0.75), np.float64(0.6666666666666666), np.float64(0.0))
     """
     by = list(by)
-    td, before, after, ed, initial, final = _transitions(agent_rounds)
-    per = _per_debate(debates, td, {
-        "updates": np.ones(len(td)), "from_wrong": ~before, "from_right": before,
-        "w2r_count": ~before & after, "r2w_count": before & ~after})
-    ends = _per_debate(debates, ed, {"e_wrong": ~initial, "e_right": initial,
-                                     "e_w2r": ~initial & final, "e_r2w": initial & ~final})
-    per = pd.concat([per, ends.drop(columns="debate")], axis=1)
+    per = update_counts(debates, agent_rounds)
     keys = [debates[k].reset_index(drop=True) for k in by]
     g = per.drop(columns="debate").groupby(keys, sort=False)
     sums = g.sum()

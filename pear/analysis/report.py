@@ -230,7 +230,7 @@ def _label_columns(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _registered() -> set[str]:
-    from pear.core.methods import plugin_names
+    from pear.methods import plugin_names
     return set(plugin_names())
 
 

@@ -1,5 +1,6 @@
 """The names readers see, defined once: the study's dataset order and display names, method
-display names (:data:`pear.core.config.METHOD_LABELS`), model display names
+display names (:data:`METHOD_LABELS`) and the one method table order (:func:`method_order`:
+the study's, ``sc@K`` beside CoT-SC, plug-ins after them), model display names
 (:func:`pear.catalog.models.display_name`: the full identity stays in the manifest and the records),
 the labels of every quantity a table prints, the study's row order for sorting, and the
 mark a build that is no evidence carries (:func:`evidence_mark`).
@@ -20,16 +21,24 @@ import re
 import pandas as pd
 
 from pear.tasks.benchmarks import DATASETS
-from pear.core.config import ABLATIONS, FIXED_TOPOLOGIES, METHOD_LABELS, METHODS
-from pear.core import methods as _registry
+from pear.core.config import ABLATIONS, FIXED_TOPOLOGIES, METHODS
+from pear.core.methods import sc_k
+from pear import methods as _registry
 from pear.catalog.models import display_name
 
 __all__ = ["MAIN_METHODS", "ROUTING_VARIANTS", "DATASET_LABELS", "DATASETS", "DATASET_NAMES",
            "METHOD_LABELS", "METHOD_NAMES", "MODEL_SPELLINGS", "QUANTITY_LABELS", "INDEX_LABELS",
            "SIMULATED_MARK", "dataset_label", "method_label", "model_label", "model_labels",
            "evidence_mark", "order_key", "sort_rows", "display", "with_plugins",
-           "method_order"]
+           "method_order", "method_key"]
 
+METHOD_LABELS = {
+    "cot": "CoT", "cot_sc": "CoT-SC", "clique": "Clique", "star": "Star", "chain": "Chain",
+    "ring": "Ring", "random": "Random", "pear": "PEAR", "pear_T": "PEAR-T", "pear_I": "PEAR-I",
+    "pear_L": "PEAR-L", "pear_TI": "PEAR-TI", "pear_TL": "PEAR-TL", "pear_IL": "PEAR-IL",
+}
+"""Display names of the study's methods (the paper's spelling); ``sc@K`` reads ``SC@K``, a
+plug-in its registered label."""
 MAIN_METHODS = ("cot", "cot_sc", *FIXED_TOPOLOGIES, "random", "pear")
 """The methods of the study's main table, in its column order."""
 ROUTING_VARIANTS = ("random", *ABLATIONS, "pear")
@@ -61,8 +70,7 @@ QUANTITY_LABELS = {
 INDEX_LABELS = {"dataset": "Dataset", "model": "Model", "method": "Method",
                 "quantity": "Quantity", "key": "Key", "set": "Set"}
 
-_ORDER = {"method": {m: i for i, m in enumerate(METHODS)},
-          "dataset": {d: i for i, d in enumerate(DATASETS)}}
+_ORDER = {"dataset": {d: i for i, d in enumerate(DATASETS)}}
 
 
 def dataset_label(name: str) -> str:
@@ -71,24 +79,33 @@ def dataset_label(name: str) -> str:
 
 
 def method_label(name: str) -> str:
-    """The study's display name of a method, a plug-in's registered label (unknown names as
-    given)."""
+    """The study's display name of a method, ``SC@K``, or a plug-in's registered label
+    (unknown names as given)."""
+    name = str(name)
     if name in METHOD_LABELS:
         return METHOD_LABELS[name]
-    try:
-        return _registry.spec(str(name)).label
-    except ValueError:
-        return name
+    k = sc_k(name)
+    return f"SC@{k}" if k is not None else _registry.label(name)
+
+
+def method_key(name: str) -> tuple[int, int, str]:
+    """Sort key of a method, the one table order: the study's in table order, ``sc@K`` by K
+    right after CoT-SC, then every other name alphabetically (stable whatever loaded first)."""
+    if name in METHODS:
+        return (0, METHODS.index(name), name)
+    k = sc_k(name)
+    if k is not None:
+        return (0, METHODS.index("cot_sc"), f"~{k:03d}")
+    return (1, 0, str(name))
 
 
 def method_order(names: Any) -> list[str]:
-    """Method names without repeats: the study's in table order, plug-ins after them in a
-    stable (alphabetical) order (:func:`pear.core.methods.ordered`).
+    """Method names without repeats in the one table order (:func:`method_key`).
 
-    >>> method_order(["my_router", "pear", "cot"])
-    ['cot', 'pear', 'my_router']
+    >>> method_order(["my_router", "pear", "sc@20", "cot", "cot_sc", "sc@5"])
+    ['cot', 'cot_sc', 'sc@5', 'sc@20', 'pear', 'my_router']
     """
-    return _registry.ordered(str(m) for m in names)
+    return sorted(dict.fromkeys(str(m) for m in names), key=method_key)
 
 
 def with_plugins(study_methods: Any, present: Any) -> tuple[str, ...]:
@@ -101,7 +118,7 @@ def with_plugins(study_methods: Any, present: Any) -> tuple[str, ...]:
     """
     names = present["method"].unique() if isinstance(present, pd.DataFrame) else present
     extra = [m for m in method_order(names)
-             if m not in METHODS and not _registry.is_self_consistency(m)]
+             if m not in METHODS and sc_k(m) is None]
     return tuple(study_methods) + tuple(extra)
 
 
@@ -165,17 +182,16 @@ def evidence_mark(*, simulated: bool, preset: str = "", models: Any = (),
     return "; ".join(marks)
 
 
-def order_key(column: str, value: Any) -> tuple[int, str]:
-    """Sort key placing methods and datasets in the study's table order, others after.
+def order_key(column: str, value: Any) -> tuple[Any, ...]:
+    """Sort key placing methods (:func:`method_key`) and datasets in the study's table order,
+    others after.
 
     >>> sorted(["pear", "x", "cot"], key=lambda m: order_key("method", m))
     ['cot', 'pear', 'x']
     """
+    if column == "method":
+        return method_key(str(value))
     pos = _ORDER.get(column, {})
-    if column == "method" and value not in pos:
-        if _registry.is_self_consistency(value):  # sc@K beside CoT-SC, by K
-            return pos["cot_sc"], _registry.order_key(value)[2]
-        return len(pos), str(value)  # plug-ins after the study's, alphabetically
     return pos.get(value, len(pos)), str(value)
 
 
@@ -190,7 +206,7 @@ def sort_rows(df: pd.DataFrame, keys: Any) -> pd.DataFrame:
         return df
 
     def rank(col: pd.Series) -> pd.Series:
-        if col.name not in _ORDER:
+        if col.name not in ("method", *_ORDER):
             return col
         return col.map(lambda v: order_key(str(col.name), v))
     return df.sort_values(keys, key=rank).reset_index(drop=True)

@@ -2,9 +2,10 @@
 
 Every default says where it comes from: ``# paper`` (the PEAR paper), ``# authors' code``
 (the paper is silent, the authors' code sets it) or ``# our choice``.  Methods are named
-``Method`` instances made by the registry (:mod:`pear.core.methods`, public as
-:mod:`pear.methods`) from one ``RouterConfig`` (:func:`derived_router`); this module holds the
-study's method names and display names, which are data.
+entries of the method table (:mod:`pear.core.methods`, public as :mod:`pear.methods`) that
+derive their router settings from one ``RouterConfig`` (:func:`derived_router`); this module
+holds the study's method names, which are data (their display names are the catalog's:
+:mod:`pear.catalog.labels`).
 
 >>> DebateConfig().n_agents, RouterConfig().alpha_T
 (5, 0.4)
@@ -21,13 +22,11 @@ from pear.core.hashing import config_digest
 __all__ = [
     "DebateConfig",
     "RouterConfig",
-    "Method",
     "METHODS",
     "DEBATE_METHODS",
     "ROUTED_METHODS",
     "ABLATIONS",
     "FIXED_TOPOLOGIES",
-    "METHOD_LABELS",
     "ABLATION_WEIGHTS",
     "derived_router",
     "config_hash",
@@ -48,14 +47,7 @@ ROUTED_METHODS = ("random", "pear") + ABLATIONS
 DEBATE_METHODS = FIXED_TOPOLOGIES + ROUTED_METHODS
 METHODS = ("cot", "cot_sc") + DEBATE_METHODS
 """Every method name of the study, in the order tables show them (plug-ins come after them:
-:func:`pear.methods.ordered`)."""
-
-METHOD_LABELS = {
-    "cot": "CoT", "cot_sc": "CoT-SC", "clique": "Clique", "star": "Star", "chain": "Chain",
-    "ring": "Ring", "random": "Random", "pear": "PEAR", "pear_T": "PEAR-T", "pear_I": "PEAR-I",
-    "pear_L": "PEAR-L", "pear_TI": "PEAR-TI", "pear_TL": "PEAR-TL", "pear_IL": "PEAR-IL",
-}
-"""Display names used by tables and figures (the paper's spelling)."""
+:func:`pear.catalog.labels.method_order`)."""
 
 
 ROLES = ("honest", "adversarial", "overconfident", "underconfident")
@@ -212,53 +204,6 @@ class RouterConfig:
                "candidate budget must be >= 1")
         _check(self.base_graph in ("in_regular", "circulant"), "base_graph", self.base_graph,
                "use 'in_regular' or 'circulant'")
-
-
-MethodKind = Literal["single", "sample", "fixed", "routed", "plugin"]
-
-
-@dataclass(frozen=True)
-class Method:
-    """A method as one run uses it: its name, what kind of method it is, the router settings
-    it runs with (the run's, derived for Random and the ablations) and its plug-in parameters.
-
-    Build it with :func:`pear.methods.method` (the registry), which also attaches the
-    registered :class:`pear.methods.MethodSpec` (``spec``: route, aggregation, origin)."""
-
-    name: str
-    kind: MethodKind
-    """``single`` (CoT: agent 1's initial answer), ``sample`` (CoT-SC: vote of the n initial
-    answers), ``fixed`` (a fixed topology every round), ``routed`` (relabellings of the base
-    graph) or ``plugin`` (a registered router with no graph rule of the study's)."""
-    router: RouterConfig = field(default_factory=RouterConfig)
-    params: tuple[tuple[str, Any], ...] = ()
-    """A plug-in's parameters as sorted ``(name, value)`` pairs; they enter the config hash."""
-    spec: Any = field(default=None, compare=False, repr=False)
-    """The registered :class:`pear.methods.MethodSpec` (None for a bare ``Method``)."""
-
-    def __post_init__(self) -> None:
-        _check(self.kind in ("single", "sample", "fixed", "routed", "plugin"), "kind",
-               self.kind, "use single, sample, fixed, routed or plugin")
-
-    @property
-    def label(self) -> str:
-        """Display name of the method."""
-        if self.spec is not None:
-            return self.spec.label
-        return METHOD_LABELS.get(self.name, self.name)
-
-    @property
-    def is_debate(self) -> bool:
-        """Whether the method runs debate rounds."""
-        if self.spec is not None:
-            return self.spec.route is not None
-        return self.kind not in ("single", "sample")
-
-    def hash_parts(self) -> tuple[Any, ...]:
-        """What identifies this method's protocol beside the debate config: its router
-        settings, and its plug-in parameters when it has any (so the study's methods keep
-        the hashes they always had)."""
-        return (self.router,) + (({"method_params": dict(self.params)},) if self.params else ())
 
 
 ABLATION_WEIGHTS = {  # the weights an ablation keeps; the others are set to 0

@@ -37,7 +37,8 @@ from pear.core import parsing, prompts
 from pear.core.backend import Backend, Completion, Request
 from pear.core.hashing import base_graph_seed, branch_debate_id, debate_id, derive_seed
 from pear.core import methods
-from pear.core.config import ROLE_CONFIDENCE, DebateConfig, Method, config_hash
+from pear.core.config import ROLE_CONFIDENCE, DebateConfig, config_hash
+from pear.core.methods import Method
 from pear.core.graphs import base_graph
 from pear.core.record import SCHEMA_VERSION
 from pear.core.router import RouterState, update_influence
@@ -69,17 +70,12 @@ class IdentityTask:
 
 @dataclass(frozen=True)
 class Job:
-    """One debate to run: a question (``id``, ``dataset``, ``task``, ``gold``), a method, a seed.
-    A ``Method`` built without the registry gets its registered spec attached."""
+    """One debate to run: a question (``id``, ``dataset``, ``task``, ``gold``), a method
+    (:func:`pear.core.methods.method`), a seed."""
 
     question: Any
     method: Method
     seed: int
-
-    def __post_init__(self) -> None:
-        if self.method.spec is None:
-            object.__setattr__(self, "method", dataclasses.replace(
-                self.method, spec=methods.spec(self.method.name)))
 
 
 @dataclass
@@ -549,7 +545,7 @@ class Engine:
             "tokens": {"prompt": d.prompt_tokens, "completion": d.completion_tokens,
                        "cached": d.cached_tokens},
             "calls": d.calls, "truncated_calls": d.truncated_calls, "parse_failures": failures,
-            **({"plugin": p} if (p := methods.provenance(d.job.method)) else {}),
+            **({"plugin": p} if (p := d.job.method.provenance()) else {}),
             **({"branched_from": d.branched_from} if d.branched_from else {}),
             "latency_s": round(time.perf_counter() - d.started, 4),
             "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),

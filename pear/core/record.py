@@ -22,7 +22,8 @@ from typing import Any, Literal, Optional, TypedDict
 
 __all__ = [
     "SCHEMA_VERSION", "TIMING_FIELDS", "IDENTITY", "Tokens", "RouterEntry", "AgentEntry",
-    "CritiqueEntry", "RoundEntry", "PluginEntry", "BranchEntry", "DebateRecord", "PromptStyle", "Assessment",
+    "CritiqueEntry", "RoundEntry", "PluginEntry", "BranchEntry", "ImportEntry", "DebateRecord",
+    "PromptStyle", "Assessment",
     "with_defaults", "missing_fields",
 ]
 
@@ -81,14 +82,34 @@ class BranchEntry(TypedDict):
     calls_copied: int
 
 
+class ImportEntry(TypedDict):
+    """Where an imported debate came from (:mod:`pear.store.importing`): another framework's
+    record file, the entry in it, and what our benchmarks say of its question."""
+
+    # The reader that read it (du | dylan | ...).
+    format: str
+    # The file's name and the entry's key in it (the question text, shortened).
+    file: str
+    entry: str
+    # Whether the question was found in our benchmark by its text (id and gold are then ours).
+    matched: bool
+    # The gold answer as the file gives it.
+    file_gold: str
+    # Whether the file's gold is our benchmark's gold for our grader (None: not matched).
+    gold_agrees: Optional[bool]
+    # Other fields the file gives per debate (DyLAN: level, subject).
+    extra: dict[str, Any]
+
+
 class _AgentRequired(TypedDict):
     # 0-indexed agent.
     agent: int
     answer: str
     # The answer after task canonicalisation (what votes, routing and grading compare).
     canonical: str
-    # 1..5.
-    confidence: int
+    # 1..5; None in imported records (the protocols they come from ask for none: absent,
+    # not invented).
+    confidence: Optional[int]
     reasoning: str
     correct: bool
     parse_error: Optional[str]
@@ -144,7 +165,7 @@ class RoundEntry(TypedDict):
     router: Optional[RouterEntry]
     agents: list[AgentEntry]
     critiques: list[CritiqueEntry]
-    # rho after this round's update, one per agent.
+    # rho after this round's update, one per agent; [] in imported records (no router).
     influence: list[float]
     vote: str
     vote_correct: bool
@@ -193,6 +214,8 @@ class DebateRecord(_RecordRequired, total=False):
     # A counterfactual branch's parent (pear branch); absent for debates run whole.  Its
     # tokens and calls are the branch's own.
     branched_from: BranchEntry
+    # Where an imported debate came from (pear import); absent for debates run here.
+    imported: ImportEntry
 
 
 _CRITIQUE_TEXTS = ("step_loc", "correction", "assessment", "reason")

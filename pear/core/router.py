@@ -101,11 +101,11 @@ class Decision:
 
 
 class RouteItem(NamedTuple):
-    """One debate to route: its state, its router config, its own generator, and (when known)
-    all distinct relabellings of its base graph (saves the enumeration; same pool either way)."""
+    """One debate to route: its state (which carries the router settings, the one place
+    routing reads them), its own generator, and (when known) all distinct relabellings of its
+    base graph (saves the enumeration; same pool either way)."""
 
     state: RouterState
-    cfg: RouterConfig
     rng: np.random.Generator
     relabellings: Pool | None = None
 
@@ -241,7 +241,7 @@ def selection_probabilities(scores: np.ndarray, tau: float) -> np.ndarray:
     return w / w.sum()
 
 
-def route(state: RouterState, cfg: RouterConfig, rng: np.random.Generator,
+def route(state: RouterState, rng: np.random.Generator,
           relabellings: Pool | None = None) -> Decision:
     """Draw the candidate pool, score it, and choose one graph with ``rng``: the one-debate
     case of :func:`route_batch`.
@@ -249,14 +249,14 @@ def route(state: RouterState, cfg: RouterConfig, rng: np.random.Generator,
     ``relabellings`` (all distinct relabellings of the base graph, when known) saves the
     enumeration; the pool drawn from it is the same as without it.
     """
-    return route_batch([RouteItem(state, cfg, rng, relabellings)])[0]
+    return route_batch([RouteItem(state, rng, relabellings)])[0]
 
 
-def _draw_pool(state: RouterState, cfg: RouterConfig, rng: np.random.Generator,
-               relabellings: Pool | None) -> Pool:
+def _draw_pool(state: RouterState, rng: np.random.Generator, relabellings: Pool | None
+               ) -> Pool:
     if relabellings is not None:
-        return subsample(relabellings, cfg.m_max, rng)
-    return candidate_pool(state.base_edges, state.n, cfg.m_max, rng)
+        return subsample(relabellings, state.config.m_max, rng)
+    return candidate_pool(state.base_edges, state.n, state.config.m_max, rng)
 
 
 def route_batch(items: Sequence[RouteItem | tuple]) -> list[Decision]:
@@ -265,9 +265,9 @@ def route_batch(items: Sequence[RouteItem | tuple]) -> list[Decision]:
     in one vectorized pass (:func:`_terms`).  Each debate gets the decision it would get
     routed alone (its draws come from its own generator; the inverse-CDF draw runs on one
     cumulative sum over the group, so only a uniform within float rounding of a boundary
-    could fall differently).  Items are :class:`RouteItem` or plain 4-tuples."""
+    could fall differently).  Items are :class:`RouteItem` or plain 3-tuples."""
     items = [RouteItem(*it) for it in items]
-    pools = [_draw_pool(it.state, it.cfg, it.rng, it.relabellings) for it in items]
+    pools = [_draw_pool(it.state, it.rng, it.relabellings) for it in items]
     u = np.array([it.rng.random() for it in items])  # each debate's own draw, after its pool
     groups: dict[tuple[int, int], list[int]] = {}
     for d, (it, pool) in enumerate(zip(items, pools)):
@@ -276,8 +276,9 @@ def route_batch(items: Sequence[RouteItem | tuple]) -> list[Decision]:
     for (_, m), members in groups.items():
         g = _Group.stack([(items[d].state.answers, items[d].state.confidences,
                            items[d].state.influence) for d in members],
-                         [items[d].cfg for d in members], [pools[d] for d in members], m)
-        tau = np.array([items[d].cfg.tau for d in members], dtype=float)
+                         [items[d].state.config for d in members], [pools[d] for d in members],
+                         m)
+        tau = np.array([items[d].state.config.tau for d in members], dtype=float)
         for d, decision in zip(members, _choose(g, _terms(g), tau, u[members])):
             out[d] = decision
     return out  # type: ignore[return-value]

@@ -1,5 +1,6 @@
-"""Methods are plug-ins: the router protocol and method registry of :mod:`pear.core.methods`
-(re-exported here, the public name), and the study's related work as plug-ins, one file each.
+"""Methods are plug-ins: the core's method table (:mod:`pear.core.methods`), registration
+and discovery above it (:mod:`pear.methods.registry`), and the study's related work as
+plug-ins, one file each (each registers itself when this package is imported).
 
 A router is ``route(state, rng) -> edges``; ``register(name, route, aggregate=...,
 params=...)`` adds a method; :func:`pear.testing.check_router` checks it.  The related work
@@ -15,25 +16,23 @@ below registers itself the same way an outside package does (``docs/methods.md``
 ======================  =====================================================================
 
 >>> from pear import methods
->>> [n for n in methods.names() if methods.spec(n).origin == "related work"]
+>>> sorted(n for n in methods.names() if methods.spec(n).origin == "related work")
 ['clique_reconcile', 'dar', 'group', 'pear_reconcile', 'static']
 """
 from __future__ import annotations
 
-from pear.core.methods import (BUNDLED_PLUGINS, ENTRY_POINT_GROUP, PLUGINS_ENV, Decision,
-                               MethodSpec, RouterState, aggregate, call_route, check_edges,
-                               describe, initial_agents, is_self_consistency, load_plugins,
-                               method, names, order_key,
-                               ordered, pear_route, plugin_names, provenance, register,
-                               route_debates, spec, unregister)
+from pear.core.methods import (Decision, Method, RouterState, aggregate, call_route,
+                               check_edges, initial_agents, is_self_consistency, method,
+                               pear_route, route_debates, sc_k)
+from pear.methods.registry import (ENTRY_POINT_GROUP, PLUGINS_ENV, label, load_plugins, names,
+                                   plugin_names, register, spec, unregister)
 from pear.methods import dar, group, reconcile, static  # noqa: F401 - each registers itself
 
 __all__ = [
-    "RouterState", "Decision", "MethodSpec", "register", "unregister", "spec", "names",
-    "method", "ordered", "order_key", "plugin_names", "describe", "load_plugins",
-    "check_edges", "call_route", "route_debates", "aggregate", "initial_agents",
-    "provenance", "pear_route", "ENTRY_POINT_GROUP", "PLUGINS_ENV", "BUNDLED_PLUGINS",
-    "RELATED_WORK", "is_self_consistency",
+    "Method", "RouterState", "Decision", "register", "unregister", "spec", "names", "label",
+    "method", "plugin_names", "load_plugins", "check_edges", "call_route", "route_debates",
+    "aggregate", "initial_agents", "pear_route", "ENTRY_POINT_GROUP", "PLUGINS_ENV",
+    "RELATED_WORK", "is_self_consistency", "sc_k",
 ]
 
 RELATED_WORK = ("dar", "pear_reconcile", "clique_reconcile", "group", "static")

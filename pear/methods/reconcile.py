@@ -22,7 +22,8 @@ from typing import Sequence
 import numpy as np
 
 from pear.core.graphs import fixed_topology
-from pear.core.methods import RouterState, pear_route, register
+from pear.core.methods import RouterState, pear_route
+from pear.methods.registry import register
 
 __all__ = ["weight", "aggregate", "clique_route"]
 

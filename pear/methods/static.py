@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from pear.core.methods import RouterState, register
+from pear.core.methods import RouterState
+from pear.methods.registry import register
 
 __all__ = ["route"]
 

@@ -27,8 +27,7 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from pear.core.config import METHODS
-from pear.catalog.labels import DATASETS
+from pear.catalog.labels import DATASETS, method_order
 from pear.analysis.report import FIGURES_ENV, figures_dir
 from pear.paper.study import BACKENDS, REPO_ROOT, experiment, runs_path
 
@@ -44,7 +43,7 @@ NOTEBOOKS = ("00_run_experiments", "01_main_results", "02_full_dataset", "03_abl
              "04_round_curves", "05_diagnostics", "06_significance", "07_cost_pareto",
              "08_case_study", "09_theory_checks", "10_temperature_sweep", "11_early_stop",
              "12_robustness", "13_claims", "14_calibration", "15_your_method",
-             "16_counterfactual")
+             "16_counterfactual", "17_real_debates")
 """The build, in order (``notebooks/<name>.py``)."""
 
 
@@ -81,6 +80,7 @@ EXPECTED_OUTPUTS: dict[str, tuple[str, ...]] = {
     "15_your_method": (*_tab("your_method"), *_tab("your_method_significance"),
                        *_fig("your_method_pareto")),
     "16_counterfactual": (*_tab("counterfactual"), *_fig("counterfactual")),
+    "17_real_debates": (*_tab("real_debates"), *_fig("real_debates")),
 }
 """Every file each notebook writes into the figures directory (one producer per file)."""
 
@@ -152,8 +152,8 @@ def describe_runs(runs_dir: str | os.PathLike[str]) -> pd.DataFrame:
     df = load(runs_dir, columns={"debates": ["model", "method", "dataset"]}).debates
     table = df.pivot_table(index=["model", "method"], columns="dataset", values="debate",
                            aggfunc="size", fill_value=0)
-    order = {m: i for i, m in enumerate(METHODS)}
-    table = table.sort_index(key=lambda ix: ix.map(order) if ix.name == "method" else ix)
+    rank = {m: i for i, m in enumerate(method_order(df["method"].unique()))}
+    table = table.sort_index(key=lambda ix: ix.map(rank) if ix.name == "method" else ix)
     return table[[d for d in DATASETS if d in table] + [d for d in table if d not in DATASETS]]
 
 

@@ -181,7 +181,7 @@ def residual_table(summary: pd.DataFrame, targets: pd.DataFrame | None = None) -
     study), ``role``.  ``dataset == "all"``: accuracy averaged over the datasets simulated,
     diagnostics averaged over datasets (as the study averages over its settings).  Targets
     of methods not in ``summary`` are left out."""
-    from pear.core.config import METHOD_LABELS
+    from pear.catalog.labels import METHOD_LABELS
     from pear.catalog.labels import DATASET_LABELS
     targets = study_targets() if targets is None else targets
     sim = summary.set_index(["dataset", "method"])
@@ -353,7 +353,7 @@ def plot_calibration(table: pd.DataFrame, *, ax: Axes | None = None,
                fontsize=14, color="0.6", alpha=0.25, rotation=30)
     from matplotlib.lines import Line2D
     methods = [m for m in (*FITTED_METHODS, *HELD_OUT_METHODS) if m in set(table["method"])]
-    from pear.core.config import METHOD_LABELS
+    from pear.catalog.labels import METHOD_LABELS
     handles = [Line2D([], [], ls="", marker="o", color=METHOD_COLORS[m],
                       markerfacecolor=METHOD_COLORS[m] if m in FITTED_METHODS else "none",
                       label=f"{METHOD_LABELS[m]} ({'fitted' if m in FITTED_METHODS else 'held out'})")

@@ -46,8 +46,8 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from pear.core.config import METHODS
-from pear.catalog.labels import DATASETS, dataset_label, method_label, model_labels
+from pear.catalog.labels import (DATASETS, dataset_label, method_label, method_order,
+                                 model_labels)
 from pear.analysis.transcript import KIND_LABELS, debate_flags, html_page, render_transcript_html
 
 __all__ = ["write_site", "build_meta", "SiteSummary", "chosen_debates", "page_path",
@@ -446,8 +446,7 @@ def _write_browser(site: Path, view: Any, runs_dir: Path, extra: Iterable[str],
         write_debate_page(view, did, page_path(site, did))
     datasets = sorted(deb["dataset"].unique(), key=lambda d: (d not in _DS_ORDER,
                                                                _DS_ORDER.get(d, 0), d))
-    methods = sorted(deb["method"].unique(), key=lambda m: (m not in _M_ORDER,
-                                                             _M_ORDER.get(m, 0), m))
+    methods = method_order(deb["method"].unique())
     models = sorted(deb["model"].unique())
     names = model_labels(models)
     idx = {k: {v: i for i, v in enumerate(vals)} for k, vals in
@@ -489,7 +488,6 @@ def _write_browser(site: Path, view: Any, runs_dir: Path, extra: Iterable[str],
 
 
 _DS_ORDER = {d: i for i, d in enumerate(DATASETS)}
-_M_ORDER = {m: i for i, m in enumerate(METHODS)}
 
 
 # ----------------------------------------------------------------- the site

@@ -23,7 +23,8 @@ from matplotlib.figure import Figure
 
 from pear.core.router import RouterState
 from pear.analysis import metrics, stats, theory
-from pear.core.config import METHOD_LABELS, RouterConfig, roles_for
+from pear.core.config import RouterConfig, roles_for
+from pear.catalog.labels import METHOD_LABELS
 from pear.runs.experiment import Experiment, preset
 from pear.analysis.figures import METHOD_COLORS, annotate
 from pear.catalog.labels import dataset_label

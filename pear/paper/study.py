@@ -87,7 +87,7 @@ def experiment(preset: str, seeds: str | Sequence[int] = "", n_questions: int = 
     if model and backend in ("vllm", "vllm-cpu", "openai"):
         over["models"] = (model,)
     exp = make_preset(preset, **over)
-    from pear.core.methods import load_plugins, plugin_names
+    from pear.methods import load_plugins, plugin_names
     load_plugins()  # entry points and $PEAR_PLUGINS (pear paper --plugin): their methods run too
     extra = [m for m in plugin_names(("entry point", "module")) if m not in exp.methods]
     return dataclasses.replace(exp, methods=exp.methods + tuple(extra)) if extra else exp
@@ -225,6 +225,12 @@ def load_results(runs_dir: str | os.PathLike[str], exp: Any, scope: str = "subse
     if not root.is_dir():
         raise FileNotFoundError(f"run directory {str(root)!r} does not exist: run notebook "
                                 "00_run_experiments (or `pear run`) first")
+    if is_imported(root):  # another framework's debates: every one, whatever the preset
+        imp = (manifest.read(root) or {})["imported"]
+        return Results(view.load(root), exp, scope, root,
+                       grid=f"{imp.get('debates')} debates imported from {imp.get('format')} "
+                            f"records ({', '.join(imp.get('datasets') or [])}), not a grid "
+                            f"of ours")
     grid = pd.DataFrame(scope_debates(exp, scope),
                         columns=["dataset", "question_id", "seed", "method"])
     v = view.load(root)
@@ -254,6 +260,14 @@ def load_results(runs_dir: str | os.PathLike[str], exp: Any, scope: str = "subse
         warnings.warn(f"{short} debates of the {scope} grid are missing under {root}; results "
                       "use the recorded ones", RuntimeWarning, stacklevel=2)
     return res
+
+
+def is_imported(runs_dir: str | os.PathLike[str]) -> bool:
+    """Whether ``runs_dir`` holds debates imported from another framework (``pear import``):
+    their methods, datasets and questions are the file's, not a preset's grid, and they have
+    no confidences, critiques, router or token counts."""
+    m = manifest.read(runs_dir) if Path(runs_dir).is_dir() else None
+    return bool(m and m.get("imported"))
 
 
 def results(backend: str, preset: str, runs_dir: str = "", *, model: str = "",

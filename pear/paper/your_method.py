@@ -34,7 +34,7 @@ def experiment(preset: str = "beyond", methods: Sequence[str] = (), *,
     """The studies' grid (:func:`pear.paper.studies.preset_experiment`) with
     :data:`REFERENCES` and ``methods`` (registered names; plug-ins are loaded), in table
     order."""
-    from pear.core.methods import spec
+    from pear.methods import spec
     from pear.paper.studies import preset_experiment
     for m in methods:
         spec(m)  # an unknown name fails here, naming itself

@@ -23,7 +23,7 @@ from typing import Any, Mapping, Sequence
 
 from pear.core.config import config_hash
 from pear.core.engine import Engine, Job
-from pear.core.methods import method, spec
+from pear.methods import method, spec
 from pear.runs import experiment as ex
 from pear.store import manifest as manifest_io
 from pear.store.records import RecordWriter, completed_ids, iter_records

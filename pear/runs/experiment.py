@@ -14,6 +14,7 @@ grid the study ran on them (:func:`model_grid`).
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -25,17 +26,18 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from pear.core.config import METHODS, DebateConfig, RouterConfig, identity_dict, roles_for
-from pear.core.methods import SC_SIZES, is_self_consistency, method, spec as method_spec
+from pear.core.methods import SC_SIZES
+from pear.methods import is_self_consistency, method, spec as method_spec
 from pear.core.engine import Engine, Job
 from pear.core.hashing import hex_id
 from pear.store.records import RecordWriter, completed_ids
 
 __all__ = ["Experiment", "PRESETS", "preset", "jobs", "run", "RunSummary", "answer_key",
            "subset_questions", "full_questions", "SCOPES", "scope_debates",
-           "MANIFEST", "read_manifest", "model_dir", "model_grid", "parse_shard"]
+           "MANIFEST", "read_manifest", "model_dir", "model_grid", "parse_shard", "shard_sizes"]
 
 from pear.paths import RUN_MANIFEST as MANIFEST  # noqa: E402
 from pear.store import manifest as manifest_io  # noqa: E402
@@ -318,21 +320,43 @@ def jobs(exp: Experiment) -> list[Job]:
 
 
 def _shard(all_jobs: list[Job], shard: tuple[int, int]) -> list[Job]:
-    """The jobs of part ``i`` of ``N``: whole (seed, question) groups (they share round 0),
-    each given in grid order to the part with the fewest debates so far (lowest index on
-    ties), so the parts are disjoint, cover the grid and differ by at most one group."""
+    """The jobs of part ``i`` of ``N`` (:func:`_parts`)."""
     i, n = shard
-    groups: dict[tuple, list[Job]] = {}
+    part = _parts(all_jobs, n)
+    return [j for j in all_jobs if part[(j.seed, j.question.dataset, j.question.id)] == i - 1]
+
+
+def _parts(all_jobs: list[Job], n: int) -> dict[tuple, int]:
+    """The part (0-based) of every (seed, dataset, question) group: whole groups (they share
+    round 0), each given in grid order to the part with the fewest debates so far (lowest
+    index on ties), so the parts are disjoint, cover the grid and differ by at most one
+    group."""
+    groups: dict[tuple, int] = {}
     for j in all_jobs:
-        groups.setdefault((j.seed, j.question.dataset, j.question.id), []).append(j)
+        key = (j.seed, j.question.dataset, j.question.id)
+        groups[key] = groups.get(key, 0) + 1
     load = [0] * n
-    keep: set[tuple] = set()
-    for key, members in groups.items():
-        part = min(range(n), key=lambda p: (load[p], p))
-        load[part] += len(members)
-        if part == i - 1:
-            keep.add(key)
-    return [j for j in all_jobs if (j.seed, j.question.dataset, j.question.id) in keep]
+    part: dict[tuple, int] = {}
+    for key, size in groups.items():
+        p = min(range(n), key=lambda q: (load[q], q))
+        load[p] += size
+        part[key] = p
+    return part
+
+
+def shard_sizes(exp: Experiment, n: int) -> list[int]:
+    """Debates in each of the ``n`` shards of ``exp``'s grid (``len(jobs(...shard=(i, n)))``
+    for i = 1..n, from one pass over the grid).
+
+    >>> shard_sizes(preset("smoke"), 3)
+    [28, 21, 14]
+    """
+    counts = [0] * n
+    all_jobs = jobs(replace(exp, shard=None))
+    part = _parts(all_jobs, n)
+    for j in all_jobs:
+        counts[part[(j.seed, j.question.dataset, j.question.id)]] += 1
+    return counts
 
 
 def answer_key(exp: Experiment) -> dict[tuple[str, str], str]:
@@ -365,6 +389,8 @@ class RunSummary:
     requests: int
     tokens: int
     cache_hits: int
+    stopped: bool = False
+    """Whether ``stop`` ended the run early (every finished debate is recorded)."""
 
     @property
     def complete(self) -> bool:
@@ -401,8 +427,13 @@ def _shard_text(shard: tuple[int, int] | None) -> str | None:
 
 
 def run(exp: Experiment, backend: Any | Callable[[str], Any], out_dir: str | os.PathLike[str],
-        *, progress: bool = True, task_for: Callable[[str], Any] | None = None) -> RunSummary:
+        *, progress: bool = True, task_for: Callable[[str], Any] | None = None,
+        stop: Callable[[], bool] | None = None) -> RunSummary:
     """Run every missing debate of ``exp`` into ``out_dir``.
+
+    ``stop`` (e.g. set by a scheduler's SIGTERM) is asked after every chunk: when it
+    answers True the debates in flight have finished and are recorded, and the run returns
+    incomplete (``summary.stopped``); running it again resumes.
 
     ``backend`` is a Backend (one model) or a callable ``model name -> Backend`` (one per
     entry of ``exp.models``, or one per distinct ``exp.debate.agent_models`` for a mixed
@@ -410,9 +441,37 @@ def run(exp: Experiment, backend: Any | Callable[[str], Any], out_dir: str | os.
     and each backend is built only when its turn comes and dropped afterwards (one GPU engine
     at a time); each model's grid is :func:`model_grid`'s.
     """
-    from pear.tasks import grading as tasks
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    with _writer_lock(out):
+        return _run(exp, backend, out, progress=progress, task_for=task_for, stop=stop)
+
+
+@contextlib.contextmanager
+def _writer_lock(out: Path) -> Iterator[None]:
+    """One ``run`` writes into a directory at a time: a second one (e.g. a requeued task
+    starting while the stopped one finishes its debates in flight) waits for the first, then
+    resumes from what it recorded, so no debate is run twice."""
+    import fcntl
+    with open(out / LOCK_FILE, "a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"pear: another run is writing into {str(out)!r}; waiting for it to end",
+                  file=sys.stderr, flush=True)
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+LOCK_FILE = ".pear-run.lock"
+
+
+def _run(exp: Experiment, backend: Any, out: Path, *, progress: bool,
+         task_for: Callable[[str], Any] | None, stop: Callable[[], bool] | None) -> RunSummary:
+    from pear.tasks import grading as tasks
     factory = callable(backend) and not hasattr(backend, "generate")
     if exp.debate.agent_models:
         if not factory or exp.models:
@@ -454,8 +513,11 @@ def run(exp: Experiment, backend: Any | Callable[[str], Any], out_dir: str | os.
         engine = Engine(be.backends if isinstance(be, Population) else be,
                         model_grid(exp, name).debate, task_for=task_for or tasks.get)
         _run_jobs(engine, all_jobs, model_dir(out, be.model_id), exp.chunk_questions, bar,
-                  summary)
+                  summary, stop)
         del be, engine
+        if stop is not None and stop():
+            summary.stopped = True
+            break
     bar.close()
     manifest["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     manifest["complete"] = summary.complete
@@ -485,14 +547,30 @@ def _open_manifest(exp: Experiment, out: Path, old: Mapping[str, Any] | None,
         "started_at": (old or {}).get("started_at", started), "resumed_at": started,
         "finished_at": None, "command": " ".join(map(str, sys.argv)),
     })
-    from pear.core.methods import provenance
+    attempt = _scheduler_attempt()
+    if attempt or (old or {}).get("attempts"):
+        manifest["attempts"] = (old or {}).get("attempts", []) + ([attempt] if attempt else [])
     plugins = {**(old or {}).get("plugins", {}),
                **{m: p for m in dict.fromkeys((*exp.methods, *exp.full_methods))
-                  if (p := provenance(method(m, exp.router))) is not None}}
+                  if (p := method(m, exp.router).provenance()) is not None}}
     if plugins:  # the study's methods only: no key, the manifest as it always was
         manifest["plugins"] = plugins
     manifest_io.write(out, manifest)
     return manifest
+
+
+def _scheduler_attempt() -> dict[str, Any] | None:
+    """This start of the run as a Slurm task (job, array task, ``SLURM_RESTART_COUNT``,
+    node), for the manifest's ``attempts``; None outside Slurm."""
+    env = os.environ
+    if "SLURM_JOB_ID" not in env:
+        return None
+    return {"at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "slurm_job_id": env.get("SLURM_JOB_ID"),
+            "array_job_id": env.get("SLURM_ARRAY_JOB_ID"),
+            "array_task_id": env.get("SLURM_ARRAY_TASK_ID"),
+            "restart_count": int(env.get("SLURM_RESTART_COUNT") or 0),
+            "node": env.get("SLURMD_NODENAME") or platform.node()}
 
 
 def _finished_earlier(exp: Experiment, old: Mapping[str, Any] | None, backend_name: str,
@@ -512,7 +590,7 @@ def _finished_earlier(exp: Experiment, old: Mapping[str, Any] | None, backend_na
 
 
 def _run_jobs(engine: Engine, all_jobs: Sequence[Job], rdir: Path, chunk_questions: int,
-              bar: Any, summary: RunSummary) -> None:
+              bar: Any, summary: RunSummary, stop: Callable[[], bool] | None = None) -> None:
     """Run the jobs not yet recorded in ``rdir``, appending each record as it finishes
     (flushed; fsynced after every chunk), and add the engine's counts to ``summary``."""
     done = completed_ids(rdir)
@@ -526,6 +604,9 @@ def _run_jobs(engine: Engine, all_jobs: Sequence[Job], rdir: Path, chunk_questio
                 summary.written += 1
                 bar.update(1)
             writer.sync()
+            if stop is not None and stop():
+                summary.stopped = True
+                break
             bar.set_postfix(calls=engine.requests, tokens=engine.tokens,
                             cache_hits=engine.cache_hits, failed=len(engine.failed),
                             refresh=False)

@@ -77,7 +77,7 @@ def _key(job: Job) -> tuple:
 
 def _round0_calls(group: Sequence[Job], n_agents: int) -> int:
     """Initial-answer calls the engine makes for one (seed, question) group."""
-    from pear.core.methods import initial_agents
+    from pear.methods import initial_agents
     return max(initial_agents(j.method, n_agents) for j in group)
 
 
@@ -175,7 +175,7 @@ def _sample(all_jobs: Sequence[Job], per_pair: int) -> list[Job]:
     """Whole (seed, question) groups, in grid order, until every (dataset, method) of the
     grid appears ``per_pair`` times; each sampled group also gets a CoT-SC debate (which
     measures the shared initial answers)."""
-    from pear.core.methods import method as make_method
+    from pear.methods import method as make_method
     groups: dict[tuple, list[Job]] = defaultdict(list)
     for j in all_jobs:
         groups[_key(j)].append(j)
@@ -254,7 +254,7 @@ class PaperCost:
 def paper_costs() -> list[PaperCost]:
     """The study's printed tokens per example, by method key."""
     import csv
-    from pear.core.config import METHOD_LABELS
+    from pear.catalog.labels import METHOD_LABELS
     from pear.catalog.models import PAPER_DIR
     keys = {label: key for key, label in METHOD_LABELS.items()}
     with open(PAPER_DIR / "cost.csv", newline="", encoding="utf-8") as fh:

@@ -36,6 +36,9 @@ class Checker:
         self.router: Any = None
         self.models: set[str] = set()
         """The models the manifest lists (empty: any)."""
+        self.imported_datasets: set[str] | None = None
+        """For an imported run (``pear import``): the datasets its manifest names (graded with
+        the grading kind it names, not necessarily one of ours); None for a run of ours."""
         self.protocol_key = ""
         self._hashes: dict[str, str] = {}
         self._gold: dict[str, dict[str, str]] = {}
@@ -54,6 +57,10 @@ class Checker:
             return
         try:
             raw = json.loads(path.read_text())
+            if raw.get("imported"):  # another framework's debates: no protocol of ours
+                self.imported_datasets = set(raw["imported"].get("datasets") or ())
+                self.models = set(raw.get("models") or ())
+                return
             proto = raw["protocol"]
             debate = dict(proto["debate"])
             for key in ("roles", "agent_models"):
@@ -96,7 +103,7 @@ class Checker:
         def bad(kind: str, detail: str) -> None:
             out.append(Problem(kind, where, f"debate {did}: {detail}"))
 
-        self._identity(rec, bad)
+        self._identity(rec, bad, self.imported_datasets or ())
         self._texts(rec, bad)
         self._body(rec, bad)
         if self.debate is not None:
@@ -105,18 +112,20 @@ class Checker:
                                       "is unknown (checked for consistency only)")
             else:
                 self._protocol(rec, bad)
+        elif (rec.get("imported") or {}).get("matched"):  # id and gold are our benchmark's
+            self._check_gold(rec, bad)
         return out
 
     # ------------------------------------------------------------- the parts
 
     @staticmethod
-    def _identity(rec: Mapping[str, Any], bad) -> None:
-        from pear.core.methods import spec
+    def _identity(rec: Mapping[str, Any], bad, imported: Any = ()) -> None:
+        from pear.methods import spec
         from pear.catalog.labels import DATASETS
         for key in _NAMES:
             if not _PLAIN.fullmatch(str(rec[key])):
                 bad("identity", f"{key} is not a plain name")
-        if rec["dataset"] not in DATASETS:
+        if rec["dataset"] not in DATASETS and rec["dataset"] not in imported:
             bad("identity", f"unknown dataset {str(rec['dataset'])[:40]!r}")
         try:
             spec(str(rec["method"]))
@@ -185,12 +194,12 @@ class Checker:
             if len(agents) != n or any(a["agent"] != j for j, a in enumerate(agents)):
                 bad("inconsistent", f"round {i}: agents {[a['agent'] for a in agents][:8]} "
                                     f"for n_agents {n}")
-            conf = [a["confidence"] for a in agents]
-            if any(not 1 <= c <= 5 for c in conf):
+            conf = [a["confidence"] for a in agents]  # None: absent (imported records)
+            if any(c is not None and not 1 <= c <= 5 for c in conf):
                 bad("out_of_range", f"round {i}: confidence {conf} outside 1..5")
             if any(not _in_range(x, 0.0, 1.0) for x in rd["influence"]):
                 bad("out_of_range", f"round {i}: influence outside [0, 1]")
-            Checker._edges(rd, n, i, bad)
+            Checker._edges(rd, n, i, bad, imported="imported" in rec)
             Checker._vote(rd, i, bad, own_aggregate)
         last = rounds[-1] if rounds else None
         if last is None:
@@ -199,7 +208,10 @@ class Checker:
             bad("inconsistent", "final answer or correctness differs from the last round's vote")
 
     @staticmethod
-    def _edges(rd: Mapping[str, Any], n: int, i: int, bad) -> None:
+    def _edges(rd: Mapping[str, Any], n: int, i: int, bad, imported: bool = False) -> None:
+        """Edges in range; critiques valid and, unless the debate was imported (its protocol
+        has no structured critiques: every agent just saw the others' answers), the
+        round's edges."""
         edges = rd["edges"]
         if any(len(e) != 2 or not (0 <= e[0] < n and 0 <= e[1] < n) or e[0] == e[1]
                for e in edges):
@@ -216,6 +228,8 @@ class Checker:
             if not c["delivered"] and c["decision"] is not None:
                 bad("inconsistent", f"round {i}: an undelivered critique was decided")
                 return
+        if imported and not crit:
+            return
         if {(c["source"], c["target"]) for c in crit} != {(e[0], e[1]) for e in edges}:
             bad("inconsistent", f"round {i}: the critiques are not the round's edges")
 
@@ -240,7 +254,7 @@ class Checker:
 
     def _protocol(self, rec: Mapping[str, Any], bad) -> None:
         from pear.core.config import config_hash
-        from pear.core.methods import initial_agents, method
+        from pear.methods import initial_agents, method
         name = rec["method"]
         params = (rec.get("plugin") or {}).get("params") or None
         try:
@@ -260,7 +274,7 @@ class Checker:
             return
         self._check_gold(rec, bad)
         if m.is_debate:
-            self._check_graphs(rec, m.spec.graphs, bad)
+            self._check_graphs(rec, m.graphs, bad)
 
     def _check_gold(self, rec: Mapping[str, Any], bad) -> None:
         ds = rec["dataset"]
@@ -323,7 +337,7 @@ class Checker:
 def _own_aggregate(name: str) -> bool:
     """Whether the registered method ``name`` aggregates answers its own way (not the
     majority vote); False for unknown names (named under identity)."""
-    from pear.core.methods import spec
+    from pear.methods import spec
     try:
         return spec(name).aggregate is not None
     except ValueError:
