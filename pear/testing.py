@@ -34,7 +34,7 @@ from pear.core.methods import check_edges, lookup as spec, method
 from pear.core.router import Decision, RouterState
 
 __all__ = ["check_router", "check_method", "random_states", "recorded_states",
-           "states_from_records", "relabel_state", "RECORDED_STATES"]
+           "states_from_records", "RECORDED_STATES"]
 
 RECORDED_STATES: tuple[tuple[tuple[str, ...], tuple[int, ...], tuple[float, ...]], ...] = (
     (("a", "a", "a", "a", "a"), (4, 4, 5, 4, 3), (0.0,) * 5),          # consensus, round 1
@@ -87,24 +87,9 @@ def states_from_records(records: Iterable[Mapping[str, Any]], *, k: int = 2, see
             agents = rd["agents"]
             if len(agents) < 2 or len(out) >= limit:
                 continue
-            out.append(_state([a["canonical"] for a in agents],
-                              [a["confidence"] for a in agents], rd["influence"],
-                              min(k, len(agents) - 1), rng, rd["round"] + 1, RouterConfig()))
+            out.append(RouterState.after_round(rd, base_graph(len(agents), min(k, len(agents) - 1),
+                                                              rng)))
     return out
-
-
-def relabel_state(state: RouterState, perm: np.ndarray) -> RouterState:
-    """The same state with agent ``i`` renamed ``perm[i]`` (answers, confidences, influence
-    and base graph moved together)."""
-    n = state.n
-    inv = np.argsort(perm)
-    pick = [int(inv[j]) for j in range(n)]  # new agent j is old agent inv[j]
-    base = np.asarray(state.base_edges, dtype=np.int64).reshape(-1, 2)
-    return RouterState(tuple(state.answers[i] for i in pick),
-                       tuple(state.confidences[i] for i in pick),
-                       tuple(state.influence[i] for i in pick),
-                       perm[base] if len(base) else base, round=state.round, k=state.k,
-                       config=state.config)
 
 
 def _edges(route: Callable[..., Any], state: RouterState, seed: int,
@@ -171,7 +156,7 @@ def check_router(route: Callable[..., Any], *, in_degree: int | str | None = "k"
         if not equivariant:
             continue
         perm = draws.permutation(st.n)
-        moved = relabel_state(st, perm)
+        moved = st.relabelled(perm)
         a = np.zeros((st.n, st.n))
         b = np.zeros((st.n, st.n))
         fixed_output = all(np.array_equal(first, _edges(route, st, s0 + j, kw, who))

@@ -288,15 +288,21 @@ def bootstrap_mean(values: Sequence[float] | np.ndarray, n_resamples: int = 1000
                    alpha: float = 0.05, *, rng: np.random.Generator
                    ) -> tuple[float, float, float]:
     """Mean of one sample with a percentile bootstrap ``(1 - alpha)`` interval ``(low,
-    high)``: ``n_resamples`` resamples with replacement drawn from ``rng``.  A constant
-    sample, or one of fewer than two values, has a zero-width interval.
+    high)``: ``n_resamples`` resamples with replacement drawn from ``rng``.  NaN entries
+    (e.g. queries where a rate is undefined) are left out; no value gives NaN; a constant
+    sample, or a single value, has a zero-width interval.
 
-    >>> m, lo, hi = bootstrap_mean([0.0, 1.0, 0.5, 0.25] * 5, n_resamples=2000,
+    >>> m, lo, hi = bootstrap_mean([0.0, 1.0, 0.5, 0.25, np.nan] * 5, n_resamples=2000,
     ...                            rng=np.random.default_rng(0))
     >>> m, lo < m < hi
     (0.4375, True)
+    >>> bootstrap_mean([np.nan], rng=np.random.default_rng(0))
+    (nan, nan, nan)
     """
     x = np.asarray(values, dtype=float)
+    x = x[~np.isnan(x)]
+    if x.size == 0:
+        return math.nan, math.nan, math.nan
     mean = float(x.mean())
     if x.size < 2 or np.all(x == x[0]):
         return mean, mean, mean

@@ -31,7 +31,7 @@ from pear.core.config import RouterConfig
 from pear.core.graphs import Pool, base_graph, distinct_relabellings
 from pear.core.router import RouterState, score_pool, selection_probabilities
 
-__all__ = ["relabelling_pool", "relabelled", "states_from_records",
+__all__ = ["relabelling_pool", "states_from_records",
            "equivariance_deviation", "influence_derivative",
            "term_spread", "routing_lift", "choice_entropy", "base_graph"]
 
@@ -39,14 +39,6 @@ __all__ = ["relabelling_pool", "relabelled", "states_from_records",
 def relabelling_pool(state: RouterState) -> Pool:
     """Every distinct relabelling of the state's base graph."""
     return distinct_relabellings(state.base_edges, state.n)
-
-
-def relabelled(state: RouterState, perm: np.ndarray) -> RouterState:
-    """The same state with agent ``i`` renamed ``perm[i]`` (the base graph is kept: the pool of
-    its relabellings is closed under renaming)."""
-    inv = np.argsort(perm)
-    return RouterState(tuple(state.answers[i] for i in inv), tuple(state.confidences[i] for i in inv),
-                 tuple(state.influence[i] for i in inv), state.base_edges)
 
 
 def states_from_records(records: Iterable[dict[str, Any]], limit: int | None = None,
@@ -62,11 +54,7 @@ def states_from_records(records: Iterable[dict[str, Any]], limit: int | None = N
         for prev, cur in zip(rounds, rounds[1:]):
             if not cur["edges"]:
                 continue
-            agents = prev["agents"]
-            yield RouterState(tuple(a["canonical"] for a in agents),
-                        tuple(int(a["confidence"]) for a in agents),
-                        tuple(float(x) for x in prev["influence"]),
-                        np.asarray(cur["edges"], dtype=np.int64))
+            yield RouterState.after_round(prev, np.asarray(cur["edges"], dtype=np.int64))
             count += 1
             if limit is not None and count >= limit:
                 return
@@ -95,7 +83,7 @@ def equivariance_deviation(state: RouterState, cfg: RouterConfig, rng: np.random
         moved = Pool(perm[pool.src], perm[pool.tgt], pool.n)  # sigma G for every G of the pool
         if {c.tobytes() for c in _codes(moved)} != known:
             raise AssertionError("the pool is not closed under relabelling")
-        s1 = _scores(relabelled(state, perm), cfg, moved)    # S(sigma G | sigma state)
+        s1 = _scores(state.relabelled(perm), cfg, moved)     # S(sigma G | sigma state)
         p1 = selection_probabilities(s1, cfg.tau)           # P(sigma G | sigma state)
         worst_s = max(worst_s, float(np.abs(s1 - s0).max()))
         worst_p = max(worst_p, float(np.abs(p1 - p0).max()))

@@ -55,7 +55,6 @@ cross-answer rate 0.413 (0.498: this population sustains less disagreement than 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import math
 import time
@@ -66,6 +65,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from pear.core.backend import Completion, Request
+from pear.core.hashing import hex_id, int_seed
 
 __all__ = ["SimParams", "SimulatedBackend", "DATASET_EASE"]
 
@@ -181,9 +181,8 @@ def _sigmoid(x: float) -> float:
 
 
 def _key(*parts: Any) -> int:
-    """A stable 64-bit integer of ``parts`` (never Python's salted ``hash``)."""
-    h = hashlib.blake2b("\x1f".join(map(str, parts)).encode(), digest_size=8).digest()
-    return int.from_bytes(h, "big")
+    """A stable 64-bit integer of ``parts`` (the core's seed hashing)."""
+    return int_seed(*parts)
 
 
 _NORMAL = NormalDist()
@@ -235,7 +234,7 @@ class SimulatedBackend:
     def model_id(self) -> str:
         ident = {k: v for k, v in dataclasses.asdict(self.params).items() if k != "latency_s"}
         blob = json.dumps(ident, sort_keys=True)  # latency is not part of the model
-        return f"simulated-{hashlib.sha256(blob.encode()).hexdigest()[:10]}-s{self.seed}"
+        return f"simulated-{hex_id(blob, n=10, sep='')}-s{self.seed}"
 
     def settings(self) -> dict[str, Any]:
         """The run manifest's record of the population: its seed and every parameter."""
@@ -285,6 +284,40 @@ class SimulatedBackend:
         p = self.params
         return _sigmoid(p.ease(meta["dataset"]) + p.skill_sd * self.skill(meta)
                         - p.difficulty_sd * q.difficulty)
+
+    def expected_solve_rate(self, dataset: str, agents: Sequence[tuple[str, int]],
+                            weights: Sequence[float] | None = None) -> float:
+        """The expected share (weighted by ``weights``, default equal) of right initial
+        answers of the agents ``(question id, agent index)`` of ``dataset`` under these
+        latents (their difficulties and skills as drawn; only the final coin flips are
+        averaged out)."""
+        if not agents:
+            raise ValueError("no agents to average over")
+        p = self.params
+        logits = np.array([p.skill_sd * _normal(self.seed, "skill", dataset, q, a)
+                           - p.difficulty_sd * _normal(self.seed, "difficulty", dataset, q)
+                           for q, a in agents]) + p.ease(dataset)
+        return float(np.average(1.0 / (1.0 + np.exp(-logits)), weights=weights))
+
+    def matched(self, dataset: str, agents: Sequence[tuple[str, int]], rate: float,
+                weights: Sequence[float] | None = None, tol: float = 1e-4
+                ) -> "SimulatedBackend":
+        """A backend of this population with ``skill_mean`` shifted (nothing else changed:
+        no refit) so that :meth:`expected_solve_rate` of ``agents`` is ``rate`` (bisection;
+        ``rate`` in (0, 1))."""
+        if not 0 < rate < 1:
+            raise ValueError(f"invalid rate={rate!r}: must be in (0, 1)")
+        lo, hi = -30.0, 30.0
+        while hi - lo > tol:
+            mid = (lo + hi) / 2
+            be = SimulatedBackend(self.answer_key, dataclasses.replace(
+                self.params, skill_mean=mid), seed=self.seed, n_agents=self.n_agents)
+            if be.expected_solve_rate(dataset, agents, weights) < rate:
+                lo = mid
+            else:
+                hi = mid
+        return SimulatedBackend(self.answer_key, dataclasses.replace(
+            self.params, skill_mean=(lo + hi) / 2), seed=self.seed, n_agents=self.n_agents)
 
     # decisions ----------------------------------------------------------------------
     def solve(self, q: _Question, meta: Mapping[str, Any], u: Sequence[float],

@@ -35,11 +35,11 @@ import numpy as np
 
 from pear.core import parsing, prompts
 from pear.core.backend import Backend, Completion, Request
-from pear.core.hashing import base_graph_seed, branch_debate_id, debate_id, derive_seed
+from pear.core.hashing import branch_debate_id, debate_id, debate_seed, derive_seed, round_seed
 from pear.core import methods
 from pear.core.config import ROLE_CONFIDENCE, DebateConfig, config_hash
 from pear.core.methods import Method
-from pear.core.graphs import base_graph
+from pear.core.graphs import debate_base_graph
 from pear.core.record import SCHEMA_VERSION
 from pear.core.router import RouterState, update_influence
 from pear.core.stopping import parse_stop, stop_reason
@@ -135,7 +135,8 @@ class Critique:
 class _Debate:
     job: Job
     ident: dict[str, Any]
-    rng: np.random.Generator
+    seed: int
+    """The debate's seed (:func:`pear.core.hashing.debate_seed`)."""
     agents: list[_Agent]
     rounds_data: list[dict[str, Any]]
     influence: np.ndarray
@@ -153,6 +154,12 @@ class _Debate:
     branched_from: dict[str, Any] | None = None
     """For a counterfactual branch: the parent debate, its method, the round branched after
     and the calls its copied rounds cost (:meth:`Engine.branch`)."""
+    rng: np.random.Generator | None = None
+    """The current round's generator (:meth:`start_round`): routing and vote ties."""
+
+    def start_round(self, r: int) -> None:
+        """Round ``r`` draws from its own generator, derived from the debate seed and r."""
+        self.rng = np.random.default_rng(round_seed(self.seed, r))
 
     def charge(self, c: Completion) -> bool:
         """Count ``c``'s tokens and call against this debate; False (and the debate marked
@@ -297,10 +304,10 @@ class Engine:
         """Counterfactual branches: for each ``(job, parent record)``, continue the parent's
         debate from its recorded state after round ``from_round`` (answers, confidences,
         reasoning, influence) under ``job``'s method; rounds 0..``from_round`` are copied,
-        never re-asked.  The branch's generator is the one a full run of ``job`` would have
-        there (its draws over the copied rounds are replayed on the recorded states), and
-        later requests get the seeds of a full run, so a branch under the parent's own
-        method reproduces the parent's later rounds.  Records carry ``branched_from``;
+        never re-asked.  Each later round draws from the generator a full run of ``job`` has
+        in that round (:func:`pear.core.hashing.round_seed`: nothing is replayed) and its
+        requests get the seeds of a full run, so a branch under the parent's own method
+        reproduces the parent's later rounds.  Records carry ``branched_from``;
         their tokens and calls are what the branch spent."""
         debates = [self._from_record(job, parent, from_round) for job, parent in starts]
         yield from self._rounds(debates, from_round + 1)
@@ -314,25 +321,13 @@ class Engine:
                              f"{parent['n_agents']} agents: it cannot be branched after round "
                              f"{from_round} with {self.debate.n_agents} agents")
         q, rounds = job.question, parent["rounds_data"][:from_round + 1]
-        rng = np.random.default_rng(derive_seed(job.seed, job.method.name, q.dataset, q.id,
-                                                "debate"))
-        d = _Debate(job, self.branch_identity(job, parent["debate_id"], from_round), rng,
+        d = _Debate(job, self.branch_identity(job, parent["debate_id"], from_round),
+                    debate_seed(job.seed, job.method.name, q.dataset, q.id),
             [_Agent(a["answer"], a["canonical"], a["confidence"], a["reasoning"], a["correct"],
                     a["parse_error"], a.get("truncated", False), a.get("role", "honest"),
                     a.get("model", "")) for a in rounds[-1]["agents"]],
             json.loads(json.dumps(rounds)), np.asarray(rounds[-1]["influence"], dtype=float))
-        base_rng = np.random.default_rng(base_graph_seed(job.seed, q.dataset, q.id))
-        d.base = base_graph(len(d.agents), self.debate.k, base_rng, job.method.router.base_graph)
-        for r, rd in enumerate(rounds):  # replay the generator's draws of the copied rounds
-            if r > 0:
-                before = rounds[r - 1]
-                methods.route_debates([(job.method, RouterState(
-                    tuple(a["canonical"] for a in before["agents"]),
-                    tuple(a["confidence"] for a in before["agents"]),
-                    tuple(before["influence"]), d.base, round=r, k=self.debate.k,
-                    config=job.method.router), d.rng)])
-            methods.aggregate(job.method, [a["canonical"] for a in rd["agents"]],
-                              [a["confidence"] for a in rd["agents"]], d.rng)
+        d.base = self._base(job, len(d.agents))
         d.branched_from = {"debate_id": parent["debate_id"], "method": parent["method"],
                            "round": from_round, "calls_copied": copied_calls(rounds)}
         return d
@@ -398,21 +393,28 @@ class Engine:
                     self.failed.append((ident["debate_id"], error))
                     continue
                 k = methods.initial_agents(job.method, n)
-                d = _Debate(job, ident, np.random.default_rng(
-                    derive_seed(job.seed, job.method.name, q.dataset, q.id, "debate")),
+                d = _Debate(job, ident, debate_seed(job.seed, job.method.name, q.dataset, q.id),
                     [dataclasses.replace(a, truncated=c.finish_reason == "length")
                      for a, c in zip(agents[:k], comps[:k])], [], np.zeros(max(k, n)))
                 for c in comps[:k]:
                     d.charge(c)
                 if job.method.is_debate:
-                    base_rng = np.random.default_rng(base_graph_seed(job.seed, q.dataset, q.id))
-                    d.base = base_graph(n, self.debate.k, base_rng, job.method.router.base_graph)
+                    d.base = self._base(job, n)
+                d.start_round(0)
                 self._close(d, 0, None, [])
                 out.append(d)
         return out
 
+    def _base(self, job: Job, n: int) -> np.ndarray:
+        """The debate's base role graph (:func:`pear.core.graphs.debate_base_graph`)."""
+        q = job.question
+        return debate_base_graph(job.seed, q.dataset, q.id, n, self.debate.k,
+                                 job.method.router.base_graph)
+
     def _round(self, debates: list[_Debate], r: int) -> None:
         """One debate round for every debate in flight: route, critique, update, close."""
+        for d in debates:
+            d.start_round(r)
         plans = self._route(debates, r)
         critiques = self._critique(debates, plans, r)
         updates = self._update(debates, critiques, r)

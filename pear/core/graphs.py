@@ -19,8 +19,11 @@ from typing import Literal
 
 import numpy as np
 
+from pear.core.hashing import base_graph_seed
+
 __all__ = [
     "base_graph",
+    "debate_base_graph",
     "subsample",
     "relabel",
     "to_adjacency",
@@ -58,6 +61,21 @@ def base_graph(n: int, k: int, rng: np.random.Generator,
     else:
         raise ValueError(f"unknown base graph kind {kind!r}: use 'in_regular' or 'circulant'")
     return _sorted(np.array(edges, dtype=np.int64))
+
+
+def debate_base_graph(seed: int, dataset: str, question_id: str, n: int, k: int,
+                      kind: Literal["in_regular", "circulant"] = "in_regular") -> np.ndarray:
+    """The base role graph of a question's debates in a run of seed ``seed``: drawn from
+    (seed, question) alone (:func:`pear.core.hashing.base_graph_seed`), so every routed
+    method of a question relabels the same graph (paired comparisons); what the engine
+    routes and the record checks hold the records to.
+
+    >>> g = debate_base_graph(0, "gsm8k", "q1", 5, 2)
+    >>> g.shape, bool((g == debate_base_graph(0, "gsm8k", "q1", 5, 2)).all())
+    ((10, 2), True)
+    """
+    return base_graph(n, k, np.random.default_rng(base_graph_seed(seed, dataset, question_id)),
+                      kind)
 
 
 def _sorted(edges: np.ndarray) -> np.ndarray:

@@ -14,8 +14,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Mapping
 
-__all__ = ["hex_id", "int_seed", "derive_seed", "base_graph_seed", "debate_id", "branch_debate_id",
-           "config_digest", "stable_seed"]
+__all__ = ["hex_id", "int_seed", "derive_seed", "debate_seed", "round_seed", "base_graph_seed",
+           "debate_id", "branch_debate_id", "config_digest", "stable_seed"]
 
 
 def _digest(parts: tuple[object, ...], sep: str) -> bytes:
@@ -43,6 +43,19 @@ def derive_seed(*parts: Any) -> int:
     """A 31-bit seed from any parts: per-request sampling seeds (run seed, method, question,
     agent, round, phase) and each debate's own generator."""
     return int_seed(*parts, nbytes=4, bits=31)
+
+
+def debate_seed(seed: int, method: str, dataset: str, question_id: str) -> int:
+    """The seed of one debate (run seed, method, question): its rounds' generators derive
+    from it (:func:`round_seed`)."""
+    return derive_seed(seed, method, dataset, question_id, "debate")
+
+
+def round_seed(debate: int, round_: int) -> int:
+    """The seed of round ``round_``'s generator in the debate of seed ``debate``: every
+    round draws (routing, vote ties) from its own generator, so a branch after round R
+    starts round R + 1 as a full run does without replaying rounds 0..R."""
+    return derive_seed(debate, "round", round_)
 
 
 def base_graph_seed(seed: int, dataset: str, question_id: str) -> int:

@@ -18,7 +18,7 @@ relabels the scores and the choice distribution.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple, Sequence
+from typing import Any, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -79,6 +79,38 @@ class RouterState:
     @property
     def n(self) -> int:
         return len(self.answers)
+
+    @classmethod
+    def after_round(cls, round_record: Mapping[str, Any], base_edges: np.ndarray, *,
+                    k: int = 0, config: RouterConfig | None = None) -> "RouterState":
+        """The state a router sees after a recorded round (a record's ``rounds_data``
+        entry): its agents' canonical answers and confidences and the influence after it,
+        routing round ``round + 1`` of the debate whose base role graph is ``base_edges``."""
+        agents = round_record["agents"]
+        return cls(tuple(a["canonical"] for a in agents),
+                   tuple(int(a["confidence"]) for a in agents),
+                   tuple(float(x) for x in round_record["influence"]),
+                   np.asarray(base_edges, dtype=np.int64).reshape(-1, 2),
+                   round=int(round_record["round"]) + 1, k=k,
+                   config=config if config is not None else RouterConfig())
+
+    def relabelled(self, perm: np.ndarray) -> "RouterState":
+        """The same state with agent ``i`` renamed ``perm[i]``: answers, confidences,
+        influence and the base graph move together (a router is permutation-equivariant
+        when it chooses the renamed edges of the renamed state).
+
+        >>> s = RouterState(("a", "b", "c"), (5, 1, 3), (0.0, 0.5, 1.0), np.array([[0, 1]]))
+        >>> t = s.relabelled(np.array([2, 0, 1]))
+        >>> t.answers, t.base_edges.tolist()
+        (('b', 'c', 'a'), [[2, 0]])
+        """
+        pick = np.argsort(perm)  # new agent j is old agent pick[j]
+        base = np.asarray(self.base_edges, dtype=np.int64).reshape(-1, 2)
+        return RouterState(tuple(self.answers[i] for i in pick),
+                           tuple(self.confidences[i] for i in pick),
+                           tuple(self.influence[i] for i in pick),
+                           perm[base] if len(base) else base, round=self.round, k=self.k,
+                           config=self.config)
 
 
 @dataclass(frozen=True)

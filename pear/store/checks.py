@@ -305,8 +305,7 @@ class Checker:
         topology; ``relabelling``: a relabelling of the base role graph; ``free``: any valid
         edge set, checked under the record's body); a branch's copied rounds are its
         parent's (checked against the parent by :func:`pear.runs.branch.check_branches`)."""
-        from pear.core.graphs import base_graph, fixed_topology
-        from pear.core.hashing import base_graph_seed
+        from pear.core.graphs import debate_base_graph, fixed_topology
         n = rec["n_agents"]
         if any(not (0 <= v < n) for rd in rec["rounds_data"] for e in rd["edges"] for v in e):
             return  # out of range: named already
@@ -322,8 +321,7 @@ class Checker:
             return
         key = (rec["seed"], rec["dataset"], rec["question_id"])
         if key not in self._base:
-            rng = np.random.default_rng(base_graph_seed(*key))
-            base = base_graph(n, self.debate.k, rng, self.router.base_graph)
+            base = debate_base_graph(*key, n, self.debate.k, self.router.base_graph)
             if len(self._base) > 100_000:
                 self._base.clear()
             self._base[key] = graph_class(base, n)
