@@ -73,3 +73,11 @@ def test_seeds_change_the_intervals():
     one = stats.bootstrap_mean(x, 2000, rng=np.random.default_rng(0))
     two = stats.bootstrap_mean(x, 2000, rng=np.random.default_rng(1))
     assert one[0] == two[0] and one[1:] != two[1:]
+
+
+def test_two_way_bootstrap_weights_are_the_draws_the_ledger_always_made():
+    # the claims ledger drew multinomial weights inline before it called bootstrap_weights
+    got = stats.bootstrap_weights(7, 50, rng=np.random.default_rng(4))
+    want = np.random.default_rng(4).multinomial(7, np.full(7, 1 / 7), size=50)
+    assert np.array_equal(got, want)
+    assert got.shape == (50, 7) and (got.sum(axis=1) == 7).all()

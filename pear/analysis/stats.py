@@ -54,6 +54,7 @@ __all__ = [
     "bootstrap_mean",
     "bootstrap_diff",
     "bootstrap_diff_unpaired",
+    "bootstrap_weights",
     "PairedEffect",
     "paired_effect",
     "holm",
@@ -331,6 +332,19 @@ def bootstrap_diff_unpaired(a: Sequence[float] | np.ndarray, b: Sequence[float] 
     db = b[rng.integers(0, b.size, (n_resamples, b.size))].mean(axis=1)
     low, high = np.quantile(da - db, [alpha / 2, 1 - alpha / 2])
     return diff, float(low), float(high)
+
+
+def bootstrap_weights(n: int, n_resamples: int, *, rng: np.random.Generator) -> np.ndarray:
+    """``(n_resamples, n)`` resampling weights of ``n`` units: how many times each unit is
+    drawn in each resample with replacement (multinomial counts summing to ``n``).  The
+    weighted form of the bootstrap, for statistics over several crossed units (the claims
+    ledger's two-way bootstrap draws seeds and questions independently).
+
+    >>> w = bootstrap_weights(4, 3, rng=np.random.default_rng(0))
+    >>> w.shape, w.sum(axis=1).tolist()
+    ((3, 4), [4, 4, 4])
+    """
+    return rng.multinomial(n, np.full(n, 1 / n), size=n_resamples)
 
 
 @dataclass(frozen=True)

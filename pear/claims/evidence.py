@@ -26,7 +26,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from pear.analysis import metrics
+from pear.analysis import metrics, stats
 from pear.catalog.labels import method_order
 
 __all__ = ["N_BOOT", "Cell", "Source", "per_debate", "from_view", "from_paper", "build_source",
@@ -174,8 +174,8 @@ def from_view(view: Any, *, rng: np.random.Generator, n_boot: int = N_BOOT,
         qids, qc = np.unique(part["question_id"].to_numpy(), return_inverse=True)
         mc = part["method"].map(mcode).to_numpy()
         nq[s], ns[s] = len(qids), len(seeds)
-        ws = rng.multinomial(len(seeds), np.full(len(seeds), 1 / len(seeds)), size=n_boot)
-        wq = rng.multinomial(len(qids), np.full(len(qids), 1 / len(qids)), size=n_boot)
+        ws = stats.bootstrap_weights(len(seeds), n_boot, rng=rng)
+        wq = stats.bootstrap_weights(len(qids), n_boot, rng=rng)
         for q in names:
             x = np.full((len(methods), len(seeds), len(qids)), np.nan)
             x[mc, sc, qc] = part[q].to_numpy(float)
@@ -256,11 +256,13 @@ class Source:
     """(whether the run manifest let the records' graphs be checked, graph problems)."""
     simulated: bool = False
     smoke: bool = False
+    imported: bool = False
+    """Records imported from another framework (``pear import``): another protocol (no
+    PEAR, no confidences or critiques, no token counts)."""
     description: str = ""
 
 
 def _significance(debates: pd.DataFrame, seed: int) -> pd.DataFrame:
-    from pear.analysis import stats
     sig = stats.significance(debates[debates["seed"] == seed])
     return sig[["model", "dataset", "b", "c", "n_pairs", "p_exact", "wilson_low",
                 "wilson_high", "power", "pear_acc", "best_baseline_acc"]]
@@ -271,7 +273,6 @@ def _rank_rows(sub: Cell, full: Cell) -> pd.DataFrame:
     both, per common setting, with percentile intervals from the replicates."""
     from scipy.stats import rankdata
 
-    from pear.analysis import stats
     rows = []
     methods = [m for m in full.methods if m in sub.methods]
     for key in full.settings:
@@ -360,6 +361,7 @@ def build_source(subset: Any, full: Any = None, *, rng: np.random.Generator,
                  router=exp.router if exp is not None else RouterConfig(),
                  simulated=bool((deb["backend"] == "simulated").any()),
                  smoke="pipeline check" in getattr(subset, "mark", ""),
+                 imported=bool((deb["backend"] == "imported").any()),
                  description=getattr(subset, "label", "in-memory records"))
     root = getattr(sv, "root", None)
     if root is not None:
@@ -383,7 +385,6 @@ def paper_source() -> Source:
     sig["pear_acc"] = sig["pear_acc"] / 100
     sig["best_baseline_acc"] = sig["best_baseline_acc"] / 100
     sig["p_printed"] = sig["p_exact"]
-    from pear.analysis import stats   # every test statistic recomputed from the printed b and c
     tests = [stats.mcnemar(b, c) for b, c in zip(sig["b"], sig["c"])]
     sig["p_exact"] = [t.pvalue_exact for t in tests]
     bounds = [stats.wilson(b, b + c) for b, c in zip(sig["b"], sig["c"])]

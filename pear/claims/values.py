@@ -261,17 +261,30 @@ def _pareto(spec, src: Source, keys, agg) -> Values | str:
     if tok is None or any(k not in tok.settings for k in keys):
         return "no tokens per setting in this " + ("table" if src.paper else "build")
     out = np.zeros(len(keys))
+    boot = acc.reps is not None and tok.reps is not None
+    reps = np.zeros((acc.reps.shape[0], len(keys))) if boot else None
     for label, pos in _groups(acc, [acc.settings.index(k) for k in keys], agg):
         rows = [acc.settings.index(keys[j]) for j in pos]
         trow = [tok.settings.index(keys[j]) for j in pos]
         methods = [m for m in acc.methods if m in tok.methods]
+        if spec["a"] not in methods:
+            continue
+        ac, tc = [acc.column(m) for m in methods], [tok.column(m) for m in methods]
         with quiet():
-            a = np.nanmean(acc.point[rows][:, [acc.column(m) for m in methods]], axis=0)
-            t = np.nanmean(tok.point[trow][:, [tok.column(m) for m in methods]], axis=0)
+            a = np.nanmean(acc.point[rows][:, ac], axis=0)
+            t = np.nanmean(tok.point[trow][:, tc], axis=0)
         ok = ~(np.isnan(a) | np.isnan(t))
         front = dict(zip(np.array(methods)[ok], pareto_front(t[ok], a[ok])))
         out[pos] = float(front.get(spec["a"], False))
-    return Values(out, None)
+        if boot:  # membership in each replicate: a flip between builds is then noise
+            with quiet():  # unless the replicates of both builds agree
+                a_b = np.nanmean(acc.reps[:, rows][:, :, ac], axis=1)
+                t_b = np.nanmean(tok.reps[:, trow][:, :, tc], axis=1)
+            for b in range(len(a_b)):
+                ok = ~(np.isnan(a_b[b]) | np.isnan(t_b[b]))
+                front = dict(zip(np.array(methods)[ok], pareto_front(t_b[b][ok], a_b[b][ok])))
+                reps[b, pos] = float(front.get(spec["a"], False))
+    return Values(out, reps)
 
 
 def _net_identity(spec, src: Source, keys, agg) -> Values | str:
