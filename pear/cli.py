@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+from pear.paths import SITE_DIR, cache_path
 from pear.runs.factory import make_backend
 
 __all__ = ["main", "make_backend"]
@@ -324,7 +325,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
             check_vllm_model(m)
             backend_settings(m, "vllm")
     out = Path(a.out)
-    cache = None if a.no_cache else out / "cache.sqlite"
+    cache = None if a.no_cache else cache_path(out)
     extra = {"tensor_parallel_size": a.tensor_parallel_size} \
         if a.tensor_parallel_size and a.backend == "vllm" else None
     if exp.debate.agent_models:
@@ -426,8 +427,7 @@ def _cmd_show_debate(a: argparse.Namespace) -> int:
         print(render_transcript(view.record(a.debate)), end="")
         return 0
     from pear.paper.site import page_path, write_debate_page
-    from pear.paper.study import REPO_ROOT
-    path = Path(a.out) if a.out else page_path(REPO_ROOT / "build" / "site", a.debate)
+    path = Path(a.out) if a.out else page_path(SITE_DIR, a.debate)
     print(write_debate_page(view, a.debate, path))
     return 0
 
@@ -636,7 +636,7 @@ def _cmd_branch(a: argparse.Namespace) -> int:
     backend = None
     if a.backend and a.backend != "simulated":
         _, exp = parent_experiment(a.run_dir)
-        cache = None if a.no_cache else Path(a.out) / "cache.sqlite"
+        cache = None if a.no_cache else cache_path(a.out)
         Path(a.out).mkdir(parents=True, exist_ok=True)
         backend = make_backend(a.backend, exp=exp, model=a.model, model_path=a.model_path,
                                base_urls=a.base_url, cache_path=cache)

@@ -9,8 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 
 __all__ = ["PACKAGE_DIR", "REPO_ROOT", "DATA_DIR", "BENCHMARKS_DIR", "PAPER_DIR", "RUNS_DIR",
+           "REAL_DEBATES_DIR",
            "FIGURES_DIR", "BUILD_DIR", "NOTEBOOKS_DIR", "TEMPLATES_FILE", "RECORDS_FILE",
-           "RUN_MANIFEST", "VIEW_DIR", "VIEW_MANIFEST"]
+           "RUN_MANIFEST", "VIEW_DIR", "VIEW_MANIFEST", "CACHE_FILE", "SITE_DIR",
+           "EXECUTED_DIR", "cache_path"]
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_ROOT = PACKAGE_DIR.parent
@@ -19,8 +21,11 @@ DATA_DIR = REPO_ROOT / "data"
 BENCHMARKS_DIR = DATA_DIR / "benchmarks"   # the four benchmarks, with SOURCES.md
 PAPER_DIR = DATA_DIR / "paper"             # the study's printed numbers
 RUNS_DIR = DATA_DIR / "runs"               # default run directories
+REAL_DEBATES_DIR = DATA_DIR / "real-debates"  # other frameworks' debates, with their licence
 FIGURES_DIR = REPO_ROOT / "figures"        # generated tables and figures
 BUILD_DIR = REPO_ROOT / "build"            # executed notebooks, the site
+SITE_DIR = BUILD_DIR / "site"              # the static results site
+EXECUTED_DIR = BUILD_DIR / "notebooks"     # the executed notebooks
 NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
 TEMPLATES_FILE = PACKAGE_DIR / "core" / "templates" / "prompts.md"
 """The study's printed prompt templates, shipped inside the package (package data)."""
@@ -29,3 +34,9 @@ RECORDS_FILE = "debates.jsonl"   # a run directory's append-only records
 RUN_MANIFEST = "manifest.json"   # a run directory's manifest (pear.store.manifest)
 VIEW_DIR = "view"                # a run directory's columnar view (pear.store.indexing)
 VIEW_MANIFEST = "manifest.json"  # the view's own manifest (files, offsets, parts) in VIEW_DIR
+CACHE_FILE = "cache.sqlite"      # a run directory's response cache (pear.backends.cache)
+
+
+def cache_path(run_dir: str | Path) -> Path:
+    """The response cache of the run in ``run_dir`` (studies and branches of a run share it)."""
+    return Path(run_dir) / CACHE_FILE

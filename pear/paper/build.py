@@ -28,11 +28,13 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from pear.catalog.labels import DATASETS, method_order
+from pear.paths import EXECUTED_DIR, SITE_DIR, cache_path
 from pear.analysis.report import FIGURES_ENV, figures_dir
 from pear.paper.study import BACKENDS, REPO_ROOT, experiment, runs_path
 
 __all__ = [
-    "NOTEBOOKS", "EXPECTED_OUTPUTS", "BACKENDS", "REPO_ROOT", "FIGURES_ENV", "build",
+    "NOTEBOOKS", "EXPECTED_OUTPUTS", "NOT_FOR_IMPORTED", "write_not_applicable", "BACKENDS",
+    "REPO_ROOT", "FIGURES_ENV", "build",
     "check_outputs", "main", "notebook_parameters", "runs_path", "experiment",
     "run_experiments", "describe_runs", "write_results_site", "ensure_kernel",
 ]
@@ -85,6 +87,38 @@ EXPECTED_OUTPUTS: dict[str, tuple[str, ...]] = {
 """Every file each notebook writes into the figures directory (one producer per file)."""
 
 
+_OWN_RUNS = ("it runs its own study variants beside the main run, and a run of imported "
+             "debates has no protocol of ours to vary")
+NOT_FOR_IMPORTED: dict[str, str] = {
+    "09_theory_checks": _OWN_RUNS + " (and its checks need confidences and the router)",
+    "10_temperature_sweep": _OWN_RUNS, "11_early_stop": _OWN_RUNS, "12_robustness": _OWN_RUNS,
+    "15_your_method": _OWN_RUNS,
+    "16_counterfactual": "it branches recorded PEAR-protocol debates (router state, "
+                         "critiques), which imported debates do not have",
+}
+"""Notebooks that cannot speak to a run of imported debates (``pear import``), and why:
+``pear paper --backend replay`` on such a run skips them and writes each of their outputs
+as a note saying so (:func:`write_not_applicable`)."""
+
+
+def write_not_applicable(name: str, fig_dir: Path, why: str) -> list[Path]:
+    """Each expected output of notebook ``name`` as a note that it cannot be computed from
+    imported debates and why (tables: one-line Markdown/LaTeX; figures: a figure saying
+    so)."""
+    from pear.analysis import figures
+    text = f"Not computed: notebook {name} cannot speak to imported debates: {why}."
+    out = []
+    for f in EXPECTED_OUTPUTS[name]:
+        path = fig_dir / f
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.suffix in (".md", ".tex"):
+            path.write_text(text + "\n")
+        elif path.suffix == ".pdf":
+            figures.save_figure(figures.empty_figure(name, text), path.stem, out_dir=fig_dir)
+        out.append(path)
+    return out
+
+
 # ----------------------------------------------------------------- parameters and runs
 
 def run_experiments(backend: str, exp: Any, runs_dir: str | os.PathLike[str], *,
@@ -118,7 +152,7 @@ def run_experiments(backend: str, exp: Any, runs_dir: str | os.PathLike[str], *,
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
     urls = [base_url] if base_url else None
-    cache = Path(cache) if cache is not None else out / "cache.sqlite"
+    cache = Path(cache) if cache is not None else cache_path(out)
     if exp.models:
         def factory(name: str) -> Any:
             return make_backend(backend, exp=exp, model=name, base_urls=urls, cache_path=cache)
@@ -294,7 +328,7 @@ def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", run
     experiment(preset, seeds, n_questions, model, backend)  # validate before any kernel starts
     names = _notebooks(only)
     src_dir = Path(notebooks_dir) if notebooks_dir else REPO_ROOT / "notebooks"
-    out_dir = Path(build_dir) if build_dir else REPO_ROOT / "build" / "notebooks"
+    out_dir = Path(build_dir) if build_dir else EXECUTED_DIR
     (out_dir / "src").mkdir(parents=True, exist_ok=True)
     fig_dir = Path(figures).resolve() if figures else figures_dir()
     params = {"backend": backend, "preset": preset,
@@ -310,7 +344,7 @@ def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", run
     try:
         rc = _execute(names, src_dir, out_dir, fig_dir, params)
         if rc == 0 and Path(params["runs_dir"]).is_dir():
-            site = Path(site_dir) if site_dir else REPO_ROOT / "build" / "site"
+            site = Path(site_dir) if site_dir else SITE_DIR
             write_results_site(site, names=names, figures=fig_dir, notebooks=out_dir,
                                params=params, started=started, previous=previous)
         elif rc == 0:  # e.g. ONLY=09,10,11,12: the studies record beside the run, not in it
@@ -332,10 +366,16 @@ def _execute(names: Sequence[str], src_dir: Path, out_dir: Path, fig_dir: Path,
     print(f"pear paper: {len(names)} notebooks, backend {params['backend']}, preset "
           f"{params['preset']}, runs {params['runs_dir']}, figures {fig_dir}", flush=True)
     start = time.perf_counter()
+    from pear.paper.study import is_imported
+    imported = params["backend"] == "replay" and is_imported(params["runs_dir"])
     for name in names:
         src = src_dir / f"{name}.py"
         if not src.is_file():
             raise FileNotFoundError(f"notebook {name!r} not found: {src}")
+        if imported and name in NOT_FOR_IMPORTED:
+            write_not_applicable(name, fig_dir, NOT_FOR_IMPORTED[name])
+            print(f"skipped {name}: {NOT_FOR_IMPORTED[name]} (its outputs say so)", flush=True)
+            continue
         ipynb, executed = out_dir / "src" / f"{name}.ipynb", out_dir / f"{name}.ipynb"
         jupytext.write(jupytext.read(src), ipynb)
         declared = notebook_parameters(src)

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from pear import paths
 from pear.analysis import stats
 from pear.analysis.figures import METHOD_COLORS, annotate
 from pear.catalog.labels import method_label
@@ -52,7 +53,7 @@ def run_branches(backend: str, parent: Results, methods: Sequence[str], from_rou
             from pear.runs.factory import make_backend
             be = make_backend(backend, exp=parent.exp, model=model or None,
                               model_path=model or None if backend == "llamacpp" else None,
-                              cache_path=Path(parent.runs_dir) / "cache.sqlite")
+                              cache_path=paths.cache_path(parent.runs_dir))
         branch(parent.runs_dir, r, list(methods), out, backend=be,
                parent_method=parent_method, progress=progress)
     elif not out.is_dir():

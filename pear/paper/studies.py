@@ -28,6 +28,7 @@ from pear.catalog.labels import METHOD_LABELS
 from pear.runs.experiment import Experiment, preset
 from pear.analysis.figures import METHOD_COLORS, annotate
 from pear.catalog.labels import dataset_label
+from pear.paths import cache_path
 from pear.store.records import iter_records
 from pear.paper.study import Results, load_results
 
@@ -119,7 +120,7 @@ def run_variants(backend: str, variants: Mapping[str, Experiment], runs_dir: str
     for name, exp in variants.items():
         rdir = studies_dir(runs_dir) / name.replace("=", "-").replace(":", "-")
         run_experiments(backend, exp, rdir, model=model, progress=progress,
-                        cache=Path(runs_dir) / "cache.sqlite")
+                        cache=cache_path(runs_dir))
         out[name] = load_results(rdir, exp, "subset")
     return out
 

@@ -194,7 +194,37 @@ def preset(name: str, **overrides: Any) -> Experiment:
     if overrides.get("models"):
         from pear.catalog.models import expand
         overrides["models"] = expand(tuple(overrides["models"]))
-    return replace(exp, **overrides)
+    return _filter_full(replace(exp, **overrides), set(overrides))
+
+
+def _filter_full(exp: Experiment, given: set[str]) -> Experiment:
+    """The full-set part of ``exp`` under the filters given (``datasets``, ``methods``,
+    ``seeds``, ``n_questions``): a filter applies to every part of a grid, so the full-set
+    runs keep only the datasets, methods and seeds asked for, and no more questions than
+    ``n_questions``; a part left empty is dropped.  Full-set settings given explicitly are
+    kept as given.
+
+    >>> e = preset("sim", datasets=("gsm8k", "math500"), methods=("pear", "cot_sc"),
+    ...            n_questions=12)
+    >>> e.full_datasets, e.full_methods, e.full_n_questions
+    (('math500',), ('cot_sc', 'pear'), 12)
+    >>> preset("sim", datasets=("gsm8k",)).full_datasets
+    ()
+    """
+    full: dict[str, Any] = {}
+    if "datasets" in given and "full_datasets" not in given:
+        full["full_datasets"] = tuple(d for d in exp.full_datasets if d in exp.datasets)
+    if "methods" in given and "full_methods" not in given:
+        full["full_methods"] = tuple(m for m in exp.full_methods if m in exp.methods)
+    if "seeds" in given and "full_seeds" not in given:
+        full["full_seeds"] = tuple(s for s in exp.full_seeds if s in exp.seeds)
+    if "n_questions" in given and "full_n_questions" not in given \
+            and exp.n_questions is not None:
+        full["full_n_questions"] = min(exp.full_n_questions or exp.n_questions,
+                                       exp.n_questions)
+    if not (full.get("full_methods", True) and full.get("full_seeds", True)):
+        full["full_datasets"] = ()
+    return replace(exp, **full) if full else exp
 
 
 def parse_shard(text: str) -> tuple[int, int]:

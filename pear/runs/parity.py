@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
+from pear.paths import cache_path
+
 __all__ = ["PHASES", "PARITY_GRID", "PhaseStats", "phase_stats", "compare", "parity_table",
            "parity_experiment", "run_side"]
 
@@ -217,7 +219,7 @@ def run_side(backend: str, out: str | os.PathLike[str], *, model: str | None = N
     exp = parity_experiment(**overrides)
     be = make_backend(backend, exp=exp, model=model, model_path=model_path,
                       base_urls=[base_url] if base_url else None,
-                      cache_path=Path(out) / "cache.sqlite")
+                      cache_path=cache_path(out))
     return run(exp, be, out, progress=False)
 
 
