@@ -44,7 +44,7 @@ from pear.core.record import SCHEMA_VERSION
 from pear.core.router import RouterState, update_influence
 from pear.core.stopping import parse_stop, stop_reason
 
-__all__ = ["Job", "Engine", "Critique", "IdentityTask", "TaskLike", "copied_calls"]
+__all__ = ["Job", "Engine", "Critique", "IdentityTask", "TaskLike", "copied_calls", "debate_rounds"]
 
 
 class TaskLike(Protocol):
@@ -76,6 +76,13 @@ class Job:
     question: Any
     method: Method
     seed: int
+
+
+def debate_rounds(job: Job, rounds: int, first: int = 0) -> int:
+    """Debate-rounds ``job`` takes from round ``first`` on (round 0 = the initial answers) in
+    a protocol of ``rounds`` rounds: the unit of progress, which moves while debates advance
+    in lockstep and finish together."""
+    return rounds + 1 - first if job.method.is_debate else int(first == 0)
 
 
 @dataclass
@@ -200,6 +207,23 @@ class Engine:
         self.cache_hits = 0
         self.failed: list[tuple[str, str]] = []
         self._schemas: dict[tuple, dict[str, Any]] = {}
+        self.phase = ""
+        """What the engine is doing now (``round 2: critiques``), for progress displays."""
+        self.rounds_done = 0
+        """Debate-rounds finished (:meth:`steps` per debate, counted as they happen; the
+        rounds a debate skips by stopping early or failing count when it leaves)."""
+        self.on_progress: Callable[[], None] | None = None
+        """Called whenever ``phase`` or ``rounds_done`` changes."""
+
+    def steps(self, job: Job, first: int = 0) -> int:
+        """:func:`debate_rounds` of ``job`` under this engine's protocol."""
+        return debate_rounds(job, self.debate.rounds, first)
+
+    def _progress(self, phase: str | None = None, rounds: int = 0) -> None:
+        self.phase = phase if phase is not None else self.phase
+        self.rounds_done += rounds
+        if self.on_progress is not None:
+            self.on_progress()
 
     # identity ---------------------------------------------------------------
     def identity(self, job: Job) -> dict[str, Any]:
@@ -296,6 +320,7 @@ class Engine:
             if d.job.method.is_debate and not self._stops(d, 0):
                 debates.append(d)
             else:
+                self._progress(rounds=self.steps(d.job, 1))
                 yield self._record(d)
         yield from self._rounds(debates, 1)
 
@@ -339,6 +364,7 @@ class Engine:
             if not debates:
                 break
             self._round(debates, r)
+            self._progress(rounds=len(debates))
             going = []
             for d in debates:
                 if d.failed:
@@ -347,6 +373,8 @@ class Engine:
                     yield self._record(d)
                 else:
                     going.append(d)
+                    continue
+                self._progress(rounds=self.steps(d.job, r + 1))  # the rounds it skips
             debates = going  # stopped and failed debates leave the lockstep batch
 
     def _stops(self, d: _Debate, r: int) -> bool:
@@ -377,6 +405,7 @@ class Engine:
                                           meta))
                 owners.append(key)
         round0: dict[tuple, list[Completion]] = defaultdict(list)
+        self._progress(phase="round 0: initial answers")
         for key, comp in zip(owners, self._generate(reqs)):
             round0[key].append(comp)
 
@@ -391,6 +420,7 @@ class Engine:
                 ident = self.identity(job)
                 if error:
                     self.failed.append((ident["debate_id"], error))
+                    self._progress(rounds=self.steps(job))
                     continue
                 k = methods.initial_agents(job.method, n)
                 d = _Debate(job, ident, debate_seed(job.seed, job.method.name, q.dataset, q.id),
@@ -403,6 +433,7 @@ class Engine:
                 d.start_round(0)
                 self._close(d, 0, None, [])
                 out.append(d)
+        self._progress(rounds=len(out))
         return out
 
     def _base(self, job: Job, n: int) -> np.ndarray:
@@ -415,8 +446,10 @@ class Engine:
         """One debate round for every debate in flight: route, critique, update, close."""
         for d in debates:
             d.start_round(r)
+        self._progress(phase=f"round {r}: critiques")
         plans = self._route(debates, r)
         critiques = self._critique(debates, plans, r)
+        self._progress(phase=f"round {r}: revisions")
         updates = self._update(debates, critiques, r)
         for d, plan, crits, parses in zip(debates, plans, critiques, updates):
             if d.failed:

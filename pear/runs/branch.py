@@ -151,7 +151,8 @@ def branch(run_dir: str | os.PathLike[str], from_round: int, methods: Sequence[s
                      "model_ids": [engine.model]})
     manifest_io.write(out, manifest)
     summary = BranchSummary(0, already, skipped, 0, 0)
-    bar = ex._progress(len(todo), progress)
+    bar = ex.Progress(sum(engine.steps(job, from_round + 1) for job, _ in todo), progress)
+    bar.follow(engine)
     with RecordWriter(rdir) as writer:
         step = max(1, exp.chunk_questions * len(methods))
         for i in range(0, len(todo), step):
@@ -160,7 +161,7 @@ def branch(run_dir: str | os.PathLike[str], from_round: int, methods: Sequence[s
                 summary.written += 1
                 summary.calls += record["calls"]
                 summary.calls_copied += record["branched_from"]["calls_copied"]
-                bar.update(1)
+                bar.counts(summary.written, engine)
             writer.sync()
     bar.close()
     manifest["complete"] = not engine.failed

@@ -31,13 +31,14 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 from pear.core.config import METHODS, DebateConfig, RouterConfig, identity_dict, roles_for
 from pear.core.methods import SC_SIZES
 from pear.methods import is_self_consistency, method, spec as method_spec
-from pear.core.engine import Engine, Job
+from pear.core.engine import Engine, Job, debate_rounds
 from pear.core.hashing import hex_id
 from pear.store.records import RecordWriter, completed_ids
 
 __all__ = ["Experiment", "PRESETS", "preset", "jobs", "run", "RunSummary", "answer_key",
            "subset_questions", "full_questions", "SCOPES", "scope_debates",
-           "MANIFEST", "read_manifest", "model_dir", "model_grid", "parse_shard", "shard_sizes"]
+           "MANIFEST", "read_manifest", "model_dir", "model_grid", "parse_shard", "shard_sizes",
+           "Progress"]
 
 from pear.paths import RUN_MANIFEST as MANIFEST  # noqa: E402
 from pear.store import manifest as manifest_io  # noqa: E402
@@ -522,13 +523,15 @@ def _run(exp: Experiment, backend: Any, out: Path, *, progress: bool,
     grid_jobs = [jobs(model_grid(exp, n)) for n in grid_names]
     summary = RunSummary(total=sum(map(len, grid_jobs)), already_done=0, written=0,
                          failed=[], generate_calls=0, requests=0, tokens=0, cache_hits=0)
-    bar = _progress(summary.total, progress)
+    bar = Progress(sum(debate_rounds(j, model_grid(exp, n).debate.rounds)
+                       for n, js in zip(grid_names, grid_jobs) for j in js), progress)
     for name, all_jobs in zip(names, grid_jobs):
         finished = _finished_earlier(exp, old, manifest["backend"], name, all_jobs, out) \
             if current is None else None
         if finished is not None:  # not loaded again: its ids and settings are in the manifest
             summary.already_done += len(all_jobs)
-            bar.update(len(all_jobs))
+            bar.skip(sum(debate_rounds(j, model_grid(exp, name).debate.rounds)
+                         for j in all_jobs))
             manifest["backend_settings"].append(finished[1])
             manifest["model_ids"].append(finished[0])
             continue
@@ -620,26 +623,26 @@ def _finished_earlier(exp: Experiment, old: Mapping[str, Any] | None, backend_na
 
 
 def _run_jobs(engine: Engine, all_jobs: Sequence[Job], rdir: Path, chunk_questions: int,
-              bar: Any, summary: RunSummary, stop: Callable[[], bool] | None = None) -> None:
+              bar: Progress, summary: RunSummary, stop: Callable[[], bool] | None = None
+              ) -> None:
     """Run the jobs not yet recorded in ``rdir``, appending each record as it finishes
     (flushed; fsynced after every chunk), and add the engine's counts to ``summary``."""
     done = completed_ids(rdir)
     todo = [j for j in all_jobs if engine.debate_id(j) not in done]
     summary.already_done += len(all_jobs) - len(todo)
-    bar.update(len(all_jobs) - len(todo))
+    todo_ids = {id(j) for j in todo}
+    bar.skip(sum(engine.steps(j) for j in all_jobs if id(j) not in todo_ids))
+    bar.follow(engine)
     with RecordWriter(rdir) as writer:
         for chunk in _chunks(todo, chunk_questions):
             for record in engine.run(chunk):
                 writer.write(record)
                 summary.written += 1
-                bar.update(1)
+                bar.counts(summary.written, engine)
             writer.sync()
             if stop is not None and stop():
                 summary.stopped = True
                 break
-            bar.set_postfix(calls=engine.requests, tokens=engine.tokens,
-                            cache_hits=engine.cache_hits, failed=len(engine.failed),
-                            refresh=False)
     summary.failed += engine.failed
     summary.generate_calls += engine.generate_calls
     summary.requests += engine.requests
@@ -689,7 +692,35 @@ def _chunks(todo: Sequence[Job], per_chunk: int) -> Iterable[list[Job]]:
         yield batch
 
 
-def _progress(total: int, enabled: bool):
-    from tqdm.auto import tqdm
-    return tqdm(total=total, desc="debates", unit="debate", disable=not enabled,
-                dynamic_ncols=True, mininterval=0.5)
+class Progress:
+    """A run's progress bar in debate-rounds (round 0's initial answers and every debate
+    round of every debate): debates advance in lockstep and finish together, so rounds are
+    the unit that moves.  The engine's phase (``round 2: critiques``) is its description;
+    debates written, model calls, tokens and failures are its postfix."""
+
+    def __init__(self, total_rounds: int, enabled: bool = True) -> None:
+        from tqdm.auto import tqdm
+        self.bar = tqdm(total=total_rounds, desc="debate rounds", unit="round",
+                        disable=not enabled, dynamic_ncols=True, mininterval=0.5)
+
+    def skip(self, rounds: int) -> None:
+        """Rounds of debates recorded earlier (nothing to run)."""
+        self.bar.update(rounds)
+
+    def follow(self, engine: Engine) -> None:
+        """Move with ``engine`` from now on (its phase and its rounds done)."""
+        base = self.bar.n - engine.rounds_done
+
+        def moved() -> None:
+            self.bar.set_description_str(engine.phase, refresh=False)
+            self.bar.update(base + engine.rounds_done - self.bar.n)
+        engine.on_progress = moved
+
+    def counts(self, debates: int, engine: Engine) -> None:
+        self.bar.set_postfix(debates=debates, calls=engine.requests, tokens=engine.tokens,
+                             cache_hits=engine.cache_hits, failed=len(engine.failed),
+                             refresh=False)
+
+    def close(self) -> None:
+        self.bar.set_description_str("debate rounds", refresh=False)
+        self.bar.close()
