@@ -28,7 +28,8 @@ from pear.runs import experiment as ex
 from pear.store import manifest as manifest_io
 from pear.store.records import RecordWriter, completed_ids, iter_records
 
-__all__ = ["BranchSummary", "parent_method_of", "parent_experiment", "branch"]
+__all__ = ["BranchSummary", "Parents", "BranchPlan", "parent_method_of", "parent_experiment",
+           "check", "plan", "write", "branch"]
 
 
 @dataclass
@@ -77,18 +78,39 @@ def _simulated_backend(exp: Any, settings: Mapping[str, Any]) -> Any:
                             n_agents=settings.get("n_agents", exp.debate.n_agents))
 
 
-def branch(run_dir: str | os.PathLike[str], from_round: int, methods: Sequence[str],
-           out_dir: str | os.PathLike[str], *, backend: Any = None,
-           parent_method: str | None = None, progress: bool = True) -> BranchSummary:
-    """Branch every debate of ``parent_method`` in ``run_dir`` after round ``from_round``
-    into each of ``methods``, writing the branches to ``out_dir`` (resumable).
+@dataclass
+class Parents:
+    """What :func:`check` found in a parent run: its manifest and experiment, the parent
+    method and its debates (all made under the manifest's protocol)."""
 
-    ``backend``: the parent's model behind any backend (None: the parent's simulated agents,
-    rebuilt from its manifest; a real model must be given).  Refused with one error: a
-    round outside 0..R-1, a method without debate rounds, parent records made under another
-    protocol than their manifest's, another model than the parent's, or an ``out_dir`` that
-    holds another branch or protocol."""
-    from pear.tasks import grading as tasks
+    run_dir: Path
+    manifest: dict[str, Any]
+    exp: Any
+    method: str
+    records: list[dict[str, Any]]
+
+
+@dataclass
+class BranchPlan:
+    """What :func:`plan` decided: the engine, the branches still to run (job, parent
+    record), those already written, parents that ended before the branch round, and where
+    the branches go."""
+
+    parents: Parents
+    engine: Engine
+    from_round: int
+    methods: tuple[str, ...]
+    out: Path
+    todo: list[tuple[Job, dict[str, Any]]]
+    already_done: int
+    skipped_stopped: int
+
+
+def check(run_dir: str | os.PathLike[str], from_round: int, methods: Sequence[str],
+          parent_method: str | None = None) -> Parents:
+    """The parent run, or one clear error: a round outside 0..R-1, no method or one
+    without debate rounds, parent records made under another protocol than their
+    manifest's."""
     man, exp = parent_experiment(run_dir)
     if not isinstance(from_round, int) or not 0 <= from_round < exp.debate.rounds:
         last = exp.debate.rounds - 1
@@ -99,31 +121,41 @@ def branch(run_dir: str | os.PathLike[str], from_round: int, methods: Sequence[s
             raise ValueError(f"invalid method {m!r} for a branch: it has no debate rounds")
     if not methods:
         raise ValueError("no methods to branch into: give --methods M[,M...]")
-    parents = list(iter_records(run_dir))
-    parent = parent_method_of([r["method"] for r in parents], parent_method)
+    records = list(iter_records(run_dir))
+    parent = parent_method_of([r["method"] for r in records], parent_method)
     want_hash = config_hash(exp.debate, *method(parent, exp.router).hash_parts())
-    parents = [r for r in parents if r["method"] == parent]
-    other = next((r for r in parents if r["config_hash"] != want_hash), None)
+    records = [r for r in records if r["method"] == parent]
+    other = next((r for r in records if r["config_hash"] != want_hash), None)
     if other is not None:
         raise ValueError(f"run {str(run_dir)!r} holds {parent} debates of another protocol "
                          f"(config hash {other['config_hash']}, its manifest's is {want_hash}): "
                          "branch a run whose records match its manifest")
+    return Parents(Path(run_dir), man, exp, parent, records)
+
+
+def plan(parents: Parents, from_round: int, methods: Sequence[str],
+         out_dir: str | os.PathLike[str], *, backend: Any = None) -> BranchPlan:
+    """The branches to run into ``out_dir`` (those not written yet), or one clear error:
+    another model than the parents', a question outside the parent grid.  ``backend``:
+    the parent's model (None: the parent's simulated agents, rebuilt from its manifest)."""
+    from pear.tasks import grading as tasks
+    exp = parents.exp
     if backend is None:
-        if man["backend"] != "simulated":
-            raise ValueError(f"the parent run used backend {man['backend']!r}: give the same "
-                             "model (--backend, --model-path / --model) to branch it")
-        backend = _simulated_backend(exp, man["backend_settings"][0])
+        if parents.manifest["backend"] != "simulated":
+            raise ValueError(f"the parent run used backend {parents.manifest['backend']!r}: "
+                             "give the same model (--backend, --model-path / --model) to "
+                             "branch it")
+        backend = _simulated_backend(exp, parents.manifest["backend_settings"][0])
     engine = Engine(backend, exp.debate, task_for=tasks.get)
-    models = {r["model"] for r in parents}
-    if parents and models != {engine.model}:
+    models = {r["model"] for r in parents.records}
+    if parents.records and models != {engine.model}:
         raise ValueError(f"the branch's model {engine.model!r} is not the parent run's "
                          f"({', '.join(sorted(models))}): branch with the parent's model")
-    questions = {(q.dataset, q.id): q for q, _ in ex._questions(exp)}
+    questions = {(q.dataset, q.id): q for q, _ in ex.grid_questions(exp)}
     out = Path(out_dir)
-    rdir = ex.model_dir(out, engine.model)
-    done = completed_ids(rdir)
+    done = completed_ids(ex.model_dir(out, engine.model))
     todo, skipped, already = [], 0, 0
-    for rec in parents:
+    for rec in parents.records:
         if rec["rounds"] <= from_round:  # it ended (stopped early) at or before the round
             skipped += 1
             continue
@@ -137,26 +169,34 @@ def branch(run_dir: str | os.PathLike[str], from_round: int, methods: Sequence[s
                 already += 1
             else:
                 todo.append((job, rec))
-    out.mkdir(parents=True, exist_ok=True)  # every check passed: now write
-    info = {"run": str(Path(run_dir).resolve()), "round": from_round,
-            "parent_method": parent}
-    old = manifest_io.read(out)
+    return BranchPlan(parents, engine, from_round, tuple(methods), out, todo, already, skipped)
+
+
+def write(p: BranchPlan, *, progress: bool = True) -> BranchSummary:
+    """Run the planned branches into their directory (manifest first; records appended as
+    they finish, synced after every chunk; resumable), or one clear error when the
+    directory holds another branch or protocol."""
+    exp, engine = p.parents.exp, p.engine
+    info = {"run": str(p.parents.run_dir.resolve()), "round": p.from_round,
+            "parent_method": p.parents.method}
+    old = manifest_io.read(p.out)
     if old is not None and {k: v for k, v in (old.get("branched_from") or {}).items()
                             if k != "run"} != {k: v for k, v in info.items() if k != "run"}:
-        raise ValueError(f"run directory {str(out)!r} holds another run (branched_from "
+        raise ValueError(f"run directory {str(p.out)!r} holds another run (branched_from "
                          f"{old.get('branched_from')!r}); use a new --out")
-    bexp = dataclasses.replace(exp, methods=tuple(methods), full_datasets=())
-    manifest = ex._open_manifest(bexp, out, old, engine.backend_name, [engine.model])
-    manifest.update({"branched_from": info, "backend_settings": [backend.settings()],
+    p.out.mkdir(parents=True, exist_ok=True)  # every check passed: now write
+    bexp = dataclasses.replace(exp, methods=p.methods, full_datasets=())
+    manifest = ex.open_manifest(bexp, p.out, old, engine.backend_name, [engine.model])
+    manifest.update({"branched_from": info, "backend_settings": [engine.backend.settings()],
                      "model_ids": [engine.model]})
-    manifest_io.write(out, manifest)
-    summary = BranchSummary(0, already, skipped, 0, 0)
-    bar = ex.Progress(sum(engine.steps(job, from_round + 1) for job, _ in todo), progress)
+    manifest_io.write(p.out, manifest)
+    summary = BranchSummary(0, p.already_done, p.skipped_stopped, 0, 0)
+    bar = ex.Progress(sum(engine.steps(job, p.from_round + 1) for job, _ in p.todo), progress)
     bar.follow(engine)
-    with RecordWriter(rdir) as writer:
-        step = max(1, exp.chunk_questions * len(methods))
-        for i in range(0, len(todo), step):
-            for record in engine.branch(todo[i:i + step], from_round):
+    with RecordWriter(ex.model_dir(p.out, engine.model)) as writer:
+        step = max(1, exp.chunk_questions * len(p.methods))
+        for i in range(0, len(p.todo), step):
+            for record in engine.branch(p.todo[i:i + step], p.from_round):
                 writer.write(record)
                 summary.written += 1
                 summary.calls += record["calls"]
@@ -165,5 +205,17 @@ def branch(run_dir: str | os.PathLike[str], from_round: int, methods: Sequence[s
             writer.sync()
     bar.close()
     manifest["complete"] = not engine.failed
-    manifest_io.write(out, manifest)
+    manifest_io.write(p.out, manifest)
     return summary
+
+
+def branch(run_dir: str | os.PathLike[str], from_round: int, methods: Sequence[str],
+           out_dir: str | os.PathLike[str], *, backend: Any = None,
+           parent_method: str | None = None, progress: bool = True) -> BranchSummary:
+    """Branch every debate of ``parent_method`` in ``run_dir`` after round ``from_round``
+    into each of ``methods``, writing the branches to ``out_dir`` (resumable):
+    :func:`check`, :func:`plan`, :func:`write`.  Every refusal comes before anything is
+    written."""
+    parents = check(run_dir, from_round, methods, parent_method)
+    return write(plan(parents, from_round, methods, out_dir, backend=backend),
+                 progress=progress)

@@ -38,7 +38,7 @@ from pear.store.records import RecordWriter, completed_ids
 __all__ = ["Experiment", "PRESETS", "preset", "jobs", "run", "RunSummary", "answer_key",
            "subset_questions", "full_questions", "SCOPES", "scope_debates",
            "MANIFEST", "read_manifest", "model_dir", "model_grid", "parse_shard", "shard_sizes",
-           "Progress"]
+           "Progress", "grid_questions", "open_manifest"]
 
 from pear.paths import RUN_MANIFEST as MANIFEST  # noqa: E402
 from pear.store import manifest as manifest_io  # noqa: E402
@@ -268,7 +268,7 @@ def model_grid(exp: Experiment, model: str | None) -> Experiment:
                                                              found.n_questions))
 
 
-def _questions(exp: Experiment) -> list[tuple[Any, bool]]:
+def grid_questions(exp: Experiment) -> list[tuple[Any, bool]]:
     """(question, in_subset) for every question the grid needs, subset first."""
     out, seen = [], set()
     for ds in exp.datasets:
@@ -334,7 +334,7 @@ def jobs(exp: Experiment) -> list[Job]:
     """Every debate of the grid for one model (subset: all methods x seeds; full sets:
     ``full_methods`` x ``full_seeds``), grouped by (seed, question)."""
     out, seen = [], set()
-    for q, in_subset in _questions(exp):
+    for q, in_subset in grid_questions(exp):
         plans = []
         if in_subset:
             plans.append((exp.seeds, exp.methods))
@@ -392,7 +392,7 @@ def shard_sizes(exp: Experiment, n: int) -> list[int]:
 
 def answer_key(exp: Experiment) -> dict[tuple[str, str], str]:
     """Gold answers of the grid's questions, for the simulated backend only."""
-    return {(q.dataset, q.id): q.gold for q, _ in _questions(exp)}
+    return {(q.dataset, q.id): q.gold for q, _ in grid_questions(exp)}
 
 
 def model_dir(out_dir: str | os.PathLike[str], model: str) -> Path:
@@ -518,7 +518,7 @@ def _run(exp: Experiment, backend: Any, out: Path, *, progress: bool,
     # resuming several models: no backend is built (no model loaded) before it is needed
     current: Any = None if resuming else (backend(names[0]) if factory else backend)
     grid_names = names if factory and exp.models else [current.model_id]
-    manifest = _open_manifest(exp, out, old, old["backend"] if resuming else current.name,
+    manifest = open_manifest(exp, out, old, old["backend"] if resuming else current.name,
                               grid_names)
     grid_jobs = [jobs(model_grid(exp, n)) for n in grid_names]
     summary = RunSummary(total=sum(map(len, grid_jobs)), already_done=0, written=0,
@@ -558,7 +558,7 @@ def _run(exp: Experiment, backend: Any, out: Path, *, progress: bool,
     return summary
 
 
-def _open_manifest(exp: Experiment, out: Path, old: Mapping[str, Any] | None,
+def open_manifest(exp: Experiment, out: Path, old: Mapping[str, Any] | None,
                    backend_name: str, grid_names: Sequence[Any]) -> dict[str, Any]:
     """The run's manifest, checked against the one already in ``out`` (results of another
     setting are refused) and written before any debate runs."""
