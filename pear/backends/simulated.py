@@ -218,7 +218,9 @@ class SimulatedBackend:
     def __init__(self, answer_key: Mapping[tuple[str, str], str] | None = None,
                  params: SimParams | Mapping[str, Any] | None = None, seed: int = 0,
                  n_agents: int = 5):
-        self.answer_key = dict(answer_key or {})
+        self.answer_key = answer_key if answer_key is not None else {}
+        """Gold answer per ``(dataset, question id)`` (any mapping, e.g. one that looks
+        answers up lazily: :class:`pear.tasks.benchmarks.GoldAnswers`)."""
         self.params = params if isinstance(params, SimParams) else SimParams(**(params or {}))
         self.seed = int(seed)
         self.n_agents = int(n_agents)

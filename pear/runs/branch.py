@@ -73,7 +73,8 @@ def parent_method_of(methods_present: Sequence[str], wanted: str | None = None) 
 
 def _simulated_backend(exp: Any, settings: Mapping[str, Any]) -> Any:
     from pear.backends.simulated import SimulatedBackend
-    return SimulatedBackend(ex.answer_key(exp), params=settings.get("params"),
+    from pear.tasks.benchmarks import GoldAnswers
+    return SimulatedBackend(GoldAnswers(), params=settings.get("params"),
                             seed=settings.get("seed", 0),
                             n_agents=settings.get("n_agents", exp.debate.n_agents))
 

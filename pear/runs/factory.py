@@ -10,7 +10,11 @@ from __future__ import annotations
 import os
 from typing import Any, Sequence
 
-__all__ = ["make_backend"]
+__all__ = ["make_backend", "SIM_LATENCY_ENV"]
+
+SIM_LATENCY_ENV = "PEAR_SIM_LATENCY_S"
+"""Seconds the simulated backend waits per request (not part of the model's identity): a
+simulated grid as slow as a real one, e.g. to exercise a scheduler (tests marked slurm)."""
 
 
 def make_backend(name: str, *, exp: Any = None, model: str | None = None,
@@ -21,11 +25,13 @@ def make_backend(name: str, *, exp: Any = None, model: str | None = None,
     A model of the study's registry (:mod:`pear.catalog.models`) gets its settings (chat-template
     switches, context length, API endpoint); ``extra`` settings are added last."""
     from pear import backends
-    from pear.runs.experiment import answer_key
     from pear.catalog.models import GROUPS, backend_settings, check_vllm_model, lookup
     settings: dict[str, Any] = {}
     if name == "simulated":
-        settings = {"answer_key": answer_key(exp), "n_agents": exp.debate.n_agents}
+        from pear.tasks.benchmarks import GoldAnswers
+        settings = {"answer_key": GoldAnswers(), "n_agents": exp.debate.n_agents}
+        if os.environ.get(SIM_LATENCY_ENV):  # seconds per request: a grid that takes time
+            settings["params"] = {"latency_s": float(os.environ[SIM_LATENCY_ENV])}
     elif name == "llamacpp":
         if model_path and (model_path.lower() in GROUPS or lookup(model_path)):
             raise ValueError(f"{model_path!r} names the study's models, which run on GPUs or "

@@ -25,6 +25,7 @@ import os
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -39,7 +40,10 @@ __all__ = [
     "data_dir",
     "load",
     "get_question",
+    "GoldAnswers",
     "sha256_files",
+    "normalize_text",
+    "match_question",
     "stable_seed",
     "option_letters",
     "SHUFFLED",
@@ -219,6 +223,63 @@ def get_question(dataset: str, id: str) -> Question:  # noqa: A002 - the record 
     if id not in index:
         raise ValueError(f"unknown question id {id!r} in dataset {dataset!r}")
     return index[id]
+
+
+class GoldAnswers(Mapping):
+    """The gold answer of every shipped question, keyed by ``(dataset, question id)`` and
+    looked up when asked (a dataset is read on its first question): what the simulated
+    backend knows, without loading every question of a grid up front.
+
+    >>> gold = GoldAnswers()
+    >>> gold[("math500", "test/precalculus/807.json")] == get_question(
+    ...     "math500", "test/precalculus/807.json").gold, ("gsm8k", "no such id") in gold
+    (True, False)
+    """
+
+    def __getitem__(self, key: tuple[str, str]) -> str:
+        dataset, qid = key
+        try:
+            return get_question(dataset, qid).gold
+        except ValueError:
+            raise KeyError(key) from None
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return ((q.dataset, q.id) for name in DATASETS for q in load(name))
+
+    def __len__(self) -> int:
+        return sum(len(load(name)) for name in DATASETS)
+
+
+def normalize_text(text: str) -> str:
+    """A question's text for matching: whitespace runs made one space, ends stripped.
+
+    >>> normalize_text("  What is  2 +\t 2? ")
+    'What is 2 + 2?'
+    """
+    return " ".join(str(text).split())
+
+
+@lru_cache(maxsize=None)
+def _text_index(name: str, path: str) -> dict[str, Question]:
+    return {normalize_text(q.question): q for q in _questions(name, path)}
+
+
+def match_question(dataset: str, text: str) -> Question | None:
+    """The question of ``dataset`` whose text is ``text`` (whitespace aside), else the longest
+    one whose text lies inside ``text`` (a prompt that wraps the question), else None.
+
+    >>> match_question("math500", load("math500")[0].question + " ").id
+    'test/precalculus/807.json'
+    >>> match_question("math500", "What is the colour of the sky?") is None
+    True
+    """
+    _check_name(dataset)
+    index = _text_index(dataset, str(_path(dataset)))
+    key = normalize_text(text)
+    if key in index:
+        return index[key]
+    inside = [t for t in index if len(t) >= 40 and t in key]  # our choice: no short snippets
+    return index[max(inside, key=len)] if inside else None
 
 
 def sha256_files() -> dict[str, str]:
