@@ -13,6 +13,7 @@ import json
 import os
 import re
 import sys
+from functools import lru_cache
 from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
 
 from pear.core import methods as table
@@ -59,10 +60,15 @@ def _params(params: Mapping[str, Any] | None, method_name: str) -> tuple[tuple[s
     return tuple(sorted((k, _plain(v, k)) for k, v in params.items()))
 
 
+@lru_cache(maxsize=None)
 def _version(module: str) -> str:
+    """The installed version of the distribution that holds ``module`` ("" if unknown);
+    asked once per top-level package (reading every distribution's file list is slow)."""
     top = module.split(".")[0]
     try:
         from importlib import metadata
+        if top == "pear":
+            return metadata.version("pear")
         for dist in metadata.packages_distributions().get(top, []):
             return metadata.version(dist)
     except Exception:  # noqa: BLE001 - a version is provenance, not a requirement
