@@ -109,6 +109,10 @@ def beside_paper(reproduced: pd.DataFrame, name: str, values: Sequence[str],
     both sides are averaged over their models, which ``note`` says (it is "" otherwise).
     A key the study's table lacks (e.g. ``set``) splits the reproduced rows, each part
     compared with the whole study's table."""
+    if reproduced.empty:  # e.g. imported debates: none of the study's methods or settings
+        return (pd.DataFrame({"note": ["nothing in these records to set beside the study's "
+                                       "numbers"]}),
+                "Nothing in these records can be set beside the study's numbers.")
     pap = to_internal(load_paper(name))
     rep = reproduced.copy()
     for col, factor in _PAPER_SCALE.get(name, {}).items():

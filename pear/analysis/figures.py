@@ -411,6 +411,18 @@ def _grid(n: int, width: float) -> int:
     return -(-n // lines)
 
 
+def empty_figure(title: str | None, why: str, *, source: str | None = None,
+                 mark: str = "") -> Figure:
+    """A figure that says why it has nothing to draw (instead of failing), e.g. a run of
+    imported debates without the methods a figure compares."""
+    fig = Figure(figsize=(COLUMN_WIDTHS["single"], 1.6), layout="constrained")
+    ax = fig.subplots()
+    ax.axis("off")
+    ax.text(0.5, 0.5, why, ha="center", va="center", wrap=True, fontsize=8)
+    _annotate(fig, [ax], title, source, mark)
+    return fig
+
+
 def facet(plot: Callable[..., Any], df: pd.DataFrame, *, rows: str | None = "model",
           cols: str | None = "dataset", title: str | None = None, source: str | None = None,
           simulated: bool = False, mark: str = "", width: str | float = "double",
@@ -432,6 +444,9 @@ def facet(plot: Callable[..., Any], df: pd.DataFrame, *, rows: str | None = "mod
         return sorted(vals, key=lambda v: order_key("dataset", v)) if col == "dataset" \
             else sorted(vals, key=str)
 
+    if df.empty:  # e.g. an imported run has none of the methods this figure compares
+        return empty_figure(title, "no records for this figure in this run (its methods or "
+                                   "datasets are not there)", source=source, mark=mark)
     rv, cv = values(rows), values(cols)
     if size is not None:
         ncols, panel_w, panel_h = len(cv), size[0], size[1]

@@ -348,8 +348,11 @@ def mean_influence_entropy(debates: pd.DataFrame, agent_rounds: pd.DataFrame,
     last[keys] = debates["rounds"].to_numpy(np.int64)
     codes = agent_rounds["debate"].to_numpy(np.int64)
     final = agent_rounds["round"].to_numpy(np.int64) == last[codes]
-    ent = _entropies(codes[final], agent_rounds["influence"].to_numpy(float)[final],
-                     len(last))[keys]
+    rho = agent_rounds["influence"].to_numpy(float)
+    ent = _entropies(codes[final], np.nan_to_num(rho[final]), len(last))[keys]
+    # no influence recorded (imported debates: no router): no entropy (NaN)
+    recorded = np.bincount(codes[final], weights=~np.isnan(rho[final]), minlength=len(last))
+
     kinds = _kinds(debates["method"].unique())
     routed = debates["method"].isin([m for m, k in kinds.items()
                                      if k in ("fixed", "routed", "plugin")]).to_numpy() & \
@@ -357,6 +360,7 @@ def mean_influence_entropy(debates: pd.DataFrame, agent_rounds: pd.DataFrame,
     single = debates["method"].isin([m for m, k in kinds.items() if k == "single"]).to_numpy() \
         | (debates["n_agents"].to_numpy() <= 1)
     value = np.where(routed, ent, np.where(single, 0.0, 1.0))
+    value = np.where((recorded[keys] > 0) | single, value, np.nan)
     out = pd.Series(value).groupby([debates[k].reset_index(drop=True) for k in by],
                                    sort=False).mean()
     out = out.rename("influence_entropy").reset_index()

@@ -42,6 +42,11 @@ def _minority_wins(debates: pd.DataFrame, agent_rounds: pd.DataFrame) -> np.ndar
             & debates["correct"].to_numpy(bool))
 
 
+def _absent(influence: Any, agent: int) -> str:
+    """An agent's influence as shown ("–" where the record has none: imported debates)."""
+    return f"{influence[agent]:.2f}" if agent < len(influence) else "–"
+
+
 KIND_LABELS = {"minority_won": "minority-correct won", "majority_lost": "majority-correct lost",
                "stopped_early": "stopped early", "correct": "correct", "wrong": "wrong"}
 """How the site names each kind of debate (:func:`debate_flags`)."""
@@ -174,6 +179,10 @@ def render_transcript(record: dict[str, Any]) -> str:
     if r.get("prompt_style") == "compact":
         out += ["*Compact prompts (a stand-in for the study's templates, for tiny models).*",
                 ""]
+    if r.get("imported"):
+        out += [f"*Imported from {_cell(r['imported']['format'])} records "
+                f"({_cell(r['imported']['file'], 80)}): every agent saw every other agent's "
+                "answer; no confidences, critiques or influence were recorded (–).*", ""]
     out += _question_text(r)
     for rd in r["rounds_data"]:
         k = rd["round"]
@@ -195,10 +204,11 @@ def render_transcript(record: dict[str, Any]) -> str:
         out += ["| Agent | Answer | Confidence | Correct | Influence |",
                 "|---:|:---|---:|:---:|---:|"]
         for a in rd["agents"]:
-            rho = influence[a["agent"]] if a["agent"] < len(influence) else 0.0
+            rho = _absent(influence, a["agent"])
             cut = " (truncated)" if a.get("truncated") else ""
-            out.append(f"| {a['agent'] + 1} | {_cell(a['answer'], 80)}{cut} | {a['confidence']} | "
-                       f"{'✓' if a['correct'] else '✗'} | {rho:.2f} |")
+            conf = "–" if a["confidence"] is None else a["confidence"]
+            out.append(f"| {a['agent'] + 1} | {_cell(a['answer'], 80)}{cut} | {conf} | "
+                       f"{'✓' if a['correct'] else '✗'} | {rho} |")
         out += ["", f"Vote after round {k}: **{_cell(rd['vote'], 80)}** "
                     f"({'correct' if rd['vote_correct'] else 'wrong'})", ""]
     out.append(f"**Final answer: {_cell(r['final_answer'], 80)}** — "
@@ -311,6 +321,10 @@ def render_transcript_html(record: dict[str, Any], *, flags: dict[str, bool] | N
     if r.get("prompt_style") == "compact":
         out.append("<p class=\"muted\">Compact prompts (a stand-in for the study's templates, "
                    "for tiny models).</p>")
+    if r.get("imported"):
+        out.append(f"<p class=\"muted\">Imported from {_e(r['imported']['format'])} records "
+                   f"({_e(r['imported']['file'])}): every agent saw every other agent's "
+                   "answer; no confidences, critiques or influence were recorded (–).</p>")
     shown = [KIND_LABELS.get(k, k) for k, v in (flags or {}).items() if v]
     if shown:
         out.append(f"<p>This debate: <b>{_e(', '.join(shown))}</b></p>")
@@ -331,13 +345,13 @@ def render_transcript_html(record: dict[str, Any], *, flags: dict[str, bool] | N
         influence = rd.get("influence") or []
         rows = []
         for a in rd["agents"]:
-            rho = influence[a["agent"]] if a["agent"] < len(influence) else 0.0
+            rho = _absent(influence, a["agent"])
             cut = " <span class=\"muted\">(truncated)</span>" if a.get("truncated") else ""
             ok = "<span class=\"ok\">✓</span>" if a["correct"] else "<span class=\"bad\">✗</span>"
             rows.append(f"<tr><td class=\"num\">{a['agent'] + 1}</td>"
                         f"<td>{_full(a['answer'], 60)}{cut}</td>"
-                        f"<td class=\"num\">{_e(a['confidence'])}</td><td>{ok}</td>"
-                        f"<td class=\"num\">{rho:.2f}</td>"
+                        f"<td class=\"num\">{_e('–' if a['confidence'] is None else a['confidence'])}"
+                        f"</td><td>{ok}</td><td class=\"num\">{_e(rho)}</td>"
                         f"<td>{_full(a.get('reasoning'), 90)}</td></tr>")
         out.append("<table><tr><th>Agent</th><th>Answer</th><th>Confidence</th>"
                    "<th>Correct</th><th>Influence</th><th>Reasoning</th></tr>"

@@ -34,6 +34,7 @@ mechanism (checks of the router itself, ``about = "router"``, stand in every bui
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import tomllib
 from dataclasses import dataclass, field
@@ -52,6 +53,10 @@ __all__ = ["VERDICTS", "KINDS", "CLAIMS_FILE", "RECOMPUTE_FILE", "PartResult", "
            "load_claims", "load_recompute", "printed_numbers", "evaluate", "ledger",
            "verdict_counts", "summarise", "fmt"]
 
+IMPORTED_SPEAK_TO = ("diag-", "rounds-")
+"""The claim families a build of imported debates (``pear import``) can speak to: the
+diagnostics and the round-wise dynamics of debates; every other claim (method comparisons,
+costs, the study's grid) is *not covered* by such a build, and its ledger says so."""
 VERDICTS = ("supported", "contradicted", "inconclusive", "not covered", "not evidence")
 KINDS = ("number", "count", "ordering", "significance", "correlation", "cost", "trend",
          "mechanism")
@@ -317,6 +322,13 @@ def ledger(subset: Any = None, full: Any = None, *,
         router = entry.get("about") == "router"
         not_evidence = (build.simulated or build.smoke) and not router
         reason = res.reason
+        if build.imported and not str(row["id"]).startswith(IMPORTED_SPEAK_TO):
+            res = dataclasses.replace(res, finding="not covered")
+            reason = ("imported debates (another framework's protocol: no PEAR, no "
+                      "confidences, critiques or token counts) cannot speak to this claim")
+        elif build.imported:
+            reason = ("imported debates: the finding is about those debates' round dynamics, "
+                      "under their own protocol" + (f"; {reason}" if reason else ""))
         if res.finding == "inconclusive":
             reason = ((f"{res.n_needed} questions per setting would decide it"
                        if res.n_needed <= 10 ** 6 else "more than a million questions per "

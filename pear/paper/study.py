@@ -28,14 +28,14 @@ import numpy as np
 import pandas as pd
 
 from pear.analysis import metrics, report
-from pear.store import view
+from pear.store import manifest, view
 from pear.catalog.labels import (MAIN_METHODS, ROUTING_VARIANTS, dataset_label, evidence_mark,
                          model_labels, with_plugins)
 
 __all__ = [
     "MAIN_METHODS", "ROUTING_VARIANTS", "with_plugins", "BACKENDS", "REPO_ROOT", "experiment", "runs_path",
     "Results", "results", "load_results", "accuracy", "select", "cost_accuracy",
-    "significance_sets", "describe_scope",
+    "significance_sets", "describe_scope", "is_imported",
 ]
 
 from pear.paths import REPO_ROOT, RUNS_DIR  # noqa: E402
@@ -161,6 +161,8 @@ class Results:
         """What these results are not (:func:`pear.catalog.labels.evidence_mark`): "simulated
         agents", "pipeline check (135M model, 1 question per dataset): not evidence" for the
         smoke preset, or ""."""
+        if is_imported(self.runs_dir):
+            return "imported debates, not run here"
         n = self.exp.full_n_questions if self.scope == "full" else self.exp.n_questions
         return evidence_mark(simulated=self.simulated, preset=self.exp.name,
                              models=self.models, n_questions=n)
@@ -325,5 +327,12 @@ def significance_sets(*scopes: Results) -> tuple[pd.DataFrame, pd.DataFrame]:
         parts.append(sig.assign(set=name))
         tables[name] = report.table_significance(sig)
     if not parts:
+        if scopes and all(is_imported(res.runs_dir) for res in scopes):
+            empty = pd.DataFrame(columns=["set", "dataset", "model", "best_baseline",
+                                          "best_baseline_acc", "pear_acc", "b", "c", "chi2",
+                                          "p_exact", "win_rate", "wilson_low", "wilson_high",
+                                          "power"])
+            return empty, pd.DataFrame({"note": ["imported debates: no PEAR and no second "
+                                                 "method to test against"]})
         raise ValueError("no setting has both PEAR and a fixed topology: nothing to test")
     return parts[0], pd.concat(tables, names=["Set"])

@@ -122,7 +122,8 @@ class Rows:
                 ar["canonical"].append(a["canonical"])
                 ar["confidence"].append(a["confidence"])
                 ar["correct"].append(bool(a["correct"]))
-                ar["influence"].append(float(rho[i]) if i < len(rho) else 0.0)
+                # null where the record has no influence (imported records: no router)
+                ar["influence"].append(float(rho[i]) if i < len(rho) else None)
                 ar["parse_failed"].append(a["parse_error"] is not None)
                 ar["truncated"].append(a.get("truncated"))
             for c in rd["critiques"]:

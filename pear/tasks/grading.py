@@ -44,6 +44,7 @@ if TYPE_CHECKING:  # pragma: no cover - typing only
     from pear.tasks.benchmarks import Question
 
 __all__ = ["Grade", "Judgement", "Task", "NumericTask", "ChoiceTask", "MathTask", "TASKS", "get",
+           "GRADING_KINDS", "kind_of", "for_kind",
            "parse_number", "format_number", "parse_letter", "option_letters"]
 
 
@@ -389,6 +390,34 @@ TASKS: dict[str, Task] = {
     "mmlu_pro": ChoiceTask("mmlu_pro"),
 }
 """The task of each dataset."""
+
+
+GRADING_KINDS: dict[str, type[Task]] = {"numbers": NumericTask, "letters": ChoiceTask,
+                                         "math": MathTask}
+"""The grading kinds, by name: a final number (GSM8K's), an option letter (MMLU-Pro's), a
+LaTeX answer graded by Math-Verify (MATH-500's).  Records of a dataset we do not ship
+(``pear import --grading``) are graded with one of these."""
+
+
+def kind_of(task: Task) -> str:
+    """The grading kind of ``task``.
+
+    >>> kind_of(get("gsm8k")), kind_of(get("mmlu_pro")), kind_of(get("math500"))
+    ('numbers', 'letters', 'math')
+    """
+    return next(k for k, cls in GRADING_KINDS.items() if isinstance(task, cls))
+
+
+def for_kind(kind: str, name: str) -> Task:
+    """A task named ``name`` graded the way ``kind`` says (one of :data:`GRADING_KINDS`).
+
+    >>> for_kind("letters", "mmlu").canonical("so the answer is (C)")
+    'C'
+    """
+    if kind not in GRADING_KINDS:
+        raise ValueError(f"unknown grading kind {kind!r}: choose one of "
+                         f"{', '.join(GRADING_KINDS)}")
+    return GRADING_KINDS[kind](name)
 
 
 def get(name: str) -> Task:

@@ -1,0 +1,95 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python (pear)
+#     language: python
+#     name: pear
+# ---
+
+# %% [markdown]
+# # 17 · Real debates from the field, and the simulated agents held against them
+#
+# Debates recorded by other frameworks, imported as PEAR records (`pear import`): DyLAN's
+# gpt-3.5-turbo debates on the MATH-500 problems are shipped (`data/real-debates/`, MIT);
+# any file in Du et al.'s format can be added with `du_file`. For each imported run: the
+# round-wise accuracy (agents and vote), W2R and R2W per query (the study's definition),
+# the answer-change rate and the share of debates where a correct minority of round 0 won,
+# each with a 95% bootstrap interval over debates, beside the simulated population in the
+# same setting: the same questions, the same agents and (at most) rounds per debate,
+# everyone hearing everyone, stopping when the agents agree, graded by the same grader.
+#
+# The simulated population is **not refitted** to these data: they are a held-out check of
+# its dynamics. Only its `skill_mean` is shifted so that its expected round-0 agent accuracy
+# equals the real run's, so that what is compared is the dynamics, not the skill. Note the
+# protocols differ: the real agents read each other's full answers (Du et al.'s debate
+# prompt), the simulated ones exchange PEAR's critiques. Imported debates have no
+# confidences, critiques or influence: nothing here uses them.
+#
+# This notebook reads the shipped data whatever the backend and preset: it does not depend on
+# the study's runs.
+
+# %% tags=["parameters"]
+backend = "llamacpp"  # llamacpp | vllm | openai | simulated | replay (not used: see above)
+preset = "smoke"  # smoke | paper | sim (not used)
+runs_dir = ""  # not used: the imports go to build/imported/
+model = ""  # not used
+seeds = ""  # not used
+n_questions = 0  # not used
+du_file = ""  # a Du et al. file to add (e.g. gsm_3_2.json); empty: the shipped runs only
+du_dataset = "gsm8k"  # its dataset: one of ours, or a new name with du_grading
+du_grading = ""  # numbers | letters | math, for a dataset we do not ship
+du_model = ""  # the model that debated in du_file
+sim_seed = 0  # the simulated population's seed (and the bootstrap's)
+n_resamples = 2000  # bootstrap resamples
+
+# %% [markdown]
+# ## Load records (import the shipped files, and du_file)
+
+# %%
+from pear.analysis import figures, report
+from pear.paper import real_debates
+
+figures.set_style()
+runs = real_debates.shipped_runs(du_file, du_dataset, du_grading, du_model)
+runs
+
+# %% [markdown]
+# ## Compute: the real runs and the simulated population in their setting
+
+# %%
+analyses = [real_debates.analyse(name, path, seed=sim_seed, n_resamples=n_resamples)
+            for name, path in runs.items()]
+print("\n\n".join(real_debates.describe(a) for a in analyses))
+
+# %%
+summary = real_debates.table(analyses)
+summary
+
+# %% [markdown]
+# ## Does the simulated population fall inside the real interval? (one line per statistic)
+
+# %%
+print("\n".join(real_debates.verdicts(analyses)))
+
+# %% [markdown]
+# ## Figure
+
+# %%
+fig = real_debates.plot_real_vs_simulated(analyses)
+figures.display_figure(fig)
+
+# %% [markdown]
+# ## Save
+
+# %%
+figures.save_figure(fig, "real_debates")
+report.save_table(summary, "real_debates",
+                  caption="Real debates (imported) beside the simulated population in the "
+                          "same setting: mean over debates with a 95% percentile bootstrap "
+                          "interval; debates = those that define the statistic; inside = the "
+                          "simulated value lies in the real interval. W2R and R2W per query "
+                          "(the study's definition). Not refitted: a held-out check.")

@@ -1,0 +1,266 @@
+"""``pear import FORMAT FILE... --out RUN``: other frameworks' recorded debates as a PEAR run.
+
+A reader (:mod:`pear.store.readers`) reads each file; every debate becomes one record of the
+schema (:mod:`pear.core.record`) with, per round, each agent's full text, its answer read and
+graded by our grader for the dataset, the majority vote (:func:`pear.core.vote.vote`) and the
+edges (everyone hears everyone in these protocols: the clique of the debate's size,
+:func:`pear.core.graphs.fixed_topology`).  Questions found in our benchmark by their text take
+our id and gold answer (the file's gold is kept in ``imported.file_gold`` and compared with
+ours); others keep the file's gold.  What these protocols do not have is absent, not
+invented: confidences are null, there are no critiques, no router and no influence; token
+counts are not recorded (0) and the manifest says so.
+
+The run directory gets a manifest (:mod:`pear.store.manifest`) whose ``imported`` part names
+the format, each file with its sha256, the model as given, the grading kind and the counts
+(debates, matched, golds that disagree, bad entries).  Bad input (a file not in the format,
+agents with different round counts, an answer-less gold, truncated JSON) is one error naming
+the file and the entry, and nothing is written; with ``skip_bad`` the bad entries are left
+out and listed in the manifest.  Records are written to a temporary directory and moved into
+place whole.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from pear.core.graphs import fixed_topology
+from pear.core.hashing import debate_id, derive_seed, hex_id
+from pear.core.record import SCHEMA_VERSION
+from pear.core.vote import vote
+from pear.store import manifest as manifest_io
+from pear.store.readers import BadEntry, BadInput, RawDebate, reader
+from pear.store.readers.base import short
+from pear.store.records import RECORDS_FILE, RecordWriter
+from pear.tasks.benchmarks import DATASETS, Question, match_question, sha256_files
+from pear.tasks.grading import Task, for_kind, get, kind_of
+
+__all__ = ["ImportSummary", "import_files", "IMPORT_BACKEND", "IMPORT_METHOD"]
+
+IMPORT_BACKEND = "imported"
+"""The ``backend`` identity field of imported records."""
+IMPORT_METHOD = "clique"
+"""The ``method`` of imported records: in Du et al.'s and DyLAN's protocols every agent sees
+every other agent's answer each round (the clique), though without PEAR's critique phase."""
+_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
+_THREADS = 4  # our choice: grading threads (Math-Verify runs in its own worker processes)
+_LETTER_OPTION = re.compile(r"(?:^|[\s,:(])([A-J])\)")
+
+
+@dataclass(frozen=True)
+class ImportSummary:
+    """What :func:`import_files` wrote."""
+
+    run_dir: Path
+    debates: int
+    matched: int
+    """Debates whose question was found in our benchmark by its text."""
+    gold_disagree: int
+    """Matched debates whose file gold our grader does not call our gold."""
+    bad: list[BadEntry] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def report(self) -> str:
+        rate = self.debates / self.seconds if self.seconds > 0 else float("inf")
+        lines = [f"imported {self.debates} debates into {self.run_dir} in {self.seconds:.1f} s "
+                 f"({rate:.1f} debates/s); {self.matched} matched to our benchmark by text, "
+                 f"{self.gold_disagree} of them with a gold that disagrees with ours"]
+        if self.bad:
+            lines.append(f"skipped {len(self.bad)} bad entries (listed in the manifest):")
+            lines += [f"  {b.message()}" for b in self.bad[:10]]
+        return "\n".join(lines)
+
+
+def _task(dataset: str, grading: str | None) -> Task:
+    """Our grader for ``dataset``, or one of kind ``grading`` for a dataset we do not ship."""
+    if dataset in DATASETS:
+        task = get(dataset)
+        if grading and grading != kind_of(task):
+            raise ValueError(f"--grading {grading!r} does not fit dataset {dataset!r} (graded "
+                             f"as {kind_of(task)!r}); leave --grading out for our datasets")
+        return task
+    if not _NAME.fullmatch(dataset):
+        raise ValueError(f"invalid dataset name {dataset!r}: lower-case letters, digits, "
+                         "'_', '-', '.'")
+    if not grading:
+        raise ValueError(f"dataset {dataset!r} is not one of ours ({', '.join(DATASETS)}): "
+                         "name its grading kind with --grading numbers|letters|math")
+    return for_kind(grading, dataset)
+
+
+def _question(raw: RawDebate, dataset: str, fmt: str, task: Task) -> Question:
+    """A question for a debate not in our benchmark: the file's text and gold (options
+    ``A)``.. read from the text for letter grading)."""
+    letters: tuple[str, ...] | None = None
+    if kind_of(task) == "letters":
+        found = sorted(set(_LETTER_OPTION.findall(raw.question)))
+        letters = tuple(found) if len(found) >= 2 else tuple("ABCD")  # our choice: MMLU's 4
+    qid = f"{fmt}-{hex_id(' '.join(raw.question.split()), n=16)}"
+    return Question(id=qid, dataset=dataset, question=raw.question, choices=letters,
+                    gold=raw.gold, gold_raw=raw.gold, permutation=None)
+
+
+def _record(raw: RawDebate, file: Path, *, fmt: str, dataset: str, task: Task, model: str,
+            config: str, ours: Question | None, seed: int
+            ) -> tuple[dict[str, Any] | None, str]:
+    """The record of one debate (``ours``: its question in our benchmark, else None;
+    ``seed``: how many debates of the same question came before it), or None and why it
+    cannot be imported."""
+    q = ours or _question(raw, dataset, fmt, task)
+    gold_read = task.canonical(raw.gold) if kind_of(task) != "letters" else \
+        task.judge([raw.gold], q).classes[0]
+    if not gold_read:
+        return None, f"the gold answer {short(raw.gold, 40)!r} holds no answer our " \
+                     f"{kind_of(task)} grader can read"
+    agrees = bool(task.judge([raw.gold], ours).correct[0]) if ours is not None else None
+    gold = ours.gold if ours is not None else (gold_read if kind_of(task) != "math"
+                                               else raw.gold)
+    if ours is None and kind_of(task) == "numbers":
+        q = Question(q.id, q.dataset, q.question, q.choices, gold_read, raw.gold, None)
+    ident = {"model": model, "backend": IMPORT_BACKEND, "dataset": dataset,
+             "method": IMPORT_METHOD, "seed": seed, "question_id": q.id,
+             "config_hash": config}
+    did = debate_id(ident)
+    n, rounds_n = raw.n_agents, raw.n_rounds
+    clique = fixed_topology("clique", n).tolist()
+    rounds, failures = [], 0
+    for r in range(rounds_n):
+        texts = [raw.texts[a][r] for a in range(n)]
+        answers = [task.canonical(t) for t in texts]  # the final answer read from the text
+        judged = task.judge(answers, q)
+        agents = []
+        for a, (text, answer, cls, grade) in enumerate(zip(texts, answers, judged.classes,
+                                                           judged.grades)):
+            failures += not cls
+            agents.append({"agent": a, "answer": answer, "canonical": cls, "confidence": None,
+                           "reasoning": text, "correct": bool(grade.correct),
+                           "parse_error": None if cls else "no answer read by our grader"})
+        rng = np.random.default_rng(derive_seed(did, r, "vote"))
+        top = vote(list(judged.classes), rng)
+        holder = next((x for x in agents if x["canonical"] == top), None)
+        rounds.append({"round": r, "edges": clique if r else [], "router": None,
+                       "agents": agents, "critiques": [], "influence": [], "vote": top,
+                       "vote_correct": bool(top) and holder is not None and holder["correct"]})
+    rec = {"schema": SCHEMA_VERSION, "debate_id": did, **ident, "n_agents": n,
+           "rounds": rounds_n - 1, "gold": gold, "rounds_data": rounds,
+           "final_answer": rounds[-1]["vote"], "correct": rounds[-1]["vote_correct"],
+           "tokens": {"prompt": 0, "completion": 0, "cached": 0}, "calls": n * rounds_n,
+           "parse_failures": failures,
+           "imported": {"format": fmt, "file": file.name, "entry": short(raw.entry, 200),
+                        "matched": ours is not None, "file_gold": raw.gold,
+                        "gold_agrees": agrees, "extra": dict(raw.extra)}}
+    return rec, ""
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def import_files(fmt: str, files: Sequence[str | os.PathLike[str]],
+                 out: str | os.PathLike[str], *, dataset: str, grading: str | None = None,
+                 model: str = "", skip_bad: bool = False) -> ImportSummary:
+    """Import the debates of ``files`` (format ``fmt``: ``du`` or ``dylan``) into the new run
+    directory ``out`` as records of ``dataset``, graded by our grader for it (a dataset we do
+    not ship needs ``grading``: numbers, letters or math).  ``model`` is recorded as given
+    (default ``<fmt>-import``).  Bad input raises :class:`BadInput` naming the file and the
+    entry and writes nothing, unless ``skip_bad``."""
+    t0 = time.perf_counter()
+    rd = reader(fmt)
+    task = _task(dataset, grading)
+    model = model or f"{fmt}-import"
+    if not re.fullmatch(r"[^\x00-\x1f\x7f<>\"'&\\`]{1,128}", model):
+        raise ValueError(f"invalid --model {model!r}: a plain name without quotes or markup")
+    if not files:
+        raise ValueError("no files to import")
+    out = Path(out)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ValueError(f"--out {str(out)!r} exists and is not empty: import into a new "
+                         "run directory")
+    config = hex_id("import", fmt, kind_of(task), n=16)
+    records: list[dict[str, Any]] = []
+    bad: list[BadEntry] = []
+    seen: dict[str, int] = {}
+    sources = []
+    for f in map(Path, files):
+        jobs = []
+        for item in rd.read(f):
+            if isinstance(item, BadEntry):
+                bad.append(item)
+                continue
+            ours = match_question(dataset, item.question) if dataset in DATASETS else None
+            qid = ours.id if ours is not None else _question(item, dataset, fmt, task).id
+            seed = seen.get(qid, 0)  # the same question again: another sample (seed 1, 2..)
+            seen[qid] = seed + 1
+            jobs.append((item, ours, seed))
+        if bad and not skip_bad:
+            raise BadInput(bad)
+        # grading waits on Math-Verify's worker processes: a few threads keep them busy
+        with ThreadPoolExecutor(max_workers=_THREADS) as pool:
+            done = list(pool.map(lambda job: _record(
+                job[0], f, fmt=fmt, dataset=dataset, task=task, model=model, config=config,
+                ours=job[1], seed=job[2]), jobs))
+        count = 0
+        for (item, _, _), (rec, why) in zip(jobs, done):
+            if rec is None:
+                bad.append(BadEntry(str(f), item.entry, why))
+                continue
+            records.append(rec)
+            count += 1
+        sources.append({"path": str(f), "name": f.name, "sha256": _sha256(f), "debates": count})
+        if bad and not skip_bad:
+            raise BadInput(bad)
+    if not records:
+        raise ValueError(f"no debate could be imported from {', '.join(map(str, files))}"
+                         + (f" ({len(bad)} bad entries; first: {bad[0].message()})"
+                            if bad else ""))
+    matched = sum(r["imported"]["matched"] for r in records)
+    disagree = sum(r["imported"]["gold_agrees"] is False for r in records)
+    tmp = out.parent / f".{out.name}.importing-{os.getpid()}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        with RecordWriter(tmp) as w:
+            for rec in records:
+                w.write(rec)
+        seconds = time.perf_counter() - t0
+        manifest_io.write(tmp, {
+            "imported": {
+                "format": fmt, "files": sources, "model": model, "datasets": [dataset],
+                "grading": kind_of(task), "debates": len(records), "matched": matched,
+                "unmatched": len(records) - matched, "gold_disagree": disagree,
+                "bad_count": len(bad),
+                "bad_entries": [{"file": b.file, "entry": short(b.entry, 200),
+                                 "reason": b.reason} for b in bad],
+                "absent": ["confidence", "critiques", "router", "influence", "tokens"],
+                "note": "debates recorded by another framework: confidences, critiques, "
+                        "router and influence are absent (null or empty), token counts are "
+                        "not recorded (0); edges are the clique every agent heard",
+                "imported_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "seconds": round(seconds, 3),
+            },
+            "backend": IMPORT_BACKEND, "models": [model], "data_sha256": sha256_files(),
+            "versions": {"python": sys.version.split()[0]}, "command": " ".join(sys.argv),
+        })
+        if out.exists():
+            out.rmdir()
+        out.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    assert (out / RECORDS_FILE).is_file()
+    return ImportSummary(out, len(records), matched, disagree, bad, time.perf_counter() - t0)

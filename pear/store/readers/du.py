@@ -1,0 +1,46 @@
+"""Du et al.'s multi-agent debate records ("Improving Factuality and Reasoning in Language
+Models through Multiagent Debate", arXiv 2305.14325; their scripts write ``gsm_3_2.json``,
+``mmlu_3_2.json``, ...): a JSON object mapping the question text to ``[agent_contexts,
+gold]``, every debate with the same agents x rounds (``gsm_3_2``: 3 agents, 2 rounds =
+the initial answers and one debate round), everyone hearing everyone.
+
+>>> from pathlib import Path
+>>> chat = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "4"}]
+>>> [d.texts for d in DuReader().entries(Path("x.json"), {"2+2?": [[chat, chat], "4"]})]
+[(('4',), ('4',))]
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterator
+
+from pear.store.readers.base import BadEntry, RawDebate, Reader, agent_texts, gold_text
+
+__all__ = ["DuReader"]
+
+
+class DuReader(Reader):
+    """``{question: [agent_contexts, gold]}``, fixed agents x rounds per file."""
+
+    name = "du"
+    same_shape = True
+
+    def entries(self, path: Path, data: Any) -> Iterator[RawDebate | BadEntry]:
+        if not isinstance(data, dict) or not data:
+            yield BadEntry(str(path), "", "not Du et al.'s format: expected a JSON object "
+                                          "mapping each question to [agent_contexts, gold]")
+            return
+        for key, value in data.items():
+            if not isinstance(value, list) or len(value) != 2:
+                yield BadEntry(str(path), key, "not Du et al.'s format: the value is not "
+                                               "[agent_contexts, gold]")
+                continue
+            texts = agent_texts(value[0])
+            if isinstance(texts, str):
+                yield BadEntry(str(path), key, texts)
+                continue
+            gold = gold_text(value[1])
+            if gold is None:
+                yield BadEntry(str(path), key, "the gold answer is empty")
+                continue
+            yield RawDebate(entry=key, question=key, gold=gold, texts=texts)

@@ -1,0 +1,60 @@
+"""DyLAN's debate records (Liu et al., "Dynamic LLM-Agent Network", arXiv 2310.02170;
+repository SALT-NLP/DyLAN, ``exp/MATH/CoT/*.json``): Du et al.'s format with two more fields
+and a varying shape: a JSON object mapping the full prompt (few-shot examples, then
+``Problem: <the problem>\\nAnswer:``) to ``[agent_contexts, gold, level, subject]``.  The
+number of agents (2-4) and rounds (1-3) varies by debate (that baseline stops when the agents
+agree); within a debate every agent answers in every round.
+
+>>> problem_text("Problem: 1+1?\\nAnswer: 2\\n\\nProblem: What is $2+2$?\\nAnswer:")
+'What is $2+2$?'
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Iterator
+
+from pear.store.readers.base import BadEntry, RawDebate, Reader, agent_texts, gold_text
+
+__all__ = ["DylanReader", "problem_text"]
+
+_TAIL = re.compile(r"\s*Answer:\s*$")
+
+
+def problem_text(prompt: str) -> str:
+    """The problem of a DyLAN prompt: the text after its last ``Problem:``, without the
+    trailing ``Answer:`` (the whole prompt when it has no ``Problem:``)."""
+    i = prompt.rfind("Problem:")
+    text = prompt[i + len("Problem:"):] if i >= 0 else prompt
+    return _TAIL.sub("", text).strip()
+
+
+class DylanReader(Reader):
+    """``{prompt: [agent_contexts, gold, level, subject]}``, shapes varying by debate."""
+
+    name = "dylan"
+    same_shape = False
+
+    def entries(self, path: Path, data: Any) -> Iterator[RawDebate | BadEntry]:
+        if not isinstance(data, dict) or not data:
+            yield BadEntry(str(path), "", "not DyLAN's format: expected a JSON object mapping "
+                                          "each prompt to [agent_contexts, gold, level, "
+                                          "subject]")
+            return
+        for key, value in data.items():
+            question = problem_text(key)
+            if not isinstance(value, list) or len(value) != 4:
+                yield BadEntry(str(path), question, "not DyLAN's format: the value is not "
+                                                    "[agent_contexts, gold, level, subject]")
+                continue
+            texts = agent_texts(value[0])
+            if isinstance(texts, str):
+                yield BadEntry(str(path), question, texts)
+                continue
+            gold = gold_text(value[1])
+            if gold is None:
+                yield BadEntry(str(path), question, "the gold answer is empty")
+                continue
+            extra = {"level": value[2], "subject": value[3]}
+            yield RawDebate(entry=question, question=question, gold=gold, texts=texts,
+                            extra=extra)
