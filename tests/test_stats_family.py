@@ -60,7 +60,9 @@ def test_fewer_than_two_pairs_give_no_interval_and_no_test():
     assert math.isnan(none.diff) and none.n == 0
     d, lo, hi = stats.bootstrap_diff_unpaired([1.0], [0.0, 1.0], rng=np.random.default_rng(0))
     assert d == 0.5 and math.isnan(lo) and math.isnan(hi)
-    assert stats.bootstrap_mean([0.3], rng=np.random.default_rng(0)) == (0.3, 0.3, 0.3)
+    m, lo, hi = stats.bootstrap_mean([0.3], rng=np.random.default_rng(0))
+    assert m == 0.3 and math.isnan(lo) and math.isnan(hi)
+    assert stats.bootstrap_mean([0.3, 0.3], rng=np.random.default_rng(0)) == (0.3, 0.3, 0.3)
 
 
 def test_paired_effect_rejects_unequal_lengths():

@@ -290,8 +290,8 @@ def bootstrap_mean(values: Sequence[float] | np.ndarray, n_resamples: int = 1000
                    ) -> tuple[float, float, float]:
     """Mean of one sample with a percentile bootstrap ``(1 - alpha)`` interval ``(low,
     high)``: ``n_resamples`` resamples with replacement drawn from ``rng``.  NaN entries
-    (e.g. queries where a rate is undefined) are left out; no value gives NaN; a constant
-    sample, or a single value, has a zero-width interval.
+    (e.g. queries where a rate is undefined) are left out; no value gives NaN, a single
+    value no interval (NaN), a constant sample a zero-width one.
 
     >>> m, lo, hi = bootstrap_mean([0.0, 1.0, 0.5, 0.25, np.nan] * 5, n_resamples=2000,
     ...                            rng=np.random.default_rng(0))
@@ -305,7 +305,9 @@ def bootstrap_mean(values: Sequence[float] | np.ndarray, n_resamples: int = 1000
     if x.size == 0:
         return math.nan, math.nan, math.nan
     mean = float(x.mean())
-    if x.size < 2 or np.all(x == x[0]):
+    if x.size < 2:
+        return mean, math.nan, math.nan
+    if np.all(x == x[0]):
         return mean, mean, mean
     means = x[rng.integers(0, x.size, size=(n_resamples, x.size))].mean(axis=1)
     low, high = np.quantile(means, [alpha / 2, 1 - alpha / 2])
