@@ -30,6 +30,7 @@ import pandas as pd
 from pear.catalog.labels import DATASETS, method_order
 from pear.paths import EXECUTED_DIR, SITE_DIR, cache_path
 from pear.analysis.report import FIGURES_ENV, figures_dir
+from pear.paper import provenance
 from pear.paper.study import BACKENDS, REPO_ROOT, experiment, runs_path
 
 __all__ = [
@@ -335,6 +336,9 @@ def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", run
               "runs_dir": str(runs_path(runs, preset, backend)), "model": model,
               "seeds": seeds, "n_questions": int(n_questions), "base_url": base_url}
     ensure_kernel()
+    from pear.paper.site import git_commit
+    params["commit"] = git_commit(REPO_ROOT)
+    provenance.start(fig_dir, params, params["commit"])
     from pear.store.validate import DROP_ENV
     env = {"MPLBACKEND": "agg", FIGURES_ENV: str(fig_dir),  # inherited by the kernels
            DROP_ENV: "1" if drop_invalid else ""}
@@ -345,7 +349,11 @@ def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", run
         rc = _execute(names, src_dir, out_dir, fig_dir, params)
         if rc == 0 and Path(params["runs_dir"]).is_dir():
             site = Path(site_dir) if site_dir else SITE_DIR
-            write_results_site(site, names=names, figures=fig_dir, notebooks=out_dir,
+            kept, other = provenance.current(fig_dir, NOTEBOOKS)
+            for n, entry in other.items():  # outputs of another run stay off this site
+                if entry is not None:
+                    print(f"left off the site: {provenance.describe(n, entry)}", flush=True)
+            write_results_site(site, names=kept, figures=fig_dir, notebooks=out_dir,
                                params=params, started=started, previous=previous)
         elif rc == 0:  # e.g. ONLY=09,10,11,12: the studies record beside the run, not in it
             print(f"results site skipped: no run directory {params['runs_dir']} (build "
@@ -374,6 +382,7 @@ def _execute(names: Sequence[str], src_dir: Path, out_dir: Path, fig_dir: Path,
             raise FileNotFoundError(f"notebook {name!r} not found: {src}")
         if imported and name in NOT_FOR_IMPORTED:
             write_not_applicable(name, fig_dir, NOT_FOR_IMPORTED[name])
+            provenance.record(fig_dir, name, EXPECTED_OUTPUTS[name], params, params["commit"])
             print(f"skipped {name}: {NOT_FOR_IMPORTED[name]} (its outputs say so)", flush=True)
             continue
         ipynb, executed = out_dir / "src" / f"{name}.ipynb", out_dir / f"{name}.ipynb"
@@ -392,6 +401,7 @@ def _execute(names: Sequence[str], src_dir: Path, out_dir: Path, fig_dir: Path,
             print(f"FAILED {name} after {time.perf_counter() - t0:.1f} s\n{err}\n"
                   f"executed notebook: {executed}", file=sys.stderr, flush=True)
             return 1
+        provenance.record(fig_dir, name, EXPECTED_OUTPUTS[name], params, params["commit"])
         print(f"ok {name} in {time.perf_counter() - t0:.1f} s -> {executed}", flush=True)
     produced = [fig_dir / f for n in names for f in EXPECTED_OUTPUTS[n]]
     print(f"built {len(names)} notebooks in {time.perf_counter() - start:.1f} s; "
@@ -442,7 +452,12 @@ def write_results_site(site: Path, *, names: Sequence[str], figures: Path, noteb
                       started=started, seconds=time.time() - started, repo=REPO_ROOT)
     case = figures / "case_study.md"
     found = re.search(r"Debate `([^`]+)`", case.read_text(encoding="utf-8")) \
-        if case.is_file() else None
+        if case.is_file() and "08_case_study" in names else None
+    if found and found.group(1) not in set(load(runs, columns={"debates": ["debate_id"]})
+                                           .debates["debate_id"]):
+        print(f"case study skipped: debate {found.group(1)} of {case} is not in the run "
+              f"{runs}", flush=True)
+        found = None
     t0 = time.perf_counter()
     mark = evidence_mark(simulated="simulated" in set(deb["backend"]), preset=exp.name,
                          models=sorted(set(deb["model"])), n_questions=exp.n_questions)
@@ -471,6 +486,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     missing = check_outputs(a.check, names)
     expected = sum(len(EXPECTED_OUTPUTS[n]) for n in names)
+    stale = provenance.check(a.check, names)
+    if stale:
+        print(f"{len(stale)} notebooks' outputs in {a.check} are not the last build's "
+              f"({provenance.BUILD_FILE}):", file=sys.stderr)
+        for line in stale:
+            print(f"  {line}", file=sys.stderr)
     if missing:
         print(f"{len(missing)} of {expected} expected outputs missing or empty in {a.check}:",
               file=sys.stderr)
@@ -478,7 +499,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             producer = next(n for n in names if path.name in EXPECTED_OUTPUTS[n])
             print(f"  {path.name} (from {producer})", file=sys.stderr)
         return 1
-    print(f"all {expected} expected outputs present in {a.check}")
+    if stale:
+        return 1
+    print(f"all {expected} expected outputs present in {a.check}, every one from the last "
+          "build's run")
     return 0
 
 

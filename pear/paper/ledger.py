@@ -174,7 +174,8 @@ def site_link(kind: str, name: str, figures: Any = None) -> str | None:
     its index page's first section): a table to its notebook's section, a figure to its
     PNG, debates to the debate browser (which does not filter from a link); None (no link)
     for a table or figure this build did not write into ``figures`` (default
-    :func:`pear.analysis.report.figures_dir`).
+    :func:`pear.analysis.report.figures_dir`), or that another run's build wrote there (its
+    build manifest, :mod:`pear.paper.provenance`, names another run).
 
     >>> import tempfile; d = tempfile.mkdtemp(); _ = open(f"{d}/pareto.png", "w")
     >>> site_link("figure", "pareto", d), site_link("table", "main_results", d)
@@ -190,7 +191,12 @@ def site_link(kind: str, name: str, figures: Any = None) -> str | None:
     producer = next((n for n, files in EXPECTED_OUTPUTS.items()
                      if f"{name}.md" in files or name in files), None)
     written = (out / f"{name}.md").is_file() or (out / name).is_file()
-    return f"#{producer}" if producer and written else None
+    if not (producer and written):
+        return None
+    from pear.paper import provenance
+    if provenance.read(out)["run"] is not None and not provenance.current(out, [producer])[0]:
+        return None  # a table of another run's build: no link from this ledger
+    return f"#{producer}"
 
 
 def save_html(fragment: str, name: str, out_dir: Any = None) -> Any:

@@ -201,7 +201,8 @@ def _notebook_intro(ipynb: Path) -> tuple[str, str]:
 
 # ----------------------------------------------------------------- index
 
-def _git_commit(root: Path) -> str:
+def git_commit(root: Path) -> str:
+    """The checkout's commit (marked when it has uncommitted changes)."""
     try:
         out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], check=True,
                              capture_output=True, text=True, timeout=10).stdout.strip()
@@ -561,7 +562,7 @@ def build_meta(*, backend: str, preset: str, models: Sequence[str], grid: str,
             "Grid": f"{grid}; {debates} debates in the run",
             "Built": f"{datetime.fromtimestamp(started, timezone.utc):%Y-%m-%d %H:%M UTC}, "
                      f"notebooks took {seconds:.0f} s",
-            "Git commit": _git_commit(repo)}
+            "Git commit": git_commit(repo)}
 
 
 

@@ -10,6 +10,7 @@ key.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -17,7 +18,8 @@ from typing import Any, Iterable, Mapping
 
 from pear.paths import RUN_MANIFEST
 
-__all__ = ["RUN_MANIFEST", "CHECKED", "path", "read", "write", "diff", "diff_keys", "check"]
+__all__ = ["RUN_MANIFEST", "CHECKED", "path", "read", "write", "diff", "diff_keys", "check",
+           "fingerprint"]
 
 CHECKED = ("protocol", "backend", "models", "data_sha256", "shard")
 """Manifest keys that must agree for runs to share (or be merged into) one directory."""
@@ -72,3 +74,28 @@ def check(old: Mapping[str, Any], new: Mapping[str, Any], run_dir: str | os.Path
         raise ValueError(f"run directory {str(run_dir)!r} holds results of another setting "
                          f"({'; '.join(diffs[:3])}); use a new --out directory instead of "
                          f"mixing results")
+
+
+VOLATILE = ("started_at", "resumed_at", "finished_at", "command", "attempts", "versions")
+"""Manifest keys that change when the same records are resumed or re-indexed."""
+
+
+def fingerprint(run_dir: str | os.PathLike[str]) -> str:
+    """16 hex digits that name what an analysis of ``run_dir`` read: its manifest (times and
+    command aside) and the size of each of its record files.  Outputs built from the same
+    records carry the same fingerprint; a run resumed with new debates, or another run,
+    gets another.
+
+    >>> fingerprint("/nonexistent")
+    Traceback (most recent call last):
+    ...
+    FileNotFoundError: run directory '/nonexistent' does not exist
+    """
+    from pear.store.records import record_files
+    root = Path(run_dir)
+    files = record_files(root)
+    man = {k: v for k, v in (read(root) or {}).items() if k not in VOLATILE}
+    parts = [json.dumps(man, sort_keys=True, default=str)]
+    parts += [f"{f.relative_to(root).as_posix()}:{f.stat().st_size}" for f in files
+              if f != root]
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
