@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Iterator
 
 __all__ = ["RawDebate", "BadEntry", "BadInput", "Reader", "load_json", "agent_texts",
-           "gold_text", "short"]
+           "gold_text", "short", "debate"]
 
 
 def short(text: str, n: int = 60) -> str:
@@ -166,3 +166,17 @@ def gold_text(value: Any) -> str | None:
     if isinstance(value, str) and value.strip():
         return value.strip()
     return None
+
+
+def debate(path: Path, entry: str, question: str, contexts: Any, gold: Any,
+           extra: dict[str, Any] | None = None) -> RawDebate | BadEntry:
+    """One entry's debate from its agents' chats and its gold, or the bad entry saying what
+    is wrong with them (what every reader checks alike)."""
+    texts = agent_texts(contexts)
+    if isinstance(texts, str):
+        return BadEntry(str(path), entry, texts)
+    answer = gold_text(gold)
+    if answer is None:
+        return BadEntry(str(path), entry, "the gold answer is empty")
+    return RawDebate(entry=entry, question=question, gold=answer, texts=texts,
+                     extra=dict(extra or {}))

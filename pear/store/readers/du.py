@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-from pear.store.readers.base import BadEntry, RawDebate, Reader, agent_texts, gold_text
+from pear.store.readers.base import BadEntry, RawDebate, Reader, debate
 
 __all__ = ["DuReader"]
 
@@ -35,12 +35,4 @@ class DuReader(Reader):
                 yield BadEntry(str(path), key, "not Du et al.'s format: the value is not "
                                                "[agent_contexts, gold]")
                 continue
-            texts = agent_texts(value[0])
-            if isinstance(texts, str):
-                yield BadEntry(str(path), key, texts)
-                continue
-            gold = gold_text(value[1])
-            if gold is None:
-                yield BadEntry(str(path), key, "the gold answer is empty")
-                continue
-            yield RawDebate(entry=key, question=key, gold=gold, texts=texts)
+            yield debate(path, key, key, value[0], value[1])

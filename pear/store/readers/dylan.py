@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
-from pear.store.readers.base import BadEntry, RawDebate, Reader, agent_texts, gold_text
+from pear.store.readers.base import BadEntry, RawDebate, Reader, debate
 
 __all__ = ["DylanReader", "problem_text"]
 
@@ -47,14 +47,5 @@ class DylanReader(Reader):
                 yield BadEntry(str(path), question, "not DyLAN's format: the value is not "
                                                     "[agent_contexts, gold, level, subject]")
                 continue
-            texts = agent_texts(value[0])
-            if isinstance(texts, str):
-                yield BadEntry(str(path), question, texts)
-                continue
-            gold = gold_text(value[1])
-            if gold is None:
-                yield BadEntry(str(path), question, "the gold answer is empty")
-                continue
-            extra = {"level": value[2], "subject": value[3]}
-            yield RawDebate(entry=question, question=question, gold=gold, texts=texts,
-                            extra=extra)
+            yield debate(path, question, question, value[0], value[1],
+                         {"level": value[2], "subject": value[3]})
