@@ -89,3 +89,29 @@ def test_a_run_bar_counts_rounds_and_ends_full(tmp_path):
         assert again.already_done == 6 and bars[1].bar.n == bars[1].bar.total  # resumed: skipped
     finally:
         ex.Progress.__init__ = real
+
+
+def test_model_calls_move_within_a_phase():
+    # the simulated backend reports each completion: the count moves before generate returns
+    engine = Engine(SimulatedBackend(KEY), DebateConfig(rounds=1), task_for=grading.get)
+    seen = []
+    engine.on_progress = lambda: seen.append((engine.phase, engine.calls_done))
+    list(engine.run(JOBS[:4]))
+    initial = [c for p, c in seen if p == "round 0: initial answers"]
+    assert initial[:3] == [0, 1, 2]  # one step per completed request, not per phase
+    assert engine.calls_done == engine.requests
+    assert engine.backend.on_completion is None  # the hook is the engine's only while it runs
+
+
+def test_cache_hits_count_as_calls_done(tmp_path):
+    from pear.backends.cache import CachedBackend
+    for expect_hits in (False, True):
+        be = CachedBackend(SimulatedBackend(KEY), tmp_path / "cache.sqlite")
+        engine = Engine(be, DebateConfig(rounds=1), task_for=grading.get)
+        ticks = []
+        engine.on_progress = lambda: ticks.append(engine.calls_done)
+        list(engine.run(JOBS[:4]))
+        assert engine.calls_done == engine.requests
+        assert (engine.cache_hits == engine.requests) is expect_hits
+        assert len(set(ticks)) > 3  # moved request by request, from the cache or not
+        be.close()

@@ -101,6 +101,8 @@ class CachedBackend:
     (one SQLite connection per thread) and across processes (WAL mode, busy timeout).
     """
 
+    on_completion = None  # set by the engine while generate runs (pear.core.backend)
+
     def __init__(self, inner: Backend, path: str | Path) -> None:
         self.inner = inner
         self.name: str = inner.name
@@ -138,8 +140,18 @@ class CachedBackend:
         with self._lock:
             self.hits += len(requests) - len(miss_idx)
             self.misses += len(miss_idx)
+        if self.on_completion is not None:
+            for _ in range(len(requests) - len(miss_idx)):
+                self.on_completion()  # cache hits: done already
         if miss_idx:
-            fresh = list(self.inner.generate([requests[i] for i in miss_idx]))
+            hooked = hasattr(self.inner, "on_completion")
+            if hooked:
+                self.inner.on_completion = self.on_completion
+            try:
+                fresh = list(self.inner.generate([requests[i] for i in miss_idx]))
+            finally:
+                if hooked:
+                    self.inner.on_completion = None
             with self._lock:
                 self.calls += 1
             if len(fresh) != len(miss_idx):

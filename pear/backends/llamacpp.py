@@ -202,6 +202,7 @@ class LlamaCppBackend:
     """
 
     name = "llamacpp"
+    on_completion = None  # set by the engine while generate runs (pear.core.backend)
 
     def __init__(self, model_path: str | None = None, n_ctx: int = 4096,
                  n_threads: int | None = None, n_batch: int = 512,
@@ -468,8 +469,10 @@ class LlamaCppBackend:
             raise RuntimeError(f"llama_decode failed (code {rc})")
 
     def _done(self, job: _Job) -> Completion:
-        """The Completion of a finished job."""
+        """The Completion of a finished job (reported to ``on_completion``)."""
         self._free(job)
+        if self.on_completion is not None:
+            self.on_completion()
         text = b"".join(self._piece(t) for t in job.out).decode("utf-8", errors="replace")
         return Completion(text=text, prompt_tokens=len(job.prompt),
                           completion_tokens=len(job.out), cached_tokens=job.cached,

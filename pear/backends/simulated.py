@@ -214,6 +214,7 @@ class SimulatedBackend:
     """
 
     name = "simulated"
+    on_completion = None  # set by the engine while generate runs (pear.core.backend)
 
     def __init__(self, answer_key: Mapping[tuple[str, str], str] | None = None,
                  params: SimParams | Mapping[str, Any] | None = None, seed: int = 0,
@@ -438,9 +439,14 @@ class SimulatedBackend:
     def generate(self, requests: Sequence[Request]) -> list[Completion]:
         """One completion per request, in input order."""
         self.calls += 1
-        if self.params.latency_s:
-            time.sleep(self.params.latency_s * len(requests))
-        return [self._complete(r) for r in requests]
+        out = []
+        for r in requests:
+            if self.params.latency_s:
+                time.sleep(self.params.latency_s)
+            out.append(self._complete(r))
+            if self.on_completion is not None:
+                self.on_completion()
+        return out
 
 
 # roles (issue 14) --------------------------------------------------------------------------

@@ -5,6 +5,12 @@ every runtime in ``pear.backends`` implements it.
 A request's ``meta`` carries the debate's structured state (debate id, phase, agent, round,
 and for the simulated backend the agent's own answer and the critiques it received); real
 backends ignore it, and cache keys never include it.
+
+A backend that finishes the requests of one ``generate`` one after another may offer an
+attribute ``on_completion`` (None by default): while ``generate`` runs, the engine sets it to
+a function the backend calls after each completion, so that progress moves within a phase
+(llama.cpp, an HTTP server, the simulated agents); a backend that completes a batch at once
+(vLLM) need not, and the engine counts the batch when ``generate`` returns.
 """
 from __future__ import annotations
 

@@ -209,6 +209,8 @@ class Engine:
         self._schemas: dict[tuple, dict[str, Any]] = {}
         self.phase = ""
         """What the engine is doing now (``round 2: critiques``), for progress displays."""
+        self.calls_done = 0
+        """Model calls completed (during a phase too, for backends that report each one)."""
         self.rounds_done = 0
         """Debate-rounds finished (:meth:`steps` per debate, counted as they happen; the
         rounds a debate skips by stopping early or failing count when it leaves)."""
@@ -257,7 +259,15 @@ class Engine:
         out: list[Completion | None] = [None] * len(requests)
         for idx in parts.values():
             be = self._backend_of(requests[idx[0]].meta["agent"])
-            got = be.generate([requests[i] for i in idx])
+            before, hooked = self.calls_done, hasattr(be, "on_completion")
+            if hooked:
+                be.on_completion = self._completed
+            try:
+                got = be.generate([requests[i] for i in idx])
+            finally:
+                if hooked:
+                    be.on_completion = None
+            self.calls_done = before + len(idx)  # exact, whatever the backend reported
             if len(got) != len(idx):
                 raise RuntimeError(f"backend {be.name!r} returned {len(got)} completions "
                                    f"for {len(idx)} requests")
@@ -268,7 +278,13 @@ class Engine:
         self.requests += len(requests)
         self.tokens += sum(c.prompt_tokens + c.completion_tokens for c in done)
         self.cache_hits += sum(bool(c.cache_hit) for c in done)
+        self._progress()
         return done
+
+    def _completed(self) -> None:
+        """A backend finished one request (``on_completion``, see :mod:`pear.core.backend`)."""
+        self.calls_done += 1
+        self._progress()
 
     def _backend_of(self, agent: int) -> Backend:
         """Agent ``agent``'s backend; the extra samples of ``sc@K`` (K > n) take the agents'

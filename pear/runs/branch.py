@@ -202,7 +202,7 @@ def write(p: BranchPlan, *, progress: bool = True) -> BranchSummary:
                 summary.written += 1
                 summary.calls += record["calls"]
                 summary.calls_copied += record["branched_from"]["calls_copied"]
-                bar.counts(summary.written, engine)
+                bar.counts(summary.written)
             writer.sync()
     bar.close()
     manifest["complete"] = not engine.failed
