@@ -19,7 +19,7 @@ BASE_URL ?=
 ONLY    ?=
 PREVIOUS ?=
 
-.PHONY: setup test test-slow test-all test-gpu paper bench clean
+.PHONY: setup test test-slow test-all test-gpu test-slurm paper bench clean
 
 ifeq ($(BACKEND),vllm)
 STAMP := $(VENV)/.installed-vllm
@@ -57,16 +57,23 @@ $(VENV)/.installed-base: pyproject.toml
 	@touch $@
 
 test: $(VENV)/.installed
-	$(BIN)/python -m pytest -q -m "not slow and not gpu" --doctest-modules pear tests
+	$(BIN)/python -m pytest -q -m "not slow and not gpu and not slurm" --doctest-modules pear tests
 
 test-slow: $(VENV)/.installed
-	$(BIN)/python -m pytest -q -m "slow and not gpu and not vllm_cpu" tests
+	$(BIN)/python -m pytest -q -m "slow and not gpu and not vllm_cpu and not slurm" tests
 
 test-all: $(VENV)/.installed
 	$(BIN)/python -m pytest -q --doctest-modules pear tests
 
 test-gpu: $(VENV)/.installed-vllm
 	$(BIN)/python -m pytest -q -m gpu tests
+
+# `pear launch` on a real Slurm: a single-node cluster from Debian's packages (installed when
+# missing, as root), the tests marked slurm (PEAR_REQUIRE_SLURM: fail, never skip), then stop
+test-slurm: $(VENV)/.installed-base
+	@eval "$$(scripts/slurm-cluster.sh start)" && \
+	  PEAR_REQUIRE_SLURM=1 $(BIN)/python -m pytest -q -m slurm tests/test_launch_slurm.py; \
+	  rc=$$?; scripts/slurm-cluster.sh stop; exit $$rc
 
 paper: setup
 	$(BIN)/pear paper --backend "$(BACKEND)" --preset "$(PRESET)" --model "$(MODEL)" \

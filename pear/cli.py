@@ -1,5 +1,5 @@
 """The ``pear`` command line: ``pear run``, ``pear show``, ``pear index``, ``pear paper``,
-``pear models``, ``pear plan``, ``pear merge``, ``pear grade-check``.
+``pear models``, ``pear plan``, ``pear merge``, ``pear grade-check``, ``pear launch``.
 
 Errors a user can make (bad argument, unknown preset/dataset/method/backend, missing file,
 unreachable server) print one line naming the problem and exit with code 2.
@@ -668,6 +668,9 @@ def _add_launch(sub: Any) -> None:
         p = lsub.add_parser(name, help=what, description=what + "; rerunning submits only "
                             "the shards that are not complete")
         _grid_arguments(p, preset="paper", backend="vllm", verb="launch")
+        for action in p._actions:  # the launcher chooses the shards (--shards)
+            if action.dest == "shard":
+                action.help = argparse.SUPPRESS
         p.add_argument("--model", action="append", help="model name, registry key or group "
                        "(paper, api, study); repeatable; one array per model")
         p.add_argument("--base-url", action="append", help="OpenAI-compatible endpoint "
@@ -688,6 +691,9 @@ def _add_launch(sub: Any) -> None:
                        "estimate)")
         p.add_argument("--gpus-per-node", type=_positive,
                        help="refuse models that need more GPUs per task")
+        p.add_argument("--then-paper", action="store_true",
+                       help="after a complete merge, the notebooks on the merged records "
+                       "(pear paper --backend replay; one model)")
         if name == "slurm":
             p.add_argument("--partition")
             p.add_argument("--account")
@@ -752,6 +758,9 @@ def _cmd_launch(a: argparse.Namespace) -> int:
                          target_hours=a.target_hours, time_limit=a.time, gpu_kind=a.gpu_kind,
                          throughput=a.throughput, gpus_per_node=a.gpus_per_node)
     L.check_same_grid(spec)
+    if a.then_paper:
+        from pear.runs.launch.spec import paper_command
+        paper = paper_command(spec)  # refused before anything is written
     L.write_launch(spec)
     from pear.runs.launch.finish import describe
     print("\n".join(describe(arr) for arr in spec.arrays))
@@ -763,9 +772,13 @@ def _cmd_launch(a: argparse.Namespace) -> int:
                   f"{spec.dir / 'logs'}); rerun the same command to resume", file=sys.stderr)
         lines, complete = L.merge_launch(spec)
         print("\n".join(lines))
+        if complete and a.then_paper:
+            import subprocess
+            return subprocess.run(paper, cwd=spec.workdir).returncode
         return 0 if complete else 1
     paths = L.write_scripts(spec, partition=a.partition, account=a.account,
-                            throttle=a.throttle, sbatch_args=a.sbatch_arg)
+                            throttle=a.throttle, sbatch_args=a.sbatch_arg,
+                            then_paper=a.then_paper)
     print("scripts: " + ", ".join(str(p) for p in paths))
     if a.dry_run:
         return 0

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from pear.backends import Request, get
-from pear.backends.base import Backend
+from pear.core.backend import Backend
 from pear.backends.openai_compat import OpenAIBackend
 
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "integer"}},
@@ -204,7 +204,16 @@ def test_round_robin_over_base_urls_keeps_order(stubs):
     assert [json.loads(c.text)["echo"] for c in out] == [f"q{i}" for i in range(6)]
     assert len(a.received) == 3 and len(b.received) == 3
     host = lambda url: url.split("//")[1].split("/")[0]  # noqa: E731
-    assert backend.model_id == f"m@{host(a.url)},{host(b.url)}"
+    assert backend.model_id == "m"  # the model, not the addresses serving it
+    assert backend.settings()["hosts"] == [host(a.url), host(b.url)]
+
+
+def test_model_identity_does_not_depend_on_the_server_address(stubs):
+    a, b = stubs(), stubs()
+    one = OpenAIBackend("m", base_url=a.url, **FAST)
+    other = OpenAIBackend("m", base_url=[b.url, a.url], **FAST)
+    assert one.model_id == other.model_id == "m"
+    assert one.settings()["base_urls"] != other.settings()["base_urls"]
 
 
 def test_retry_fails_over_to_the_next_server(stubs):

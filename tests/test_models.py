@@ -114,13 +114,15 @@ def test_backend_settings_per_model():
 def test_api_models_through_the_openai_backend_never_store_the_key(monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-secret-123")
     be = cli.make_backend("openai", model="claude-haiku-4-5")
-    assert be.model_id == "claude-haiku-4-5@api.anthropic.com"
+    assert be.model_id == "claude-haiku-4-5"  # the model; the endpoint is in the settings
+    assert be.settings()["hosts"] == ["api.anthropic.com"]
     assert be.settings()["api_key_env"] == "ANTHROPIC_API_KEY"
     assert "sk-secret-123" not in json.dumps(be.settings()) + repr(be)
     # an explicit --base-url wins (e.g. a proxy)
     be = cli.make_backend("openai", model="claude-haiku-4-5",
                           base_urls=["http://127.0.0.1:9000/v1"])
-    assert be.model_id == "claude-haiku-4-5@127.0.0.1:9000"
+    assert be.model_id == "claude-haiku-4-5"
+    assert be.settings()["hosts"] == ["127.0.0.1:9000"]
 
 
 # -- the CLI -------------------------------------------------------------------------------

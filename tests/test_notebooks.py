@@ -133,6 +133,15 @@ def test_check_reports_missing_outputs(tmp_path, capsys):
     assert "main_results.tex (from 01_main_results)" in err and "case_study.md" in err
     for f in paper.EXPECTED_OUTPUTS["08_case_study"]:
         (tmp_path / f).write_text("x")
+    # present, but of no known run: the folder has no build manifest
+    assert paper.main(["--check", str(tmp_path), "--only", "08"]) == 1
+    assert "no build manifest" in capsys.readouterr().err
+    from pear.paper import provenance
+    run = tmp_path / "run"
+    run.mkdir()
+    params = {"runs_dir": str(run), "preset": "smoke", "backend": "simulated"}
+    provenance.record(tmp_path, "08_case_study", paper.EXPECTED_OUTPUTS["08_case_study"],
+                      params, "c0")
     assert paper.main(["--check", str(tmp_path), "--only", "08"]) == 0
     (tmp_path / "case_study.md").write_text("")  # empty counts as missing
     assert paper.main(["--check", str(tmp_path), "--only", "08"]) == 1

@@ -31,7 +31,7 @@ from urllib.parse import urlsplit, urlunsplit
 import openai
 from openai import AsyncOpenAI
 
-from pear.backends.base import Completion, Request
+from pear.core.backend import Completion, Request
 
 __all__ = ["OpenAIBackend", "STRUCTURED_MODES"]
 
@@ -128,6 +128,7 @@ class OpenAIBackend:
     """
 
     name = "openai"
+    on_completion = None  # set by the engine while generate runs (pear.core.backend)
 
     def __init__(
         self,
@@ -184,9 +185,10 @@ class OpenAIBackend:
 
     @property
     def model_id(self) -> str:
-        """``model@host[:port][,host:port...]`` (no credentials)."""
-        hosts = ",".join(dict.fromkeys(_host(u) for u in self.base_urls))
-        return f"{self.model}@{hosts}"
+        """The served model's name: the model, never the address serving it, so the same
+        grid resumed against another server, node or port keeps its debate ids and cache
+        (the addresses are in :meth:`settings`, hence the manifest)."""
+        return self.model
 
     def settings(self) -> dict[str, Any]:
         """Everything that shapes a run, for the manifest (never the API key)."""
@@ -197,6 +199,7 @@ class OpenAIBackend:
             "model": self.model,
             "model_id": self.model_id,
             "base_urls": [_public_url(u) for u in self.base_urls],
+            "hosts": list(dict.fromkeys(_host(u) for u in self.base_urls)),
             "api_key_env": self.api_key_env,
             "concurrency": self.concurrency,
             "max_retries": self.max_retries,
@@ -229,10 +232,14 @@ class OpenAIBackend:
         clients = {url: AsyncOpenAI(api_key=api_key, base_url=url, max_retries=0,
                                     timeout=self.timeout_s) for url in self.base_urls}
         limits = {url: asyncio.Semaphore(self.concurrency) for url in self.base_urls}
+        async def one(r: Request, slot: int) -> Completion:
+            c = await self._request(r, slot, clients, limits, api_key)
+            if self.on_completion is not None:  # progress, as each request completes
+                self.on_completion()
+            return c
         try:
-            return list(await asyncio.gather(*(
-                self._request(r, first + i, clients, limits, api_key)
-                for i, r in enumerate(requests))))
+            return list(await asyncio.gather(*(one(r, first + i)
+                                               for i, r in enumerate(requests))))
         finally:
             for client in clients.values():
                 await client.close()

@@ -32,7 +32,8 @@ from typing import Any, Literal, Mapping
 from pear.core.config import ABLATIONS, METHODS
 
 __all__ = ["StudyModel", "MODELS", "GROUPS", "get", "lookup", "group", "expand",
-           "backend_settings", "check_vllm_model", "printed_numbers", "display_name", "PAPER_DIR"]
+           "backend_settings", "check_vllm_model", "printed_numbers", "display_name", "PAPER_DIR",
+           "GpuKind", "GPU_KINDS", "Resources", "resources"]
 
 from pear.paths import PAPER_DIR  # noqa: E402
 """The study's printed numbers (``main_results.csv`` ...)."""
@@ -75,6 +76,9 @@ class StudyModel:
     api_key_env: str | None = None
     """Environment variable holding the API key (never written anywhere)."""
     notes: str = ""
+    tensor_parallel_size: int = 1  # our choice (see the notes of models that differ)
+    """GPUs one vLLM engine of this model spans (``pear launch`` asks for this many GPUs
+    per task; :func:`resources` raises it when the weights do not fit the GPU kind)."""
 
     @property
     def is_open(self) -> bool:
@@ -109,7 +113,7 @@ MODELS: tuple[StudyModel, ...] = (
                chat_template_kwargs={"enable_thinking": False}, max_model_len=_CTX,
                notes="mixture of experts, 3B active; ~61 GB of bf16 weights: one 80 GB GPU "
                      "leaves little KV cache, tensor_parallel_size=2 or a 141 GB GPU is "
-                     "faster"),
+                     "faster", tensor_parallel_size=2),
     StudyModel("gpt-5.4-nano", "GPT-5.4-nano", "openai", "gpt-5.4-nano", ("GPT-5.4-nano",),
                None, n_questions=100, base_url="https://api.openai.com/v1",
                api_key_env="OPENAI_API_KEY"),
@@ -137,7 +141,7 @@ _INDEX: dict[str, StudyModel] = {_norm(n): m for m in MODELS for n in m.names()}
 
 def lookup(name: str) -> StudyModel | None:
     """The registry model ``name`` refers to, or None.  A ``@...`` suffix (a revision, or the
-    host the openai backend appends to its model id) is ignored.
+    host that runs recorded before 2026-11 appended to openai model ids) is ignored.
 
     >>> lookup("Qwen/Qwen2.5-14B-Instruct@127.0.0.1:8000").key
     'qwen2.5-14b'
@@ -215,6 +219,62 @@ def backend_settings(model: str, backend: str) -> dict[str, Any]:
     if backend == "openai":
         return {"model": m.model_id}
     return {}
+
+
+@dataclass(frozen=True)
+class GpuKind:
+    """What differs between GPU kinds for a launch: memory (how many GPUs a model's weights
+    need) and a rough vLLM throughput (how long a shard takes)."""
+
+    name: str
+    memory_gb: int
+    """GPU memory (GB)."""
+    tokens_per_s: float  # our choice: rough, for 8-14B models with vLLM; measure yours
+    """Computed tokens per second of one GPU (uncached prompt + completion), as
+    ``pear plan --throughput`` takes it; only sets the time limit of a shard."""
+
+
+GPU_KINDS: dict[str, GpuKind] = {k.name: k for k in (
+    GpuKind("a100-40gb", 40, 2_500.0), GpuKind("a100-80gb", 80, 3_000.0),
+    GpuKind("l40s", 48, 2_000.0), GpuKind("h100", 80, 5_000.0),
+    GpuKind("h200", 141, 6_000.0))}
+"""The one place that names what differs between GPU kinds (docs/cluster.md)."""
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What one shard task of a model asks the scheduler for."""
+
+    gpus: int
+    cpus: int
+    mem_gb: int
+
+
+def resources(model: str | None, backend: str, gpu_kind: str = "h100") -> Resources:
+    """Resources of one task running ``model`` through ``backend``: GPUs only for vLLM
+    (the catalog's tensor-parallel size, raised until bf16 weights plus 20% fit; unknown
+    models 1); host memory for loading the weights.
+
+    >>> resources("qwen3-30b-a3b", "vllm")
+    Resources(gpus=2, cpus=8, mem_gb=96)
+    >>> resources("llama-3.1-8b", "vllm", "a100-40gb").gpus
+    1
+    >>> resources(None, "simulated")
+    Resources(gpus=0, cpus=1, mem_gb=4)
+    """
+    if gpu_kind not in GPU_KINDS:
+        raise ValueError(f"unknown GPU kind {gpu_kind!r}: choose one of {', '.join(GPU_KINDS)}")
+    if backend != "vllm":
+        return Resources(gpus=0, cpus=1, mem_gb=4)  # our choice: HTTP client or simulation
+    m = lookup(model or "")
+    tp = m.tensor_parallel_size if m is not None else 1
+    params = m.params_b if m is not None and m.params_b else None
+    if params:
+        need = 2.0 * params * 1.2  # bf16 weights + 20%
+        while tp * GPU_KINDS[gpu_kind].memory_gb < need:
+            tp *= 2
+    mem = max(32, int(2.0 * (params or 8.0) * 1.5) + 4)  # our choice: weights pass through RAM
+    return Resources(gpus=tp, cpus=4 * tp, mem_gb=-(-mem // 16) * 16)
 
 
 def check_vllm_model(name: str) -> None:

@@ -1,0 +1,192 @@
+"""`pear launch` without a scheduler: the sbatch scripts (held against a golden script),
+the launch plan (resources from the model catalog, shards, time), bad input (one line,
+exit code 2, nothing written), `pear launch local` (shards as processes, merged, equal
+to one `pear run`), and a `pear run` that a SIGTERM stops after its debates in flight."""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pear import cli
+from pear.catalog.models import resources
+from pear.runs.launch import read_launch, status
+from pear.store.records import TIMING_FIELDS, iter_records, read_records
+
+GOLDEN = Path(__file__).parent / "golden" / "launch"
+GRID = ["--preset", "smoke", "--backend", "simulated", "--n-questions", "2"]
+
+
+def _records(run_dir) -> dict[str, dict]:
+    return {r["debate_id"]: {k: v for k, v in r.items() if k not in TIMING_FIELDS}
+            for r in read_records(run_dir)}
+
+
+def _normalise(text: str, out: Path) -> str:
+    return (text.replace(sys.executable, "PYTHON").replace(str(out), "OUT")
+            .replace(str(Path.cwd().resolve()), "WORKDIR"))
+
+
+def test_dry_run_writes_the_golden_scripts(tmp_path, capsys):
+    out = tmp_path / "L"
+    assert cli.main(["launch", "slurm", *GRID, "--shards", "3", "--out", str(out),
+                     "--partition", "gpu", "--account", "lab", "--throttle", "2",
+                     "--sbatch-arg=--qos=normal", "--dry-run"]) == 0
+    for name in ("default.sbatch", "merge.sbatch"):
+        got = _normalise((out / "launch" / name).read_text(), out)
+        if os.environ.get("PEAR_UPDATE_GOLDEN"):
+            (GOLDEN / name).write_text(got)
+        assert got == (GOLDEN / name).read_text(), name
+    assert not (out / "launch" / "jobs.jsonl").exists()  # nothing submitted
+    assert "3 shards" in capsys.readouterr().out
+
+
+@pytest.mark.slow  # four `pear plan` dry runs of the paper grid (~20 s)
+def test_paper_dry_run_gives_each_model_its_gpus_time_and_shards(tmp_path):
+    out = tmp_path / "P"
+    assert cli.main(["launch", "slurm", "--preset", "paper", "--backend", "vllm", "--model",
+                     "paper", "--target-hours", "12", "--out", str(out), "--dry-run"]) == 0
+    spec = read_launch(out)
+    by = {a.slug: a for a in spec.arrays}
+    assert list(by) == ["gemma-3-12b", "llama-3.1-8b", "qwen2.5-14b", "qwen3-30b-a3b"]
+    assert by["qwen3-30b-a3b"].gpus == 2 and by["llama-3.1-8b"].gpus == 1
+    for a in spec.arrays:
+        assert a.shards > 1 and sum(a.expected) > 10_000
+        script = (out / "launch" / f"{a.slug}.sbatch").read_text()
+        assert f"#SBATCH --array=0-{a.shards - 1}" in script
+        assert f"#SBATCH --gres=gpu:{a.gpus}" in script and "--requeue" in script
+        assert f"--model {a.model}" in script
+        assert ("--tensor-parallel-size 2" in script) == (a.gpus == 2)
+        days, rest = a.time_limit.split("-")
+        assert int(days) * 24 + int(rest.split(":")[0]) <= 12  # the target holds
+
+
+def test_then_paper_builds_the_notebooks_after_a_complete_merge(tmp_path):
+    out = tmp_path / "L"
+    assert cli.main(["launch", "slurm", *GRID, "--shards", "2", "--then-paper", "--out",
+                     str(out), "--dry-run"]) == 0
+    last = (out / "launch" / "merge.sbatch").read_text().strip().splitlines()[-2:]
+    assert last[0].endswith(f"-m pear launch merge {out} && \\")
+    assert last[1].split() == [sys.executable, "-m", "pear", "paper", "--backend", "replay",
+                               "--runs", str(out / "default"), "--preset", "smoke",
+                               "--n-questions", "2"]
+
+
+def test_resources_come_from_the_catalog():
+    assert resources("qwen3-30b-a3b", "vllm").gpus == 2  # tensor parallel, from the catalog
+    assert resources("qwen3-30b-a3b", "vllm", "a100-40gb").gpus == 2
+    assert resources("gemma-3-12b", "vllm", "a100-40gb").gpus == 1
+    assert resources("my/unknown-model", "vllm").gpus == 1
+    assert resources("gpt-5.4-nano", "openai").gpus == 0
+
+
+def _main(argv) -> int:
+    try:
+        return cli.main(argv)
+    except SystemExit as exit_:  # argparse's own errors
+        return int(exit_.code)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--shards", "0"], "--shards: must be >= 1: '0'"),
+    (["--shards", "2", "--backend", "vllm", "--model", "qwen3-30b-a3b",
+      "--gpus-per-node", "1"], "needs 2 GPUs per task"),
+    (["--shards", "2", "--gpu-kind", "tpu"], "unknown --gpu-kind 'tpu'"),
+    (["--shards", "2", "--shard", "1/2"], "--shard is chosen by the launcher"),
+    (["--target-hours", "3"], "--target-hours needs a GPU estimate"),
+    (["--shards", "2", "--backend", "openai", "--model", "paper", "--then-paper"],
+     "--then-paper builds the notebooks from one run directory: launch one model, not 4"),
+])
+def test_bad_input_is_one_line_exit_2_nothing_written(tmp_path, capsys, argv, message):
+    out = tmp_path / "L"
+    args = GRID + argv if "--backend" not in argv else ["--preset", "smoke"] + argv
+    assert _main(["launch", "slurm", *args, "--out", str(out), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err
+    assert not out.exists()
+
+
+def test_no_sbatch_on_path_is_refused_before_writing(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    out = tmp_path / "L"
+    assert cli.main(["launch", "slurm", *GRID, "--shards", "2", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "sbatch not found on PATH" in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def test_a_different_grid_into_the_same_directory_is_refused(tmp_path, capsys):
+    out = tmp_path / "L"
+    assert cli.main(["launch", "slurm", *GRID, "--shards", "2", "--out", str(out),
+                     "--dry-run"]) == 0
+    before = (out / "launch" / "grid.json").read_text()
+    assert cli.main(["launch", "slurm", *GRID[:-1], "3", "--shards", "2", "--out", str(out),
+                     "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "different launch (grid arguments: --n-questions 2 there, 3 now)" in err
+    assert (out / "launch" / "grid.json").read_text() == before
+    assert cli.main(["launch", "slurm", *GRID, "--shards", "3", "--out", str(out),
+                     "--dry-run"]) == 2
+    assert "shards" in capsys.readouterr().err
+
+
+def test_local_launch_merges_into_the_one_process_run(tmp_path, capsys):
+    out = tmp_path / "L"
+    assert cli.main(["launch", "local", *GRID, "--shards", "3", "--parallel", "2",
+                     "--out", str(out)]) == 0
+    assert "debates merged" in capsys.readouterr().out
+    one = tmp_path / "one"
+    assert cli.main(["run", *GRID, "--out", str(one), "--quiet"]) == 0
+    merged = _records(out / "default")
+    assert merged == _records(one) and len(merged) > 50
+    st = status(read_launch(out), queue=False)
+    assert st.done == st.expected == len(merged) and all(s.complete for s in st.shards)
+    # a rerun finds every shard complete: no process started, the same merge
+    logs = sorted((out / "launch" / "logs").glob("*.log"))
+    sizes = [p.stat().st_size for p in logs]
+    assert cli.main(["launch", "local", *GRID, "--shards", "3", "--out", str(out)]) == 0
+    assert [p.stat().st_size for p in logs] == sizes
+    assert _records(out / "default") == merged
+    assert cli.main(["launch", "status", str(out)]) == 0
+    assert f"total: {len(merged)} / {len(merged)} debates" in capsys.readouterr().out
+
+
+def test_merge_names_missing_shards_with_the_resubmit_command(tmp_path, capsys):
+    out = tmp_path / "L"
+    assert cli.main(["launch", "slurm", *GRID, "--shards", "3", "--out", str(out),
+                     "--dry-run"]) == 0
+    spec = read_launch(out)
+    assert cli.main(["run", *GRID, "--shard", "1/3", "--quiet",
+                     "--out", str(out / "shards" / "default" / "1-of-3")]) == 0
+    capsys.readouterr()
+    assert cli.main(["launch", "merge", str(out)]) == 1
+    text = capsys.readouterr().out
+    assert "shards not complete: 2/3, 3/3" in text
+    assert f"sbatch --array=1,2 {spec.dir / 'default.sbatch'}" in text
+    assert len(_records(out / "default")) == spec.arrays[0].expected[0]
+
+
+def test_sigterm_stops_pear_run_after_the_debates_in_flight(tmp_path):
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "pear", "run", *GRID[:-1], "6", "--out", str(out), "--quiet"]
+    env = {**os.environ, "PEAR_SIM_LATENCY_S": "0.01"}
+    proc = subprocess.Popen(cmd, env=env, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and not list(out.rglob("debates.jsonl")):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err
+    assert "stopped by a signal" in err
+    first = [r["debate_id"] for p in out.rglob("debates.jsonl") for r in iter_records(p)]
+    assert first and len(first) == len(set(first))
+    done = subprocess.run(cmd, capture_output=True, text=True)  # resume: the rest only
+    assert done.returncode == 0, done.stderr
+    ids = [r["debate_id"] for p in out.rglob("debates.jsonl") for r in iter_records(p)]
+    assert len(ids) == len(set(ids)) > len(first)
+    assert f"{len(first)} already done" in done.stdout
