@@ -118,7 +118,7 @@ def _grid_arguments(parser: argparse.ArgumentParser, *, preset: str, backend: st
     parser.add_argument("--seeds", type=_csv(int), help="comma-separated run seeds")
     parser.add_argument("--n-questions", type=_positive, help="questions per dataset")
     parser.add_argument("--rounds", type=_nonneg, help="debate rounds")
-    parser.add_argument("--agents", type=_positive, help="number of agents")
+    parser.add_argument("--agents", dest="n_agents", type=_positive, help="number of agents")
     parser.add_argument("--no-full", action="store_true", help="skip the full-dataset runs")
     parser.add_argument("--shard", type=_shard,
                         help=f"i/N: {verb} only part i of N of the grid (deterministic; "
@@ -138,7 +138,7 @@ def _add_run(sub: Any) -> None:
                    help="paper (the study's templates) or compact (tiny CPU models)")
     r.add_argument("--stop", help="early stopping: none (default, the study) | consensus | "
                    "stable:K (the vote unchanged for K rounds)")
-    r.add_argument("--role", action="append", type=_role, metavar="AGENT=ROLE",
+    r.add_argument("--role", dest="roles", action="append", type=_role, metavar="AGENT=ROLE",
                    help="role of one agent (numbered from 1): honest | adversarial | "
                    "overconfident | underconfident; repeatable")
     r.add_argument("--agent-models", type=_csv(str), metavar="M1,M2,...",
@@ -291,54 +291,31 @@ _DROP_HELP = ("analyse the valid records of a damaged run (say what was left out
 
 
 def _run_experiment(a: argparse.Namespace) -> Any:
-    """The grid ``pear run``'s arguments choose (also what each ``pear launch`` shard runs)."""
-    from pear.runs.experiment import preset
-    over: dict[str, Any] = {}
-    for arg, key in (("datasets", "datasets"), ("methods", "methods"), ("seeds", "seeds"),
-                     ("n_questions", "n_questions"), ("rounds", "rounds"),
-                     ("agents", "n_agents"), ("prompt_style", "prompt_style")):
-        if getattr(a, arg) is not None:
-            over[key] = getattr(a, arg)
-    if a.no_full:
+    """The grid the arguments choose (``pear run``, ``pear plan``, each ``pear launch``
+    shard): every argument named like a setting of :func:`pear.runs.experiment.preset`
+    (a field of the experiment or of its debate config) overrides the preset's."""
+    from pear.runs.experiment import PRESET_SETTINGS, preset
+    over = {k: v for k in PRESET_SETTINGS if (v := getattr(a, k, None)) is not None}
+    if getattr(a, "no_full", False):
         over["full_datasets"] = ()
-    if a.stop is not None:
-        over["stop"] = a.stop
-    if a.role:
-        over["roles"] = dict(a.role)
-    if a.agent_models:
-        over["agent_models"] = a.agent_models
-    if a.model and a.backend in ("vllm", "openai") and not a.agent_models:
-        over["models"] = tuple(a.model)
-    if a.shard:
-        over["shard"] = a.shard
-    if a.no_study_scope:
+    if getattr(a, "no_study_scope", False):
         over["study_scope"] = False
+    if over.get("roles"):
+        over["roles"] = dict(over["roles"])
+    if getattr(a, "model", None) and (a.command == "plan" or a.backend in ("vllm", "openai")):
+        over["models"] = tuple(a.model)
     return preset(a.preset, **over)
 
 
 def _cmd_run(a: argparse.Namespace) -> int:
     from pear.runs.experiment import run
+    from pear.runs.factory import grid_backend
     exp = _run_experiment(a)
-    if a.backend == "vllm":  # fail before anything is written, not at the n-th model
-        from pear.catalog.models import backend_settings, check_vllm_model
-        for m in exp.models:
-            check_vllm_model(m)
-            backend_settings(m, "vllm")
-    out = Path(a.out)
-    cache = None if a.no_cache else cache_path(out)
     extra = {"tensor_parallel_size": a.tensor_parallel_size} \
         if a.tensor_parallel_size and a.backend == "vllm" else None
-    if exp.debate.agent_models:
-        backend: Any = _population_factory(a, exp, cache)
-    elif exp.models:
-        def factory(m: str):
-            return make_backend(a.backend, exp=exp, model=m, base_urls=a.base_url,
-                                cache_path=cache, extra=extra)
-        backend = factory
-    else:
-        backend = make_backend(a.backend, exp=exp, model_path=a.model_path,
-                               base_urls=a.base_url, cache_path=cache)
-    summary = run(exp, backend, out, progress=not a.quiet, stop=_stop_on_signal())
+    backend = grid_backend(a.backend, exp, model_path=a.model_path, base_urls=a.base_url,
+                           cache_path=None if a.no_cache else cache_path(a.out), extra=extra)
+    summary = run(exp, backend, Path(a.out), progress=not a.quiet, stop=_stop_on_signal())
     if summary.stopped:
         print(f"pear: stopped by a signal after {summary.written} debates (every finished "
               "debate is recorded); rerun the same command to resume", file=sys.stderr)
@@ -387,34 +364,6 @@ def _cmd_index(a: argparse.Namespace) -> int:
           f"{s.seconds:.1f} s; the view of {a.run_dir} holds {s.debates} debates")
     return 0
 
-
-def _population_factory(a: argparse.Namespace, exp: Any, cache: Path | None):
-    """``model name -> Backend`` for a mixed population (``--agent-models``); ``--base-url
-    MODEL=URL`` gives a model its own server, plain URLs serve every model."""
-    names = list(dict.fromkeys(exp.debate.agent_models))
-    if a.model:
-        raise ValueError("give --model or --agent-models, not both")
-    if a.backend == "simulated":
-        raise ValueError("the simulated backend is one population; --agent-models needs the "
-                         "openai or llamacpp backend")
-    if a.backend == "vllm" and len(names) > 1:
-        raise ValueError("one vLLM process holds one engine: serve each model with `vllm serve "
-                         "MODEL` and use --backend openai --base-url MODEL=URL per model")
-    per_model: dict[str, list[str]] = {}
-    shared: list[str] = []
-    for url in a.base_url or []:
-        model, sep, rest = url.partition("=")
-        if sep and model in names:
-            per_model.setdefault(model, []).append(rest)
-        else:
-            shared.append(url)
-
-    def factory(m: str):
-        if a.backend == "llamacpp":
-            return make_backend("llamacpp", exp=exp, model_path=m, cache_path=cache)
-        return make_backend(a.backend, exp=exp, model=m, base_urls=per_model.get(m) or shared,
-                            cache_path=cache)
-    return factory
 
 def _cmd_show_debate(a: argparse.Namespace) -> int:
     from pear.store.view import load
@@ -497,26 +446,13 @@ def _cmd_models(_a: argparse.Namespace) -> int:
 def _cmd_plan(a: argparse.Namespace) -> int:
     from pear import backends
     from pear.backends.dry import CHARS_PER_TOKEN
-    from pear.runs.experiment import preset
     from pear.runs.plan import estimate, format_plan
     if a.backend not in backends.BACKENDS:
         raise ValueError(f"unknown backend {a.backend!r}: choose one of "
                          f"{', '.join(backends.BACKENDS)}")
     if a.fill > 1:
         raise ValueError(f"invalid --fill {a.fill!r}: a share of the token budget in (0, 1]")
-    over: dict[str, Any] = {}
-    for arg, key in (("datasets", "datasets"), ("methods", "methods"), ("seeds", "seeds"),
-                     ("n_questions", "n_questions"), ("rounds", "rounds"),
-                     ("agents", "n_agents"), ("shard", "shard")):
-        if getattr(a, arg) is not None:
-            over[key] = getattr(a, arg)
-    if a.no_full:
-        over["full_datasets"] = ()
-    if a.no_study_scope:
-        over["study_scope"] = False
-    if a.model:
-        over["models"] = tuple(a.model)
-    exp = preset(a.preset, **over)
+    exp = _run_experiment(a)
     costs = [estimate(exp, m, from_run=a.from_run, fill=a.fill,
                       chars_per_token=a.chars_per_token or CHARS_PER_TOKEN)
              for m in (exp.models or (None,))]
@@ -651,7 +587,7 @@ def _cmd_branch(a: argparse.Namespace) -> int:
 # ----------------------------------------------------------------- launch (pear.runs.launch)
 
 _LAUNCH_GRID = ("preset", "backend", "datasets", "methods", "seeds", "n_questions", "rounds",
-                "agents", "no_full", "no_study_scope", "prompt_style", "stop", "base_url",
+                "n_agents", "no_full", "no_study_scope", "prompt_style", "stop", "base_url",
                 "no_cache")
 """The options of ``pear launch`` that every shard's ``pear run`` repeats."""
 
@@ -716,12 +652,17 @@ def _add_launch(sub: Any) -> None:
     mg.add_argument("out", help="launch directory")
 
 
-def _launch_run_args(a: argparse.Namespace, parser_actions: Any = None) -> list[str]:
-    """The ``pear run`` arguments of the launch's grid, in a fixed order."""
+def _launch_run_args(a: argparse.Namespace) -> list[str]:
+    """The ``pear run`` arguments of the launch's grid, in a fixed order (each option as
+    ``pear run`` spells it)."""
+    sub = argparse.ArgumentParser().add_subparsers()
+    _add_run(sub)
+    flags = {act.dest: act.option_strings[0] for act in sub.choices["run"]._actions
+             if act.option_strings}
     out = ["--preset", a.preset, "--backend", a.backend]
     for dest in _LAUNCH_GRID[2:]:
         v = getattr(a, dest, None)
-        flag = "--" + dest.replace("_", "-")
+        flag = flags[dest]
         if v is None or v is False or v == []:
             continue
         if v is True:

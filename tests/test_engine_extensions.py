@@ -291,6 +291,8 @@ class _AnyQuestion(dict):
     (["--agent-models", "a,b"], "one model per agent"),
     (["--agents", "3", "--agent-models", "a,b,c,d,e"], "got 5"),
     (["--backend", "vllm", "--agent-models", "a,b,a,b,a"], "vllm serve"),
+    (["--backend", "openai", "--model", "m", "--agent-models", "a,b,a,b,a"], "not both"),
+    (["--agent-models", "a,b,a,b,a"], "one population"),
 ])
 def test_cli_bad_extension_input_one_line_exit_2(tmp_path, capsys, args, needle):
     from pear.cli import main

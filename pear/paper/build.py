@@ -134,7 +134,7 @@ def run_experiments(backend: str, exp: Any, runs_dir: str | os.PathLike[str], *,
     (:func:`pear.store.validate.validate`: a damaged run stops here, unless
     ``PEAR_DROP_INVALID=1``) and returns None."""
     from pear.runs.experiment import run
-    from pear.runs.factory import make_backend
+    from pear.runs.factory import grid_backend
     from pear.store.records import record_files
     from pear.store.view import index
     out = Path(runs_dir)
@@ -152,15 +152,9 @@ def run_experiments(backend: str, exp: Any, runs_dir: str | os.PathLike[str], *,
         return None
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
-    urls = [base_url] if base_url else None
-    cache = Path(cache) if cache is not None else cache_path(out)
-    if exp.models:
-        def factory(name: str) -> Any:
-            return make_backend(backend, exp=exp, model=name, base_urls=urls, cache_path=cache)
-        be: Any = factory
-    else:
-        be = make_backend(backend, exp=exp, model_path=model or None, base_urls=urls,
-                          cache_path=cache)
+    be = grid_backend(backend, exp, model_path=model or None,
+                      base_urls=[base_url] if base_url else None,
+                      cache_path=Path(cache) if cache is not None else cache_path(out))
     with warnings.catch_warnings():  # tqdm.auto without ipywidgets falls back to text
         warnings.filterwarnings("ignore", message=".*IProgress not found.*")
         s = run(exp, be, out, progress=progress)

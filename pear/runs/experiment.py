@@ -38,7 +38,8 @@ from pear.store.records import RecordWriter, completed_ids
 __all__ = ["Experiment", "PRESETS", "preset", "jobs", "run", "RunSummary", "answer_key",
            "subset_questions", "full_questions", "SCOPES", "scope_debates",
            "MANIFEST", "read_manifest", "model_dir", "model_grid", "parse_shard", "shard_sizes",
-           "Progress", "grid_questions", "open_manifest"]
+           "Progress", "grid_questions", "open_manifest", "PRESET_SETTINGS",
+           "DEBATE_SETTINGS"]
 
 from pear.paths import RUN_MANIFEST as MANIFEST  # noqa: E402
 from pear.store import manifest as manifest_io  # noqa: E402
@@ -165,6 +166,13 @@ PRESETS: dict[str, Experiment] = {
 }
 
 
+DEBATE_SETTINGS = tuple(f.name for f in dataclasses.fields(DebateConfig))
+"""Settings :func:`preset` passes to the debate config."""
+PRESET_SETTINGS = tuple(f.name for f in dataclasses.fields(Experiment)
+                        if f.name not in ("name", "debate", "router")) + DEBATE_SETTINGS
+"""Every setting :func:`preset` takes: the experiment's fields and its debate config's."""
+
+
 def preset(name: str, **overrides: Any) -> Experiment:
     """A named preset with overrides (``rounds``, ``n_agents``, ``k``, ``max_tokens``,
     ``temperature``, ``prompt_style``, ``stop``, ``roles``, ``agent_models`` go to the debate
@@ -178,10 +186,7 @@ def preset(name: str, **overrides: Any) -> Experiment:
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}: choose one of {', '.join(PRESETS)}")
     exp = PRESETS[name]
-    debate_over = {k: overrides.pop(k) for k in ("rounds", "n_agents", "k", "max_tokens",
-                                                  "temperature", "prompt_style", "stop",
-                                                  "roles", "agent_models")
-                   if k in overrides}
+    debate_over = {k: overrides.pop(k) for k in DEBATE_SETTINGS if k in overrides}
     if debate_over:
         d = dataclasses.asdict(exp.debate) | debate_over
         if "n_agents" in debate_over and "k" not in debate_over:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any, Sequence
 
-__all__ = ["make_backend", "SIM_LATENCY_ENV"]
+__all__ = ["make_backend", "grid_backend", "SIM_LATENCY_ENV"]
 
 SIM_LATENCY_ENV = "PEAR_SIM_LATENCY_S"
 """Seconds the simulated backend waits per request (not part of the model's identity): a
@@ -56,3 +56,58 @@ def make_backend(name: str, *, exp: Any = None, model: str | None = None,
         from pear.backends.cache import CachedBackend
         be = CachedBackend(be, cache_path)
     return be
+
+
+def grid_backend(name: str, exp: Any, *, model_path: str | None = None,
+                 base_urls: Sequence[str] | None = None,
+                 cache_path: str | os.PathLike[str] | None = None,
+                 extra: dict[str, Any] | None = None) -> Any:
+    """What :func:`pear.runs.experiment.run` takes for the grid ``exp`` on backend ``name``:
+    one backend; or, when ``exp`` names models, a factory ``model name -> backend`` (each
+    built when its turn comes); or, for a mixed population (``exp.debate.agent_models``), a
+    factory of its agents' backends, where ``base_urls`` entries ``MODEL=URL`` give a model
+    its own server and plain URLs serve every model.  The one way a run gets its backend
+    (``pear run``, each shard of ``pear launch``, the notebook build)."""
+    if name == "vllm":  # fail before anything is written, not at the n-th model
+        from pear.catalog.models import backend_settings, check_vllm_model
+        for m in exp.models:
+            check_vllm_model(m)
+            backend_settings(m, "vllm")
+    if exp.debate.agent_models:
+        return _population(name, exp, list(base_urls or []), cache_path)
+    if exp.models:
+        def per_model(m: str) -> Any:
+            return make_backend(name, exp=exp, model=m, base_urls=base_urls,
+                                cache_path=cache_path, extra=extra)
+        return per_model
+    return make_backend(name, exp=exp, model_path=model_path, base_urls=base_urls,
+                        cache_path=cache_path, extra=extra)
+
+
+def _population(name: str, exp: Any, base_urls: list[str],
+                cache_path: str | os.PathLike[str] | None) -> Any:
+    """``model name -> backend`` of a mixed population (see :func:`grid_backend`)."""
+    names = list(dict.fromkeys(exp.debate.agent_models))
+    if exp.models:
+        raise ValueError("give --model or --agent-models, not both")
+    if name == "simulated":
+        raise ValueError("the simulated backend is one population; --agent-models needs the "
+                         "openai or llamacpp backend")
+    if name == "vllm" and len(names) > 1:
+        raise ValueError("one vLLM process holds one engine: serve each model with `vllm serve "
+                         "MODEL` and use --backend openai --base-url MODEL=URL per model")
+    own: dict[str, list[str]] = {}
+    shared: list[str] = []
+    for url in base_urls:
+        model, sep, rest = url.partition("=")
+        if sep and model in names:
+            own.setdefault(model, []).append(rest)
+        else:
+            shared.append(url)
+
+    def factory(m: str) -> Any:
+        if name == "llamacpp":
+            return make_backend("llamacpp", exp=exp, model_path=m, cache_path=cache_path)
+        return make_backend(name, exp=exp, model=m, base_urls=own.get(m) or shared,
+                            cache_path=cache_path)
+    return factory
