@@ -39,7 +39,6 @@ the ratios ranged as in brackets).
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import importlib.util
 import json
 import logging
@@ -50,6 +49,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from pear.core.backend import BackendError, Completion, Request
+from pear.core.hashing import file_sha256
 
 __all__ = ["LlamaCppBackend", "default_model_path", "schema_grammar"]
 
@@ -277,11 +277,7 @@ class LlamaCppBackend:
     def model_id(self) -> str:
         """``<file name>@sha256:<hex digest of the file>`` (hashed once, then cached)."""
         if self._sha256 is None:
-            digest = hashlib.sha256()
-            with open(self.model_path, "rb") as fh:
-                for block in iter(lambda: fh.read(1 << 22), b""):
-                    digest.update(block)
-            self._sha256 = digest.hexdigest()
+            self._sha256 = file_sha256(self.model_path)
         return f"{Path(self.model_path).name}@sha256:{self._sha256}"
 
     def settings(self) -> dict[str, Any]:

@@ -15,7 +15,7 @@ import hashlib
 from typing import Any, Mapping
 
 __all__ = ["hex_id", "int_seed", "derive_seed", "debate_seed", "round_seed", "base_graph_seed",
-           "debate_id", "branch_debate_id", "config_digest", "stable_seed"]
+           "debate_id", "branch_debate_id", "config_digest", "stable_seed", "file_sha256"]
 
 
 def _digest(parts: tuple[object, ...], sep: str) -> bytes:
@@ -84,3 +84,13 @@ def config_digest(canonical_json: str) -> str:
 def stable_seed(*parts: object) -> int:
     """A 64-bit seed for data-side draws (question subsets, option shuffles)."""
     return int_seed(*parts, sep=":")
+
+
+def file_sha256(path: Any) -> str:
+    """The sha256 hex digest of a file's bytes, read in blocks (model files, benchmarks,
+    imported records, record files)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 22), b""):
+            digest.update(block)
+    return digest.hexdigest()

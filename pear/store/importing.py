@@ -20,7 +20,6 @@ place whole.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import shutil
@@ -35,7 +34,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from pear.core.graphs import fixed_topology
-from pear.core.hashing import debate_id, derive_seed, hex_id
+from pear.core.hashing import debate_id, derive_seed, file_sha256, hex_id
 from pear.core.record import SCHEMA_VERSION
 from pear.core.vote import vote
 from pear.store import manifest as manifest_io
@@ -162,14 +161,6 @@ def _record(raw: RawDebate, file: Path, *, fmt: str, dataset: str, task: Task, m
     return rec, ""
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def import_files(fmt: str, files: Sequence[str | os.PathLike[str]],
                  out: str | os.PathLike[str], *, dataset: str, grading: str | None = None,
                  model: str = "", skip_bad: bool = False) -> ImportSummary:
@@ -220,7 +211,7 @@ def import_files(fmt: str, files: Sequence[str | os.PathLike[str]],
                 continue
             records.append(rec)
             count += 1
-        sources.append({"path": str(f), "name": f.name, "sha256": _sha256(f), "debates": count})
+        sources.append({"path": str(f), "name": f.name, "sha256": file_sha256(f), "debates": count})
         if bad and not skip_bad:
             raise BadInput(bad)
     if not records:

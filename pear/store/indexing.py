@@ -31,6 +31,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 import pyarrow.parquet as pq
 
+from pear.core.hashing import file_sha256
 from pear.store.checks import Checker
 from pear.store.columns import SCHEMAS, TABLES, Rows
 from pear.store.records import record_files
@@ -47,14 +48,6 @@ BATCH = 1000  # our choice: debates per Parquet row group (bounded memory while 
 _FINGERPRINT_BLOCK = 4096  # our choice
 _FINGERPRINT_SAMPLES = 16  # our choice: blocks sampled between the head and the tail
 _MAX_PARTS = 32  # our choice: more parts than this and the view is rewritten in one part
-
-
-def _sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def _fingerprint(path: Path, end: int) -> str:
@@ -121,7 +114,7 @@ def _damage(vdir: Path, man: Manifest, *, verify: bool = True) -> str | None:
                 return f"part {p.name} of table {t} is missing"
             if p.stat().st_size != meta["bytes"]:
                 return f"part {p} has {p.stat().st_size} bytes, {meta['bytes']} were written"
-            if verify and _sha256_file(p) != meta["sha256"]:
+            if verify and file_sha256(p) != meta["sha256"]:
                 return f"part {p} differs from what was written (sha256)"
     if total != man.debates:
         return f"the parts hold {total} debates, the manifest says {man.debates}"
@@ -251,7 +244,7 @@ class _Part:
             final = part_path(self.vdir, self.name, t)
             os.replace(self.tmp[t], final)
             meta[t] = {"rows": pq.read_metadata(final).num_rows,
-                       "bytes": final.stat().st_size, "sha256": _sha256_file(final)}
+                       "bytes": final.stat().st_size, "sha256": file_sha256(final)}
         return meta
 
     def close(self) -> None:

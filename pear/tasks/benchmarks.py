@@ -19,7 +19,6 @@ True
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -30,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from pear.core.hashing import stable_seed
+from pear.core.hashing import file_sha256, stable_seed
 
 
 __all__ = [
@@ -291,9 +290,5 @@ def sha256_files() -> dict[str, str]:
     out = {}
     for name in DATASETS:
         path = _path(name)
-        digest = hashlib.sha256()
-        with open(path, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
-        out[path.name] = digest.hexdigest()
+        out[path.name] = file_sha256(path)
     return out
