@@ -34,13 +34,14 @@ def imported_run(fmt: str, file: str | os.PathLike[str], out: str | os.PathLike[
     """The run directory ``out`` holding ``file`` imported (imported now unless ``out``
     already holds exactly this file's import, checked by its sha256)."""
     from pear.store import manifest
-    from pear.store.importing import _sha256, import_files
+    from pear.core.hashing import file_sha256
+    from pear.store.importing import import_files
     out, file = Path(out), Path(file)
     old = manifest.read(out) if out.is_dir() else None
     if old and old.get("imported"):
         files = old["imported"].get("files") or []
         from pear.tasks.benchmarks import sha256_files
-        if [f.get("sha256") for f in files] == [_sha256(file)] and \
+        if [f.get("sha256") for f in files] == [file_sha256(file)] and \
                 old["imported"].get("datasets") == [dataset] and \
                 old.get("data_sha256") == sha256_files():  # matched against these benchmarks
             return out
