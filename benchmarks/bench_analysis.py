@@ -102,14 +102,16 @@ def indexing(runs: Path, repo: Path) -> None:
     measure(py("-m", "pear", "index", str(runs)), repo=repo, label="rebuilt after the rewrite")
 
 
-def notebooks(runs: Path, repo: Path, figures: Path | None) -> None:
+def notebooks(runs: Path, repo: Path, figures: Path | None, *, preset: str = "sim",
+              grid: str = "the sim grid") -> tuple[dict[str, float], float, float]:
     """The eight notebooks in one ``pear paper`` build, as ``make paper`` runs them; each
-    notebook's time is the build's own ("ok NAME in X s": kernel start to last cell)."""
-    print(f"notebooks 01..08 on the sim grid ({repo})")
+    notebook's time is the build's own ("ok NAME in X s": kernel start to last cell).
+    Returns (seconds per notebook, the build's wall seconds, its peak RSS in GB)."""
+    print(f"notebooks 01..08 on {grid} ({repo})")
     with tempfile.TemporaryDirectory() as tmp:
         out = figures or Path(tmp)
         seconds, peak, stdout = measure(
-            py("-m", "pear", "paper", "--backend", "replay", "--preset", "sim", "--runs",
+            py("-m", "pear", "paper", "--backend", "replay", "--preset", preset, "--runs",
                str(runs), "--only", ",".join(n[:2] for n in NOTEBOOKS)),
             repo=repo, label="pear paper --only 01..08", env={"PEAR_FIGURES_DIR": str(out)})
     times = {m.group(1): float(m.group(2))
@@ -118,6 +120,7 @@ def notebooks(runs: Path, repo: Path, figures: Path | None) -> None:
         print(f"    {name:<32} {times.get(name, float('nan')):8.1f} s")
     print(f"  {'the eight notebooks':<34} {sum(times.values()):8.1f} s   peak RSS {peak:5.2f} GB"
           f" (the whole build: {seconds:.1f} s)")
+    return times, seconds, peak
 
 
 def synthesize(src: Path, out: Path) -> None:

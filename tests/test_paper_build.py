@@ -81,6 +81,43 @@ def test_load_results_selects_the_grid_and_names_missing_cells(sim_run, tmp_path
         study.load_results(out, exp, scope="full")
 
 
+def test_load_results_holds_each_model_of_a_merged_run_to_its_own_grid(tmp_path):
+    """A run of several study models (e.g. merged from a cluster): each model is held to
+    its part of the grid (model_grid), not to the whole: Qwen3-30B-A3B never ran the
+    ablations, and only Llama-3.1-8B runs the full sets."""
+    import json
+    from pear.core.hashing import debate_id
+    from pear.core.record import IDENTITY
+    from pear.runs.experiment import model_dir, model_grid
+    from pear.store import manifest
+    exp = preset("smoke", datasets=("truthfulqa",), methods=("cot", "pear_T"), seeds=(0,),
+                 n_questions=2, full_datasets=("truthfulqa",), full_methods=("cot",),
+                 full_n_questions=3)
+    src = tmp_path / "one"
+    run(exp, make_backend("simulated", exp=exp), src, progress=False)
+    records = [json.loads(line) for f in src.rglob("debates.jsonl") for line in open(f)]
+    out, models = tmp_path / "merged", ["meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen3-30B-A3B"]
+    for m in models:
+        grid = {(j.question.dataset, j.question.id, j.seed, j.method.name)
+                for j in jobs(model_grid(exp, m))}
+        rdir = model_dir(out, m)
+        rdir.mkdir(parents=True)
+        with open(rdir / "debates.jsonl", "w") as fh:
+            for rec in records:
+                if (rec["dataset"], rec["question_id"], rec["seed"], rec["method"]) in grid:
+                    rec = {**rec, "model": m}
+                    rec["debate_id"] = debate_id({k: rec[k] for k in IDENTITY})
+                    fh.write(json.dumps(rec) + "\n")
+    old = manifest.read(src)
+    manifest.write(out, {**old, "models": models, "model_ids": models,
+                         "backend_settings": old["backend_settings"] * 2})
+    sub = study.load_results(out, exp)
+    assert sub.debates.groupby("model")["method"].unique().map(sorted).to_dict() == {
+        models[0]: ["cot", "pear_T"], models[1]: ["cot"]}
+    full = study.load_results(out, exp, scope="full")
+    assert set(full.debates["model"]) == {models[0]} and len(full.debates) == 3
+
+
 def test_run_experiments_replay_needs_records(tmp_path, sim_run):
     with pytest.raises(FileNotFoundError, match="backend 'replay' needs recorded debates"):
         paper.run_experiments("replay", sim_run[0], tmp_path)

@@ -222,7 +222,7 @@ def load_results(runs_dir: str | os.PathLike[str], exp: Any, scope: str = "subse
 
     A (model, dataset, method) cell of the scope without any record is an error naming it;
     debates missing inside a cell are a warning counting them."""
-    from pear.runs.experiment import scope_debates
+    from pear.runs.experiment import model_grid, scope_debates
     root = Path(runs_dir)
     if not root.is_dir():
         raise FileNotFoundError(f"run directory {str(root)!r} does not exist: run notebook "
@@ -233,23 +233,30 @@ def load_results(runs_dir: str | os.PathLike[str], exp: Any, scope: str = "subse
                        grid=f"{imp.get('debates')} debates imported from {imp.get('format')} "
                             f"records ({', '.join(imp.get('datasets') or [])}), not a grid "
                             f"of ours")
-    grid = pd.DataFrame(scope_debates(exp, scope),
-                        columns=["dataset", "question_id", "seed", "method"])
+    keys = ["dataset", "question_id", "seed", "method"]
+    scope_debates(exp, scope)  # a scope the preset does not run is an error naming it
     v = view.load(root)
     deb = v.debates
-    keys = ["dataset", "question_id", "seed", "method"]
-    inside = deb[keys].merge(grid.drop_duplicates().assign(_in=True), on=keys,
-                             how="left")["_in"].fillna(False).to_numpy(bool)
+    # each model's part of the grid (model_grid: a study model runs its own methods,
+    # questions and full sets), so that a multi-model run is held to each model's grid
+    grids = {}
+    for m in sorted(set(deb["model"])):
+        mexp = model_grid(exp, m)
+        rows = scope_debates(mexp, scope) if scope != "full" or mexp.full_datasets else []
+        grids[m] = pd.DataFrame(rows, columns=keys).drop_duplicates()
+    grid = pd.concat([g.assign(model=m) for m, g in grids.items()]
+                     or [pd.DataFrame(columns=[*keys, "model"])], ignore_index=True)
+    inside = deb[["model", *keys]].merge(grid.assign(_in=True), on=["model", *keys],
+                                         how="left")["_in"].fillna(False).to_numpy(bool)
     if not inside.any():
         raise FileNotFoundError(f"no records of the {scope} grid of preset {exp.name!r} under "
                                 f"{str(root)!r}: run notebook 00_run_experiments with the same "
                                 "preset, seeds and n_questions")
     res = Results(v.select(inside), exp, scope, root)
-    expected = grid.groupby(["dataset", "method"]).size()
     have = res.debates.groupby(["model", "dataset", "method"]).size()
     missing, short = [], 0
     for m in res.models:
-        for (ds, meth), n in expected.items():
+        for (ds, meth), n in grids[m].groupby(["dataset", "method"]).size().items():
             got = int(have.get((m, ds, meth), 0))
             if got == 0:
                 missing.append(f"{m} x {ds} x {meth}")
