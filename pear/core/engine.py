@@ -215,7 +215,7 @@ class Engine:
         """Debate-rounds finished (:meth:`steps` per debate, counted as they happen; the
         rounds a debate skips by stopping early or failing count when it leaves)."""
         self.on_progress: Callable[[], None] | None = None
-        """Called whenever ``phase`` or ``rounds_done`` changes."""
+        """Called whenever ``phase``, ``calls_done`` or ``rounds_done`` changes."""
 
     def steps(self, job: Job, first: int = 0) -> int:
         """:func:`debate_rounds` of ``job`` under this engine's protocol."""
