@@ -31,6 +31,7 @@ import json
 import sys
 import tempfile
 import time
+from typing import Any
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -49,16 +50,10 @@ def build(src: Path, out: Path) -> dict[str, int]:
     from pear.core.record import IDENTITY
     from pear.runs.experiment import jobs, model_dir, model_grid, preset
     from pear.store.manifest import read as read_manifest, write as write_manifest
+    from pear.store.records import record_files
 
-    class Ident(msgspec.Struct):
-        debate_id: str
-        model: str
-        backend: str
-        dataset: str
-        method: str
-        seed: int
-        question_id: str
-        config_hash: str
+    # the identity fields only (pear.core.record.IDENTITY): the texts are never decoded
+    Ident = msgspec.defstruct("Ident", [("debate_id", str), *((k, Any) for k in IDENTITY)])
 
     man = read_manifest(src)
     if man is None or len(man.get("model_ids", [])) != 1:
@@ -78,9 +73,7 @@ def build(src: Path, out: Path) -> dict[str, int]:
     dec = msgspec.json.Decoder(Ident)
     old_b = json.dumps(old_model).encode()
     try:
-        for path in sorted(src.rglob("debates.jsonl")):
-            if path.parent.name == "view" or "view" in path.relative_to(src).parts:
-                continue
+        for path in record_files(src):
             with open(path, "rb") as fh:
                 for line in fh:
                     rec = dec.decode(line)
