@@ -4,6 +4,7 @@ build's check names every output of another run."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -96,7 +97,8 @@ def test_partial_rebuilds_on_another_run_never_mix_builds(tmp_path, capsys):
     pages = {p.stem for p in (site / "notebooks").glob("*.html")}
     assert pages == {"00_run_experiments", "01_main_results"}
     index = (site / "index.html").read_text()
-    assert "Case study" not in index or first not in index
+    stale = re.search(r"Debate `([^`]+)`", first).group(1)  # run a's case study
+    assert stale not in index and not list(site.rglob(f"*{stale}*"))
     assert paper.main(["--check", str(fig), "--only", "00,01"]) == 0
     assert paper.main(["--check", str(fig), "--only", "00,01,08"]) == 1
     assert "08_case_study: built" in capsys.readouterr().err
