@@ -5,11 +5,11 @@ SYNTHETIC MERGED GRID.  Simulating four grids costs ~13 min of CPU each on a 2-c
 machine, so the merged run is built from ONE simulated run of the ``sim`` preset (a
 single simulated model id, ``--runs DIR``; made with ``pear run --preset sim --backend
 simulated`` when DIR holds no records): for each model of the catalog group ``paper``, the
-records of that model's part of the grid (:func:`pear.runs.experiment.model_grid`; matched
+records of that model's part of the grid (:func:`pear.runs.grid.model_grid`; matched
 on dataset, question id, seed and method) are copied with the ``model`` field (the record's
 and every agent's) rewritten to the model's id and ``debate_id`` recomputed over the
 identity fields (:func:`pear.core.hashing.debate_id`), into that model's directory
-(:func:`pear.runs.experiment.model_dir`) of one run directory whose manifest names the
+(:func:`pear.runs.runner.model_dir`) of one run directory whose manifest names the
 four models as a multi-model ``pear run`` (or ``pear merge`` of its shards) does.  The four
 models therefore share the same simulated answers (the debates are identical apart from the
 model name): the analysis' work (rows, groups, statistics) is that of four real grids;
@@ -48,7 +48,9 @@ def build(src: Path, out: Path) -> dict[str, int]:
     from pear.catalog.models import GROUPS, get
     from pear.core.hashing import debate_id
     from pear.core.record import IDENTITY
-    from pear.runs.experiment import jobs, model_dir, model_grid, preset
+    from pear.runs.grid import model_grid, preset
+    from pear.runs.jobs import jobs
+    from pear.runs.runner import model_dir
     from pear.store.manifest import read as read_manifest, write as write_manifest
     from pear.store.records import record_files
 

@@ -14,7 +14,9 @@ import time
 
 from pear.backends.base import Instrumented
 from pear.backends.simulated import SimParams, SimulatedBackend
-from pear.runs.experiment import answer_key, jobs, preset, run
+from pear.runs.grid import answer_key, preset
+from pear.runs.jobs import jobs
+from pear.runs.runner import run
 
 
 def separate_cost(exp) -> tuple[int, int]:

@@ -83,7 +83,8 @@ def main() -> None:
     ap.add_argument("--json", default="", help="also write the numbers to this file")
     a = ap.parse_args()
     from pear.backends.vllm import VLLMBackend, cpu_settings, installed_build
-    from pear.runs.experiment import preset, run
+    from pear.runs.grid import preset
+    from pear.runs.runner import run
     settings = cpu_settings(a.model or None) if installed_build().name == "cpu" \
         else {"model": a.model}
     t0 = time.perf_counter()

@@ -23,8 +23,8 @@ __all__ = ["DebateConfig", "RouterConfig", "Method", "METHODS", "method", "Engin
            "run", "preset", "Experiment", "load", "validate", "__version__"]
 
 _LAZY = {  # name -> module that defines it (imported on first use: pandas, msgspec, ...)
-    "run": "pear.runs.experiment", "preset": "pear.runs.experiment",
-    "Experiment": "pear.runs.experiment", "load": "pear.store.view",
+    "run": "pear.runs.runner", "preset": "pear.runs.grid",
+    "Experiment": "pear.runs.grid", "load": "pear.store.view",
     "validate": "pear.store.validate",
 }
 

@@ -9,7 +9,8 @@ from pear.core.config import DebateConfig
 from pear.core.engine import Engine, Job
 from pear.core.methods import method
 from pear.runs.branch import branch
-from pear.runs.experiment import answer_key, preset, run
+from pear.runs.grid import answer_key, preset
+from pear.runs.runner import run
 from pear.store.records import RECORDS_FILE, read_records
 from pear.store.validate import validate
 from record_factory import arithmetic_questions

@@ -254,7 +254,9 @@ def test_mixed_models_need_one_backend_per_model():
 
 
 def test_experiment_runs_a_mixed_population_as_one_unit(tmp_path):
-    from pear.runs.experiment import model_dir, preset, read_manifest, run
+    from pear.runs.grid import preset
+    from pear.runs.runner import model_dir, run
+    from pear.store.manifest import read as read_manifest
     from pear.store.records import read_records
     exp = preset("smoke", datasets=("gsm8k",), n_questions=2, seeds=(0,), full_datasets=(),
                  methods=("cot_sc", "ring"), agent_models=("A", "B", "A"))

@@ -46,7 +46,8 @@ def small_model() -> str:
 def test_two_question_two_round_debate_on_vllm(small_model, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # the cached model only, no download
     from pear.backends.vllm import VLLMBackend, release_engine
-    from pear.runs.experiment import preset, run
+    from pear.runs.grid import preset
+    from pear.runs.runner import run
     from pear.store.records import read_records
     exp = preset("paper", datasets=("gsm8k",), n_questions=2, seeds=(0,), rounds=2,
                  n_agents=3, methods=("cot", "clique", "pear"), full_datasets=())

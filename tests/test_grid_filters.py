@@ -8,7 +8,8 @@ import json
 from collections import Counter
 
 from pear.cli import main
-from pear.runs.experiment import jobs, preset
+from pear.runs.grid import preset
+from pear.runs.jobs import jobs
 
 
 def _debates(exp):

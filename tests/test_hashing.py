@@ -6,7 +6,7 @@ import json
 
 from pear.core import config, engine, hashing
 from pear.tasks import benchmarks as data
-from pear.runs.experiment import model_dir
+from pear.runs.runner import model_dir
 
 
 def test_reproduces_the_seeds():
@@ -29,9 +29,10 @@ def test_reproduces_the_ids():
 
 
 def test_reproduces_the_debate_id():
-    from pear.runs.experiment import jobs, preset
+    from pear.runs.grid import preset
+    from pear.runs.jobs import jobs
     from pear.backends.simulated import SimulatedBackend
-    from pear.runs.experiment import answer_key
+    from pear.runs.grid import answer_key
     exp = preset("smoke", datasets=("gsm8k",), methods=("pear",), seeds=(1,),
                  full_datasets=())
     eng = engine.Engine(SimulatedBackend(answer_key(exp)), exp.debate)

@@ -139,7 +139,7 @@ def test_bad_registrations_and_lookups_name_the_bad_value(registered):
     with pytest.raises(ValueError, match="unknown parameter 'q' of method 'tmp_ok'"):
         methods.method("tmp_ok", params={"q": 1})
     with pytest.raises(ValueError, match="unknown preset|invalid methods: unknown method 'nope'"):
-        from pear.runs.experiment import preset
+        from pear.runs.grid import preset
         preset("beyond", methods=("pear", "nope"))
 
 
@@ -173,11 +173,12 @@ def test_a_plugin_with_params_gets_a_config_hash_per_param_value(registered):
 
 
 def test_plugin_records_validate_and_study_records_carry_no_plugin_field(tmp_path):
-    from pear.runs.experiment import preset, run
+    from pear.runs.grid import preset
+    from pear.runs.runner import run
     from pear.store.validate import validate
     exp = preset("beyond", methods=("pear", "dar", "pear_reconcile", "group", "static"),
                  datasets=("gsm8k",), seeds=(0,), n_questions=3, rounds=2)
-    from pear.runs.experiment import answer_key
+    from pear.runs.grid import answer_key
     run(exp, SimulatedBackend(answer_key(exp)), tmp_path, progress=False)
     checked = validate(tmp_path)
     assert checked.findings.ok, checked.report()

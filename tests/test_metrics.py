@@ -410,7 +410,8 @@ def _by_hand(records):
 
 
 def test_update_rates_on_a_simulated_run_match_a_direct_computation(tmp_path):
-    from pear.runs.experiment import preset, run
+    from pear.runs.grid import preset
+    from pear.runs.runner import run
     from pear.runs.factory import make_backend
     from pear.store.records import read_records
     exp = preset("sim", datasets=("gsm8k",), methods=("cot", "ring", "pear"), seeds=(0,),

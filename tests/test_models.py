@@ -14,7 +14,8 @@ from pear import cli
 from pear.catalog import models
 from pear.backends import vllm as vllm_backend
 from pear.core.config import ABLATIONS
-from pear.runs.experiment import model_grid, preset, read_manifest
+from pear.runs.grid import model_grid, preset
+from pear.store.manifest import read as read_manifest
 from pear.store.records import read_records
 
 _spec = importlib.util.spec_from_file_location("fake_vllm",

@@ -12,7 +12,9 @@ import pytest
 
 from pear.analysis import compare, transcript
 from pear.paper import build as paper, study
-from pear.runs.experiment import jobs, preset, run, scope_debates
+from pear.runs.grid import preset, scope_debates
+from pear.runs.jobs import jobs
+from pear.runs.runner import run
 from pear.runs.factory import make_backend
 
 
@@ -88,7 +90,8 @@ def test_load_results_holds_each_model_of_a_merged_run_to_its_own_grid(tmp_path)
     import json
     from pear.core.hashing import debate_id
     from pear.core.record import IDENTITY
-    from pear.runs.experiment import model_dir, model_grid
+    from pear.runs.grid import model_grid
+    from pear.runs.runner import model_dir
     from pear.store import manifest
     exp = preset("smoke", datasets=("truthfulqa",), methods=("cot", "pear_T"), seeds=(0,),
                  n_questions=2, full_datasets=("truthfulqa",), full_methods=("cot",),

@@ -18,7 +18,9 @@ from pear.backends.dry import DryBackend, fill_schema
 from pear.cli import make_backend
 from pear.core.config import METHODS, RouterConfig
 from pear.core.engine import Engine
-from pear.runs.experiment import jobs, preset, run
+from pear.runs.grid import preset
+from pear.runs.jobs import jobs
+from pear.runs.runner import run
 from pear.runs.plan import Cost, estimate
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -9,7 +9,9 @@ from pear.core.backend import Completion
 from pear.core.config import DebateConfig
 from pear.core.engine import Engine, Job, debate_rounds
 from pear.core.methods import method
-from pear.runs import experiment as ex
+from pear.runs.grid import answer_key, preset
+from pear.runs.progress import Progress
+from pear.runs.runner import run
 from pear.tasks import benchmarks, grading
 
 QS = benchmarks.load("gsm8k", n=4)
@@ -71,24 +73,24 @@ def test_failed_debates_count_the_rounds_they_skip():
 
 
 def test_a_run_bar_counts_rounds_and_ends_full(tmp_path):
-    exp = ex.preset("sim", datasets=("gsm8k",), methods=("cot", "pear"), n_questions=3,
+    exp = preset("sim", datasets=("gsm8k",), methods=("cot", "pear"), n_questions=3,
                     seeds=(0,), rounds=2)
     bars = []
-    real = ex.Progress.__init__
+    real = Progress.__init__
 
     def spy(self, total, enabled=True):
         real(self, total, enabled)
         bars.append(self)
-    ex.Progress.__init__ = spy
+    Progress.__init__ = spy
     try:
-        s = ex.run(exp, SimulatedBackend(ex.answer_key(exp)), tmp_path, progress=True)
+        s = run(exp, SimulatedBackend(answer_key(exp)), tmp_path, progress=True)
         assert s.written == 6
         (bar,) = bars
         assert bar.bar.total == 3 * 1 + 3 * 3 and bar.bar.n == bar.bar.total
-        again = ex.run(exp, SimulatedBackend(ex.answer_key(exp)), tmp_path, progress=True)
+        again = run(exp, SimulatedBackend(answer_key(exp)), tmp_path, progress=True)
         assert again.already_done == 6 and bars[1].bar.n == bars[1].bar.total  # resumed: skipped
     finally:
-        ex.Progress.__init__ = real
+        Progress.__init__ = real
 
 
 def test_model_calls_move_within_a_phase():

@@ -33,7 +33,7 @@ def test_environment_yml_mirrors_pyproject():
 
 def test_importing_pear_loads_no_llm_runtime():
     code = ("import sys, pear, pear.backends, pear.backends.vllm, pear.backends.llamacpp, "
-            "pear.backends.openai_compat, pear.core.engine, pear.runs.experiment\n"
+            "pear.backends.openai_compat, pear.core.engine, pear.runs.runner\n"
             "bad = [m for m in ('vllm', 'llama_cpp', 'torch') if m in sys.modules]\n"
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -6,7 +6,9 @@ pytest.importorskip("llama_cpp")
 from pear.backends.base import Instrumented  # noqa: E402
 from pear.backends.cache import CachedBackend  # noqa: E402
 from pear.backends.llamacpp import LlamaCppBackend  # noqa: E402
-from pear.runs.experiment import jobs, preset, run  # noqa: E402
+from pear.runs.grid import preset  # noqa: E402
+from pear.runs.jobs import jobs
+from pear.runs.runner import run
 from pear.store.view import load  # noqa: E402
 
 

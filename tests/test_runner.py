@@ -11,7 +11,10 @@ from pathlib import Path
 import pytest
 
 from pear.backends.simulated import SimulatedBackend
-from pear.runs.experiment import answer_key, jobs, model_dir, preset, read_manifest, run
+from pear.runs.grid import answer_key, preset
+from pear.runs.jobs import jobs
+from pear.runs.runner import model_dir, run
+from pear.store.manifest import read as read_manifest
 from pear.store.records import RECORDS_FILE, TIMING_FIELDS, RecordWriter, read_records
 from pear.store.view import load as load_view
 from record_factory import make_record
@@ -22,7 +25,8 @@ EXP = dict(datasets=("gsm8k", "truthfulqa"), n_questions=6, seeds=(0, 1), full_d
 RUNNER = """
 import sys
 from pear.backends.simulated import SimulatedBackend, SimParams
-from pear.runs.experiment import answer_key, preset, run
+from pear.runs.grid import answer_key, preset
+from pear.runs.runner import run
 exp = preset("sim", datasets=("gsm8k", "truthfulqa"), n_questions=6, seeds=(0, 1),
              full_datasets=(), rounds=2, chunk_questions=2)
 be = SimulatedBackend(answer_key(exp), params=SimParams(latency_s=float(sys.argv[2])))

@@ -49,7 +49,8 @@ def test_sc_names_order_and_bounds():
 
 
 def test_sc_runs_in_a_grid_and_validates(tmp_path):
-    from pear.runs.experiment import answer_key, preset, run
+    from pear.runs.grid import answer_key, preset
+    from pear.runs.runner import run
     from pear.store.validate import validate
     exp = preset("sim", datasets=("gsm8k",), methods=("cot_sc", "sc@10", "pear"), seeds=(0,),
                  n_questions=3, full_datasets=(), rounds=1)

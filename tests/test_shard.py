@@ -6,7 +6,10 @@ from __future__ import annotations
 import pytest
 
 from pear import cli
-from pear.runs.experiment import jobs, preset, read_manifest, run
+from pear.runs.grid import preset
+from pear.runs.jobs import jobs
+from pear.runs.runner import run
+from pear.store.manifest import read as read_manifest
 from pear.core.config import METHODS
 from pear.runs.merge import merge
 from pear.store.records import TIMING_FIELDS, read_records

@@ -22,7 +22,8 @@ from pear.analysis import figures, report, stats, transcript
 from pear.catalog import labels
 from pear.paper import site, study
 from pear.store import view
-from pear.runs.experiment import preset, run
+from pear.runs.grid import preset
+from pear.runs.runner import run
 from pear.runs.factory import make_backend
 from pear.store.records import RecordWriter
 from record_factory import make_record

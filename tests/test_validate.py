@@ -15,7 +15,9 @@ from pear.analysis import transcript
 from pear.store import view
 from pear.backends.simulated import SimulatedBackend
 from pear.cli import main
-from pear.runs.experiment import MANIFEST, answer_key, preset, run
+from pear.paths import RUN_MANIFEST as MANIFEST
+from pear.runs.grid import answer_key, preset
+from pear.runs.runner import run
 from pear.core.hashing import hex_id
 from pear.store.records import IDENTITY, RECORDS_FILE
 from pear.store.findings import MAX_LINE_BYTES, KINDS, ValidationError, escape, scan_lines

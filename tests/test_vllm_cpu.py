@@ -105,7 +105,8 @@ def test_the_cpu_profile_is_chosen_and_recorded(backend):
 
 @pytest.mark.parametrize("style", ["compact", "paper"])
 def test_a_two_round_debate_of_cot_clique_and_pear(backend, style, tmp_path):
-    from pear.runs.experiment import preset, run
+    from pear.runs.grid import preset
+    from pear.runs.runner import run
     from pear.runs.parity import phase_stats
     from pear.store.records import read_records
     from pear.store.validate import validate

@@ -129,11 +129,11 @@ def run_experiments(backend: str, exp: Any, runs_dir: str | os.PathLike[str], *,
     (responses cached in ``cache``, default ``runs_dir/cache.sqlite``; the studies share the
     main run's cache, so a request they repeat costs no model call), then bring the run's columnar view up
     to date (:func:`pear.store.view.index`) so that the analysis notebooks only read it; returns
-    the :class:`pear.runs.experiment.RunSummary`.  ``backend="replay"`` runs nothing: it checks
+    the :class:`pear.runs.runner.RunSummary`.  ``backend="replay"`` runs nothing: it checks
     that ``runs_dir`` holds records, checks every line from scratch while indexing them
     (:func:`pear.store.validate.validate`: a damaged run stops here, unless
     ``PEAR_DROP_INVALID=1``) and returns None."""
-    from pear.runs.experiment import run
+    from pear.runs.runner import run
     from pear.runs.factory import grid_backend
     from pear.store.records import record_files
     from pear.store.view import index
@@ -311,7 +311,7 @@ def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", run
     the results site (:func:`pear.paper.site.write_site`) is written into ``site_dir`` (default
     ``build/site``), with the claims that moved since ``previous`` (an earlier build's figures
     directory) when given."""
-    from pear.runs.experiment import PRESETS
+    from pear.runs.grid import PRESETS
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
     if preset not in PRESETS:

@@ -148,7 +148,8 @@ def simulate(params: SimParams | None = None,
     from pear.tasks import grading as tasks
     from pear.backends.simulated import SimulatedBackend
     from pear.core.engine import Engine
-    from pear.runs.experiment import answer_key, jobs, preset
+    from pear.runs.grid import answer_key, preset
+    from pear.runs.jobs import jobs
     from pear.tasks.benchmarks import DATASETS, load
     names = tuple(datasets) if datasets is not None else DATASETS
     n_questions = min(n_questions, *(len(load(d)) for d in names))

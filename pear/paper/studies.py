@@ -25,7 +25,7 @@ from pear.core.router import RouterState
 from pear.analysis import metrics, stats, theory
 from pear.core.config import RouterConfig, roles_for
 from pear.catalog.labels import METHOD_LABELS
-from pear.runs.experiment import Experiment, preset
+from pear.runs.grid import Experiment, preset
 from pear.analysis.figures import METHOD_COLORS, annotate
 from pear.catalog.labels import dataset_label
 from pear.paths import cache_path

@@ -2,7 +2,7 @@
 provenance (:func:`results`, :func:`load_results`, :class:`Results`), accuracy shaped for
 the study's tables, and the significance tests of both scopes.
 
-Which debates belong to a scope is asked of :func:`pear.runs.experiment.scope_debates`, never
+Which debates belong to a scope is asked of :func:`pear.runs.grid.scope_debates`, never
 re-derived here.  The records are read through the run directory's columnar view
 (:mod:`pear.store.view`): built or updated when needed, texts left in the JSON Lines.
 
@@ -65,7 +65,7 @@ def _seeds(seeds: str | Sequence[int]) -> tuple[int, ...] | None:
 
 def experiment(preset: str, seeds: str | Sequence[int] = "", n_questions: int = 0,
                model: str = "", backend: str = "") -> Any:
-    """The preset's :class:`pear.runs.experiment.Experiment` with the notebook parameters:
+    """The preset's :class:`pear.runs.grid.Experiment` with the notebook parameters:
     ``seeds`` ("" = the preset's), ``n_questions`` (0 = the preset's) and, for the vllm and
     openai backends, ``model`` as the grid's model.
 
@@ -73,7 +73,7 @@ def experiment(preset: str, seeds: str | Sequence[int] = "", n_questions: int = 
     >>> e.seeds, e.n_questions
     ((3, 4), 5)
     """
-    from pear.runs.experiment import preset as make_preset
+    from pear.runs.grid import preset as make_preset
     if backend and backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
     over: dict[str, Any] = {}
@@ -192,7 +192,7 @@ def describe_scope(exp: Any, scope: str) -> str:
     """What one scope of ``exp``'s grid covers, in words; a full-set scope that runs a
     sample of a set (``full_n_questions``) names it a stand-in for the full set.
 
-    >>> from pear.runs.experiment import preset
+    >>> from pear.runs.grid import preset
     >>> describe_scope(preset("smoke"), "full")
     '2-question stand-in for the full TruthfulQA set (817 questions), seed 0'
     >>> describe_scope(preset("smoke"), "subset")
@@ -205,7 +205,7 @@ def describe_scope(exp: Any, scope: str) -> str:
         if exp.full_n_questions is None:
             names = ", ".join(f"{dataset_label(d)} {len(load(d))}" for d in exp.full_datasets)
             return f"full sets ({names}), {seeds}"
-        from pear.runs.experiment import full_questions
+        from pear.runs.grid import full_questions
         parts = [f"{len(full_questions(exp, d))}-question stand-in for the full "
                  f"{dataset_label(d)} set ({len(load(d))} questions)" for d in exp.full_datasets]
         return f"{'; '.join(parts)}, {seeds}"
@@ -217,12 +217,12 @@ def describe_scope(exp: Any, scope: str) -> str:
 def load_results(runs_dir: str | os.PathLike[str], exp: Any, scope: str = "subset"
                  ) -> Results:
     """The debates of ``runs_dir`` that belong to ``scope`` of ``exp``'s grid
-    (:func:`pear.runs.experiment.scope_debates`), read through the run's columnar view (indexed
+    (:func:`pear.runs.grid.scope_debates`), read through the run's columnar view (indexed
     first if the records changed).
 
     A (model, dataset, method) cell of the scope without any record is an error naming it;
     debates missing inside a cell are a warning counting them."""
-    from pear.runs.experiment import model_grid, scope_debates
+    from pear.runs.grid import model_grid, scope_debates
     root = Path(runs_dir)
     if not root.is_dir():
         raise FileNotFoundError(f"run directory {str(root)!r} does not exist: run notebook "

@@ -24,7 +24,10 @@ from typing import Any, Mapping, Sequence
 from pear.core.config import config_hash
 from pear.core.engine import Engine, Job
 from pear.methods import method, spec
-from pear.runs import experiment as ex
+from pear.runs.grid import Experiment, grid_questions
+from pear.runs.progress import Progress
+from pear.runs.provenance import open_manifest
+from pear.runs.runner import model_dir
 from pear.store import manifest as manifest_io
 from pear.store.records import RecordWriter, completed_ids, iter_records
 
@@ -51,7 +54,7 @@ def parent_experiment(run_dir: str | os.PathLike[str]) -> tuple[dict[str, Any], 
     if man is None or not man.get("experiments"):
         raise FileNotFoundError(f"no run manifest in {str(run_dir)!r}: branch a directory "
                                 "written by `pear run`")
-    return man, ex.Experiment.from_dict(man["experiments"][-1])
+    return man, Experiment.from_dict(man["experiments"][-1])
 
 
 def parent_method_of(methods_present: Sequence[str], wanted: str | None = None) -> str:
@@ -152,9 +155,9 @@ def plan(parents: Parents, from_round: int, methods: Sequence[str],
     if parents.records and models != {engine.model}:
         raise ValueError(f"the branch's model {engine.model!r} is not the parent run's "
                          f"({', '.join(sorted(models))}): branch with the parent's model")
-    questions = {(q.dataset, q.id): q for q, _ in ex.grid_questions(exp)}
+    questions = {(q.dataset, q.id): q for q, _ in grid_questions(exp)}
     out = Path(out_dir)
-    done = completed_ids(ex.model_dir(out, engine.model))
+    done = completed_ids(model_dir(out, engine.model))
     todo, skipped, already = [], 0, 0
     for rec in parents.records:
         if rec["rounds"] <= from_round:  # it ended (stopped early) at or before the round
@@ -187,14 +190,14 @@ def write(p: BranchPlan, *, progress: bool = True) -> BranchSummary:
                          f"{old.get('branched_from')!r}); use a new --out")
     p.out.mkdir(parents=True, exist_ok=True)  # every check passed: now write
     bexp = dataclasses.replace(exp, methods=p.methods, full_datasets=())
-    manifest = ex.open_manifest(bexp, p.out, old, engine.backend_name, [engine.model])
+    manifest = open_manifest(bexp, p.out, old, engine.backend_name, [engine.model])
     manifest.update({"branched_from": info, "backend_settings": [engine.backend.settings()],
                      "model_ids": [engine.model]})
     manifest_io.write(p.out, manifest)
     summary = BranchSummary(0, p.already_done, p.skipped_stopped, 0, 0)
-    bar = ex.Progress(sum(engine.steps(job, p.from_round + 1) for job, _ in p.todo), progress)
+    bar = Progress(sum(engine.steps(job, p.from_round + 1) for job, _ in p.todo), progress)
     bar.follow(engine)
-    with RecordWriter(ex.model_dir(p.out, engine.model)) as writer:
+    with RecordWriter(model_dir(p.out, engine.model)) as writer:
         step = max(1, exp.chunk_questions * len(p.methods))
         for i in range(0, len(p.todo), step):
             for record in engine.branch(p.todo[i:i + step], p.from_round):

@@ -1,7 +1,7 @@
 """Backends built from user settings, shared by the CLI (:mod:`pear.cli`) and the notebook
 build (:mod:`pear.paper.build`), so that neither imports the other.
 
->>> from pear.runs.experiment import preset
+>>> from pear.runs.grid import preset
 >>> make_backend("simulated", exp=preset("smoke")).name
 'simulated'
 """
@@ -62,7 +62,7 @@ def grid_backend(name: str, exp: Any, *, model_path: str | None = None,
                  base_urls: Sequence[str] | None = None,
                  cache_path: str | os.PathLike[str] | None = None,
                  extra: dict[str, Any] | None = None) -> Any:
-    """What :func:`pear.runs.experiment.run` takes for the grid ``exp`` on backend ``name``:
+    """What :func:`pear.runs.runner.run` takes for the grid ``exp`` on backend ``name``:
     one backend; or, when ``exp`` names models, a factory ``model name -> backend`` (each
     built when its turn comes); or, for a mixed population (``exp.debate.agent_models``), a
     factory of its agents' backends, where ``base_urls`` entries ``MODEL=URL`` give a model

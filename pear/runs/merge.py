@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from pear.runs.experiment import parse_shard
+from pear.runs.jobs import parse_shard
 from pear.store.manifest import CHECKED, RUN_MANIFEST as MANIFEST, diff_keys, read as read_manifest, write as write_manifest
 from pear.store.records import RECORDS_FILE, TIMING_FIELDS, RecordWriter, iter_records
 

@@ -28,7 +28,9 @@ from typing import Any, Iterable, Mapping, Sequence
 
 from pear.backends.dry import CHARS_PER_TOKEN, DryBackend
 from pear.core.engine import Engine, Job
-from pear.runs.experiment import Experiment, jobs, model_grid, read_manifest
+from pear.runs.grid import Experiment, model_grid
+from pear.runs.jobs import jobs
+from pear.store.manifest import read as read_manifest
 
 __all__ = ["Cost", "estimate", "format_plan", "PaperCost", "paper_costs"]
 
@@ -200,7 +202,7 @@ def estimate(exp: Experiment, model: str | None = None, *,
              from_run: str | Path | None = None, fill: float = 1.0,
              chars_per_token: float = CHARS_PER_TOKEN,
              sample: int = SAMPLE_QUESTIONS) -> Cost:
-    """The cost of ``model``'s grid of ``exp`` (:func:`pear.runs.experiment.model_grid`).
+    """The cost of ``model``'s grid of ``exp`` (:func:`pear.runs.grid.model_grid`).
 
     Dry run with completions of ``fill`` x the budget, or measured averages of the run
     directory ``from_run`` (see the module docstring).  Loads no model.

@@ -12,7 +12,7 @@ reported and changes nothing.
 
 Checks that need the run's protocol (the config hash of each method, the benchmark's gold
 answer, the base role graph each routed debate relabels, the fixed topologies) read it
-from the run manifest (``RUN_DIR/manifest.json``, written by :func:`pear.runs.experiment.run`);
+from the run manifest (``RUN_DIR/manifest.json``, written by :func:`pear.runs.runner.run`);
 without one they are skipped and a warning says so.
 
 What is not detected: an edit that keeps every field consistent with the others, with the

@@ -1,5 +1,5 @@
 """A run directory's manifest (``RUN_DIR/manifest.json``): the one place it is read, written,
-compared and checked.  :func:`pear.runs.experiment.run` writes it, :func:`pear.runs.merge.merge`
+compared and checked.  :func:`pear.runs.runner.run` writes it, :func:`pear.runs.merge.merge`
 compares several, the validator (:class:`pear.store.checks.Checker`) reads the protocol from it.
 
 It holds versions, the protocol (config), git commit, seeds and backend settings; never an API

@@ -45,7 +45,8 @@ def generate() -> list[dict[str, Any]]:
     from pear.backends.simulated import SimParams, SimulatedBackend
     from pear.core.engine import Engine
     from pear.core.config import METHODS
-    from pear.runs.experiment import answer_key, jobs, preset
+    from pear.runs.grid import answer_key, preset
+    from pear.runs.jobs import jobs
     from pear.store.records import TIMING_FIELDS
 
     exp = preset("sim", datasets=DATASETS, methods=METHODS, n_questions=N_QUESTIONS,

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from pear.runs.experiment import read_manifest
+from pear.store.manifest import read as read_manifest
 from pear.runs.launch.spec import Launch, ModelArray, shard_dir, shard_done
 from pear.runs.merge import merge
 

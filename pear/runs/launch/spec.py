@@ -24,7 +24,9 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from pear.catalog.models import GPU_KINDS, lookup, resources
-from pear.runs.experiment import Experiment, model_grid, read_manifest, shard_sizes
+from pear.runs.grid import Experiment, model_grid
+from pear.runs.jobs import shard_sizes
+from pear.store.manifest import read as read_manifest
 from pear.store.records import completed_ids
 
 __all__ = ["ModelArray", "Launch", "plan_launch", "shard_dir", "shard_command", "paper_command",

@@ -1,0 +1,85 @@
+"""Commands on the paper's build: ``pear paper`` (every notebook) and ``pear claims-diff``
+(the claims that moved between two builds)."""
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from pear.cli.options import DROP_HELP, add_plugin_argument, nonneg
+
+__all__ = ["add_paper", "add_claims_diff"]
+
+
+def add_paper(sub: Any) -> None:
+    pp = sub.add_parser("paper", help="execute every notebook (jupytext + papermill)",
+                        description="Run the notebooks in order; outputs go to figures/.")
+    pp.add_argument("--backend", default="llamacpp",
+                    help="llamacpp | vllm | openai | simulated | replay")
+    pp.add_argument("--preset", default="smoke", help="smoke | paper | sim")
+    pp.add_argument("--model", default="", help="model name/path ('' = backend default)")
+    pp.add_argument("--runs", default="", help="run directory (default data/runs/<preset>-<backend>)")
+    pp.add_argument("--seeds", default="", help="comma-separated seeds ('' = preset's)")
+    pp.add_argument("--n-questions", default=0, type=nonneg, help="0 = preset's")
+    pp.add_argument("--base-url", default="", help="OpenAI-compatible endpoint")
+    pp.add_argument("--only", default="", help="comma-separated notebook name prefixes")
+    pp.add_argument("--drop-invalid", action="store_true", help=DROP_HELP)
+    pp.add_argument("--previous", default="", metavar="DIR",
+                    help="an earlier build's figures directory (copy it aside first): the "
+                    "site shows the claims that moved since (pear claims-diff)")
+    add_plugin_argument(pp)
+    pp.set_defaults(handler=_cmd_paper)
+
+
+
+def _cmd_paper(a: argparse.Namespace) -> int:
+    from pear.paper.build import build
+    return build(backend=a.backend, preset=a.preset, model=a.model, runs=a.runs, seeds=a.seeds,
+                 n_questions=a.n_questions, base_url=a.base_url, only=a.only,
+                 drop_invalid=a.drop_invalid, previous=a.previous)
+
+
+def add_claims_diff(sub: Any) -> None:
+    cd = sub.add_parser("claims-diff", help="the claims whose verdict or value moved between "
+                        "two builds", description="Compare the claims ledgers of two builds "
+                        "(figures directories holding claims.json, or run directories, whose "
+                        "ledger is computed from their records): claims whose finding changed "
+                        "or whose intervals no longer overlap, with both intervals.")
+    cd.add_argument("build_a", help="figures directory or run directory")
+    cd.add_argument("build_b", help="figures directory or run directory")
+    cd.add_argument("--seed", type=nonneg, default=0,
+                    help="bootstrap seed for a ledger computed from a run directory")
+    cd.set_defaults(handler=_cmd_claims_diff)
+
+
+def _cmd_claims_diff(a: argparse.Namespace) -> int:
+    from pear.claims.diff import diff, format_diff
+    table = diff(_ledger_of(a.build_a, a.seed), _ledger_of(a.build_b, a.seed))
+    print(format_diff(table, names=(a.build_a, a.build_b)))
+    return 0
+
+
+def _ledger_of(path: str, seed: int) -> list[dict[str, Any]]:
+    """A build's claims ledger: saved in a figures directory, or computed from a run
+    directory's records with the grid its manifest recorded."""
+    from pathlib import Path
+
+    from pear.claims.diff import LEDGER_FILE, ledger_records, read_ledger
+    p = Path(path)
+    if p.is_file() or (p / LEDGER_FILE).is_file():
+        return read_ledger(p)
+    from pear.store import manifest
+    man = manifest.read(p) if p.is_dir() else None
+    if not man or not man.get("experiments"):
+        raise FileNotFoundError(f"{path!r} is neither a figures directory with {LEDGER_FILE} "
+                                "nor a run directory with a manifest")
+    from pear.claims.evaluate import ledger
+    from pear.paper.study import load_results
+    from pear.runs.grid import Experiment
+    from pear.store.validate import ValidationError, validate
+    checked = validate(p)  # records from elsewhere are checked before they are trusted
+    if not checked.findings.ok:
+        raise ValidationError(p, checked.findings)
+    exp = Experiment.from_dict(man["experiments"][-1])
+    subset = load_results(p, exp, "subset")
+    full = load_results(p, exp, "full") if exp.full_datasets else None
+    return ledger_records(ledger(subset, full, rng=seed))

@@ -1,0 +1,249 @@
+"""Running a grid: run + resume.
+
+``run(experiment, backend, out_dir)`` runs every debate of the grid that is not yet in
+``out_dir``'s records, in chunks of questions (all methods of a question share round 0 and
+advance in lockstep through the engine), appending each finished debate at once and
+fsyncing at chunk boundaries.  Killing it at any point and running it again finishes the
+grid with no debate lost or duplicated.  Each model's records live in :func:`model_dir`.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import sys
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
+
+from pear.core.engine import Engine, Job, debate_rounds
+from pear.core.hashing import hex_id
+from pear.runs.grid import Experiment, model_grid
+from pear.runs.jobs import jobs
+from pear.runs.progress import Progress
+from pear.runs.provenance import open_manifest
+from pear.store import manifest as manifest_io
+from pear.store.records import RecordWriter, completed_ids
+
+__all__ = ["run", "RunSummary", "model_dir", "Population", "LOCK_FILE"]
+
+
+def model_dir(out_dir: str | os.PathLike[str], model: str) -> Path:
+    """Where one model's records live: ``<out_dir>/<model slug>/`` (a readable prefix of the
+    model id plus a short hash of all of it, so distinct ids never share a directory).
+
+    >>> model_dir("runs", "SmolLM2.gguf@sha256:b179c9").name
+    'SmolLM2.gguf-d5c8391d97'
+    """
+    name = model.split("@", 1)[0]
+    name = Path(name).name if os.sep in name else name
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_")[:60] or "model"
+    return Path(out_dir) / f"{slug}-{hex_id(model, n=10)}"
+
+
+@dataclass
+class RunSummary:
+    """What a call to :func:`run` did."""
+
+    total: int
+    already_done: int
+    written: int
+    failed: list[tuple[str, str]]
+    generate_calls: int
+    requests: int
+    tokens: int
+    cache_hits: int
+    stopped: bool = False
+    """Whether ``stop`` ended the run early (every finished debate is recorded)."""
+
+    @property
+    def complete(self) -> bool:
+        return self.already_done + self.written == self.total
+
+
+def run(exp: Experiment, backend: Any | Callable[[str], Any], out_dir: str | os.PathLike[str],
+        *, progress: bool = True, task_for: Callable[[str], Any] | None = None,
+        stop: Callable[[], bool] | None = None) -> RunSummary:
+    """Run every missing debate of ``exp`` into ``out_dir``.
+
+    ``stop`` (e.g. set by a scheduler's SIGTERM) is asked after every chunk: when it
+    answers True the debates in flight have finished and are recorded, and the run returns
+    incomplete (``summary.stopped``); running it again resumes.
+
+    ``backend`` is a Backend (one model) or a callable ``model name -> Backend`` (one per
+    entry of ``exp.models``, or one per distinct ``exp.debate.agent_models`` for a mixed
+    population, which runs as one unit).  With a callable, the models run one after another
+    and each backend is built only when its turn comes and dropped afterwards (one GPU engine
+    at a time); each model's grid is :func:`pear.runs.grid.model_grid`'s.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    with _writer_lock(out):
+        return _run(exp, backend, out, progress=progress, task_for=task_for, stop=stop)
+
+
+@contextlib.contextmanager
+def _writer_lock(out: Path) -> Iterator[None]:
+    """One ``run`` writes into a directory at a time: a second one (e.g. a requeued task
+    starting while the stopped one finishes its debates in flight) waits for the first, then
+    resumes from what it recorded, so no debate is run twice."""
+    import fcntl
+    with open(out / LOCK_FILE, "a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            print(f"pear: another run is writing into {str(out)!r}; waiting for it to end",
+                  file=sys.stderr, flush=True)
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+LOCK_FILE = ".pear-run.lock"
+
+
+def _run(exp: Experiment, backend: Any, out: Path, *, progress: bool,
+         task_for: Callable[[str], Any] | None, stop: Callable[[], bool] | None) -> RunSummary:
+    from pear.tasks import grading as tasks
+    factory = callable(backend) and not hasattr(backend, "generate")
+    if exp.debate.agent_models:
+        if not factory or exp.models:
+            raise ValueError("a mixed population (agent_models) needs a backend factory "
+                             "(model name -> Backend) and no separate models")
+        population = Population({m: backend(m) for m in dict.fromkeys(exp.debate.agent_models)},
+                                exp.debate.agent_models)
+        backend, factory = population, False
+    names: list[str | None] = list(exp.models) if factory and exp.models else [None]
+    old = manifest_io.read(out)
+    resuming = factory and bool(exp.models) and old is not None \
+        and old.get("models") == names and len(old.get("model_ids", [])) == len(names)
+    # resuming several models: no backend is built (no model loaded) before it is needed
+    current: Any = None if resuming else (backend(names[0]) if factory else backend)
+    grid_names = names if factory and exp.models else [current.model_id]
+    manifest = open_manifest(exp, out, old, old["backend"] if resuming else current.name,
+                              grid_names)
+    grid_jobs = [jobs(model_grid(exp, n)) for n in grid_names]
+    summary = RunSummary(total=sum(map(len, grid_jobs)), already_done=0, written=0,
+                         failed=[], generate_calls=0, requests=0, tokens=0, cache_hits=0)
+    bar = Progress(sum(debate_rounds(j, model_grid(exp, n).debate.rounds)
+                       for n, js in zip(grid_names, grid_jobs) for j in js), progress)
+    for name, all_jobs in zip(names, grid_jobs):
+        finished = _finished_earlier(exp, old, manifest["backend"], name, all_jobs, out) \
+            if current is None else None
+        if finished is not None:  # not loaded again: its ids and settings are in the manifest
+            summary.already_done += len(all_jobs)
+            bar.skip(sum(debate_rounds(j, model_grid(exp, name).debate.rounds)
+                         for j in all_jobs))
+            manifest["backend_settings"].append(finished[1])
+            manifest["model_ids"].append(finished[0])
+            continue
+        be = current if current is not None else backend(name)
+        current = None  # the previous model's backend (and its GPU engine) can now be freed
+        if be.name != manifest["backend"]:
+            raise ValueError(f"run directory {str(out)!r} holds results of backend "
+                             f"{manifest['backend']!r}, not {be.name!r}; use a new --out")
+        manifest["backend_settings"].append(be.settings())
+        manifest["model_ids"].append(be.model_id)
+        manifest_io.write(out, manifest)
+        engine = Engine(be.backends if isinstance(be, Population) else be,
+                        model_grid(exp, name).debate, task_for=task_for or tasks.get)
+        _run_jobs(engine, all_jobs, model_dir(out, be.model_id), exp.chunk_questions, bar,
+                  summary, stop)
+        del be, engine
+        if stop is not None and stop():
+            summary.stopped = True
+            break
+    bar.close()
+    manifest["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    manifest["complete"] = summary.complete
+    manifest_io.write(out, manifest)
+    return summary
+
+
+def _finished_earlier(exp: Experiment, old: Mapping[str, Any] | None, backend_name: str,
+                      name: Any, all_jobs: Sequence[Job], out: Path
+                      ) -> tuple[str, Any] | None:
+    """``(model id, backend settings)`` when an earlier run of ``out`` finished the whole grid
+    of model ``name``, else None."""
+    earlier = dict(zip((old or {}).get("models", []), (old or {}).get("model_ids", [])))
+    settings = dict(zip((old or {}).get("model_ids", []), (old or {}).get("backend_settings", [])))
+    known = earlier.get(name)
+    if not known or known not in settings:
+        return None
+    done = completed_ids(model_dir(out, known))
+    if len(done) >= len(all_jobs) and _all_done(exp, backend_name, known, all_jobs, done):
+        return known, settings[known]
+    return None
+
+
+def _run_jobs(engine: Engine, all_jobs: Sequence[Job], rdir: Path, chunk_questions: int,
+              bar: Progress, summary: RunSummary, stop: Callable[[], bool] | None = None
+              ) -> None:
+    """Run the jobs not yet recorded in ``rdir``, appending each record as it finishes
+    (flushed; fsynced after every chunk), and add the engine's counts to ``summary``."""
+    done = completed_ids(rdir)
+    todo = [j for j in all_jobs if engine.debate_id(j) not in done]
+    summary.already_done += len(all_jobs) - len(todo)
+    todo_ids = {id(j) for j in todo}
+    bar.skip(sum(engine.steps(j) for j in all_jobs if id(j) not in todo_ids))
+    bar.follow(engine)
+    with RecordWriter(rdir) as writer:
+        for chunk in _chunks(todo, chunk_questions):
+            for record in engine.run(chunk):
+                writer.write(record)
+                summary.written += 1
+                bar.counts(summary.written)
+            writer.sync()
+            if stop is not None and stop():
+                summary.stopped = True
+                break
+    summary.failed += engine.failed
+    summary.generate_calls += engine.generate_calls
+    summary.requests += engine.requests
+    summary.tokens += engine.tokens
+    summary.cache_hits += engine.cache_hits
+
+
+class Population:
+    """A mixed population run as one unit (``{model name: backend}``, the agents' models in
+    order); it answers ``name``, ``model_id`` and ``settings()`` like one backend."""
+
+    def __init__(self, backends: Mapping[str, Any], agent_models: Sequence[str]) -> None:
+        self.backends = dict(backends)
+        ids = [self.backends[m].model_id for m in agent_models]
+        self.model_id = ids[0] if len(set(ids)) == 1 else "+".join(ids)
+        self.name = "+".join(dict.fromkeys(b.name for b in self.backends.values()))
+
+    def settings(self) -> dict[str, Any]:
+        return {m: b.settings() for m, b in self.backends.items()}
+
+
+def _all_done(exp: Experiment, backend_name: str, model_id: str, all_jobs: Sequence[Job],
+              done: set[str]) -> bool:
+    """Whether every job of a model is recorded; debate ids need only the model id and the
+    backend name, so no model is loaded to find out."""
+
+    class _Identity:  # what Engine.identity reads from a backend
+        def __init__(self) -> None:
+            self.model_id, self.name = model_id, backend_name
+
+    engine = Engine(_Identity(), exp.debate)  # type: ignore[arg-type]
+    return all(engine.debate_id(j) in done for j in all_jobs)
+
+
+def _chunks(todo: Sequence[Job], per_chunk: int) -> Iterable[list[Job]]:
+    """Jobs split into batches of ``per_chunk`` (seed, question) groups, never splitting one."""
+    batch: list[Job] = []
+    keys: set[tuple] = set()
+    for job in todo:
+        key = (job.seed, job.question.dataset, job.question.id)
+        if key not in keys and len(keys) == per_chunk:
+            yield batch
+            batch, keys = [], set()
+        keys.add(key)
+        batch.append(job)
+    if batch:
+        yield batch
