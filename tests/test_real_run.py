@@ -7,8 +7,8 @@ from pear.backends.base import Instrumented  # noqa: E402
 from pear.backends.cache import CachedBackend  # noqa: E402
 from pear.backends.llamacpp import LlamaCppBackend  # noqa: E402
 from pear.runs.grid import preset  # noqa: E402
-from pear.runs.jobs import jobs
-from pear.runs.runner import run
+from pear.runs.jobs import jobs  # noqa: E402
+from pear.runs.runner import run  # noqa: E402
 from pear.store.view import load  # noqa: E402
 
 

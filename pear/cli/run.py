@@ -86,7 +86,7 @@ def _run_experiment(a: argparse.Namespace) -> Any:
     """The grid the arguments choose (``pear run``, ``pear plan``, each ``pear launch``
     shard): every argument named like a setting of :func:`pear.runs.grid.preset`
     (a field of the experiment or of its debate config) overrides the preset's."""
-    from pear.runs.grid import preset, PRESET_SETTINGS
+    from pear.runs.grid import PRESET_SETTINGS, preset
     over = {k: v for k in PRESET_SETTINGS if (v := getattr(a, k, None)) is not None}
     if getattr(a, "no_full", False):
         over["full_datasets"] = ()
