@@ -18,6 +18,7 @@ N_QUESTIONS ?= 0
 BASE_URL ?=
 ONLY    ?=
 PREVIOUS ?=
+POPULATION ?=
 
 .PHONY: setup test test-slow test-all test-gpu test-slurm paper bench clean
 
@@ -78,7 +79,8 @@ test-slurm: $(VENV)/.installed-base
 paper: setup
 	$(BIN)/pear paper --backend "$(BACKEND)" --preset "$(PRESET)" --model "$(MODEL)" \
 	  --runs "$(RUNS)" --seeds "$(SEEDS)" --n-questions "$(N_QUESTIONS)" \
-	  --base-url "$(BASE_URL)" --only "$(ONLY)" --previous "$(PREVIOUS)"
+	  --base-url "$(BASE_URL)" --only "$(ONLY)" --previous "$(PREVIOUS)" \
+	  --population "$(POPULATION)"
 
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/bench_router.py

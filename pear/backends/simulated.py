@@ -30,7 +30,18 @@ The population (every parameter is a field of :class:`SimParams`, with its sign)
   wrong answers (the attractive one only with probability ``revise_focus``), so wrong
   agents do not settle on one answer during the debate; else it keeps its answer.
   Confidence is redrawn when the answer changes.
+* **Revision by a fitted model** (a population with a :class:`~pear.backends.population.
+  RevisionModel`, e.g. ``grounded``): instead of the persuasion-driven revision above, the
+  revised answer is drawn from the conditional logit over the agent's candidates (its own
+  answer, each answer of the critiques it received, another right answer, another wrong
+  one; :meth:`SimulatedBackend.revise_choice`).  Acceptance is still drawn with the terms
+  above (real logs have none), except that a critique pointing to the answer the agent moved
+  to is accepted.  Another wrong answer is one of the question's wrong answers nobody in the
+  agent's view holds, drawn uniformly.
 * A fraction ``malformed_rate`` of completions is truncated or junk (the parser must cope).
+
+Populations (``study``, ``grounded``, or a file) are named, versioned data:
+:mod:`pear.backends.population`.  ``SimulatedBackend(answer_key, population="grounded")``.
 
 Draws: question and agent latents from ``(seed, dataset, question_id[, agent])``; every
 request's choices from ``(seed, request.seed)`` with a fixed number of uniforms per decision
@@ -57,6 +68,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import time
 from dataclasses import dataclass
 from statistics import NormalDist
@@ -64,107 +76,12 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
+from pear.backends.population import (DATASET_EASE, Population, RevisionModel, SimParams,
+                                     expected_accuracy, load, skill_of)
 from pear.core.backend import Completion, Request
 from pear.core.hashing import hex_id, int_seed
 
-__all__ = ["SimParams", "SimulatedBackend", "DATASET_EASE"]
-
-DATASET_EASE = {"gsm8k": "ease_gsm8k", "math500": "ease_math500",
-                "truthfulqa": "ease_truthfulqa", "mmlu_pro": "ease_mmlu_pro"}
-"""The :class:`SimParams` field holding each study dataset's ease (others: ``ease_other``)."""
-
-
-@dataclass(frozen=True)
-class SimParams:
-    """Parameters of the simulated population (see the module docstring for the model).
-
-    Defaults: "fitted" = fitted to the study's baselines by ``benchmarks/
-    calibrate_simulation.py``; "our choice" = fixed, not identified by those targets.
-    """
-
-    # initial answers --------------------------------------------------------------
-    ease_gsm8k: float = 3.16  # fitted
-    """Mean solve logit of a GSM8K question (higher = easier)."""
-    ease_math500: float = -2.187  # fitted
-    """Mean solve logit of a MATH-500 question."""
-    ease_truthfulqa: float = 2.35  # fitted
-    """Mean solve logit of a TruthfulQA question."""
-    ease_mmlu_pro: float = -0.696  # fitted
-    """Mean solve logit of an MMLU-Pro question."""
-    ease_other: float = 0.0  # our choice
-    """Mean solve logit of any other dataset (tests, custom tasks)."""
-    skill_mean: float = 0.0  # our choice
-    """Offset added to every solve logit (0 = as calibrated; < 0 a weaker population)."""
-    difficulty_sd: float = 3.661  # fitted
-    """Spread of question difficulty shared by the question's agents (larger = errors more
-    correlated across agents, so voting gains less)."""
-    skill_sd: float = 0.712  # fitted
-    """Spread of per-(question, agent) skill (agent heterogeneity; exchangeable)."""
-    wrong_focus: float = 0.72  # fitted
-    """Probability that a wrong solve gives the question's attractive wrong answer (larger =
-    wrong agents agree more)."""
-    revise_focus: float = 0.0  # our choice
-    """``wrong_focus`` of a re-solve during the debate (0: revisions scatter over the wrong
-    answers instead of returning to the attractive one)."""
-    n_wrong: int = 8  # our choice
-    """Plausible wrong answers per question (fewer where a question has fewer options)."""
-    # confidence -------------------------------------------------------------------
-    conf_base: float = 3.005  # fitted
-    """Mean confidence (1..5 scale) of a wrong answer."""
-    conf_gap: float = 0.8  # our choice
-    """Extra mean confidence of a right answer (> 0: confidence is informative)."""
-    conf_sd: float = 1.0  # our choice
-    """Noise of confidence (on the 1..5 scale, before rounding)."""
-    # persuasion -------------------------------------------------------------------
-    accept_agree: float = 2.807  # fitted
-    """Logit of accepting a critique that agrees with the target's answer."""
-    accept_bias: float = -3.72  # fitted
-    """Logit of accepting a differing critique at confidences 3/3, both sides wrong."""
-    accept_src: float = 0.3  # our choice
-    """Per confidence point of the source above 3 (>= 0: confident critics persuade more)."""
-    accept_tgt: float = 0.3  # our choice
-    """Per confidence point of the target above 3 (>= 0: confident targets resist more)."""
-    accept_right: float = 1.866  # fitted
-    """Added when the critique points to the right answer (>= 0)."""
-    accept_hold: float = 1.657  # fitted
-    """Subtracted when the target is right (>= 0: agents mostly keep a right answer)."""
-    recheck: float = 0.358  # fitted
-    """Probability that an agent that adopts no critique re-solves the question."""
-    # plumbing ---------------------------------------------------------------------
-    malformed_rate: float = 0.0
-    """Share of completions truncated or replaced by junk (tests of the parser)."""
-    latency_s: float = 0.0
-    """Sleep per generate call per request (to emulate a slow backend in tests)."""
-
-    def __post_init__(self) -> None:
-        checks = [("difficulty_sd", self.difficulty_sd >= 0, ">= 0"),
-                  ("skill_sd", self.skill_sd >= 0, ">= 0"),
-                  ("wrong_focus", 0 <= self.wrong_focus <= 1, "in [0, 1]"),
-                  ("revise_focus", 0 <= self.revise_focus <= 1, "in [0, 1]"),
-                  ("n_wrong", isinstance(self.n_wrong, int) and self.n_wrong >= 1,
-                   "an integer >= 1"),
-                  ("conf_gap", self.conf_gap >= 0, ">= 0"),
-                  ("conf_sd", self.conf_sd >= 0, ">= 0"),
-                  ("accept_src", self.accept_src >= 0, ">= 0"),
-                  ("accept_tgt", self.accept_tgt >= 0, ">= 0"),
-                  ("accept_right", self.accept_right >= 0, ">= 0"),
-                  ("accept_hold", self.accept_hold >= 0, ">= 0"),
-                  ("recheck", 0 <= self.recheck <= 1, "in [0, 1]"),
-                  ("malformed_rate", 0 <= self.malformed_rate <= 1, "in [0, 1]"),
-                  ("latency_s", self.latency_s >= 0, ">= 0")]
-        for name, ok, need in checks:
-            if not ok:
-                raise ValueError(f"invalid SimParams.{name}={getattr(self, name)!r}: "
-                                 f"must be {need}")
-        for f in dataclasses.fields(self):
-            v = getattr(self, f.name)
-            if isinstance(v, float) and not math.isfinite(v):
-                raise ValueError(f"invalid SimParams.{f.name}={v!r}: must be finite")
-
-    def ease(self, dataset: str) -> float:
-        """The mean solve logit of ``dataset``'s questions (``skill_mean`` included)."""
-        return getattr(self, DATASET_EASE.get(dataset, "ease_other")) + self.skill_mean
-
+__all__ = ["SimParams", "SimulatedBackend", "DATASET_EASE", "Population"]
 
 @dataclass(frozen=True)
 class _Question:
@@ -208,6 +125,11 @@ def _mix64(x: int) -> int:
 class SimulatedBackend:
     """Answers every request from the simulated population; see the module docstring.
 
+    ``population``: a shipped population's name (``study``, ``grounded``), a population file
+    or a :class:`Population` (None: ``study``, :data:`pear.backends.population.DEFAULT`);
+    ``params``: a :class:`SimParams` that replaces the population's parameters, or a mapping
+    of fields to change in them (the revision model is kept either way).
+
     One method per decision (``solve``, ``confidence``, ``critique``, ``accept``,
     ``revise``), each taking the uniforms it needs, so that agent roles can override one
     decision without touching the others.
@@ -218,11 +140,21 @@ class SimulatedBackend:
 
     def __init__(self, answer_key: Mapping[tuple[str, str], str] | None = None,
                  params: SimParams | Mapping[str, Any] | None = None, seed: int = 0,
-                 n_agents: int = 5):
+                 n_agents: int = 5, population: str | os.PathLike[str] | Population | None
+                 = None):
         self.answer_key = answer_key if answer_key is not None else {}
         """Gold answer per ``(dataset, question id)`` (any mapping, e.g. one that looks
         answers up lazily: :class:`pear.tasks.benchmarks.GoldAnswers`)."""
-        self.params = params if isinstance(params, SimParams) else SimParams(**(params or {}))
+        pop = load(population)
+        if isinstance(params, SimParams):
+            pop = dataclasses.replace(pop, params=params)
+        elif params:
+            pop = pop.with_params(**params)
+        self.population = pop
+        """The population the agents are drawn from (name, parameters, revision model)."""
+        self.params = pop.params
+        self.revision: RevisionModel | None = pop.revision
+        self._skill_of: dict[str, float] = {}
         self.seed = int(seed)
         self.n_agents = int(n_agents)
         self.calls = 0
@@ -235,14 +167,17 @@ class SimulatedBackend:
 
     @property
     def model_id(self) -> str:
-        ident = {k: v for k, v in dataclasses.asdict(self.params).items() if k != "latency_s"}
-        blob = json.dumps(ident, sort_keys=True)  # latency is not part of the model
+        ident: dict[str, Any] = {k: v for k, v in dataclasses.asdict(self.params).items()
+                                 if k != "latency_s"}  # latency is not part of the model
+        if self.revision is not None:
+            ident["revision"] = list(self.revision.coef)
+        blob = json.dumps(ident, sort_keys=True)
         return f"simulated-{hex_id(blob, n=10, sep='')}-s{self.seed}"
 
     def settings(self) -> dict[str, Any]:
         """The run manifest's record of the population: its seed and every parameter."""
         return {"seed": self.seed, "params": dataclasses.asdict(self.params),
-                "n_agents": self.n_agents}
+                "n_agents": self.n_agents, "population": self.population.manifest()}
 
     # latents ----------------------------------------------------------------------
     def question(self, meta: Mapping[str, Any]) -> _Question:
@@ -313,14 +248,15 @@ class SimulatedBackend:
         lo, hi = -30.0, 30.0
         while hi - lo > tol:
             mid = (lo + hi) / 2
-            be = SimulatedBackend(self.answer_key, dataclasses.replace(
-                self.params, skill_mean=mid), seed=self.seed, n_agents=self.n_agents)
+            be = SimulatedBackend(self.answer_key, {"skill_mean": mid}, seed=self.seed,
+                                  n_agents=self.n_agents, population=self.population)
             if be.expected_solve_rate(dataset, agents, weights) < rate:
                 lo = mid
             else:
                 hi = mid
-        return SimulatedBackend(self.answer_key, dataclasses.replace(
-            self.params, skill_mean=(lo + hi) / 2), seed=self.seed, n_agents=self.n_agents)
+        return SimulatedBackend(self.answer_key, {"skill_mean": (lo + hi) / 2},
+                                seed=self.seed, n_agents=self.n_agents,
+                                population=self.population)
 
     # decisions ----------------------------------------------------------------------
     def solve(self, q: _Question, meta: Mapping[str, Any], u: Sequence[float],
@@ -382,6 +318,38 @@ class SimulatedBackend:
             return mine, int(own["confidence"])
         return answer, self.confidence(answer == q.gold, meta, u[4])
 
+    def population_skill(self, dataset: str) -> float:
+        """The revision model's skill on ``dataset``: the logit of the population's expected
+        round-0 agent accuracy there (:func:`pear.backends.population.expected_accuracy`)."""
+        s = self._skill_of.get(dataset)
+        if s is None:
+            s = self._skill_of[dataset] = skill_of(expected_accuracy(self.params, dataset))
+        return s
+
+    def revise_choice(self, q: _Question, meta: Mapping[str, Any], u: Sequence[float]
+                      ) -> tuple[str, int]:
+        """The revised (answer, confidence) drawn from the population's revision model
+        (:class:`~pear.backends.population.RevisionModel`): the candidates are the agent's
+        own answer, the answers of the critiques it received (``meta["critiques"]``), another
+        right answer and another wrong one; 3 uniforms (the choice, which other wrong answer,
+        the confidence of a new answer)."""
+        own = meta["own"]
+        mine = own["canonical"] or own["answer"] or None
+        heard = [c["source_answer"] for c in meta["critiques"] if c["source_answer"]]
+        names, X = self.revision.design(mine, heard, q.gold, int(meta["round"]),
+                                        self.population_skill(meta["dataset"]))
+        cdf = np.cumsum(self.revision.probabilities(X))
+        pick = names[min(len(names) - 1, int(np.searchsorted(cdf, u[0] * cdf[-1], "right")))]
+        if pick == RevisionModel.NEW_RIGHT:
+            pick = q.gold
+        elif pick == RevisionModel.NEW_WRONG:
+            taken = set(names)
+            free = [w for w in q.wrong if w not in taken] or list(q.wrong) or [q.gold]
+            pick = free[min(len(free) - 1, int(u[1] * len(free)))]
+        if mine is not None and pick == mine:
+            return mine, int(own["confidence"])
+        return pick, self.confidence(pick == q.gold, meta, u[2])
+
     # phases -----------------------------------------------------------------------
     def _initial(self, meta: Mapping[str, Any], u: np.ndarray) -> dict[str, Any]:
         q = self.question(meta)
@@ -404,7 +372,14 @@ class SimulatedBackend:
                                                "reason": "simulated"}
             if ok:
                 accepted.append(c)
-        answer, conf = self.revise(q, meta, accepted, u[:5])
+        if self.revision is not None:
+            answer, conf = self.revise_choice(q, meta, u[:3])
+            mine = own["canonical"] or own["answer"]
+            for c in crits:  # moving to a critique's answer is accepting it
+                if answer != mine and c["source_answer"] == answer:
+                    responses[str(c["source"] + 1)]["decision"] = "ACCEPT"
+        else:
+            answer, conf = self.revise(q, meta, accepted, u[:5])
         return {"answer": answer, "confidence": conf, "reasoning": "simulated revision",
                 "critique_response": responses}
 

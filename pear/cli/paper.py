@@ -23,6 +23,9 @@ def add_paper(sub: Any) -> None:
     pp.add_argument("--base-url", default="", help="OpenAI-compatible endpoint")
     pp.add_argument("--only", default="", help="comma-separated notebook name prefixes")
     pp.add_argument("--drop-invalid", action="store_true", help=DROP_HELP)
+    pp.add_argument("--population", default="", metavar="NAME|FILE",
+                    help="the simulated backend's population: study, grounded or a population "
+                         "file ('' = $PEAR_POPULATION, else grounded)")
     pp.add_argument("--previous", default="", metavar="DIR",
                     help="an earlier build's figures directory (copy it aside first): the "
                     "site shows the claims that moved since (pear claims-diff)")
@@ -35,7 +38,7 @@ def _cmd_paper(a: argparse.Namespace) -> int:
     from pear.paper.build import build
     return build(backend=a.backend, preset=a.preset, model=a.model, runs=a.runs, seeds=a.seeds,
                  n_questions=a.n_questions, base_url=a.base_url, only=a.only,
-                 drop_invalid=a.drop_invalid, previous=a.previous)
+                 drop_invalid=a.drop_invalid, previous=a.previous, population=a.population)
 
 
 def add_claims_diff(sub: Any) -> None:

@@ -51,6 +51,9 @@ def _grid_arguments(parser: argparse.ArgumentParser, *, preset: str, backend: st
     parser.add_argument("--no-study-scope", action="store_true",
                         help=f"{verb} the study's models on the whole grid, not only the "
                              "methods, questions and full sets the study ran on them")
+    parser.add_argument("--population", metavar="NAME|FILE",
+                        help="the simulated backend's population: study, grounded or a "
+                             "population file (default: $PEAR_POPULATION, else grounded)")
 
 
 def add_run(sub: Any) -> None:
@@ -105,6 +108,10 @@ def _cmd_run(a: argparse.Namespace) -> int:
     exp = _run_experiment(a)
     extra = {"tensor_parallel_size": a.tensor_parallel_size} \
         if a.tensor_parallel_size and a.backend == "vllm" else None
+    if a.population:
+        if a.backend != "simulated":
+            raise ValueError(f"--population is for the simulated backend, not {a.backend!r}")
+        extra = {"population": a.population}
     backend = grid_backend(a.backend, exp, model_path=a.model_path, base_urls=a.base_url,
                            cache_path=None if a.no_cache else cache_path(a.out), extra=extra)
     summary = run(exp, backend, Path(a.out), progress=not a.quiet, stop=_stop_on_signal())

@@ -298,7 +298,8 @@ def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", run
           drop_invalid: bool = False, figures: str | os.PathLike[str] | None = None,
           build_dir: str | os.PathLike[str] | None = None,
           notebooks_dir: str | os.PathLike[str] | None = None,
-          site_dir: str | os.PathLike[str] | None = None, previous: str = "") -> int:
+          site_dir: str | os.PathLike[str] | None = None, previous: str = "",
+          population: str = "") -> int:
     """Execute the notebooks in order (``only``: comma-separated name prefixes): each
     ``notebooks/<name>.py`` is converted by jupytext to ``build/notebooks/src/<name>.ipynb``
     and executed by papermill into ``build/notebooks/<name>.ipynb`` with the ``pear``
@@ -310,8 +311,10 @@ def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", run
     notebook (its error and executed path are printed).  After a build without failure,
     the results site (:func:`pear.paper.site.write_site`) is written into ``site_dir`` (default
     ``build/site``), with the claims that moved since ``previous`` (an earlier build's figures
-    directory) when given."""
+    directory) when given.  ``population``: the simulated backend's population (a name or
+    file; '' = ``$PEAR_POPULATION``, else ``grounded``), set for the kernels."""
     from pear.runs.grid import PRESETS
+    from pear.runs.factory import POPULATION_ENV, sim_population
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
     if preset not in PRESETS:
@@ -320,6 +323,7 @@ def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", run
             and not Path(previous).is_file():
         raise FileNotFoundError(f"--previous {previous!r} holds no claims.json: give an "
                                 "earlier build's figures directory")
+    population = sim_population(population or None) if backend == "simulated" else ""
     experiment(preset, seeds, n_questions, model, backend)  # validate before any kernel starts
     names = _notebooks(only)
     src_dir = Path(notebooks_dir) if notebooks_dir else REPO_ROOT / "notebooks"
@@ -327,8 +331,10 @@ def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", run
     (out_dir / "src").mkdir(parents=True, exist_ok=True)
     fig_dir = Path(figures).resolve() if figures else figures_dir()
     params = {"backend": backend, "preset": preset,
-              "runs_dir": str(runs_path(runs, preset, backend)), "model": model,
+              "runs_dir": str(runs_path(runs, preset, backend, population)), "model": model,
               "seeds": seeds, "n_questions": int(n_questions), "base_url": base_url}
+    if population:
+        params["population"] = population
     ensure_kernel()
     from pear.paper.site import git_commit
     params["commit"] = git_commit(REPO_ROOT)
@@ -336,6 +342,8 @@ def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", run
     from pear.store.validate import DROP_ENV
     env = {"MPLBACKEND": "agg", FIGURES_ENV: str(fig_dir),  # inherited by the kernels
            DROP_ENV: "1" if drop_invalid else ""}
+    if population:
+        env[POPULATION_ENV] = population
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     started = time.time()

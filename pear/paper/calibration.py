@@ -139,9 +139,10 @@ def simulate(params: SimParams | None = None,
              n_questions: int = 100,
              seeds: Sequence[int] = (0, 1), question_seed: int = 0,
              datasets: Sequence[str] | None = None, backend_seed: int = 0,
-             chunk_questions: int = 100) -> pd.DataFrame:
+             chunk_questions: int = 100, population: str | None = None) -> pd.DataFrame:
     """:func:`summarize` of a seeded simulated grid of ``methods`` with the population
-    ``params`` (None: the ``SimParams`` defaults; the ``sim`` preset's protocol, subset
+    ``population`` (a name or file, :mod:`pear.backends.population`; None: ``study``) whose
+    parameters ``params`` replace when given (the ``sim`` preset's protocol, subset
     questions only; ``n_questions`` capped at the smallest dataset's size) run through the
     engine in memory.  JSON schemas are not built (the
     simulated agents ignore them; the records are otherwise those of a normal run)."""
@@ -160,8 +161,8 @@ def simulate(params: SimParams | None = None,
         over["datasets"] = names
     exp = preset("sim", **over)
     exp = dataclasses.replace(exp, debate=dataclasses.replace(exp.debate, json_mode=False))
-    backend = SimulatedBackend(answer_key(exp), params=params or SimParams(), seed=backend_seed,
-                               n_agents=exp.debate.n_agents)
+    backend = SimulatedBackend(answer_key(exp), params=params, seed=backend_seed,
+                               n_agents=exp.debate.n_agents, population=population)
     engine = Engine(backend, exp.debate, task_for=tasks.get)
 
     def records() -> Iterable[dict[str, Any]]:
@@ -321,37 +322,25 @@ def fit(start: SimParams = SimParams(), *, n_questions: int = 200,
 
 # ----------------------------------------------------------------- the figure
 
-def plot_calibration(table: pd.DataFrame, *, ax: Axes | None = None,
-                     title: str | None = None) -> Figure:
+def plot_calibration(table: pd.DataFrame | Mapping[str, pd.DataFrame], *,
+                     ax: Axes | None = None, title: str | None = None) -> Figure:
     """Study (x) against simulation (y) for every target of :func:`residual_table`: one
     panel for accuracies (per dataset and averaged), one for diagnostics; filled markers
     for fitted targets, open ones for held-out targets, the diagonal for agreement and a
-    band of +-0.05.  Every panel says "simulated agents"."""
+    band of +-0.05.  Every panel says "simulated agents".  ``table`` may map population
+    names to their tables: one row of panels per population."""
     from pear.analysis.figures import METHOD_COLORS
+    tables = dict(table) if isinstance(table, Mapping) else {"": table}
     if ax is None:
-        fig = Figure(figsize=(7.0, 3.3), layout="constrained")
-        axes = list(fig.subplots(1, 2))
+        fig = Figure(figsize=(7.0, 3.3 * len(tables)), layout="constrained")
+        grid = fig.subplots(len(tables), 2, squeeze=False)
     else:
-        fig, axes = ax.figure, [ax, ax]
-    panels = [("Accuracy", table[table["quantity"] == "accuracy"]),
-              ("Diagnostics", table[table["quantity"] != "accuracy"])]
-    markers = {"accuracy": "o", "w2r": "^", "r2w": "v", "acceptance": "s",
-               "cross_answer": "D", "source_confidence": "P"}
-    for a, (label, part) in zip(axes, panels):
-        for r in part.itertuples(index=False):
-            filled = r.role == "fitted"
-            color = METHOD_COLORS.get(r.method, "k")
-            size = 46 if r.dataset == "all" else 22
-            a.scatter([r.study], [r.simulated], s=size, marker=markers.get(r.quantity, "o"),
-                      facecolors=color if filled else "none", edgecolors=color, linewidths=1.1)
-        lim = (0.0, 1.0)
-        a.plot(lim, lim, color="0.3", lw=0.8)
-        a.fill_between(lim, [lim[0] - 0.05, lim[1] - 0.05], [lim[0] + 0.05, lim[1] + 0.05],
-                       color="0.5", alpha=0.12, lw=0)
-        a.set(xlim=lim, ylim=lim, xlabel="study", ylabel="simulation", title=label)
-        a.set_aspect("equal")
-        a.text(0.5, 0.5, "simulated agents", transform=a.transAxes, ha="center", va="center",
-               fontsize=14, color="0.6", alpha=0.25, rotation=30)
+        if len(tables) > 1:
+            raise ValueError("one ax holds one population's table")
+        fig, grid = ax.figure, [[ax, ax]]
+    for axes, (name, part) in zip(grid, tables.items()):
+        _calibration_panels(list(axes), part, name, METHOD_COLORS)
+    table = pd.concat(tables.values())
     from matplotlib.lines import Line2D
     methods = [m for m in (*FITTED_METHODS, *HELD_OUT_METHODS) if m in set(table["method"])]
     from pear.catalog.labels import METHOD_LABELS
@@ -359,9 +348,37 @@ def plot_calibration(table: pd.DataFrame, *, ax: Axes | None = None,
                       markerfacecolor=METHOD_COLORS[m] if m in FITTED_METHODS else "none",
                       label=f"{METHOD_LABELS[m]} ({'fitted' if m in FITTED_METHODS else 'held out'})")
                for m in methods]
-    handles += [Line2D([], [], ls="", marker=markers[q], color="0.3", markerfacecolor="none",
+    handles += [Line2D([], [], ls="", marker=_MARKERS[q], color="0.3", markerfacecolor="none",
                        label=q.replace("_", " ")) for q in DIAGNOSTICS]
     fig.legend(handles=handles, loc="outside right center", fontsize=7, frameon=False)
     fig.suptitle(title or "Simulated agents: calibration (filled: fitted, open: held out; "
                           "large: mean of datasets)", fontsize=9)
     return fig
+
+
+_MARKERS = {"accuracy": "o", "w2r": "^", "r2w": "v", "acceptance": "s",
+            "cross_answer": "D", "source_confidence": "P"}
+
+
+def _calibration_panels(axes: list[Axes], table: pd.DataFrame, name: str,
+                        colors: Mapping[str, str]) -> None:
+    """One population's accuracy and diagnostics panels."""
+    panels = [("Accuracy", table[table["quantity"] == "accuracy"]),
+              ("Diagnostics", table[table["quantity"] != "accuracy"])]
+    for a, (label, part) in zip(axes, panels):
+        for r in part.itertuples(index=False):
+            filled = r.role == "fitted"
+            color = colors.get(r.method, "k")
+            size = 46 if r.dataset == "all" else 22
+            a.scatter([r.study], [r.simulated], s=size, marker=_MARKERS.get(r.quantity, "o"),
+                      facecolors=color if filled else "none", edgecolors=color, linewidths=1.1)
+        lim = (0.0, 1.0)
+        a.plot(lim, lim, color="0.3", lw=0.8)
+        a.fill_between(lim, [lim[0] - 0.05, lim[1] - 0.05], [lim[0] + 0.05, lim[1] + 0.05],
+                       color="0.5", alpha=0.12, lw=0)
+        a.set(xlim=lim, ylim=lim, xlabel="study",
+              ylabel=f"simulation ({name})" if name else "simulation",
+              title=f"{label}: {name}" if name else label)
+        a.set_aspect("equal")
+        a.text(0.5, 0.5, "simulated agents", transform=a.transAxes, ha="center", va="center",
+               fontsize=14, color="0.6", alpha=0.25, rotation=30)

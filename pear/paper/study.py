@@ -45,10 +45,20 @@ BACKENDS = ("llamacpp", "vllm", "vllm-cpu", "openai", "simulated", "replay")
 
 # ----------------------------------------------------------------- the notebooks' parameters
 
-def runs_path(runs_dir: str, preset: str, backend: str) -> Path:
-    """The run directory: ``runs_dir`` if given, else ``data/runs/<preset>-<backend>``."""
-    return Path(runs_dir).expanduser().resolve() if runs_dir else \
-        RUNS_DIR / f"{preset}-{backend}"
+def runs_path(runs_dir: str, preset: str, backend: str, population: str = "") -> Path:
+    """The run directory: ``runs_dir`` if given, else ``data/runs/<preset>-<backend>``, and
+    for a simulated population other than the build default (``population``, else
+    ``$PEAR_POPULATION``) ``data/runs/<preset>-simulated-<population>``."""
+    if runs_dir:
+        return Path(runs_dir).expanduser().resolve()
+    name = f"{preset}-{backend}"
+    if backend == "simulated":
+        from pear.backends.population import BUILD_DEFAULT
+        from pear.runs.factory import sim_population
+        chosen = sim_population(population or None)
+        if chosen != BUILD_DEFAULT:
+            name += f"-{Path(chosen).stem}"
+    return RUNS_DIR / name
 
 
 def _seeds(seeds: str | Sequence[int]) -> tuple[int, ...] | None:

@@ -10,11 +10,29 @@ from __future__ import annotations
 import os
 from typing import Any, Sequence
 
-__all__ = ["make_backend", "grid_backend", "SIM_LATENCY_ENV"]
+__all__ = ["make_backend", "grid_backend", "SIM_LATENCY_ENV", "POPULATION_ENV",
+           "sim_population"]
 
 SIM_LATENCY_ENV = "PEAR_SIM_LATENCY_S"
 """Seconds the simulated backend waits per request (not part of the model's identity): a
 simulated grid as slow as a real one, e.g. to exercise a scheduler (tests marked slurm)."""
+POPULATION_ENV = "PEAR_POPULATION"
+"""The simulated population of runs and builds that name none (``pear paper --population``
+sets it for the notebooks' kernels); unset: :data:`pear.backends.population.BUILD_DEFAULT`."""
+
+
+def sim_population(population: str | None = None) -> str:
+    """The population a simulated run or build uses: ``population`` if given, else
+    :data:`POPULATION_ENV`'s value, else the build default (``grounded``); checked (an unknown
+    name or a bad file is one error).
+
+    >>> sim_population("study")
+    'study'
+    """
+    from pear.backends.population import BUILD_DEFAULT, load
+    name = population or os.environ.get(POPULATION_ENV) or BUILD_DEFAULT
+    load(name)
+    return name
 
 
 def make_backend(name: str, *, exp: Any = None, model: str | None = None,
@@ -23,13 +41,15 @@ def make_backend(name: str, *, exp: Any = None, model: str | None = None,
                  extra: dict[str, Any] | None = None) -> Any:
     """Construct a backend by name with the CLI's settings, wrapped in the response cache.
     A model of the study's registry (:mod:`pear.catalog.models`) gets its settings (chat-template
-    switches, context length, API endpoint); ``extra`` settings are added last."""
+    switches, context length, API endpoint); ``extra`` settings are added last (the simulated
+    backend's ``population``: :func:`sim_population`)."""
     from pear import backends
     from pear.catalog.models import GROUPS, backend_settings, check_vllm_model, lookup
     settings: dict[str, Any] = {}
     if name == "simulated":
         from pear.tasks.benchmarks import GoldAnswers
-        settings = {"answer_key": GoldAnswers(), "n_agents": exp.debate.n_agents}
+        settings = {"answer_key": GoldAnswers(), "n_agents": exp.debate.n_agents,
+                    "population": sim_population((extra or {}).get("population"))}
         if os.environ.get(SIM_LATENCY_ENV):  # seconds per request: a grid that takes time
             settings["params"] = {"latency_s": float(os.environ[SIM_LATENCY_ENV])}
     elif name == "llamacpp":

@@ -15,13 +15,14 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import tarfile
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Iterator
 
-__all__ = ["RawDebate", "BadEntry", "BadInput", "Reader", "load_json", "agent_texts",
-           "gold_text", "short", "debate"]
+__all__ = ["RawDebate", "BadEntry", "BadInput", "Reader", "load_json", "load_archive",
+           "agent_texts", "gold_text", "short", "debate"]
 
 
 def short(text: str, n: int = 60) -> str:
@@ -96,11 +97,19 @@ class Reader(ABC):
         """The debates (or bad entries) of a file whose JSON is ``data``."""
 
     def read(self, path: str | os.PathLike[str]) -> Iterator[RawDebate | BadEntry]:
-        """Every debate of the file at ``path`` (``.json`` or ``.json.gz``); a file that is
-        not JSON, or not this format, is one :class:`BadEntry` with ``entry == ""``; with
-        :attr:`same_shape`, debates shaped unlike the file's first are bad entries."""
+        """Every debate of the file at ``path`` (``.json``, ``.json.gz``, or a ``.tgz`` /
+        ``.tar.gz`` archive of ``.json`` files, read in name order; its other members are
+        skipped); a file that is not JSON, or not this format, is one :class:`BadEntry` with
+        ``entry == ""``; with :attr:`same_shape`, debates shaped unlike the file's first are
+        bad entries."""
         p = Path(path)
-        data = load_json(p)
+        if p.name.endswith((".tgz", ".tar.gz")):
+            for member, data in load_archive(p):
+                yield from self._read(member, data)
+            return
+        yield from self._read(p, load_json(p))
+
+    def _read(self, p: Path, data: Any) -> Iterator[RawDebate | BadEntry]:
         if isinstance(data, BadEntry):
             yield data
             return
@@ -124,9 +133,37 @@ def load_json(path: Path) -> Any:
         raise FileNotFoundError(f"no such file: {str(path)!r}")
     try:
         raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
-        return json.loads(raw.decode("utf-8"))
     except (OSError, EOFError, gzip.BadGzipFile) as err:
         return BadEntry(str(path), "", f"cannot read it ({err})")
+    return _parse(path, raw)
+
+
+def load_archive(path: Path) -> Iterator[tuple[Path, Any]]:
+    """``(archive/member path, its JSON value or a BadEntry)`` for every ``.json`` member of a
+    gzipped tar archive, in name order (nothing is extracted to disk); a file that is not such
+    an archive is one BadEntry."""
+    if not path.is_file():
+        raise FileNotFoundError(f"no such file: {str(path)!r}")
+    try:
+        with tarfile.open(path, "r:gz") as tar:
+            members = sorted((m for m in tar.getmembers()
+                              if m.isfile() and m.name.endswith(".json")), key=lambda m: m.name)
+            if not members:
+                yield path, BadEntry(str(path), "", "the archive holds no .json file")
+                return
+            for m in members:
+                where = path / m.name
+                fh = tar.extractfile(m)
+                raw = fh.read() if fh is not None else b""
+                yield where, _parse(where, raw)
+    except (OSError, EOFError, tarfile.TarError, gzip.BadGzipFile) as err:
+        yield path, BadEntry(str(path), "", f"cannot read it as a .tgz archive ({err})")
+
+
+def _parse(path: Path, raw: bytes) -> Any:
+    """The JSON value of ``raw`` (the bytes of ``path``), or a BadEntry saying why not."""
+    try:
+        return json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
         return BadEntry(str(path), "", "not UTF-8 text")
     except json.JSONDecodeError as err:

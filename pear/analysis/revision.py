@@ -1,0 +1,319 @@
+"""The revision model fitted to real debates: what an agent answers in round r given its own
+previous answer and the answers it heard (:class:`pear.backends.population.RevisionModel`, the
+one definition of the candidates and their features), by maximum likelihood.
+
+* :func:`transitions` turns debate records (ours or imported: :mod:`pear.store.importing`) into
+  choice sets: one per agent and debate round whose answer was read, with its candidates' features
+  and the candidate it chose.  Answers are one candidate when the records put them in one class
+  in a round or read them as the same answer in any two rounds; every answer graded right is the
+  right candidate.  "Heard" = the sources of the critiques the agent received (PEAR's protocol)
+  or, in a round without critiques (imported debates), the sources of the edges into it.
+* :func:`fit`: the conditional logit's maximum-likelihood coefficients with standard errors
+  (``scipy.optimize.minimize``, trust-region with the exact gradient and Hessian; standard errors
+  from the inverse of the observed information).
+* :func:`bootstrap`: K refits on debates resampled with replacement (seeded), the sampling
+  distribution of the coefficients (the ensemble of populations draws from it).
+* :func:`same_wrong_answer`: the share of pairs of erring agents of a debate's round 0 that give
+  the same wrong answer (``wrong_focus`` of a grounded population is set from it).
+
+The skill a choice set is fitted with is the logit of the round-0 agent accuracy of its *question
+set* (:func:`question_set`: the dataset, and the subject where the records give one; per model),
+so that the ``right_x_skill`` term says how recognising the right answer varies with skill across
+question sets, which is what carries the model over to other models and datasets.
+"""
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from pear.backends.population import RevisionModel, skill_of
+
+__all__ = ["Transitions", "RevisionFit", "question_set", "transitions", "fit", "bootstrap",
+           "same_wrong_answer", "choice_table"]
+
+_GOLD = "\x00gold"  # the right answer when no answer of the debate was graded right
+
+
+def question_set(record: Mapping[str, Any]) -> str:
+    """The question set a debate belongs to: model, dataset and, for imported debates that give
+    one (DyLAN), the subject.
+
+    >>> question_set({"model": "m", "dataset": "math", "imported": {"extra": {"subject": "Algebra"}}})
+    'm/math/Algebra'
+    """
+    extra = (record.get("imported") or {}).get("extra") or {}
+    parts = [str(record.get("model", "")), str(record["dataset"])]
+    if extra.get("subject"):
+        parts.append(str(extra["subject"]))
+    return "/".join(parts)
+
+
+@dataclass
+class Transitions:
+    """Choice sets in long form: row i is one candidate of choice set ``group[i]`` (groups are
+    contiguous), with features ``X[i]`` and ``chosen[i]``; per choice set its debate
+    (``debate``, an index into ``debates``) and its question set (``qset``)."""
+
+    X: np.ndarray
+    chosen: np.ndarray
+    group: np.ndarray
+    debate: np.ndarray
+    qset: list[str]
+    debates: list[str]
+    skill: dict[str, float] = field(default_factory=dict)
+    """Question set -> the skill its choice sets were built with (logit of round-0 accuracy)."""
+    accuracy: dict[str, float] = field(default_factory=dict)
+    """Question set -> its round-0 agent accuracy (mean over debates of the agents' mean)."""
+    dropped: int = 0
+    """Agent rounds left out: the answer could not be read."""
+
+    @property
+    def n_choices(self) -> int:
+        return len(self.debate)
+
+    @property
+    def starts(self) -> np.ndarray:
+        """Index of each choice set's first row."""
+        return np.flatnonzero(np.r_[True, self.group[1:] != self.group[:-1]])
+
+
+class _Classes:
+    """Union-find over one debate's (round, agent) answers."""
+
+    def __init__(self) -> None:
+        self.parent: dict[Any, Any] = {}
+
+    def find(self, x: Any) -> Any:
+        self.parent.setdefault(x, x)
+        while self.parent[x] != x:
+            self.parent[x] = self.parent[self.parent[x]]
+            x = self.parent[x]
+        return x
+
+    def union(self, a: Any, b: Any) -> None:
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[rb] = ra
+
+
+def _answer_classes(rounds: Sequence[Mapping[str, Any]]) -> dict[tuple[int, int], str]:
+    """(round, agent) -> the debate-wide class of its answer ("" none; every answer graded right
+    is :data:`_GOLD`)."""
+    uf = _Classes()
+    nodes = {}
+    for r, rd in enumerate(rounds):
+        for a in rd["agents"]:
+            cls = a.get("canonical") or ""
+            if not cls:
+                continue
+            node = (r, int(a["agent"]))
+            nodes[node] = a
+            uf.union(node, ("class", r, cls))  # one class within a round
+            if a.get("answer"):
+                uf.union(node, ("answer", a["answer"]))  # the same reading in any round
+            if a.get("correct"):
+                uf.union(node, ("gold",))
+    out = {}
+    for node in nodes:
+        root = uf.find(node)
+        out[node] = _GOLD if root == uf.find(("gold",)) else f"{root}"
+    return out
+
+
+def _heard(rd: Mapping[str, Any], agent: int) -> list[int]:
+    """The agents whose answers ``agent`` heard in round ``rd``."""
+    crits = rd.get("critiques") or []
+    if crits:
+        return [int(c["source"]) for c in crits
+                if int(c["target"]) == agent and c.get("delivered", True)]
+    return [int(s) for s, t in rd.get("edges") or [] if int(t) == agent]
+
+
+def transitions(records: Iterable[Mapping[str, Any]],
+                accuracy: Mapping[str, float] | None = None) -> Transitions:
+    """The choice sets of every debate round of ``records`` (see the module docstring);
+    ``accuracy``: the round-0 agent accuracy per :func:`question_set` (default: measured on
+    ``records``; give it to build the choice sets of a resample or a subset with the skills of
+    the whole)."""
+    recs = list(records)
+    if accuracy is None:
+        per: dict[str, list[float]] = defaultdict(list)
+        for rec in recs:
+            ags = rec["rounds_data"][0]["agents"]
+            if ags:
+                per[question_set(rec)].append(float(np.mean([bool(a["correct"]) for a in ags])))
+        accuracy = {k: float(np.mean(v)) for k, v in per.items()}
+    skills = {k: skill_of(v) for k, v in accuracy.items()}
+    rows: list[np.ndarray] = []
+    chosen: list[np.ndarray] = []
+    debate_of: list[int] = []
+    qsets: list[str] = []
+    debates: list[str] = []
+    dropped = 0
+    for rec in recs:
+        rounds = rec["rounds_data"]
+        if len(rounds) < 2:
+            continue
+        qs = question_set(rec)
+        if qs not in skills:
+            raise ValueError(f"no round-0 accuracy for question set {qs!r}")
+        classes = _answer_classes(rounds)
+        d = len(debates)
+        debates.append(str(rec["debate_id"]))
+        for r in range(1, len(rounds)):
+            for a in rounds[r]["agents"]:
+                i = int(a["agent"])
+                pick = classes.get((r, i))
+                if not pick:
+                    dropped += 1
+                    continue
+                heard = [classes.get((r - 1, s), "") for s in _heard(rounds[r], i)]
+                names, X = RevisionModel.design(classes.get((r - 1, i)) or None, heard, _GOLD,
+                                                r, skills[qs])
+                if pick in names:
+                    j = names.index(pick)
+                else:
+                    j = names.index(RevisionModel.NEW_RIGHT if pick == _GOLD
+                                    else RevisionModel.NEW_WRONG)
+                y = np.zeros(len(names), dtype=bool)
+                y[j] = True
+                rows.append(X)
+                chosen.append(y)
+                debate_of.append(d)
+                qsets.append(qs)
+    if not rows:
+        raise ValueError("no debate round with a readable answer to fit the revision model on")
+    sizes = [len(x) for x in rows]
+    return Transitions(np.vstack(rows), np.concatenate(chosen),
+                       np.repeat(np.arange(len(rows)), sizes), np.asarray(debate_of), qsets,
+                       debates, skills, dict(accuracy), dropped)
+
+
+# ----------------------------------------------------------------- the likelihood
+
+def _loglik(beta: np.ndarray, tr: Transitions, w: np.ndarray, starts: np.ndarray,
+            need: int = 2) -> tuple[float, np.ndarray, np.ndarray | None]:
+    """The weighted log-likelihood (``w`` per choice set), its gradient and (``need`` 2) its
+    Hessian."""
+    v = tr.X @ beta
+    vmax = np.maximum.reduceat(v, starts)
+    e = np.exp(v - vmax[tr.group])
+    denom = np.add.reduceat(e, starts)
+    p = e / denom[tr.group]
+    ll = float(w @ (v[tr.chosen] - vmax - np.log(denom)))
+    xbar = np.add.reduceat(p[:, None] * tr.X, starts)
+    grad = (w[:, None] * (tr.X[tr.chosen] - xbar)).sum(0)
+    if need < 2:
+        return ll, grad, None
+    dx = tr.X - xbar[tr.group]
+    hess = -(dx * (w[tr.group] * p)[:, None]).T @ dx
+    return ll, grad, hess
+
+
+@dataclass(frozen=True)
+class RevisionFit:
+    """The outcome of :func:`fit`."""
+
+    model: RevisionModel
+    se: tuple[float, ...]
+    """Standard errors (inverse observed information), in ``RevisionModel.FEATURES`` order."""
+    loglik: float
+    null_loglik: float
+    """The log-likelihood of equal probabilities over each choice set's candidates."""
+    n_choices: int
+    n_debates: int
+    converged: bool
+    iterations: int
+    seconds: float
+
+    def table(self) -> "Any":
+        """The coefficients with their standard errors and z values (a DataFrame)."""
+        import pandas as pd
+        coef = np.asarray(self.model.coef)
+        se = np.asarray(self.se)
+        return pd.DataFrame({"coef": coef, "se": se, "z": coef / se},
+                            index=pd.Index(RevisionModel.FEATURES, name="feature"))
+
+    def diagnostics(self) -> dict[str, Any]:
+        """What a population file records of the fit."""
+        return {"log_likelihood": round(self.loglik, 3),
+                "null_log_likelihood": round(self.null_loglik, 3),
+                "mcfadden_r2": round(1 - self.loglik / self.null_loglik, 4),
+                "choices": self.n_choices, "debates": self.n_debates,
+                "converged": self.converged, "iterations": self.iterations}
+
+
+def fit(tr: Transitions, weights: np.ndarray | None = None,
+        start: Sequence[float] | None = None) -> RevisionFit:
+    """The maximum-likelihood :class:`RevisionModel` of ``tr`` (``weights`` per choice set,
+    default 1), by ``scipy.optimize.minimize(method="trust-exact")`` with the exact gradient
+    and Hessian of the conditional logit (concave: one maximum)."""
+    from scipy.optimize import minimize
+    t0 = time.perf_counter()
+    starts = tr.starts
+    w = np.ones(tr.n_choices) if weights is None else np.asarray(weights, float)
+    x0 = np.zeros(tr.X.shape[1]) if start is None else np.asarray(start, float)
+    res = minimize(lambda b: -_loglik(b, tr, w, starts, 1)[0], x0,
+                   jac=lambda b: -_loglik(b, tr, w, starts, 1)[1],
+                   hess=lambda b: -_loglik(b, tr, w, starts, 2)[2],
+                   method="trust-exact", options={"gtol": 1e-8, "maxiter": 200})
+    ll, _, hess = _loglik(res.x, tr, w, starts, 2)
+    cov = np.linalg.inv(-hess)
+    n_options = np.diff(np.r_[starts, len(tr.group)])
+    null = -float(w @ np.log(n_options))
+    used = np.unique(tr.debate[w > 0])
+    return RevisionFit(RevisionModel(tuple(res.x)), tuple(np.sqrt(np.diag(cov))), ll, null,
+                       int(w.sum()), len(used), bool(res.success), int(res.nit),
+                       time.perf_counter() - t0)
+
+
+def bootstrap(tr: Transitions, k: int = 20, seed: int = 0,
+              start: Sequence[float] | None = None) -> list[RevisionFit]:
+    """``k`` refits of ``tr`` on its debates resampled with replacement (each choice set
+    weighted by how often its debate was drawn; the skills stay the whole data's), seeded by
+    ``seed``: the sampling distribution of the fit.  Warm-started at ``start`` (default: the
+    full fit)."""
+    if k < 1:
+        raise ValueError(f"invalid k={k!r}: at least one bootstrap refit")
+    rng = np.random.default_rng(seed)
+    n = len(tr.debates)
+    x0 = start if start is not None else fit(tr).model.coef
+    out = []
+    for _ in range(k):
+        counts = np.bincount(rng.integers(0, n, n), minlength=n)
+        out.append(fit(tr, counts[tr.debate].astype(float), start=x0))
+    return out
+
+
+def same_wrong_answer(records: Iterable[Mapping[str, Any]]) -> tuple[float, int]:
+    """The share of pairs of agents of one debate that both gave a wrong (read) answer in round
+    0 and gave the same one, and the number of such pairs (0: none)."""
+    same = pairs = 0
+    for rec in records:
+        rd = rec["rounds_data"][0]
+        classes = _answer_classes([rd])
+        wrong = [classes[(0, int(a["agent"]))] for a in rd["agents"]
+                 if (0, int(a["agent"])) in classes and not a["correct"]]
+        for i in range(len(wrong)):
+            for j in range(i + 1, len(wrong)):
+                pairs += 1
+                same += wrong[i] == wrong[j]
+    return (same / pairs if pairs else float("nan")), pairs
+
+
+def choice_table(tr: Transitions) -> "Any":
+    """What the agents did, per question set: choice sets, the share that kept their own
+    answer, adopted a heard one, or produced another (a DataFrame)."""
+    import pandas as pd
+    own = tr.X[:, RevisionModel.FEATURES.index("own")] > 0
+    new = tr.X[:, RevisionModel.FEATURES.index("new")] > 0
+    kind = np.where(own, "keep", np.where(new, "another", "adopt"))[tr.chosen]
+    df = pd.DataFrame({"question_set": tr.qset, "choice": kind})
+    out = pd.crosstab(df["question_set"], df["choice"], normalize="index")
+    out.insert(0, "choices", df.groupby("question_set").size())
+    out.insert(1, "round0_accuracy", [tr.accuracy[q] for q in out.index])
+    return out

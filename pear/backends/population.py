@@ -1,0 +1,421 @@
+"""Simulated populations as named, versioned data: ``data/populations/<name>.json``.
+
+A population is what the simulated backend (:mod:`pear.backends.simulated`) draws its agents
+from: the parameters of :class:`SimParams` (initial answers, confidence, critique acceptance)
+and, optionally, a :class:`RevisionModel` (what an agent answers in a debate round given its
+own previous answer and the answers it heard) fitted to real debates.  Two are shipped:
+
+* ``study``: today's population, every parameter fitted to the study's printed baselines
+  (``benchmarks/calibrate_simulation.py``) and revision by persuasion (no revision model);
+  its parameters are :class:`SimParams`' defaults.
+* ``grounded``: the same initial answers, confidence and acceptance, revision by the
+  :class:`RevisionModel` fitted by maximum likelihood to real debates, and ``wrong_focus``
+  set from the share of erring agents that give the same wrong answer in those debates
+  (:mod:`pear.analysis.revision` writes it and checks it).
+
+A population file holds ``name``, ``version``, ``params`` (every :class:`SimParams` field),
+``revision`` (``null`` or ``{"features", "coef", "se"}``), ``fingerprint`` (sha256 of the
+parameters that define the agents' behaviour: :func:`fingerprint`), ``sources`` (which
+parameter came from which data), ``fitted_on`` (files with their sha256), ``code`` (the module
+and version that wrote it) and ``diagnostics``.  Loading checks the fingerprint, so a hand-edited
+file is caught.  This module needs numpy and the standard library only.
+
+>>> p = load("study")
+>>> p.name, p.revision is None, p.params == SimParams()
+('study', True, True)
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Mapping, Sequence
+
+import numpy as np
+
+from pear.paths import DATA_DIR
+
+__all__ = ["SimParams", "DATASET_EASE", "RevisionModel", "Population", "POPULATIONS_DIR",
+           "SHIPPED", "DEFAULT", "BUILD_DEFAULT", "load", "fingerprint", "expected_accuracy",
+           "same_wrong_share", "wrong_focus_for"]
+
+POPULATIONS_DIR = DATA_DIR / "populations"
+"""Where the shipped population files are (``<name>.json``)."""
+SHIPPED = ("study",)  # interim: grounded once fitted
+"""The shipped populations."""
+DEFAULT = "study"
+"""The population of a :class:`~pear.backends.simulated.SimulatedBackend` built without one
+(tests, calibration, the golden records)."""
+BUILD_DEFAULT = "study"  # interim: "grounded" once its file is fitted
+"""The population of simulated runs and builds (``pear run --backend simulated``, ``make
+paper BACKEND=simulated``) unless ``--population`` names another."""
+VERSION = 1
+"""The population file format's version."""
+
+DATASET_EASE = {"gsm8k": "ease_gsm8k", "math500": "ease_math500",
+                "truthfulqa": "ease_truthfulqa", "mmlu_pro": "ease_mmlu_pro"}
+"""The :class:`SimParams` field holding each study dataset's ease (others: ``ease_other``)."""
+
+
+@dataclass(frozen=True)
+class SimParams:
+    """Parameters of the simulated population (see the module docstring for the model).
+
+    Defaults: "fitted" = fitted to the study's baselines by ``benchmarks/
+    calibrate_simulation.py``; "our choice" = fixed, not identified by those targets.
+    """
+
+    # initial answers --------------------------------------------------------------
+    ease_gsm8k: float = 3.16  # fitted
+    """Mean solve logit of a GSM8K question (higher = easier)."""
+    ease_math500: float = -2.187  # fitted
+    """Mean solve logit of a MATH-500 question."""
+    ease_truthfulqa: float = 2.35  # fitted
+    """Mean solve logit of a TruthfulQA question."""
+    ease_mmlu_pro: float = -0.696  # fitted
+    """Mean solve logit of an MMLU-Pro question."""
+    ease_other: float = 0.0  # our choice
+    """Mean solve logit of any other dataset (tests, custom tasks)."""
+    skill_mean: float = 0.0  # our choice
+    """Offset added to every solve logit (0 = as calibrated; < 0 a weaker population)."""
+    difficulty_sd: float = 3.661  # fitted
+    """Spread of question difficulty shared by the question's agents (larger = errors more
+    correlated across agents, so voting gains less)."""
+    skill_sd: float = 0.712  # fitted
+    """Spread of per-(question, agent) skill (agent heterogeneity; exchangeable)."""
+    wrong_focus: float = 0.72  # fitted
+    """Probability that a wrong solve gives the question's attractive wrong answer (larger =
+    wrong agents agree more)."""
+    revise_focus: float = 0.0  # our choice
+    """``wrong_focus`` of a re-solve during the debate (0: revisions scatter over the wrong
+    answers instead of returning to the attractive one)."""
+    n_wrong: int = 8  # our choice
+    """Plausible wrong answers per question (fewer where a question has fewer options)."""
+    # confidence -------------------------------------------------------------------
+    conf_base: float = 3.005  # fitted
+    """Mean confidence (1..5 scale) of a wrong answer."""
+    conf_gap: float = 0.8  # our choice
+    """Extra mean confidence of a right answer (> 0: confidence is informative)."""
+    conf_sd: float = 1.0  # our choice
+    """Noise of confidence (on the 1..5 scale, before rounding)."""
+    # persuasion -------------------------------------------------------------------
+    accept_agree: float = 2.807  # fitted
+    """Logit of accepting a critique that agrees with the target's answer."""
+    accept_bias: float = -3.72  # fitted
+    """Logit of accepting a differing critique at confidences 3/3, both sides wrong."""
+    accept_src: float = 0.3  # our choice
+    """Per confidence point of the source above 3 (>= 0: confident critics persuade more)."""
+    accept_tgt: float = 0.3  # our choice
+    """Per confidence point of the target above 3 (>= 0: confident targets resist more)."""
+    accept_right: float = 1.866  # fitted
+    """Added when the critique points to the right answer (>= 0)."""
+    accept_hold: float = 1.657  # fitted
+    """Subtracted when the target is right (>= 0: agents mostly keep a right answer)."""
+    recheck: float = 0.358  # fitted
+    """Probability that an agent that adopts no critique re-solves the question."""
+    # plumbing ---------------------------------------------------------------------
+    malformed_rate: float = 0.0
+    """Share of completions truncated or replaced by junk (tests of the parser)."""
+    latency_s: float = 0.0
+    """Sleep per generate call per request (to emulate a slow backend in tests)."""
+
+    def __post_init__(self) -> None:
+        checks = [("difficulty_sd", self.difficulty_sd >= 0, ">= 0"),
+                  ("skill_sd", self.skill_sd >= 0, ">= 0"),
+                  ("wrong_focus", 0 <= self.wrong_focus <= 1, "in [0, 1]"),
+                  ("revise_focus", 0 <= self.revise_focus <= 1, "in [0, 1]"),
+                  ("n_wrong", isinstance(self.n_wrong, int) and self.n_wrong >= 1,
+                   "an integer >= 1"),
+                  ("conf_gap", self.conf_gap >= 0, ">= 0"),
+                  ("conf_sd", self.conf_sd >= 0, ">= 0"),
+                  ("accept_src", self.accept_src >= 0, ">= 0"),
+                  ("accept_tgt", self.accept_tgt >= 0, ">= 0"),
+                  ("accept_right", self.accept_right >= 0, ">= 0"),
+                  ("accept_hold", self.accept_hold >= 0, ">= 0"),
+                  ("recheck", 0 <= self.recheck <= 1, "in [0, 1]"),
+                  ("malformed_rate", 0 <= self.malformed_rate <= 1, "in [0, 1]"),
+                  ("latency_s", self.latency_s >= 0, ">= 0")]
+        for name, ok, need in checks:
+            if not ok:
+                raise ValueError(f"invalid SimParams.{name}={getattr(self, name)!r}: "
+                                 f"must be {need}")
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, float) and not math.isfinite(v):
+                raise ValueError(f"invalid SimParams.{f.name}={v!r}: must be finite")
+
+    def ease(self, dataset: str) -> float:
+        """The mean solve logit of ``dataset``'s questions (``skill_mean`` included)."""
+        return getattr(self, DATASET_EASE.get(dataset, "ease_other")) + self.skill_mean
+
+
+def expected_accuracy(params: SimParams, dataset: str) -> float:
+    """The population's expected round-0 accuracy of an agent on ``dataset``: the mean of
+    ``sigmoid(ease + skill_sd * u - difficulty_sd * z)`` over ``u, z ~ N(0, 1)`` (Gauss-Hermite
+    quadrature, 40 nodes).
+
+    >>> round(expected_accuracy(SimParams(), "other"), 3)
+    0.5
+    """
+    x, w = np.polynomial.hermite_e.hermegauss(40)
+    s = math.hypot(params.skill_sd, params.difficulty_sd)
+    return float(np.sum(w / (1.0 + np.exp(-(params.ease(dataset) + s * x)))) / w.sum())
+
+
+def same_wrong_share(focus: float, n_wrong: int) -> float:
+    """The probability that two erring agents of :class:`SimParams` give the same wrong
+    answer: ``focus**2 + (1 - focus)**2 / (n_wrong - 1)`` (1 when there is one wrong answer).
+
+    >>> round(same_wrong_share(0.72, 8), 4)
+    0.5296
+    """
+    if n_wrong <= 1:
+        return 1.0
+    return focus ** 2 + (1 - focus) ** 2 / (n_wrong - 1)
+
+
+def wrong_focus_for(share: float, n_wrong: int) -> float:
+    """The ``wrong_focus`` whose :func:`same_wrong_share` is ``share`` (the root in [0, 1]
+    above ``1 / n_wrong``; 0 when ``share`` is at most that of scattered answers).
+
+    >>> round(wrong_focus_for(same_wrong_share(0.6, 8), 8), 6)
+    0.6
+    """
+    if not 0 <= share <= 1:
+        raise ValueError(f"invalid share={share!r}: must be in [0, 1]")
+    k = n_wrong - 1
+    if k <= 0:
+        return 1.0
+    # (1 + 1/k) f^2 - (2/k) f + 1/k - share = 0
+    a, b, c = 1 + 1 / k, -2 / k, 1 / k - share
+    disc = b * b - 4 * a * c
+    if disc < 0:
+        return 0.0
+    return float(min(1.0, max(0.0, (-b + math.sqrt(disc)) / (2 * a))))
+
+
+def _logit(p: float) -> float:
+    p = min(max(float(p), 0.01), 0.99)
+    return math.log(p / (1 - p))
+
+
+@dataclass(frozen=True)
+class RevisionModel:
+    """What an agent answers in a debate round: a conditional logit over its candidate answers.
+
+    The candidates of agent i in round r: its own previous answer (when it had one), each
+    distinct answer it heard (in PEAR's protocol the answers of the sources of the critiques it
+    received; in an imported debate the agents it heard), the right answer when neither i nor
+    anyone it heard holds it ("another answer, right") and one wrong answer nobody holds
+    ("another answer, wrong").  Candidate j gets the utility ``coef . x_j`` with the features
+    :attr:`FEATURES` of :meth:`design`; i answers j with probability ``softmax(utility)_j``.
+
+    The features are what a real agent sees, in units that carry over to other models,
+    datasets and debate sizes: the *share* of the answers it heard that are j (not a count),
+    whether j is right, interacted with the population's skill (the logit of its round-0 agent
+    accuracy on the question set, centred at 0 = 50%: a stronger population recognises the
+    right answer more), and the round.
+
+    >>> m = RevisionModel((2.0, 3.0, 1.0, 0.5, -2.0, 0.3))
+    >>> X = m.design(own="4", heard=["5", "5"], gold="5", round=1, skill=0.0)[1]
+    >>> [list(map(float, row)) for row in X]  # own 4, heard 5 (right), another wrong
+    [[1.0, 0.0, 0.0, 0.0, 0.0, 0.0], [0.0, 1.0, 1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0, 1.0, 0.0]]
+    """
+
+    coef: tuple[float, ...]
+    """One coefficient per feature, in :attr:`FEATURES` order."""
+    FEATURES: ClassVar[tuple[str, ...]] = ("own", "share", "right", "right_x_skill", "new",
+                                           "own_x_round")
+    """``own``: j is the agent's previous answer; ``share``: the share of the answers it heard
+    that are j (0..1); ``right``: j is right (from the gold); ``right_x_skill``: ``right`` times
+    the population's skill (logit of its round-0 agent accuracy on the question set);
+    ``new``: j is another answer (neither its own nor heard); ``own_x_round``: ``own`` times
+    ``round - 1`` (agents may hold on more in later rounds)."""
+    NEW_RIGHT: ClassVar[str] = "\x00another right answer"
+    NEW_WRONG: ClassVar[str] = "\x00another wrong answer"
+    """The candidate names of "another answer" (never an answer's text)."""
+
+    def __post_init__(self) -> None:
+        if len(self.coef) != len(self.FEATURES):
+            raise ValueError(f"invalid RevisionModel coef: {len(self.coef)} values for the "
+                             f"{len(self.FEATURES)} features {', '.join(self.FEATURES)}")
+        if not all(math.isfinite(c) for c in self.coef):
+            raise ValueError(f"invalid RevisionModel coef {self.coef!r}: must be finite")
+        object.__setattr__(self, "coef", tuple(float(c) for c in self.coef))
+
+    @classmethod
+    def design(cls, own: str | None, heard: Sequence[str], gold: str | None, round: int,
+               skill: float, same: Any = None) -> tuple[list[str], np.ndarray]:
+        """The candidates (answers, or :attr:`NEW_RIGHT` / :attr:`NEW_WRONG`) of an agent whose
+        previous answer is ``own`` (None or "": it had none) and which heard ``heard`` (one
+        answer per peer heard with an answer), and their features (one row each,
+        :attr:`FEATURES` columns).  ``gold``: the right answer (None: no candidate is right);
+        ``same(a, b)``: whether two answers are one (default ``==``).  The one definition of
+        the features, used by the fit and by the simulation alike."""
+        eq = same or (lambda a, b: a == b)
+        names: list[str] = []
+        counts: list[int] = []
+        for a in ([own] if own else []) + [h for h in heard if h]:
+            k = next((i for i, n in enumerate(names) if eq(n, a)), None)
+            if k is None:
+                names.append(a)
+                counts.append(0)
+                k = len(names) - 1
+            counts[k] += 1
+        n_heard = sum(1 for h in heard if h)
+        if own:
+            counts[0] -= 1  # own answer is not heard
+        right = [gold is not None and eq(n, gold) for n in names]
+        if gold is not None and not any(right):
+            names.append(cls.NEW_RIGHT)
+            counts.append(0)
+            right.append(True)
+        names.append(cls.NEW_WRONG)
+        counts.append(0)
+        right.append(False)
+        X = np.zeros((len(names), len(cls.FEATURES)))
+        for j, (n, c, ok) in enumerate(zip(names, counts, right)):
+            is_own = bool(own) and j == 0
+            X[j] = (is_own, c / n_heard if n_heard else 0.0, ok, ok * skill,
+                    n in (cls.NEW_RIGHT, cls.NEW_WRONG), is_own * (round - 1))
+        return names, X
+
+    def probabilities(self, X: np.ndarray) -> np.ndarray:
+        """The choice probabilities of the candidates with features ``X``."""
+        v = X @ np.asarray(self.coef)
+        e = np.exp(v - v.max())
+        return e / e.sum()
+
+    def as_dict(self, se: Sequence[float] | None = None) -> dict[str, Any]:
+        out: dict[str, Any] = {"features": list(self.FEATURES),
+                               "coef": dict(zip(self.FEATURES, self.coef))}
+        if se is not None:
+            out["se"] = dict(zip(self.FEATURES, map(float, se)))
+        return out
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "RevisionModel":
+        feats = list(d.get("features", []))
+        if feats != list(cls.FEATURES):
+            raise ValueError(f"invalid revision model: features {feats!r}, expected "
+                             f"{list(cls.FEATURES)!r}")
+        return cls(tuple(float(d["coef"][f]) for f in cls.FEATURES))
+
+
+def skill_of(accuracy: float) -> float:
+    """The :class:`RevisionModel`'s skill: the logit of a round-0 agent accuracy (clipped to
+    [0.01, 0.99]).
+
+    >>> skill_of(0.5)
+    0.0
+    """
+    return _logit(accuracy)
+
+
+def fingerprint(params: SimParams, revision: RevisionModel | None) -> str:
+    """sha256 (hex) of the parameters that define the agents' behaviour: every
+    :class:`SimParams` field but ``latency_s`` and the revision coefficients (rounded to 9
+    significant digits, so that a float's last bits do not move it)."""
+    ident = {k: v for k, v in dataclasses.asdict(params).items() if k != "latency_s"}
+    blob = {"params": ident,
+            "revision": None if revision is None else
+            {f: float(f"{c:.9g}") for f, c in zip(revision.FEATURES, revision.coef)}}
+    return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Population:
+    """A named population: its parameters, its revision model (None: persuasion, as the study
+    population) and what the file says of where they came from (``info``)."""
+
+    name: str
+    params: SimParams = field(default_factory=SimParams)
+    revision: RevisionModel | None = None
+    info: Mapping[str, Any] = field(default_factory=dict)
+    """The file's ``sources``, ``fitted_on``, ``code``, ``diagnostics`` and the revision's
+    standard errors (``revision_se``)."""
+
+    @property
+    def fingerprint(self) -> str:
+        return fingerprint(self.params, self.revision)
+
+    def with_params(self, **changes: Any) -> "Population":
+        """The same population with some :class:`SimParams` fields changed (its name kept;
+        its fingerprint follows the parameters)."""
+        return dataclasses.replace(self, params=dataclasses.replace(self.params, **changes))
+
+    def manifest(self) -> dict[str, Any]:
+        """What a run's manifest records of its population: name and fingerprint."""
+        return {"name": self.name, "fingerprint": self.fingerprint}
+
+    def to_json(self) -> dict[str, Any]:
+        """The file's content (:func:`load` reads it back)."""
+        rev = None
+        if self.revision is not None:
+            rev = self.revision.as_dict(
+                [self.info["revision_se"][f] for f in RevisionModel.FEATURES]
+                if self.info.get("revision_se") else None)
+        out = {"name": self.name, "version": VERSION, "fingerprint": self.fingerprint,
+               "params": dataclasses.asdict(self.params), "revision": rev}
+        out.update({k: v for k, v in self.info.items() if k != "revision_se"})
+        return out
+
+    def write(self, path: str | os.PathLike[str]) -> Path:
+        """Write the file (sorted keys, 2-space indent, a final newline) atomically."""
+        p = Path(path)
+        tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
+        tmp.write_text(json.dumps(self.to_json(), indent=2, sort_keys=True) + "\n")
+        os.replace(tmp, p)
+        return p
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any], where: str = "population") -> "Population":
+        """The population of a file's content; the stored fingerprint must match."""
+        if not isinstance(d, Mapping) or "params" not in d or "name" not in d:
+            raise ValueError(f"{where}: not a population file (needs name, params)")
+        if d.get("version") != VERSION:
+            raise ValueError(f"{where}: population file version {d.get('version')!r}, this "
+                             f"code reads version {VERSION}")
+        known = {f.name for f in dataclasses.fields(SimParams)}
+        unknown = sorted(set(d["params"]) - known)
+        if unknown:
+            raise ValueError(f"{where}: unknown parameters {', '.join(unknown)}")
+        params = SimParams(**d["params"])
+        rev = RevisionModel.from_dict(d["revision"]) if d.get("revision") else None
+        info = {k: v for k, v in d.items()
+                if k not in ("name", "version", "fingerprint", "params", "revision")}
+        if d.get("revision") and d["revision"].get("se"):
+            info["revision_se"] = dict(d["revision"]["se"])
+        pop = cls(str(d["name"]), params, rev, info)
+        if d.get("fingerprint") != pop.fingerprint:
+            raise ValueError(f"{where}: fingerprint {d.get('fingerprint')!r} does not match "
+                             f"its parameters ({pop.fingerprint}): the file was edited or is "
+                             "damaged")
+        return pop
+
+
+def load(population: "str | os.PathLike[str] | Population | None" = None) -> Population:
+    """A population by name (a shipped one, :data:`SHIPPED`), by file path (``.json``), or
+    as given; None: :data:`DEFAULT`.  An unknown name is one error naming the shipped ones."""
+    if isinstance(population, Population):
+        return population
+    name = DEFAULT if population is None else os.fspath(population)
+    if name.endswith(".json") or os.sep in name:
+        path = Path(name)
+        if not path.is_file():
+            raise ValueError(f"invalid population {name!r}: no such file")
+    else:
+        path = POPULATIONS_DIR / f"{name}.json"
+        if not path.is_file():
+            there = sorted(p.stem for p in POPULATIONS_DIR.glob("*.json")) or list(SHIPPED)
+            raise ValueError(f"unknown population {name!r}: choose one of {', '.join(there)} "
+                             "or a population file (.json)")
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise ValueError(f"invalid population file {str(path)!r}: {err}") from None
+    return Population.from_json(data, where=str(path))

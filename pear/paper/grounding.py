@@ -1,0 +1,269 @@
+"""The shipped simulated populations (``data/populations/``): ``study`` and ``grounded``,
+written from the shipped data and code, checked, and resampled.
+
+* ``study`` (:func:`study_population`): :class:`~pear.backends.population.SimParams`' defaults,
+  fitted to the study's baselines (:mod:`pear.paper.calibration`); revision by persuasion.
+* ``grounded`` (:func:`grounded_population`): the study's initial answers, confidence and
+  critique acceptance (real logs have neither confidences nor critiques), with
+
+  - the revision model (:class:`~pear.backends.population.RevisionModel`) fitted by maximum
+    likelihood (:func:`pear.analysis.revision.fit`) to every debate round of DyLAN's whole
+    corpus of gpt-3.5 MATH debates (:data:`CORPUS`, 4,800 debates, imported with ``pear
+    import dylan`` as dataset ``math``, graded by the math kind) and any imported run given;
+  - ``wrong_focus`` set so that two erring agents give the same wrong answer as often as in
+    those debates' round 0 (:func:`pear.analysis.revision.same_wrong_answer`).
+
+  Coefficients are stored rounded to 3 decimals (far below their standard errors), so that the
+  fingerprint does not move with a float's last bits.
+* :func:`bootstrap_populations`: K grounded populations refitted on debates resampled with
+  replacement (seeded): the fit's sampling distribution, for an ensemble.
+
+Command line::
+
+    python -m pear.paper.grounding --check   # refit; exit 1 unless the shipped files match
+    python -m pear.paper.grounding --write   # rewrite data/populations/{study,grounded}.json
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from pear.analysis import revision
+from pear.backends import population as pop
+from pear.backends.population import Population, RevisionModel, SimParams
+from pear.paths import BUILD_DIR, REAL_DEBATES_DIR
+
+__all__ = ["CORPUS", "CORPUS_DATASET", "CORPUS_GRADING", "CORPUS_MODEL", "corpus_run",
+           "records", "study_population", "grounded_population", "Grounding", "ground",
+           "bootstrap_populations", "sources", "check", "main"]
+
+CORPUS = REAL_DEBATES_DIR / "dylan-math-gpt35.tgz"
+"""DyLAN's whole corpus of gpt-3.5 MATH debates (MIT; ``data/real-debates/README.md``)."""
+CORPUS_DATASET = "math"
+CORPUS_GRADING = "math"
+CORPUS_MODEL = "gpt-3.5-turbo-0301"
+DECIMALS = 3
+"""Decimals of the stored coefficients and of ``wrong_focus``."""
+
+_PLUMBING = ("malformed_rate", "latency_s")
+
+
+def corpus_run(where: str | os.PathLike[str] | None = None) -> Path:
+    """The run directory of :data:`CORPUS` imported (``build/imported/dylan-math-<sha>``;
+    imported now unless it already holds exactly this file's import)."""
+    from pear.core.hashing import file_sha256
+    from pear.paper.real_debates import imported_run
+    root = Path(where) if where else BUILD_DIR / "imported"
+    return imported_run("dylan", CORPUS, root / f"dylan-math-{file_sha256(CORPUS)[:8]}",
+                        dataset=CORPUS_DATASET, grading=CORPUS_GRADING, model=CORPUS_MODEL)
+
+
+def records(runs: Sequence[str | os.PathLike[str]]) -> list[dict[str, Any]]:
+    """Every record of the runs, in order."""
+    from pear.store.records import read_records
+    return [r for run in runs for r in read_records(run)]
+
+
+def _fitted_on(runs: Sequence[Path]) -> list[dict[str, Any]]:
+    """The files a fit read: each run's imported files with their sha256 (or, for a run of
+    ours, its record files')."""
+    from pear.core.hashing import file_sha256
+    from pear.store import manifest
+    from pear.store.records import record_files
+    out = []
+    for run in runs:
+        m = manifest.read(run) or {}
+        files = (m.get("imported") or {}).get("files")
+        if files:
+            out += [{"file": f["name"], "sha256": f["sha256"], "debates": f.get("debates"),
+                     "format": m["imported"]["format"], "dataset": m["imported"]["datasets"],
+                     "grading": m["imported"]["grading"], "model": m["imported"]["model"]}
+                    for f in files]
+        else:
+            out += [{"file": str(p), "sha256": file_sha256(p)} for p in record_files(run)]
+    return out
+
+
+def sources(grounded: bool) -> dict[str, str]:
+    """Which data each parameter came from (a population file's ``sources``)."""
+    from pear.paper.calibration import STAGES
+    fitted = {f for _, fields, _ in STAGES for f in fields}
+    study = ("fitted to the study's baselines (CoT, CoT-SC and Random accuracy per dataset, "
+             "Random's diagnostics: data/paper/main_results.csv, data/paper/diagnostics.csv) "
+             "by benchmarks/calibrate_simulation.py")
+    out = {}
+    for f in dataclasses.fields(SimParams):
+        out[f.name] = (study if f.name in fitted else "plumbing (tests), not a behaviour"
+                       if f.name in _PLUMBING else "our choice")
+    if grounded:
+        real = f"DyLAN's gpt-3.5 MATH debates ({CORPUS.name}) and the imported runs in fitted_on"
+        out["wrong_focus"] = (f"measured: the share of pairs of erring round-0 agents of a "
+                              f"debate that give the same wrong answer in {real}")
+        out["revise_focus"] = "not used (the revision model draws another wrong answer)"
+        out["recheck"] = "not used (the revision model replaces persuasion-driven revision)"
+        out["revision"] = (f"fitted by maximum likelihood (conditional logit, "
+                           f"pear.analysis.revision) to every debate round of {real}")
+        for f in ("accept_agree", "accept_bias", "accept_src", "accept_tgt", "accept_right",
+                  "accept_hold", "conf_base", "conf_gap", "conf_sd"):
+            out[f] += " (real logs have no critiques or confidences)"
+    else:
+        out["revision"] = "none: revision by persuasion (accept_*, recheck, revise_focus)"
+    return out
+
+
+def _code() -> dict[str, Any]:
+    import pear
+    return {"modules": ["pear.analysis.revision", "pear.paper.grounding",
+                        "pear.backends.population"], "pear_version": pear.__version__}
+
+
+def study_population() -> Population:
+    """``study``: :class:`SimParams`' defaults with their provenance."""
+    from pear.core.hashing import file_sha256
+    from pear.paths import PAPER_DIR
+    return Population("study", SimParams(), None, {
+        "sources": sources(False), "fitted_on": [
+            {"file": f"data/paper/{n}", "sha256": file_sha256(PAPER_DIR / n)}
+            for n in ("main_results.csv", "diagnostics.csv")],
+        "code": {**_code(), "modules": ["pear.paper.calibration",
+                                        "benchmarks/calibrate_simulation.py"]},
+        "diagnostics": {}})
+
+
+@dataclasses.dataclass(frozen=True)
+class Grounding:
+    """What :func:`ground` measured: the revision fit, the same-wrong-answer share and the
+    number of pairs it was measured on, the choice sets, the runs read and the time taken."""
+
+    fit: revision.RevisionFit
+    same_wrong: float
+    wrong_pairs: int
+    transitions: revision.Transitions
+    runs: tuple[Path, ...]
+    seconds: float
+
+
+def ground(runs: Sequence[str | os.PathLike[str]] | None = None,
+           extra: Sequence[str | os.PathLike[str]] = ()) -> Grounding:
+    """Fit the revision model and measure the same-wrong-answer share on ``runs`` (default:
+    :func:`corpus_run`) and the imported runs ``extra``."""
+    t0 = time.perf_counter()
+    paths = tuple(Path(r) for r in (runs if runs is not None else [corpus_run()])) + \
+        tuple(Path(r) for r in extra)
+    recs = records(paths)
+    tr = revision.transitions(recs)
+    share, pairs = revision.same_wrong_answer(recs)
+    return Grounding(revision.fit(tr), share, pairs, tr, paths, time.perf_counter() - t0)
+
+
+def _grounded(g: Grounding, model: RevisionModel, se: Sequence[float] | None,
+              name: str = "grounded", diagnostics: Mapping[str, Any] | None = None
+              ) -> Population:
+    base = SimParams()
+    focus = round(pop.wrong_focus_for(g.same_wrong, base.n_wrong), DECIMALS)
+    coef = RevisionModel(tuple(round(c, DECIMALS) for c in model.coef))
+    info: dict[str, Any] = {
+        "sources": sources(True), "fitted_on": _fitted_on(g.runs), "code": _code(),
+        "diagnostics": {**(diagnostics or {}),
+                        "same_wrong_answer_share": round(g.same_wrong, 4),
+                        "same_wrong_answer_pairs": g.wrong_pairs,
+                        "round0_accuracy": {k: round(v, 4)
+                                            for k, v in sorted(g.transitions.accuracy.items())},
+                        "unread_answers_left_out": g.transitions.dropped}}
+    if se is not None:
+        info["revision_se"] = {f: round(float(s), 4) for f, s in zip(RevisionModel.FEATURES, se)}
+    return Population(name, dataclasses.replace(base, wrong_focus=focus), coef, info)
+
+
+def grounded_population(g: Grounding | None = None) -> Population:
+    """``grounded`` from :func:`ground` (run now when not given)."""
+    g = g or ground()
+    return _grounded(g, g.fit.model, g.fit.se, diagnostics=g.fit.diagnostics())
+
+
+def bootstrap_populations(k: int = 20, seed: int = 0, g: Grounding | None = None
+                          ) -> list[Population]:
+    """``k`` grounded populations (``grounded-b<i>``), each with the revision model refitted on
+    the debates resampled with replacement (:func:`pear.analysis.revision.bootstrap`, seeded by
+    ``seed``; the same-wrong-answer share stays the whole data's)."""
+    g = g or ground()
+    fits = revision.bootstrap(g.transitions, k, seed, start=g.fit.model.coef)
+    return [_grounded(g, f.model, None, f"grounded-b{i}",
+                      {**f.diagnostics(), "bootstrap": {"seed": seed, "draw": i, "of": k}})
+            for i, f in enumerate(fits)]
+
+
+def check(g: Grounding | None = None) -> list[str]:
+    """What differs between the shipped population files and what the shipped data and code
+    produce now (empty: they match)."""
+    problems = []
+    for name, build in (("study", lambda: study_population()),
+                        ("grounded", lambda: grounded_population(g))):
+        shipped = pop.load(name)
+        now = build()
+        if shipped.fingerprint != now.fingerprint:
+            what = [f"{f}: shipped {getattr(shipped.params, f)!r}, now {getattr(now.params, f)!r}"
+                    for f in (x.name for x in dataclasses.fields(SimParams))
+                    if getattr(shipped.params, f) != getattr(now.params, f)]
+            if (shipped.revision is None) != (now.revision is None):
+                what.append("revision model present in one only")
+            elif shipped.revision is not None:
+                what += [f"{f}: shipped {a}, now {b}" for f, a, b in zip(
+                    RevisionModel.FEATURES, shipped.revision.coef, now.revision.coef) if a != b]
+            problems.append(f"{name}: fingerprint {shipped.fingerprint[:12]} shipped, "
+                            f"{now.fingerprint[:12]} from the data and code now ("
+                            + "; ".join(what) + ")")
+    return problems
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m pear.paper.grounding", description=__doc__
+                                 .split("\n\n")[0])
+    what = ap.add_mutually_exclusive_group(required=True)
+    what.add_argument("--check", action="store_true",
+                      help="refit from the shipped data and code; exit 1 unless the shipped "
+                           "population files have the same fingerprints")
+    what.add_argument("--write", action="store_true",
+                      help="rewrite data/populations/study.json and grounded.json")
+    what.add_argument("--bootstrap", type=int, metavar="K",
+                      help="time K bootstrap refits and print their coefficients")
+    ap.add_argument("--seed", type=int, default=0, help="the bootstrap's seed")
+    a = ap.parse_args(argv)
+    g = ground()
+    print(f"fit: {g.fit.n_choices} choice sets of {g.fit.n_debates} debates in "
+          f"{g.fit.seconds:.2f} s (with reading: {g.seconds:.1f} s); same wrong answer "
+          f"{g.same_wrong:.3f} of {g.wrong_pairs} pairs of erring agents")
+    print(g.fit.table().round(4).to_string())
+    if a.bootstrap:
+        t0 = time.perf_counter()
+        pops = bootstrap_populations(a.bootstrap, a.seed, g)
+        dt = time.perf_counter() - t0
+        coefs = np.array([p.revision.coef for p in pops])
+        print(f"{a.bootstrap} bootstrap refits in {dt:.2f} s ({dt / a.bootstrap:.3f} s each); "
+              "sd of the coefficients: " + ", ".join(
+                  f"{f} {s:.3f}" for f, s in zip(RevisionModel.FEATURES, coefs.std(0))))
+        return 0
+    if a.write:
+        pop.POPULATIONS_DIR.mkdir(parents=True, exist_ok=True)
+        for p in (study_population(), grounded_population(g)):
+            path = p.write(pop.POPULATIONS_DIR / f"{p.name}.json")
+            print(f"wrote {path} (fingerprint {p.fingerprint[:12]})")
+        return 0
+    problems = check(g)
+    for line in problems:
+        print(f"population check FAILED: {line}", file=sys.stderr)
+    if not problems:
+        print("population check: the shipped study and grounded files are what the shipped "
+              "data and code produce")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,225 @@
+"""Simulated populations as named, versioned data (pear.backends.population), the revision
+model fitted to real transitions (pear.analysis.revision) and the shipped files
+(pear.paper.grounding)."""
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+import tarfile
+
+import numpy as np
+import pytest
+
+from pear.analysis import revision
+from pear.backends import population as pop
+from pear.backends.population import Population, RevisionModel, SimParams
+from pear.backends.simulated import SimulatedBackend
+
+FEATURES = RevisionModel.FEATURES
+
+
+# ----------------------------------------------------------------- population files
+
+def test_study_is_the_calibrated_defaults_and_keeps_the_model_id():
+    study = pop.load("study")
+    assert study.revision is None and study.params == SimParams()
+    key = {("gsm8k", "q"): "18"}
+    # the study population is today's population: same model id, so the golden records hold
+    assert SimulatedBackend(key, population="study").model_id == SimulatedBackend(key).model_id
+    be = SimulatedBackend(key, population="study", seed=3)
+    assert be.settings()["population"] == {"name": "study", "fingerprint": study.fingerprint}
+
+
+def test_bad_population_is_one_clear_error(tmp_path):
+    with pytest.raises(ValueError, match="unknown population 'nosuch'.*study"):
+        pop.load("nosuch")
+    data = Population("mine", SimParams(wrong_focus=0.5)).to_json()
+    data["params"]["wrong_focus"] = 0.6  # edited by hand: the fingerprint no longer matches
+    bad = tmp_path / "mine.json"
+    bad.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match="fingerprint .* does not match"):
+        pop.load(str(bad))
+    good = Population("mine", SimParams(wrong_focus=0.5), RevisionModel((1, 2, 3, 4, 5, 6)))
+    path = good.write(tmp_path / "ok.json")
+    back = pop.load(str(path))
+    assert back.fingerprint == good.fingerprint and back.revision == good.revision
+    with pytest.raises(ValueError, match="no such file"):
+        pop.load(str(tmp_path / "missing.json"))
+
+
+def test_shipped_study_file_is_what_the_code_writes():
+    from pear.paper.grounding import study_population
+    assert pop.load("study").fingerprint == study_population().fingerprint
+
+
+# ----------------------------------------------------------------- the revision model
+
+def test_design_names_candidates_and_features():
+    names, X = RevisionModel.design("4", ["5", "5", "4", ""], gold="7", round=2, skill=0.5)
+    assert names == ["4", "5", RevisionModel.NEW_RIGHT, RevisionModel.NEW_WRONG]
+    np.testing.assert_allclose(X, [[1, 1 / 3, 0, 0, 0, 1],     # own, held by 1 of 3 heard
+                                   [0, 2 / 3, 0, 0, 0, 0],     # heard twice
+                                   [0, 0, 1, 0.5, 1, 0],       # another, right
+                                   [0, 0, 0, 0, 1, 0]])        # another, wrong
+    names, X = RevisionModel.design(None, ["5"], gold="5", round=1, skill=-1.0)
+    assert names == ["5", RevisionModel.NEW_WRONG]
+    np.testing.assert_allclose(X, [[0, 1, 1, -1, 0, 0], [0, 0, 0, 0, 1, 0]])
+
+
+def test_backend_draws_revisions_with_the_models_probabilities():
+    model = RevisionModel((1.0, 2.0, 0.5, 0.0, -1.0, 0.0))
+    p = Population("t", SimParams(), model)
+    be = SimulatedBackend({("gsm8k", "q"): "18"}, population=p)
+    q = be.question({"dataset": "gsm8k", "question_id": "q"})
+    meta = {"dataset": "gsm8k", "question_id": "q", "agent": 0, "round": 1,
+            "own": {"canonical": "19", "answer": "19", "confidence": 3},
+            "critiques": [{"source_answer": "18"}, {"source_answer": "18"},
+                          {"source_answer": "17"}]}
+    names, X = model.design("19", ["18", "18", "17"], "18", 1, be.population_skill("gsm8k"))
+    want = dict(zip(names, model.probabilities(X)))
+    rng = np.random.default_rng(0)
+    n = 20000
+    got: dict[str, int] = {}
+    for _ in range(n):
+        answer, _conf = be.revise_choice(q, meta, rng.random(3))
+        got[answer] = got.get(answer, 0) + 1
+    assert set(got) - {"19", "18", "17"} <= set(q.wrong)  # another wrong answer is a wrong one
+    for name in ("19", "18", "17"):
+        assert got.get(name, 0) / n == pytest.approx(want[name], abs=0.01)
+    other = n - sum(got.get(a, 0) for a in ("19", "18", "17"))
+    assert other / n == pytest.approx(want[RevisionModel.NEW_WRONG], abs=0.01)
+
+
+def _synthetic(seed: int, n_sets: int = 1500) -> revision.Transitions:
+    rng = np.random.default_rng(seed)
+    X, chosen, group = [], [], []
+    beta = np.array([1.5, 2.0, 0.8, 0.4, -1.0, 0.3])
+    for g in range(n_sets):
+        heard = list(rng.choice(["a", "b", "c"], size=rng.integers(1, 5)))
+        _, x = RevisionModel.design(str(rng.choice(["a", "b"])), heard, "a",
+                                    int(rng.integers(1, 4)), float(rng.normal()))
+        v = x @ beta
+        p = np.exp(v - v.max())
+        p /= p.sum()
+        y = np.zeros(len(x), bool)
+        y[rng.choice(len(x), p=p)] = True
+        X.append(x)
+        chosen.append(y)
+        group += [g] * len(x)
+    return revision.Transitions(np.vstack(X), np.concatenate(chosen), np.asarray(group),
+                                np.arange(n_sets) // 3, ["s"] * n_sets,
+                                [str(i) for i in range(n_sets // 3 + 1)])
+
+
+def test_fit_is_the_conditional_logit_mle_of_statsmodels():
+    from statsmodels.discrete.conditional_models import ConditionalLogit
+    tr = _synthetic(1, n_sets=400)
+    ours = revision.fit(tr)
+    ref = ConditionalLogit(tr.chosen.astype(float), tr.X, groups=tr.group).fit(
+        method="newton", maxiter=100, disp=0)
+    np.testing.assert_allclose(ours.model.coef, ref.params, atol=1e-6)
+    np.testing.assert_allclose(ours.se, ref.bse, rtol=1e-5)
+    assert ours.converged and ours.loglik == pytest.approx(ref.llf, abs=1e-6)
+
+
+def test_bootstrap_is_seeded_and_spreads_like_the_standard_errors():
+    tr = _synthetic(2)
+    a = revision.bootstrap(tr, k=60, seed=7)
+    b = revision.bootstrap(tr, k=60, seed=7)
+    assert [f.model.coef for f in a] == [f.model.coef for f in b]
+    assert a[0].model.coef != a[1].model.coef
+    sd = np.std([f.model.coef for f in a], axis=0)
+    se = np.asarray(revision.fit(tr).se)
+    assert np.all(sd / se > 0.65) and np.all(sd / se < 1.45)
+
+
+def _record(rounds, qset="Algebra", did="d"):
+    """A record in the shape of an imported debate: ``rounds`` lists per round the agents'
+    (answer, correct); everyone hears everyone."""
+    n = len(rounds[0])
+    out = []
+    for r, agents in enumerate(rounds):
+        edges = [[s, t] for t in range(n) for s in range(n) if s != t] if r else []
+        out.append({"agents": [{"agent": i, "answer": a, "canonical": a, "correct": c}
+                               for i, (a, c) in enumerate(agents)],
+                    "edges": edges, "critiques": []})
+    return {"debate_id": did, "model": "m", "dataset": "math", "rounds_data": out,
+            "imported": {"extra": {"subject": qset}}}
+
+
+def test_transitions_from_records():
+    rec = _record([[("1", True), ("2", False), ("3", False)],
+                   [("1", True), ("1", True), ("4", False)]])
+    tr = revision.transitions([rec])
+    assert tr.n_choices == 3 and tr.accuracy == {"m/math/Algebra": pytest.approx(1 / 3)}
+    skill = pop.skill_of(1 / 3)
+    starts = list(tr.starts) + [len(tr.group)]
+    sets = [(tr.X[a:b], tr.chosen[a:b]) for a, b in zip(starts, starts[1:])]
+    # agent 0 keeps its right answer; heard 2 and 3
+    X0, y0 = sets[0]
+    np.testing.assert_allclose(X0[0], [1, 0, 1, skill, 0, 0])
+    assert y0.tolist() == [True, False, False, False]
+    # agent 1 adopts 1 (right, heard once of two)
+    X1, y1 = sets[1]
+    np.testing.assert_allclose(X1[y1][0], [0, 0.5, 1, skill, 0, 0])
+    # agent 2 produces another wrong answer
+    X2, y2 = sets[2]
+    np.testing.assert_allclose(X2[y2][0], [0, 0, 0, 0, 1, 0])
+
+
+def test_same_wrong_answer_share():
+    recs = [_record([[("1", True), ("2", False), ("2", False), ("3", False)]], did="a"),
+            _record([[("5", False), ("6", False)]], did="b")]
+    share, pairs = revision.same_wrong_answer(recs)
+    assert pairs == 4 and share == pytest.approx(1 / 4)  # (2,2) of (2,2),(2,3),(2,3),(5,6)
+    assert pop.same_wrong_share(pop.wrong_focus_for(0.6, 8), 8) == pytest.approx(0.6)
+
+
+def test_fit_recovers_the_simulated_populations_revision_model():
+    """PEAR debates of a population with a known revision model: the fit on their records
+    finds its coefficients (the fit and the simulation share one definition of the
+    features, and "heard" = the sources of the critiques received)."""
+    from pear.core.engine import Engine
+    from pear.runs.grid import answer_key, preset
+    from pear.runs.jobs import jobs
+    from pear.tasks import grading
+    truth = RevisionModel((2.0, 2.5, 1.0, 0.5, -2.0, 0.5))
+    exp = preset("sim", datasets=("gsm8k", "math500"), methods=("clique",), n_questions=60,
+                 seeds=(0,), rounds=3, full_datasets=())
+    exp = dataclasses.replace(exp, debate=dataclasses.replace(exp.debate, json_mode=False))
+    be = SimulatedBackend(answer_key(exp), population=Population("t", SimParams(), truth),
+                          n_agents=exp.debate.n_agents)
+    recs = list(Engine(be, exp.debate, task_for=grading.get).run(jobs(exp)))
+    acc = {f"simulated/{d}": pop.expected_accuracy(be.params, d) for d in ("gsm8k", "math500")}
+    for r in recs:
+        r["model"] = "simulated"
+    tr = revision.transitions(recs, accuracy=acc)
+    f = revision.fit(tr)
+    z = (np.asarray(f.model.coef) - truth.coef) / np.asarray(f.se)
+    assert f.n_choices > 1500 and np.all(np.abs(z) < 4), dict(zip(FEATURES, z.round(2)))
+
+
+# ----------------------------------------------------------------- the corpus in a .tgz
+
+def test_dylan_reader_reads_a_tgz_of_json_files(tmp_path):
+    from pear.store.readers import reader
+    chat = [{"role": "user", "content": "Problem: 1+1?\nAnswer:"},
+            {"role": "assistant", "content": "The answer is $\\boxed{2}$."}]
+    docs = {"dylan/b.json": {"Problem: What is $2+2$?\nAnswer:": [[chat, chat], "4", 1, "Algebra"]},
+            "dylan/a.json": {"Problem: What is $3+3$?\nAnswer:": [[chat], "6", 2, "Geometry"]},
+            "dylan/notes.txt": "not JSON"}
+    path = tmp_path / "corpus.tgz"
+    with tarfile.open(path, "w:gz") as tar:
+        for name, doc in docs.items():
+            raw = doc.encode() if isinstance(doc, str) else json.dumps(doc).encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(raw)
+            tar.addfile(info, io.BytesIO(raw))
+    got = list(reader("dylan").read(path))
+    assert [d.question for d in got] == ["What is $3+3$?", "What is $2+2$?"]  # name order
+    assert [d.extra["subject"] for d in got] == ["Geometry", "Algebra"]
+    junk = tmp_path / "junk.tgz"
+    junk.write_bytes(b"not an archive")
+    bad = list(reader("dylan").read(junk))
+    assert len(bad) == 1 and "cannot read it as a .tgz archive" in bad[0].reason
