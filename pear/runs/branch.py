@@ -77,9 +77,17 @@ def parent_method_of(methods_present: Sequence[str], wanted: str | None = None) 
 def _simulated_backend(exp: Any, settings: Mapping[str, Any]) -> Any:
     from pear.backends.simulated import SimulatedBackend
     from pear.tasks.benchmarks import GoldAnswers
-    return SimulatedBackend(GoldAnswers(), params=settings.get("params"),
-                            seed=settings.get("seed", 0),
-                            n_agents=settings.get("n_agents", exp.debate.n_agents))
+    recorded = settings.get("population") or {}
+    be = SimulatedBackend(GoldAnswers(), params=settings.get("params"),
+                          seed=settings.get("seed", 0),
+                          n_agents=settings.get("n_agents", exp.debate.n_agents),
+                          population=recorded.get("name"))
+    if recorded and be.population.fingerprint != recorded.get("fingerprint"):
+        raise ValueError(f"the parent run's simulated population {recorded.get('name')!r} "
+                         f"(fingerprint {str(recorded.get('fingerprint'))[:12]}) is not the one "
+                         f"shipped now ({be.population.fingerprint[:12]}): branch it with "
+                         "that population's file")
+    return be
 
 
 @dataclass
