@@ -31,10 +31,11 @@ from pear.catalog.labels import dataset_label
 from pear.paths import cache_path
 from pear.store.records import iter_records
 from pear.paper.study import Results, load_results
+from pear.store import manifest, view
 
 __all__ = [
     "TAUS", "STOP_RULES", "POPULATIONS", "preset_experiment", "temperature_variants",
-    "stop_variants", "population_variants", "run_variants", "theory_checks",
+    "stop_variants", "population_variants", "run_variants", "variant_dir", "theory_checks",
     "theory_summary", "temperature_table", "consistent_taus", "early_stop_table",
     "robustness_table", "studies_dir", "study_gap_pear_random", "study_lifts",
     "plot_theory_checks", "plot_temperature_sweep",
@@ -111,17 +112,61 @@ def population_variants(exp: Experiment) -> dict[str, Experiment]:
             for name, roles in POPULATIONS.items()}
 
 
+def variant_dir(runs_dir: str | Path, name: str) -> Path:
+    """Where variant ``name`` is recorded when it runs: ``<runs_dir>-studies/<name>``."""
+    return studies_dir(runs_dir) / name.replace("=", "-").replace(":", "-")
+
+
 def run_variants(backend: str, variants: Mapping[str, Experiment], runs_dir: str | Path, *,
                  model: str = "", progress: bool = False) -> dict[str, Results]:
-    """Run (or resume; ``replay``: only read) every variant into ``<runs_dir>/<variant>`` and
-    load its debates."""
+    """Every variant's debates, loaded (``runs_dir``: the main run).
+
+    A variant whose every debate the main run already recorded under the same setting
+    (:func:`pear.runs.together.recorded_in`: same protocol, backend, model and data, every
+    debate id present; e.g. PEAR at the default temperature, the stop rule ``none``, the
+    honest population of a grid the main run covers) is read from the main run: those
+    records are exactly its debates.  The others run (or resume) together in one pass
+    (:func:`pear.runs.together.run_together`) into ``<runs_dir>-studies/<variant>``;
+    ``backend="replay"`` only reads what is there."""
     from pear.paper.build import run_experiments
+    from pear.runs.factory import grid_backend
+    from pear.runs.together import recorded_in, run_together
+    main = Path(runs_dir)
+    be, ident = None, None  # the backend and its (model id, name): the debates' identity
+    if backend == "replay":  # the main run's identity: what its records were run with
+        old = manifest.read(main) if main.is_dir() else None
+        if old and len(old.get("model_ids") or []) == 1:
+            ident = (old["model_ids"][0], old["backend"])
+    else:
+        be = grid_backend(backend, next(iter(variants.values())), model_path=model or None,
+                          cache_path=cache_path(runs_dir))
+        ident = (be.model_id, be.name) if hasattr(be, "generate") else None
+    main_view = view.load(main) if ident and manifest.read(main) else None
+    have = set(main_view.debates["debate_id"]) if main_view is not None else set()
+    reused = {name: ids for name, exp in variants.items()
+              if ident and (ids := recorded_in(exp, main, *ident, recorded=have))}
+    to_run = {variant_dir(runs_dir, name): exp for name, exp in variants.items()
+              if name not in reused}
+    if be is not None and hasattr(be, "generate") and to_run:
+        s = run_together(to_run, be, progress=progress)
+        print(f"{len(to_run)} variants run: {s.written} debates written, {s.already_done} "
+              f"already done, {len(s.failed)} failed of {s.total}; {len(reused)} variants "
+              f"read from the main run ({', '.join(reused) or 'none'})")
+        if s.failed or s.written + s.already_done != s.total:
+            raise RuntimeError(f"the studies' grids are incomplete ({len(s.failed)} debates "
+                               f"failed; first: {s.failed[0][1] if s.failed else 'unknown'});"
+                               " rerun to resume")
+    elif be is not None:  # a backend per model: each variant through the runner in turn
+        for rdir, exp in to_run.items():
+            run_experiments(backend, exp, rdir, model=model, progress=progress,
+                            cache=cache_path(runs_dir))
     out: dict[str, Results] = {}
     for name, exp in variants.items():
-        rdir = studies_dir(runs_dir) / name.replace("=", "-").replace(":", "-")
-        run_experiments(backend, exp, rdir, model=model, progress=progress,
-                        cache=cache_path(runs_dir))
-        out[name] = load_results(rdir, exp, "subset")
+        if name in reused:
+            keep = main_view.debates["debate_id"].isin(set(reused[name])).to_numpy()
+            out[name] = Results(main_view.select(keep), exp, "subset", main)
+        else:
+            out[name] = load_results(variant_dir(runs_dir, name), exp, "subset")
     return out
 
 
@@ -135,9 +180,10 @@ def theory_checks(runs: Results | str | Path, cfg: RouterConfig = RouterConfig()
     for a circulant one, and the largest routing lift over uniform routing."""
     rng = np.random.default_rng(seed)
     root = runs.runs_dir if isinstance(runs, Results) else Path(runs)
+    records = runs.records() if isinstance(runs, Results) else iter_records(root)
     circulant = dataclasses.replace(cfg, base_graph="circulant")
     rows = []
-    for st in theory.states_from_records(iter_records(root), limit=n_states):
+    for st in theory.states_from_records(records, limit=n_states):
         eq = theory.equivariance_deviation(st, cfg, rng, n_perms=4)
         soft = cfg if cfg.tau > 0 else dataclasses.replace(cfg, tau=0.1)
         der = [theory.influence_derivative(st, soft, j) for j in range(st.n)]
@@ -213,7 +259,7 @@ def temperature_table(runs: Mapping[str, Results], cfg: RouterConfig = RouterCon
         tau = res.exp.router.tau if name != "Random" else np.nan
         ent_cfg = dataclasses.replace(res.exp.router, alpha_T=0, alpha_I=0, alpha_L=0) \
             if name == "Random" else res.exp.router
-        states = list(theory.states_from_records(iter_records(res.runs_dir), limit=n_states))
+        states = list(theory.states_from_records(res.records(), limit=n_states))
         entropy = float(np.mean([theory.choice_entropy(s, ent_cfg) for s in states])) \
             if states else np.nan
         frames.append(df.assign(variant=name, tau=tau, entropy=entropy))

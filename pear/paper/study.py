@@ -22,7 +22,7 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 import re
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -147,6 +147,17 @@ class Results:
     def record(self, debate_id: str) -> dict[str, Any]:
         """One debate's full record, texts included, read from its JSON Lines file."""
         return self.view.record(debate_id)
+
+    def records(self) -> Iterator[dict[str, Any]]:
+        """The full records of these debates (texts included), streamed in the order of
+        (seed, dataset, question id, method, debate id): the same order whichever run
+        directory holds them and in whatever order they were written or resumed."""
+        deb = self.debates
+        order = deb.assign(**{c: deb[c].astype(str) for c in
+                              ("dataset", "question_id", "method", "debate_id")}).sort_values(
+            ["seed", "dataset", "question_id", "method", "debate_id"], kind="stable")
+        for did in order["debate_id"]:
+            yield self.view.record(did)
 
     @property
     def simulated(self) -> bool:

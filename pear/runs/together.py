@@ -1,0 +1,167 @@
+"""Several grids in one pass, and the debates one grid can take from another run.
+
+A study varies one setting of a grid (the router's temperature, the stop rule, one agent's
+role): each *variant* is an :class:`~pear.runs.experiment.Experiment` recorded in its own run
+directory, since runs of different protocols never share one.
+
+* :func:`recorded_in` -- whether a run directory already holds every debate of a grid: its
+  manifest is of the same setting (protocol, backend, model, data; what a resume into it
+  would require) and every debate id the grid's jobs have is recorded there.  A debate id
+  hashes the model, backend, dataset, question, seed, method and the configuration that
+  identifies the debate (:meth:`pear.core.engine.Engine.identity`), so those records are
+  exactly the debates the grid would run, never a debate of another setting.
+* :func:`run_together` -- run (or resume) the missing debates of several grids with one
+  backend in one pass: grids with the same debate configuration go through one
+  :class:`~pear.core.engine.Engine` together, so its lockstep batches hold every variant's
+  debates of a question (one round-0 request per (seed, question, agent) for all of them);
+  each record is appended to its own grid's directory (manifest, append-only records,
+  fsync per chunk, resumable) exactly as :func:`pear.runs.experiment.run` would write it.
+  Every request's seed derives from (seed, method, question, agent, round), never from the
+  batch, so a record is the same, timing fields aside, whichever grids share the pass.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+from collections import defaultdict
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from pear.core.engine import Engine, Job
+from pear.runs.experiment import (Experiment, Progress, RunSummary, _chunks, _writer_lock,
+                                  jobs, model_dir, model_grid, open_manifest, read_manifest)
+from pear.store import manifest as manifest_io
+from pear.store.records import RecordWriter, completed_ids
+
+__all__ = ["grid_debate_ids", "recorded_in", "run_together"]
+
+
+class _Identity:
+    """What :meth:`Engine.identity` reads of a backend: its model id and name (no model is
+    loaded to name a grid's debates)."""
+
+    def __init__(self, model_id: str, name: str) -> None:
+        self.model_id, self.name = model_id, name
+
+
+def grid_debate_ids(exp: Experiment, model_id: str, backend_name: str) -> list[str]:
+    """The debate id of every debate of ``exp``'s grid run by model ``model_id`` on backend
+    ``backend_name`` (:func:`pear.runs.experiment.jobs` of :func:`model_grid`), in grid
+    order."""
+    engine = Engine(_Identity(model_id, backend_name), exp.debate)  # type: ignore[arg-type]
+    return [engine.debate_id(j) for j in jobs(model_grid(exp, model_id))]
+
+
+def recorded_in(exp: Experiment, run_dir: str | os.PathLike[str], model_id: str,
+                backend_name: str, recorded: set[str] | None = None) -> list[str] | None:
+    """The debate ids of ``exp``'s grid when ``run_dir`` holds every one of them under a
+    manifest of the same setting (protocol, backend, model, data, no shard), else None.
+    ``recorded``: the ids recorded in ``run_dir`` when the caller has them (else read)."""
+    from pear.tasks.benchmarks import sha256_files
+    old = read_manifest(run_dir) if Path(run_dir).is_dir() else None
+    if old is None:
+        return None
+    wanted = {"protocol": exp.protocol(), "backend": backend_name, "models": [model_id],
+              "data_sha256": sha256_files(), "shard": None}
+    if manifest_io.diff_keys(old, wanted) or exp.shard is not None:
+        return None
+    ids = grid_debate_ids(exp, model_id, backend_name)
+    have = recorded if recorded is not None else completed_ids(model_dir(run_dir, model_id))
+    return ids if ids and all(i in have for i in ids) else None
+
+
+def run_together(grids: Mapping[str | os.PathLike[str], Experiment], backend: Any, *,
+                 progress: bool = True) -> RunSummary:
+    """Run every missing debate of each grid (``{run directory: experiment}``) into its own
+    directory with ``backend`` (one model; see the module docstring), in one pass; returns
+    the pass's summary (debates of all grids; each directory's manifest says whether its
+    grid is complete).  Grids that name models, a mixed population or a shard are refused:
+    run those with :func:`pear.runs.experiment.run`."""
+    if not hasattr(backend, "generate"):
+        raise ValueError("run_together takes one backend (one model); run grids that need a "
+                         "backend per model with pear.runs.experiment.run")
+    dirs = {Path(d): exp for d, exp in grids.items()}
+    for d, exp in dirs.items():
+        if exp.models or exp.debate.agent_models or exp.shard is not None:
+            raise ValueError(f"grid for {str(d)!r} names models, a mixed population or a "
+                             "shard: run it with pear.runs.experiment.run")
+    summary = RunSummary(total=0, already_done=0, written=0, failed=[], generate_calls=0,
+                         requests=0, tokens=0, cache_hits=0)
+    grid = {d: jobs(model_grid(exp, backend.model_id)) for d, exp in dirs.items()}
+    engines: dict[Any, Engine] = {}
+    for exp in dirs.values():  # one engine per debate configuration: its grids run together
+        if exp.debate not in engines:
+            engines[exp.debate] = Engine(backend, exp.debate, task_for=_task_for())
+    todo: dict[Any, list[Job]] = defaultdict(list)
+    owner: dict[str, list[Path]] = defaultdict(list)  # debate id -> the grids that hold it
+    already: dict[Path, int] = {}
+    skipped_rounds = 0
+    with contextlib.ExitStack() as stack:
+        for d in dirs:
+            d.mkdir(parents=True, exist_ok=True)
+            stack.enter_context(_writer_lock(d))
+        manifests = {}
+        for d, exp in dirs.items():
+            m = open_manifest(exp, d, read_manifest(d), backend.name, [backend.model_id])
+            m["backend_settings"].append(backend.settings())
+            m["model_ids"].append(backend.model_id)
+            manifest_io.write(d, m)
+            manifests[d] = m
+            engine, done = engines[exp.debate], completed_ids(model_dir(d, backend.model_id))
+            already[d] = 0
+            for j in grid[d]:
+                did = engine.debate_id(j)
+                if did in done:
+                    already[d] += 1
+                    skipped_rounds += engine.steps(j)
+                    continue
+                if not owner[did]:
+                    todo[exp.debate].append(j)
+                owner[did].append(d)
+        summary.total = sum(map(len, grid.values()))
+        summary.already_done = sum(already.values())
+        bar = Progress(sum(engines[exp.debate].steps(j) for d, exp in dirs.items()
+                           for j in grid[d]), progress)
+        bar.skip(skipped_rounds)
+        writers = {d: stack.enter_context(RecordWriter(model_dir(d, backend.model_id)))
+                   for d in dirs}
+        written: dict[Path, int] = defaultdict(int)
+        per_chunk = min(exp.chunk_questions for exp in dirs.values())
+        for key, engine in engines.items():
+            bar.follow(engine)
+            for chunk in _chunks(_by_question(todo[key]), per_chunk):
+                for record in engine.run(chunk):
+                    for d in owner[record["debate_id"]]:
+                        writers[d].write(record)
+                        written[d] += 1
+                    bar.counts(sum(written.values()))
+                for w in writers.values():
+                    w.sync()
+            summary.failed += engine.failed
+            summary.generate_calls += engine.generate_calls
+            summary.requests += engine.requests
+            summary.tokens += engine.tokens
+            summary.cache_hits += engine.cache_hits
+        bar.close()
+        summary.written = sum(written.values())
+        for d, m in manifests.items():
+            m["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            m["complete"] = already[d] + written[d] == len(grid[d])
+            manifest_io.write(d, m)
+    return summary
+
+
+def _task_for() -> Any:
+    from pear.tasks import grading
+    return grading.get
+
+
+def _by_question(todo: Sequence[Job]) -> list[Job]:
+    """``todo`` with the jobs of each (seed, question) together, groups in first-seen order
+    (every grid lists its jobs by seed, dataset and question), so that a chunk holds every
+    grid's debates of its questions."""
+    groups: dict[tuple, list[Job]] = {}
+    for j in todo:
+        groups.setdefault((j.seed, j.question.dataset, j.question.id), []).append(j)
+    return [j for g in groups.values() for j in g]

@@ -1,0 +1,107 @@
+"""The studies' variants: run together in one pass, or read from the main run where they
+coincide with it; either way the records are those separate runs write."""
+import dataclasses
+
+import pytest
+
+from pear.backends.simulated import SimulatedBackend
+from pear.paper import studies
+from pear.paper.study import load_results
+from pear.runs.experiment import answer_key, read_manifest, run
+from pear.runs.together import grid_debate_ids, recorded_in, run_together
+from pear.store.records import TIMING_FIELDS, read_records
+
+
+def _content(run_dir):
+    return {r["debate_id"]: {k: v for k, v in r.items() if k not in TIMING_FIELDS}
+            for r in read_records(run_dir)}
+
+
+@pytest.fixture(scope="module")
+def grid():
+    """Two GSM8K questions x one seed of the studies' grid, 2 rounds (fast)."""
+    exp = studies.preset_experiment("beyond", seeds="0", n_questions=2)
+    return dataclasses.replace(exp, datasets=("gsm8k",),
+                               debate=dataclasses.replace(exp.debate, rounds=2))
+
+
+def _backend(exp):
+    return SimulatedBackend(answer_key(exp), n_agents=exp.debate.n_agents)
+
+
+def test_one_pass_writes_what_separate_runs_write(tmp_path, grid):
+    taus = studies.temperature_variants(grid)
+    variants = {"tau=0": taus["tau=0"], "tau=0.7": taus["tau=0.7"], "Random": taus["Random"],
+                "consensus": studies.stop_variants(grid)["consensus"],
+                "adversarial": studies.population_variants(grid)["adversarial"]}
+    requests_apart = sum(run(exp, _backend(exp), tmp_path / "apart" / name,
+                             progress=False).requests for name, exp in variants.items())
+    together = {tmp_path / "together" / name: exp for name, exp in variants.items()}
+    s = run_together(together, _backend(grid), progress=False)
+    assert s.total == s.written == sum(len(_content(tmp_path / "apart" / n)) for n in variants)
+    assert s.already_done == 0 and not s.failed
+    for name in variants:
+        apart, shared = _content(tmp_path / "apart" / name), _content(tmp_path / "together" / name)
+        assert len(shared) == {"tau=0": 2, "tau=0.7": 2, "Random": 2, "consensus": 8,
+                               "adversarial": 14}[name]
+        assert shared == apart, name
+        m = read_manifest(tmp_path / "together" / name)
+        assert m["complete"] is True
+        assert m["protocol"] == read_manifest(tmp_path / "apart" / name)["protocol"]
+    # tau=0, tau=0.7 and Random differ only in the router: one engine, one round-0 request
+    # per (seed, question, agent) for the three (2 questions x 5 agents, not 3 x that)
+    assert requests_apart - s.requests == 2 * 2 * 5
+    again = run_together(together, _backend(grid), progress=False)
+    assert (again.written, again.already_done) == (0, s.total)  # a resume runs nothing
+
+
+def test_a_variant_the_main_run_recorded_is_read_from_it(tmp_path, grid):
+    main = tmp_path / "sim-simulated"
+    main_exp = dataclasses.replace(grid, methods=("cot",) + grid.methods)
+    run(main_exp, _backend(main_exp), main, progress=False)
+    recorded = _content(main)
+    taus = studies.temperature_variants(grid)
+    variants = {k: taus[k] for k in ("tau=0.1", "tau=0.3", "Random")}
+    runs = studies.run_variants("simulated", variants, main)
+    for name, method in (("tau=0.1", "pear"), ("Random", "random")):
+        res = runs[name]
+        assert res.runs_dir == main and not studies.variant_dir(main, name).exists()
+        ids = set(res.debates["debate_id"])
+        assert ids == {i for i, r in recorded.items() if r["method"] == method}
+        assert ids == set(grid_debate_ids(variants[name], res.models[0], "simulated"))
+        read = {r["debate_id"]: {k: v for k, v in r.items() if k not in TIMING_FIELDS}
+                for r in res.records()}
+        assert read == {i: recorded[i] for i in ids}  # the main run's records themselves
+    other = runs["tau=0.3"]  # not in the main run: run into its own directory
+    assert other.runs_dir == studies.variant_dir(main, "tau=0.3")
+    assert not set(other.debates["debate_id"]) & set(recorded)
+    # the studies' results are those of separate runs: the temperature table, from the
+    # main run's records or from a run of the variant alone
+    alone = {"tau=0.1": load_results(_run_alone(tmp_path / "alone", variants["tau=0.1"]),
+                                      variants["tau=0.1"]),
+             "tau=0.3": other, "Random": runs["Random"]}
+    assert studies.temperature_table(runs, n_states=20).equals(
+        studies.temperature_table(alone, n_states=20))
+    replay = studies.run_variants("replay", variants, main)
+    assert set(replay["tau=0.1"].debates["debate_id"]) == set(runs["tau=0.1"].debates["debate_id"])
+
+
+def _run_alone(out, exp):
+    run(exp, _backend(exp), out, progress=False)
+    return out
+
+
+def test_a_main_run_of_another_setting_is_never_read(tmp_path, grid):
+    main = tmp_path / "main"
+    other = dataclasses.replace(grid, debate=dataclasses.replace(grid.debate, rounds=1))
+    run(other, _backend(other), main, progress=False)
+    model_id = _backend(grid).model_id
+    honest = studies.population_variants(grid)["honest"]
+    assert recorded_in(honest, main, model_id, "simulated") is None  # protocol differs
+    assert recorded_in(studies.population_variants(other)["honest"], main, model_id,
+                       "simulated") is not None
+    assert recorded_in(studies.population_variants(other)["honest"], main, "another-model",
+                       "simulated") is None
+    more = dataclasses.replace(other, n_questions=3)  # a debate the main run lacks
+    assert recorded_in(studies.population_variants(more)["honest"], main, model_id,
+                       "simulated") is None
