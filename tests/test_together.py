@@ -7,8 +7,10 @@ import pytest
 from pear.backends.simulated import SimulatedBackend
 from pear.paper import studies
 from pear.paper.study import load_results
-from pear.runs.experiment import answer_key, read_manifest, run
-from pear.runs.together import grid_debate_ids, recorded_in, run_together
+from pear.runs.grid import answer_key
+from pear.runs.runner import debate_ids, run
+from pear.runs.together import recorded_in, run_together
+from pear.store.manifest import read as read_manifest
 from pear.store.records import TIMING_FIELDS, read_records
 
 
@@ -68,7 +70,7 @@ def test_a_variant_the_main_run_recorded_is_read_from_it(tmp_path, grid):
         assert res.runs_dir == main and not studies.variant_dir(main, name).exists()
         ids = set(res.debates["debate_id"])
         assert ids == {i for i, r in recorded.items() if r["method"] == method}
-        assert ids == set(grid_debate_ids(variants[name], res.models[0], "simulated"))
+        assert ids == set(debate_ids(variants[name], res.models[0], "simulated"))
         read = {r["debate_id"]: {k: v for k, v in r.items() if k not in TIMING_FIELDS}
                 for r in res.records()}
         assert read == {i: recorded[i] for i in ids}  # the main run's records themselves

@@ -26,7 +26,7 @@ from pear.runs.provenance import open_manifest
 from pear.store import manifest as manifest_io
 from pear.store.records import RecordWriter, completed_ids
 
-__all__ = ["run", "RunSummary", "model_dir", "Population", "LOCK_FILE"]
+__all__ = ["run", "RunSummary", "model_dir", "Population", "LOCK_FILE", "debate_ids"]
 
 
 def model_dir(out_dir: str | os.PathLike[str], model: str) -> Path:
@@ -223,15 +223,25 @@ class Population:
 
 def _all_done(exp: Experiment, backend_name: str, model_id: str, all_jobs: Sequence[Job],
               done: set[str]) -> bool:
-    """Whether every job of a model is recorded; debate ids need only the model id and the
-    backend name, so no model is loaded to find out."""
+    """Whether every job of a model is recorded (:func:`debate_ids`: no model is loaded to
+    find out)."""
+    return all(i in done for i in debate_ids(exp, model_id, backend_name, all_jobs))
+
+
+def debate_ids(exp: Experiment, model_id: str, backend_name: str,
+               all_jobs: Sequence[Job] | None = None) -> list[str]:
+    """The debate id of each job (default: every job of ``exp``'s grid for ``model_id``,
+    :func:`model_grid`) as model ``model_id`` on backend ``backend_name`` records it: ids
+    need only the model id and the backend name, so no model is loaded to name them."""
 
     class _Identity:  # what Engine.identity reads from a backend
         def __init__(self) -> None:
             self.model_id, self.name = model_id, backend_name
 
     engine = Engine(_Identity(), exp.debate)  # type: ignore[arg-type]
-    return all(engine.debate_id(j) in done for j in all_jobs)
+    if all_jobs is None:
+        all_jobs = jobs(model_grid(exp, model_id))
+    return [engine.debate_id(j) for j in all_jobs]
 
 
 def _chunks(todo: Sequence[Job], per_chunk: int) -> Iterable[list[Job]]:

@@ -1,7 +1,7 @@
 """Several grids in one pass, and the debates one grid can take from another run.
 
 A study varies one setting of a grid (the router's temperature, the stop rule, one agent's
-role): each *variant* is an :class:`~pear.runs.experiment.Experiment` recorded in its own run
+role): each *variant* is an :class:`~pear.runs.grid.Experiment` recorded in its own run
 directory, since runs of different protocols never share one.
 
 * :func:`recorded_in` -- whether a run directory already holds every debate of a grid: its
@@ -15,7 +15,7 @@ directory, since runs of different protocols never share one.
   :class:`~pear.core.engine.Engine` together, so its lockstep batches hold every variant's
   debates of a question (one round-0 request per (seed, question, agent) for all of them);
   each record is appended to its own grid's directory (manifest, append-only records,
-  fsync per chunk, resumable) exactly as :func:`pear.runs.experiment.run` would write it.
+  fsync per chunk, resumable) exactly as :func:`pear.runs.runner.run` would write it.
   Every request's seed derives from (seed, method, question, agent, round), never from the
   batch, so a record is the same, timing fields aside, whichever grids share the pass.
 """
@@ -29,28 +29,15 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from pear.core.engine import Engine, Job
-from pear.runs.experiment import (Experiment, Progress, RunSummary, _chunks, _writer_lock,
-                                  jobs, model_dir, model_grid, open_manifest, read_manifest)
+from pear.runs.grid import Experiment, model_grid
+from pear.runs.jobs import jobs
+from pear.runs.progress import Progress
+from pear.runs.provenance import open_manifest
+from pear.runs.runner import RunSummary, _chunks, _writer_lock, debate_ids, model_dir
 from pear.store import manifest as manifest_io
 from pear.store.records import RecordWriter, completed_ids
 
-__all__ = ["grid_debate_ids", "recorded_in", "run_together"]
-
-
-class _Identity:
-    """What :meth:`Engine.identity` reads of a backend: its model id and name (no model is
-    loaded to name a grid's debates)."""
-
-    def __init__(self, model_id: str, name: str) -> None:
-        self.model_id, self.name = model_id, name
-
-
-def grid_debate_ids(exp: Experiment, model_id: str, backend_name: str) -> list[str]:
-    """The debate id of every debate of ``exp``'s grid run by model ``model_id`` on backend
-    ``backend_name`` (:func:`pear.runs.experiment.jobs` of :func:`model_grid`), in grid
-    order."""
-    engine = Engine(_Identity(model_id, backend_name), exp.debate)  # type: ignore[arg-type]
-    return [engine.debate_id(j) for j in jobs(model_grid(exp, model_id))]
+__all__ = ["recorded_in", "run_together"]
 
 
 def recorded_in(exp: Experiment, run_dir: str | os.PathLike[str], model_id: str,
@@ -59,14 +46,14 @@ def recorded_in(exp: Experiment, run_dir: str | os.PathLike[str], model_id: str,
     manifest of the same setting (protocol, backend, model, data, no shard), else None.
     ``recorded``: the ids recorded in ``run_dir`` when the caller has them (else read)."""
     from pear.tasks.benchmarks import sha256_files
-    old = read_manifest(run_dir) if Path(run_dir).is_dir() else None
+    old = manifest_io.read(run_dir) if Path(run_dir).is_dir() else None
     if old is None:
         return None
     wanted = {"protocol": exp.protocol(), "backend": backend_name, "models": [model_id],
               "data_sha256": sha256_files(), "shard": None}
     if manifest_io.diff_keys(old, wanted) or exp.shard is not None:
         return None
-    ids = grid_debate_ids(exp, model_id, backend_name)
+    ids = debate_ids(exp, model_id, backend_name)
     have = recorded if recorded is not None else completed_ids(model_dir(run_dir, model_id))
     return ids if ids and all(i in have for i in ids) else None
 
@@ -77,15 +64,15 @@ def run_together(grids: Mapping[str | os.PathLike[str], Experiment], backend: An
     directory with ``backend`` (one model; see the module docstring), in one pass; returns
     the pass's summary (debates of all grids; each directory's manifest says whether its
     grid is complete).  Grids that name models, a mixed population or a shard are refused:
-    run those with :func:`pear.runs.experiment.run`."""
+    run those with :func:`pear.runs.runner.run`."""
     if not hasattr(backend, "generate"):
         raise ValueError("run_together takes one backend (one model); run grids that need a "
-                         "backend per model with pear.runs.experiment.run")
+                         "backend per model with pear.runs.runner.run")
     dirs = {Path(d): exp for d, exp in grids.items()}
     for d, exp in dirs.items():
         if exp.models or exp.debate.agent_models or exp.shard is not None:
             raise ValueError(f"grid for {str(d)!r} names models, a mixed population or a "
-                             "shard: run it with pear.runs.experiment.run")
+                             "shard: run it with pear.runs.runner.run")
     summary = RunSummary(total=0, already_done=0, written=0, failed=[], generate_calls=0,
                          requests=0, tokens=0, cache_hits=0)
     grid = {d: jobs(model_grid(exp, backend.model_id)) for d, exp in dirs.items()}
@@ -103,7 +90,7 @@ def run_together(grids: Mapping[str | os.PathLike[str], Experiment], backend: An
             stack.enter_context(_writer_lock(d))
         manifests = {}
         for d, exp in dirs.items():
-            m = open_manifest(exp, d, read_manifest(d), backend.name, [backend.model_id])
+            m = open_manifest(exp, d, manifest_io.read(d), backend.name, [backend.model_id])
             m["backend_settings"].append(backend.settings())
             m["model_ids"].append(backend.model_id)
             manifest_io.write(d, m)
