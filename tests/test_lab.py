@@ -1,7 +1,8 @@
 """``make lab``: JupyterLab on the notebooks, where the jupytext ``.py`` notebooks open as
 notebooks.  The test takes the settings and the server options from the Makefile's own
 recipe (``make -n lab``), starts the server on a free port and asks it over its REST API.
-It needs JupyterLab in this environment (``make lab`` installs the ``lab`` extra)."""
+It needs JupyterLab in this environment (``make lab`` installs the locked ``lab``
+profile, requirements/lab.txt)."""
 from __future__ import annotations
 
 import json
@@ -24,9 +25,10 @@ def _recipe(venv: Path) -> list[str]:
     return out.replace("\\\n", " ").splitlines()
 
 
-def test_make_lab_installs_the_lab_extra_and_sets_the_jupytext_viewer(tmp_path):
+def test_make_lab_installs_the_locked_lab_profile_and_sets_the_jupytext_viewer(tmp_path):
     lines = _recipe(tmp_path / "venv")
-    assert any("pip install" in x and ".[notebooks,lab]" in x for x in lines)
+    assert any("pip install" in x and "--require-hashes" in x and "-r requirements/lab.txt" in x
+               for x in lines)
     echo = next(x for x in lines if "overrides.json" in x and x.startswith("echo"))
     assert '"python": "Jupytext Notebook"' in echo
     assert any("jupyter lab" in x and "default_url=/lab/tree/notebooks" in x for x in lines)
