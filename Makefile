@@ -26,12 +26,9 @@ POPULATION ?=
 # exactly its versions, each file checked against its sha256, then the project itself.
 LOCKED  := -m pip install -q --require-hashes --no-deps
 PROJECT := -m pip install -q --no-deps -e .
-# llama-cpp-python is built from source: only the libraries the CPU backend loads (libllama,
-# ggml); no multimodal (mtmd/llava), tools, tests, examples, server binaries or curl.  Your own
-# CMAKE_ARGS (e.g. -DGGML_CUDA=on) come after these.
-LLAMA_CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF \
-  -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_CURL=OFF \
-  -DLLAMA_OPENSSL=OFF
+# llama-cpp-python is built from source with these CMake options; your own CMAKE_ARGS
+# (e.g. -DGGML_CUDA=on) come after them.
+LLAMA_CMAKE_ARGS ?=
 LLAMA_BUILD := CMAKE_ARGS="$(LLAMA_CMAKE_ARGS) $$CMAKE_ARGS"
 
 ifeq ($(BACKEND),vllm)
