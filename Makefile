@@ -69,7 +69,7 @@ $(VENV)/.installed-base: pyproject.toml requirements/base.txt
 	@touch $@
 
 # the locks: `make lock` resolves every profile of scripts/lock.py again (uv, pinned in the
-# `lock` extra); `make lock-check` fails, naming each difference, when pyproject.toml and
+# `lock` extra), keeping the pins that still fit (`make lock UPGRADE=1`: the newest); `make lock-check` fails, naming each difference, when pyproject.toml and
 # requirements/ disagree (offline)
 LOCK_VENV := .venv-lock
 $(LOCK_VENV)/.installed: requirements/lock.txt
@@ -78,7 +78,7 @@ $(LOCK_VENV)/.installed: requirements/lock.txt
 	@touch $@
 
 lock: $(LOCK_VENV)/.installed
-	$(LOCK_VENV)/bin/python scripts/lock.py write
+	$(LOCK_VENV)/bin/python scripts/lock.py write $(if $(UPGRADE),--upgrade,)
 
 lock-check: $(LOCK_VENV)/.installed
 	$(LOCK_VENV)/bin/python scripts/lock.py check

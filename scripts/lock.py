@@ -101,7 +101,9 @@ def _uv() -> list[str]:
     return [sys.executable, "-m", "uv"]
 
 
-def write(root: Path, names: list[str]) -> None:
+def write(root: Path, names: list[str], upgrade: bool = False) -> None:
+    """Resolve ``names`` again; a lock's current pins are kept where they still fit (uv takes the
+    output file's pins as preferences) unless ``upgrade``."""
     uv_version = subprocess.run(_uv() + ["--version"], check=True, capture_output=True,
                                 text=True).stdout.split()[:2]
     uv_version = " ".join(uv_version)
@@ -113,7 +115,9 @@ def write(root: Path, names: list[str]) -> None:
         out.parent.mkdir(exist_ok=True)
         cmd = _uv() + ["pip", "compile", "-", "--generate-hashes", "--no-header",
                        "--python-version", PYTHON_VERSION, "--python-platform", PLATFORM,
-                       "--quiet"]
+                       "--quiet", "--output-file", str(out)]
+        if upgrade:
+            cmd += ["--upgrade"]
         if profile.constrain_to:
             cmd += ["--constraint", str(lock_path(root, profile.constrain_to))]
         for package in profile.no_emit:
@@ -126,11 +130,14 @@ def write(root: Path, names: list[str]) -> None:
         overrides.write_text("\n".join(OVERRIDES) + "\n")
         cmd += ["--override", str(overrides)]
         try:
-            body = subprocess.run(cmd, input="\n".join(inputs(root, name)) + "\n",
-                                  check=True, capture_output=True, text=True, cwd=root,
-                                  env={**os.environ, "UV_NO_CONFIG": "1"}).stdout
+            subprocess.run(cmd, input="\n".join(inputs(root, name)) + "\n", check=True,
+                           capture_output=True, text=True, cwd=root,
+                           env={**os.environ, "UV_NO_CONFIG": "1"})
         finally:
             overrides.unlink()
+        body = "".join(line for line in out.read_text().splitlines(keepends=True)
+                       if not line.startswith(("# requirements/", "# Written by", "# pyproject",
+                                               "# input: ", "# override: ")))
         out.write_text(header(root, name, uv_version) + body)
         print(f"wrote {out.relative_to(root)}: {len(pins(out.read_text()))} packages")
 
@@ -216,9 +223,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=ROOT)
     parser.add_argument("--profile", action="append", choices=list(PROFILES),
                         help="write only these profiles (default: all)")
+    parser.add_argument("--upgrade", action="store_true",
+                        help="newest versions within pyproject's ranges (default: keep the pins "
+                             "that still fit)")
     args = parser.parse_args(argv)
     if args.command == "write":
-        write(args.root, args.profile or list(PROFILES))
+        write(args.root, args.profile or list(PROFILES), args.upgrade)
         return 0
     problems = check(args.root)
     for p in problems:
