@@ -1,12 +1,13 @@
 """``pear import FORMAT FILE... --out RUN``: other frameworks' recorded debates as a PEAR run.
 
 A reader (:mod:`pear.store.readers`) reads each file; every debate becomes one record of the
-schema (:mod:`pear.core.record`) with, per round, each agent's full text, its answer read and
-graded by our grader for the dataset, the majority vote (:func:`pear.core.vote.vote`) and the
-edges (everyone hears everyone in these protocols: the clique of the debate's size,
-:func:`pear.core.graphs.fixed_topology`).  Questions found in our benchmark by their text take
-our id and gold answer (the file's gold is kept in ``imported.file_gold`` and compared with
-ours); others keep the file's gold.  What these protocols do not have is absent, not
+schema (:mod:`pear.core.record`) with, per round, each agent's full text, the final answer it
+states (:func:`pear.core.parsing.final_answer`: what a careful reader reads, units and
+trailing prose aside) as our grader for the dataset reads and grades it, the majority vote
+(:func:`pear.core.vote.vote`) and the edges (everyone hears everyone in these protocols: the
+clique of the debate's size, :func:`pear.core.graphs.fixed_topology`).  Questions found in our
+benchmark by their text take our id and gold answer (the file's gold is kept in
+``imported.file_gold`` and compared with ours); others keep the file's gold.  What these protocols do not have is absent, not
 invented: confidences are null, there are no critiques, no router and no influence; token
 counts are not recorded (0) and the manifest says so.
 
@@ -35,6 +36,7 @@ import numpy as np
 
 from pear.core.graphs import fixed_topology
 from pear.core.hashing import debate_id, derive_seed, file_sha256, hex_id
+from pear.core.parsing import final_answer
 from pear.core.record import SCHEMA_VERSION
 from pear.core.vote import vote
 from pear.store import manifest as manifest_io
@@ -135,7 +137,8 @@ def _record(raw: RawDebate, file: Path, *, fmt: str, dataset: str, task: Task, m
     rounds, failures = [], 0
     for r in range(rounds_n):
         texts = [raw.texts[a][r] for a in range(n)]
-        answers = [task.canonical(t) for t in texts]  # the final answer read from the text
+        # the final answer each text states (else the whole text), as our grader reads it
+        answers = [task.canonical(final_answer(t) or t) for t in texts]
         judged = task.judge(answers, q)
         agents = []
         for a, (text, answer, cls, grade) in enumerate(zip(texts, answers, judged.classes,
