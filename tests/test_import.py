@@ -349,3 +349,21 @@ def test_replay_build_on_an_imported_run(du_gsm, tmp_path, capsys):
     assert "0 contradicted" in claims and "imported debates (another framework's protocol" \
         in claims
     assert "imported debates, not run here" in (figures / "main_results.md").read_text()
+
+
+def test_a_cached_import_by_another_importer_version_is_imported_again(du_gsm, tmp_path):
+    from pear.paper.real_debates import imported_run
+    from pear.store.importing import IMPORT_VERSION
+    run = imported_run("du", du_gsm, tmp_path / "run", dataset="gsm8k")
+    first = manifest.read(run)["imported"]
+    assert first["version"] == IMPORT_VERSION
+    assert imported_run("du", du_gsm, run, dataset="gsm8k") == run  # the same: kept
+    assert manifest.read(run)["imported"]["imported_at"] == first["imported_at"]
+    old = json.loads((run / "manifest.json").read_text())
+    old["imported"]["version"] = IMPORT_VERSION - 1  # an import by the reader before
+    old["imported"]["imported_at"] = "2000-01-01T00:00:00+00:00"
+    (run / "manifest.json").write_text(json.dumps(old))
+    imported_run("du", du_gsm, run, dataset="gsm8k")
+    again = manifest.read(run)["imported"]
+    assert again["version"] == IMPORT_VERSION and again["imported_at"] != old["imported"][
+        "imported_at"]

@@ -32,16 +32,18 @@ SHIPPED = {"dylan-math500": ("dylan", "dylan-math500-gpt35.json.gz", "math500",
 def imported_run(fmt: str, file: str | os.PathLike[str], out: str | os.PathLike[str], *,
                  dataset: str, model: str = "", grading: str | None = None) -> Path:
     """The run directory ``out`` holding ``file`` imported (imported now unless ``out``
-    already holds exactly this file's import, checked by its sha256)."""
+    already holds exactly this file's import by this importer, checked by its sha256 and the
+    import's version)."""
     from pear.store import manifest
     from pear.core.hashing import file_sha256
-    from pear.store.importing import import_files
+    from pear.store.importing import IMPORT_VERSION, import_files
     out, file = Path(out), Path(file)
     old = manifest.read(out) if out.is_dir() else None
     if old and old.get("imported"):
         files = old["imported"].get("files") or []
         from pear.tasks.benchmarks import sha256_files
         if [f.get("sha256") for f in files] == [file_sha256(file)] and \
+                old["imported"].get("version") == IMPORT_VERSION and \
                 old["imported"].get("datasets") == [dataset] and \
                 old.get("data_sha256") == sha256_files():  # matched against these benchmarks
             return out

@@ -7,13 +7,15 @@ trailing prose aside) as our grader for the dataset reads and grades it, the maj
 (:func:`pear.core.vote.vote`) and the edges (everyone hears everyone in these protocols: the
 clique of the debate's size, :func:`pear.core.graphs.fixed_topology`).  Questions found in our
 benchmark by their text take our id and gold answer (the file's gold is kept in
-``imported.file_gold`` and compared with ours); others keep the file's gold.  What these protocols do not have is absent, not
-invented: confidences are null, there are no critiques, no router and no influence; token
-counts are not recorded (0) and the manifest says so.
+``imported.file_gold`` and compared with ours); others keep the file's gold.  What these
+protocols do not have is absent, not invented: confidences are null, there are no critiques,
+no router and no influence; token counts are not recorded (0) and the manifest says so.
 
 The run directory gets a manifest (:mod:`pear.store.manifest`) whose ``imported`` part names
-the format, each file with its sha256, the model as given, the grading kind and the counts
-(debates, matched, golds that disagree, bad entries).  Bad input (a file not in the format,
+the format, each file with its sha256, the model as given, the grading kind, the source's
+protocol (:class:`pear.core.protocols.Protocol`: stop rule, who hears whom and when, what an
+agent sees, who leaves; the reader's :meth:`~pear.store.readers.Reader.protocol`) and the
+counts (debates, matched, golds that disagree, bad entries).  Bad input (a file not in the format,
 agents with different round counts, an answer-less gold, truncated JSON) is one error naming
 the file and the entry, and nothing is written; with ``skip_bad`` the bad entries are left
 out and listed in the manifest.  Records are written to a temporary directory and moved into
@@ -46,7 +48,12 @@ from pear.store.records import RECORDS_FILE, RecordWriter
 from pear.tasks.benchmarks import DATASETS, Question, match_question, sha256_files
 from pear.tasks.grading import Task, for_kind, get, kind_of
 
-__all__ = ["ImportSummary", "import_files", "IMPORT_BACKEND", "IMPORT_METHOD"]
+__all__ = ["ImportSummary", "import_files", "IMPORT_BACKEND", "IMPORT_METHOD", "IMPORT_VERSION"]
+
+IMPORT_VERSION = 2
+"""What an import writes, versioned (the manifest's ``imported.version``): 2 reads each
+answer's stated final answer (:func:`pear.core.parsing.final_answer`) and records the source's
+protocol.  A cached import of another version is imported again."""
 
 IMPORT_BACKEND = "imported"
 """The ``backend`` identity field of imported records."""
@@ -188,6 +195,7 @@ def import_files(fmt: str, files: Sequence[str | os.PathLike[str]],
     records: list[dict[str, Any]] = []
     bad: list[BadEntry] = []
     seen: dict[str, int] = {}
+    protocol = None
     sources = []
     for f in map(Path, files):
         jobs = []
@@ -195,6 +203,7 @@ def import_files(fmt: str, files: Sequence[str | os.PathLike[str]],
             if isinstance(item, BadEntry):
                 bad.append(item)
                 continue
+            protocol = protocol or rd.protocol(item)
             ours = match_question(dataset, item.question) if dataset in DATASETS else None
             qid = ours.id if ours is not None else _question(item, dataset, fmt, task).id
             seed = seen.get(qid, 0)  # the same question again: another sample (seed 1, 2..)
@@ -221,6 +230,7 @@ def import_files(fmt: str, files: Sequence[str | os.PathLike[str]],
         raise ValueError(f"no debate could be imported from {', '.join(map(str, files))}"
                          + (f" ({len(bad)} bad entries; first: {bad[0].message()})"
                             if bad else ""))
+    assert protocol is not None  # set by the first debate read
     matched = sum(r["imported"]["matched"] for r in records)
     disagree = sum(r["imported"]["gold_agrees"] is False for r in records)
     tmp = out.parent / f".{out.name}.importing-{os.getpid()}"
@@ -233,7 +243,9 @@ def import_files(fmt: str, files: Sequence[str | os.PathLike[str]],
         seconds = time.perf_counter() - t0
         manifest_io.write(tmp, {
             "imported": {
-                "format": fmt, "files": sources, "model": model, "datasets": [dataset],
+                "version": IMPORT_VERSION, "format": fmt, "files": sources, "model": model,
+                "datasets": [dataset],
+                "protocol": protocol.to_dict(),
                 "grading": kind_of(task), "debates": len(records), "matched": matched,
                 "unmatched": len(records) - matched, "gold_disagree": disagree,
                 "bad_count": len(bad),

@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Iterator
 
+from pear.core.protocols import Protocol
+
 __all__ = ["RawDebate", "BadEntry", "BadInput", "Reader", "load_json", "load_archive",
            "agent_texts", "gold_text", "short", "debate"]
 
@@ -95,6 +97,11 @@ class Reader(ABC):
     @abstractmethod
     def entries(self, path: Path, data: Any) -> Iterator[RawDebate | BadEntry]:
         """The debates (or bad entries) of a file whose JSON is ``data``."""
+
+    @abstractmethod
+    def protocol(self, first: RawDebate) -> Protocol:
+        """The protocol the framework ran the debates under (``first``: a file's first
+        debate, for a protocol whose agents and rounds each file sets)."""
 
     def read(self, path: str | os.PathLike[str]) -> Iterator[RawDebate | BadEntry]:
         """Every debate of the file at ``path`` (``.json``, ``.json.gz``, or a ``.tgz`` /

@@ -14,9 +14,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
+from pear.core.protocols import Protocol
 from pear.store.readers.base import BadEntry, RawDebate, Reader, debate
 
-__all__ = ["DuReader"]
+__all__ = ["DuReader", "DU_SOURCE"]
 
 
 class DuReader(Reader):
@@ -36,3 +37,26 @@ class DuReader(Reader):
                                                "[agent_contexts, gold]")
                 continue
             yield debate(path, key, key, value[0], value[1])
+
+    def protocol(self, first: RawDebate) -> Protocol:
+        """Every agent answers every round, all at once, hearing the full answers of all the
+        others of the previous round; no early stop; agents and rounds as the file has them
+        (``gsm_3_2``: 3 x 2).
+
+        >>> chat = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "4"}]
+        >>> (d,) = DuReader().entries(Path("x.json"), {"2+2?": [[chat, chat], "4"]})
+        >>> p = DuReader().protocol(d)
+        >>> (p.agents, p.rounds, p.order, p.stop, p.drop)
+        (2, 1, 'simultaneous', None, None)
+        """
+        return Protocol(name="du", agents=first.n_agents, rounds=first.n_rounds,
+                        order="simultaneous", source=DU_SOURCE)
+
+
+DU_SOURCE = (
+    "composable-models/llm_multiagent_debate gsm/gen_gsm.py, mmlu/gen_mmlu.py: for each round "
+    "and agent in turn, construct_message(agent_contexts[:i] + agent_contexts[i+1:], question, "
+    "2*round - 1) quotes every other agent's answer of the previous round in full ('One agent "
+    "solution: ```...```'); agents x rounds fixed (3 x 2), no stop; the agent's own earlier "
+    "answers stay in its chat")
+"""Where :meth:`DuReader.protocol`'s facts come from."""

@@ -14,9 +14,10 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
+from pear.core.protocols import Drop, Protocol, Quorum
 from pear.store.readers.base import BadEntry, RawDebate, Reader, debate
 
-__all__ = ["DylanReader", "problem_text"]
+__all__ = ["DylanReader", "problem_text", "PROTOCOL"]
 
 _TAIL = re.compile(r"\s*Answer:\s*$")
 
@@ -49,3 +50,21 @@ class DylanReader(Reader):
                 continue
             yield debate(path, question, question, value[0], value[1],
                          {"level": value[2], "subject": value[3]})
+
+    def protocol(self, first: RawDebate) -> Protocol:
+        """DyLAN's CoT baseline (:data:`PROTOCOL`), the same for every file."""
+        return PROTOCOL
+
+
+PROTOCOL = Protocol(
+    name="dylan-cot", agents=4, rounds=3, order="sequential",
+    stop=Quorum(share=2 / 3, after=3), drop=Drop(before_round=2, keep=2, by="llm_ranker"),
+    source=(
+        "SALT-NLP/DyLAN code/MATH/llmlp_gen_math_listwise_cot.py (agents = 4, rounds = 3; "
+        "check_reach_consensus after each agent i >= floor(2/3 * 4): most frequent answer "
+        "held by more than floor(2/3 * answered); the record keeps the agents answered so "
+        "far; construct_ranking_message + parse_ranks keep the best 2 before round 2) and the "
+        "records exp/MATH/CoT/*_4_3.json: shapes 4x1, 3x1, 4x2, 3x2, 2x2, 2x3; from round 1 "
+        "each agent's message quotes the 3 other agents' latest answers in full (agents "
+        "before it in the round with this round's answer), without confidences or critiques"))
+"""DyLAN's CoT baseline as its code and its records show it (docs/records.md)."""
