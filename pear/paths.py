@@ -12,7 +12,7 @@ __all__ = ["PACKAGE_DIR", "REPO_ROOT", "DATA_DIR", "BENCHMARKS_DIR", "PAPER_DIR"
            "REAL_DEBATES_DIR",
            "FIGURES_DIR", "BUILD_DIR", "NOTEBOOKS_DIR", "TEMPLATES_FILE", "RECORDS_FILE",
            "RUN_MANIFEST", "VIEW_DIR", "VIEW_MANIFEST", "CACHE_FILE", "SITE_DIR",
-           "EXECUTED_DIR", "cache_path"]
+           "EXECUTED_DIR", "cache_path", "studies_dir"]
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_ROOT = PACKAGE_DIR.parent
@@ -40,3 +40,11 @@ CACHE_FILE = "cache.sqlite"      # a run directory's response cache (pear.backen
 def cache_path(run_dir: str | Path) -> Path:
     """The response cache of the run in ``run_dir`` (studies and branches of a run share it)."""
     return Path(run_dir) / CACHE_FILE
+
+
+def studies_dir(run_dir: str | Path) -> Path:
+    """Where the studies' variants and branches of a run are recorded: ``<run_dir>-studies/``
+    beside the run directory, never inside it (a run directory's records are one protocol's
+    grid)."""
+    root = Path(run_dir)
+    return root.with_name(root.name + "-studies")

@@ -41,6 +41,9 @@ from pear.catalog.labels import sort_rows
 from pear.analysis.metrics import GROUP, paired
 
 __all__ = [
+    "ALPHA",
+    "BOOTSTRAP_RESAMPLES",
+    "BOOTSTRAP_SEED",
     "McNemarResult",
     "PowerResult",
     "mcnemar",
@@ -61,6 +64,13 @@ __all__ = [
     "significance",
     "rank_agreement",
 ]
+
+
+ALPHA = 0.05  # conventional; the study's tests are at the 5% level
+"""The level of every test and interval here: two-sided tests at ``ALPHA``, ``1 - ALPHA``
+(95%) intervals."""
+BOOTSTRAP_RESAMPLES = 10000  # our choice (scipy's default); the study reports no bootstrap
+BOOTSTRAP_SEED = 0  # our choice: one fixed seed, so that the table is reproducible
 
 
 def _count(name: str, value: int) -> int:
@@ -130,7 +140,7 @@ def mcnemar_table(correct_a: Sequence[int] | np.ndarray,
     return table, mcnemar(int(table[0, 1]), int(table[1, 0]))
 
 
-def wilson(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
+def wilson(k: int, n: int, alpha: float = ALPHA) -> tuple[float, float]:
     """Wilson score interval ``(low, high)`` of the proportion ``k / n`` (statsmodels).
 
     >>> wilson(0, 10)[0], wilson(10, 10)[1]
@@ -159,7 +169,7 @@ class PowerResult:
     rejection region of the exact two-sided test of p = 1/2 at level alpha."""
 
 
-def mcnemar_power(b: int, c: int, alpha: float = 0.05) -> PowerResult:
+def mcnemar_power(b: int, c: int, alpha: float = ALPHA) -> PowerResult:
     """Post-hoc power of McNemar's test for the observed discordant pairs (b, c).
 
     >>> p = mcnemar_power(40, 15)
@@ -179,7 +189,7 @@ def mcnemar_power(b: int, c: int, alpha: float = 0.05) -> PowerResult:
     return PowerResult(normal=normal, exact=exact)
 
 
-def mcnemar_sample_size(b: int, c: int, n: int, alpha: float = 0.05, power: float = 0.8
+def mcnemar_sample_size(b: int, c: int, n: int, alpha: float = ALPHA, power: float = 0.8
                         ) -> int | None:
     """Questions that give McNemar's test ``power`` at the discordance observed in ``n``
     questions (b, c discordant pairs); None when b == c (no effect to detect).
@@ -257,7 +267,7 @@ def spearman(x: Sequence[float], y: Sequence[float], permutation: bool = False,
 
 
 def bootstrap_diff(correct_a: Sequence[int] | np.ndarray, correct_b: Sequence[int] | np.ndarray,
-                   n_resamples: int = 10000, alpha: float = 0.05, *,
+                   n_resamples: int = BOOTSTRAP_RESAMPLES, alpha: float = ALPHA, *,
                    rng: np.random.Generator,
                    method: Literal["percentile", "basic", "BCa"] = "percentile",
                    ) -> tuple[float, float, float]:
@@ -285,8 +295,9 @@ def bootstrap_diff(correct_a: Sequence[int] | np.ndarray, correct_b: Sequence[in
     return diff, float(ci.low), float(ci.high)
 
 
-def bootstrap_mean(values: Sequence[float] | np.ndarray, n_resamples: int = 10000,
-                   alpha: float = 0.05, *, rng: np.random.Generator
+def bootstrap_mean(values: Sequence[float] | np.ndarray,
+                   n_resamples: int = BOOTSTRAP_RESAMPLES,
+                   alpha: float = ALPHA, *, rng: np.random.Generator
                    ) -> tuple[float, float, float]:
     """Mean of one sample with a percentile bootstrap ``(1 - alpha)`` interval ``(low,
     high)``: ``n_resamples`` resamples with replacement drawn from ``rng``.  NaN entries
@@ -315,7 +326,7 @@ def bootstrap_mean(values: Sequence[float] | np.ndarray, n_resamples: int = 1000
 
 
 def bootstrap_diff_unpaired(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray,
-                            n_resamples: int = 10000, alpha: float = 0.05, *,
+                            n_resamples: int = BOOTSTRAP_RESAMPLES, alpha: float = ALPHA, *,
                             rng: np.random.Generator) -> tuple[float, float, float]:
     """``mean(a) - mean(b)`` of two independent samples (no pairing: what separate runs can
     claim) with a percentile bootstrap interval, each sample resampled on its own from
@@ -365,7 +376,7 @@ class PairedEffect:
 
 
 def paired_effect(correct_a: Sequence[int] | np.ndarray, correct_b: Sequence[int] | np.ndarray,
-                  n_resamples: int = 10000, alpha: float = 0.05, *,
+                  n_resamples: int = BOOTSTRAP_RESAMPLES, alpha: float = ALPHA, *,
                   rng: np.random.Generator) -> PairedEffect:
     """The paired comparison every table of this project reports: the accuracy difference,
     its paired bootstrap interval (:func:`bootstrap_diff`) and McNemar's exact p
@@ -409,7 +420,7 @@ _SIGNIFICANCE_COLUMNS = ["model", "dataset", "best_baseline", "best_baseline_acc
 
 
 def significance(debates: pd.DataFrame, method: str = "pear", against: str = "best_fixed",
-                 alpha: float = 0.05) -> pd.DataFrame:
+                 alpha: float = ALPHA) -> pd.DataFrame:
     """The study's significance table from records, per (model, dataset): ``best_baseline``
     (``against``, or the fixed topology of highest accuracy), ``best_baseline_acc``,
     ``pear_acc`` (``method``'s accuracy, over all seeds' questions), the discordant pairs
@@ -469,10 +480,6 @@ def rank_agreement(acc_a: pd.DataFrame, acc_b: pd.DataFrame) -> pd.DataFrame:
         rows.append({"model": m, "dataset": ds, "n_methods": len(part), "rho": rho, "p_value": p})
     out = pd.DataFrame(rows, columns=["model", "dataset", "n_methods", "rho", "p_value"])
     return sort_rows(out, ["dataset"])
-
-
-BOOTSTRAP_RESAMPLES = 10000  # our choice (scipy's default); the study reports no bootstrap
-BOOTSTRAP_SEED = 0  # our choice: one fixed seed, so that the table is reproducible
 
 
 def adjusted_significance(debates: pd.DataFrame, *, n_resamples: int = BOOTSTRAP_RESAMPLES,

@@ -288,7 +288,10 @@ class LlamaCppBackend:
                 "n_threads": self.n_threads, "n_batch": self.n_batch, "batch": self.batch,
                 "n_parallel": self.n_parallel, "constrained": self.constrained,
                 "sampling": "temperature only, seeded per request",
-                "llama_options": self._options, "llama_cpp_version": self.version}
+                "llama_options": self._options, "llama_cpp_version": self.version,
+                "reproducibility": {"llama_cpp": self.version, "n_threads": self.n_threads,
+                                    "n_batch": self.n_batch, "n_parallel": self.n_parallel,
+                                    "seed": "per request"}}
 
     def generate(self, requests: Sequence[Request]) -> list[Completion]:
         """Complete every request (input order); a failing request gets ``error=...``."""

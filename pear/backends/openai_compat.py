@@ -209,6 +209,9 @@ class OpenAIBackend:
             "structured": self.structured,
             "structured_in_use": in_use,
             "openai_version": openai.__version__,
+            "reproducibility": {"openai": openai.__version__, "seed": "per request",
+                                "server": "not controlled: the server's version and "
+                                          "settings decide"},
         }
 
     def generate(self, requests: Sequence[Request]) -> list[Completion]:

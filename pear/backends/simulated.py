@@ -177,7 +177,8 @@ class SimulatedBackend:
     def settings(self) -> dict[str, Any]:
         """The run manifest's record of the population: its seed and every parameter."""
         return {"seed": self.seed, "params": dataclasses.asdict(self.params),
-                "n_agents": self.n_agents, "population": self.population.manifest()}
+                "n_agents": self.n_agents, "population": self.population.manifest(),
+                "reproducibility": {"simulated": "deterministic", "seed": self.seed}}
 
     # latents ----------------------------------------------------------------------
     def question(self, meta: Mapping[str, Any]) -> _Question:

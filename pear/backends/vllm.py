@@ -36,7 +36,7 @@ from typing import Any, Sequence
 
 from pear.core.backend import BackendError, Completion, Request
 
-__all__ = ["VLLMBackend", "VLLM_VERSION", "BUILDS", "Build", "installed_build", "cpu_settings",
+__all__ = ["VLLMBackend", "VLLM_VERSION", "REPRODUCIBILITY_ENV", "BUILDS", "Build", "installed_build", "cpu_settings",
            "release_engine", "convert_gguf", "CPU_MODEL_DIR"]
 
 VLLM_VERSION = "0.33.0"
@@ -82,6 +82,12 @@ BUILDS: dict[str, Build] = {
     ),
 }
 """The supported builds; everything that differs between the GPU and CPU build is here."""
+
+REPRODUCIBILITY_ENV = ("VLLM_BATCH_INVARIANT", "VLLM_ENABLE_V1_MULTIPROCESSING")
+"""vLLM's settings that decide whether a rerun gives the same outputs (vLLM's reproducibility
+notes: batch invariance, or multiprocessing off for deterministic offline scheduling; either
+holds only on the same hardware and vLLM version), recorded as the engine saw them (``None``:
+unset, vLLM's default)."""
 
 COMMON_ENGINE_ARGS: dict[str, Any] = {
     "structured_outputs_config": {"backend": "xgrammar", "disable_any_whitespace": True},
@@ -218,6 +224,7 @@ class VLLMBackend:
         for key, value in self.env.items():
             os.environ.setdefault(key, value)
         self.env = {key: os.environ[key] for key in self.env}  # what the engine sees
+        self.reproducibility_env = {k: os.environ.get(k) for k in REPRODUCIBILITY_ENV}
 
         try:
             import vllm
@@ -251,6 +258,8 @@ class VLLMBackend:
             "vllm_version": self._vllm_version,
             "vllm_build": self.build.name,
             "env": dict(self.env),
+            "reproducibility": {"vllm": self._vllm_version, "build": self.build.name,
+                                "seed": self.engine_args["seed"], **self.reproducibility_env},
         }
 
     def generate(self, requests: Sequence[Request]) -> list[Completion]:

@@ -26,7 +26,7 @@ __all__ = ["MARGINS", "TOKENS_MARGIN_REL", "ALPHA", "POWER", "PartResult", "Valu
 MARGINS = {"fraction": 0.02, "points": 2.0, "percent": 2.0, "rho": 0.1, "edges": 0.0,
            "count": 0.0, "p-value": 0.0}  # our choice: the precision a reproduction needs
 TOKENS_MARGIN_REL = 0.05  # our choice: 5 % of the printed token count
-ALPHA = 0.05  # intervals are 95 %
+from pear.analysis.stats import ALPHA  # noqa: E402  (intervals are 95 %)
 POWER = 0.8  # the power an inconclusive part is sized for
 _Z, _Z_POWER = 1.959964, 0.841621
 _NUMBER = re.compile(r"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)(k?)")

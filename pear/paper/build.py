@@ -466,7 +466,8 @@ def write_results_site(site: Path, *, names: Sequence[str], figures: Path, noteb
     out = write_site(site, figures_dir=figures, notebooks_dir=notebooks, runs_dir=runs,
                      notebooks={n: EXPECTED_OUTPUTS[n] for n in names}, meta=meta,
                      case_study=found.group(1) if found else "", mark=mark,
-                     claims_diff=previous_diff(previous, figures) if previous else "")
+                     claims_diff=previous_diff(previous, figures) if previous else "",
+                     params=params)
     print(f"results site: {out.root / 'index.html'} ({len(out.pages)} pages: "
           f"{out.transcripts} debate transcripts of {out.debates} debates) in "
           f"{time.perf_counter() - t0:.1f} s", flush=True)

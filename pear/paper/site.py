@@ -9,6 +9,9 @@ plain HTML and CSS with a little vanilla JavaScript, no server, opens from the f
   the study's printed numbers where the notebook has them (:data:`BESIDE`), its quoted
   numbers and a link to the executed notebook; the case study links its transcript
   page;
+- ``checklist.html``: the reviewer's checklist (NeurIPS Q5-Q8, ACL C1-C4) answered for
+  this build, linking to the outputs and to the files it copies into ``provenance/``
+  (:mod:`pear.paper.checklist`);
 - ``notebooks/<name>.html``: every executed notebook, exported by nbconvert (no script or
   style fetched from the network);
 - ``figures/``: the figures' PNG and PDF files;
@@ -49,6 +52,7 @@ import pandas as pd
 from pear.catalog.labels import (DATASETS, dataset_label, method_label, method_order,
                                  model_labels)
 from pear.analysis.transcript import KIND_LABELS, debate_flags, html_page, render_transcript_html
+from pear.paper import checklist
 
 __all__ = ["write_site", "build_meta", "SiteSummary", "chosen_debates", "page_path",
            "page_name", "BESIDE",
@@ -62,6 +66,11 @@ BESIDE = {"main_results": "main_results_vs_paper", "full_dataset": "full_dataset
           "diagnostics": "diagnostics_vs_paper", "significance": "significance_vs_paper",
           "spearman": "spearman_vs_paper", "tokens": "cost_vs_paper"}
 """Table -> the table with the study's printed numbers shown beside it."""
+_CHECKLIST_CSS = """
+table.checklist{table-layout:fixed;width:100%}table.checklist>tbody>tr>th{width:8.5em;
+text-align:left;vertical-align:top}table.checklist td{vertical-align:top;line-height:1.45}
+table.checklist table{font-size:.9em;margin:.4em 0}
+"""
 FOLD_ROWS = 30  # our choice: a longer table shows its caption, the rows one click away
 _SITE_CSS = """
 .meta td:first-child{font-weight:600;white-space:nowrap}
@@ -497,7 +506,8 @@ def write_site(site_dir: str | os.PathLike[str], *, figures_dir: str | os.PathLi
                notebooks_dir: str | os.PathLike[str], runs_dir: str | os.PathLike[str],
                notebooks: Mapping[str, Sequence[str]], meta: Mapping[str, str],
                case_study: str = "", ledger: str | Callable[[], str] | None = None,
-               mark: str = "", claims_diff: str = "") -> SiteSummary:
+               mark: str = "", claims_diff: str = "",
+               params: Mapping[str, Any] | None = None) -> SiteSummary:
     """Write the results site into ``site_dir`` (emptied first).
 
     ``notebooks``: notebook name -> the files it writes into ``figures_dir``
@@ -507,7 +517,9 @@ def write_site(site_dir: str | os.PathLike[str], *, figures_dir: str | os.PathLi
     ``case_study``: a debate id that always gets a page.  ``ledger``: see the module.
     ``mark`` (:func:`pear.catalog.labels.evidence_mark`) is shown under the title of the index and
     of the debate browser.  ``claims_diff``: an HTML fragment (:func:`pear.claims.diff.diff_html`)
-    shown under the claims as "Changes since the previous build"."""
+    shown under the claims as "Changes since the previous build".  ``params``: the build's
+    parameters (backend, preset, ..., commit) for the reviewer's checklist
+    (:mod:`pear.paper.checklist`, ``checklist.html``)."""
     from pear.store.view import load
     t0 = time.perf_counter()
     site, fig_dir, nb_dir = Path(site_dir), Path(figures_dir), Path(notebooks_dir)
@@ -534,7 +546,8 @@ def write_site(site_dir: str | os.PathLike[str], *, figures_dir: str | os.PathLi
     nav = " · ".join((["<a href=\"#claims\">Claims</a>"] if claims else []) + [
         "<a href=\"#built\">What was built</a>",
         "<a href=\"debates/index.html\">Debate browser</a>",
-        "<a href=\"#notebooks\">Notebooks</a>"])
+        "<a href=\"#notebooks\">Notebooks</a>",
+        f"<a href=\"{checklist.PAGE}\">Reviewer's checklist</a>"])
     body = ["<h1>PEAR results</h1>", banner, f"<nav class=\"top\">{nav}</nav>", claims,
             "<h2 id=\"built\">What was built</h2>", _meta_html(meta),
             f"<p><a href=\"debates/index.html\">Debate browser</a>: {summary.debates} "
@@ -548,6 +561,11 @@ def write_site(site_dir: str | os.PathLike[str], *, figures_dir: str | os.PathLi
     index.write_text(html_page("PEAR results", "\n".join(b for b in body if b),
                                css=_SITE_CSS), encoding="utf-8")
     summary.pages.insert(0, index)
+    page = site / checklist.PAGE
+    page.write_text(html_page("PEAR: reviewer's checklist", checklist.checklist_body(
+        site, runs_dir=runs_dir, figures_dir=fig_dir, params=params or {}),
+        css=_SITE_CSS + _CHECKLIST_CSS), encoding="utf-8")
+    summary.pages.insert(1, page)
     summary.seconds = time.perf_counter() - t0
     return summary
 
@@ -569,18 +587,20 @@ def build_meta(*, backend: str, preset: str, models: Sequence[str], grid: str,
 def check_site(site_dir: str | os.PathLike[str]) -> list[str]:
     """What is wrong with a written site: a missing page, a link or image of a page that
     points to no file, or a script or image loaded from the network (the site must work
-    offline); ``index.html``, ``debates/index.html`` and every notebook page are checked.
+    offline); ``index.html``, the reviewer's checklist, ``debates/index.html`` and every
+    notebook page are checked.
 
     >>> check_site("/nonexistent")
     ['/nonexistent/index.html is missing']
     """
     root = Path(site_dir)
     problems = [f"{root / p} is missing" for p in ("index.html", "debates/index.html",
-                                                    "debates/data.js", "debates/browser.js")
+                                                    "debates/data.js", "debates/browser.js",
+                                                    checklist.PAGE)
                 if not (root / p).is_file()]
     if problems:
         return problems[:1] if not (root / "index.html").is_file() else problems
-    pages = [root / "index.html", root / "debates" / "index.html",
+    pages = [root / "index.html", root / checklist.PAGE, root / "debates" / "index.html",
              *sorted((root / "notebooks").glob("*.html"))]
     for page in pages:
         text = page.read_text(encoding="utf-8")

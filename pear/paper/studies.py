@@ -28,7 +28,7 @@ from pear.catalog.labels import METHOD_LABELS
 from pear.runs.grid import Experiment, preset
 from pear.analysis.figures import METHOD_COLORS, annotate
 from pear.catalog.labels import dataset_label
-from pear.paths import cache_path
+from pear.paths import cache_path, studies_dir
 from pear.store.records import iter_records
 from pear.paper.study import Results, load_results
 from pear.store import manifest, view
@@ -72,13 +72,6 @@ def preset_experiment(name: str = "beyond", seeds: str | Sequence[int] = "",
                                    seeds=exp.seeds if seeds else exp.seeds[:1],
                                    full_datasets=())
     return dataclasses.replace(exp, methods=ROBUST_METHODS, full_datasets=())
-
-
-def studies_dir(runs_dir: str | Path) -> Path:
-    """Where the studies' variants are recorded: ``<runs_dir>-studies/`` beside the run
-    directory, never inside it (a run directory's records are one protocol's grid)."""
-    root = Path(runs_dir)
-    return root.with_name(root.name + "-studies")
 
 
 def _variant(exp: Experiment, methods: Sequence[str], **debate: Any) -> Experiment:

@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from pear.runs import compute
 from pear.runs.jobs import parse_shard
 from pear.store.manifest import CHECKED, RUN_MANIFEST as MANIFEST, diff_keys, read as read_manifest, write as write_manifest
 from pear.store.records import RECORDS_FILE, TIMING_FIELDS, RecordWriter, iter_records
@@ -136,7 +137,9 @@ def _read_records(run_dirs: Sequence[str | os.PathLike[str]]
 def _merged_manifest(run_dirs: Sequence[str | os.PathLike[str]],
                      manifests: Sequence[Mapping[str, Any]], missing: list[int]
                      ) -> dict[str, Any]:
-    """The merged run's manifest: the shared settings, and where each part came from."""
+    """The merged run's manifest: the shared settings, where each part came from with its
+    compute, every attempt of every part (marked with its shard), every machine any part ran
+    on, and the compute summed over all of them (:func:`pear.runs.compute.total`)."""
     first = manifests[0]
     merged: dict[str, Any] = {key: first.get(key) for key in _AGREE}
     merged.update({
@@ -147,12 +150,19 @@ def _merged_manifest(run_dirs: Sequence[str | os.PathLike[str]],
         "versions": first.get("versions"), "git_commit": first.get("git_commit"),
         "merged_from": [{"dir": str(Path(d).resolve()), "shard": m.get("shard"),
                          "complete": m.get("complete"), "git_commit": m.get("git_commit"),
-                         "versions": m.get("versions")}
+                         "versions": m.get("versions"), "lock": m.get("lock"),
+                         "compute": compute.total(m.get("attempts") or [])}
                         for d, m in zip(run_dirs, manifests)],
+        "hardware": [], "lock": first.get("lock"),
+        "attempts": [{**a, "shard": m.get("shard")} for m in manifests
+                     for a in m.get("attempts") or []],
         "missing_shards": missing,
         "complete": not missing and all(m.get("complete") for m in manifests),
         "started_at": min(str(m.get("started_at")) for m in manifests),
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "command": " ".join(map(str, sys.argv)),
     })
+    for h in (h for m in manifests for h in m.get("hardware") or []):
+        merged["hardware"] = compute.hardware_list(merged["hardware"], h)
+    merged["compute"] = compute.total(merged["attempts"])
     return merged

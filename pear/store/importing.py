@@ -41,7 +41,7 @@ from pear.core.hashing import debate_id, derive_seed, file_sha256, hex_id
 from pear.core.parsing import final_answer
 from pear.core.record import SCHEMA_VERSION
 from pear.core.vote import vote
-from pear.store import manifest as manifest_io
+from pear.store import environment, manifest as manifest_io
 from pear.store.readers import BadEntry, BadInput, RawDebate, reader
 from pear.store.readers.base import short
 from pear.store.records import RECORDS_FILE, RecordWriter
@@ -259,7 +259,14 @@ def import_files(fmt: str, files: Sequence[str | os.PathLike[str]],
                 "seconds": round(seconds, 3),
             },
             "backend": IMPORT_BACKEND, "models": [model], "data_sha256": sha256_files(),
-            "versions": {"python": sys.version.split()[0]}, "command": " ".join(sys.argv),
+            "versions": environment.versions(), "lock": environment.lock(),
+            "command": " ".join(sys.argv),
+            # what is known of what the debates cost: the calls they hold; the machine, the
+            # time and the tokens of the framework that ran them are not in its files
+            "hardware": [],
+            "compute": {"attempts": 0, "unfinished": 0, "wall_s": None, "gpu_hours": None,
+                        "calls": sum(int(r.get("calls") or 0) for r in records),
+                        "tokens": None, "cache_hits": 0, "debates": len(records)},
         })
         if out.exists():
             out.rmdir()

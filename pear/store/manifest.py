@@ -76,7 +76,8 @@ def check(old: Mapping[str, Any], new: Mapping[str, Any], run_dir: str | os.Path
                          f"mixing results")
 
 
-VOLATILE = ("started_at", "resumed_at", "finished_at", "command", "attempts", "versions")
+VOLATILE = ("started_at", "resumed_at", "finished_at", "command", "attempts", "versions",
+            "hardware", "lock", "compute")
 """Manifest keys that change when the same records are resumed or re-indexed."""
 
 

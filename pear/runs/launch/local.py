@@ -4,26 +4,15 @@ process when GPUs are visible (``CUDA_VISIBLE_DEVICES``), then the same merge.""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import time
 from typing import Sequence
 
+from pear.runs.compute import LAUNCHER_ENV
 from pear.runs.launch.spec import Launch, shard_command, shard_dir, shard_done
+from pear.store.environment import visible_gpus
 
-__all__ = ["visible_gpus", "run_local"]
-
-
-def visible_gpus() -> list[str]:
-    """The GPUs this process may use: ``CUDA_VISIBLE_DEVICES`` when set, else the ones
-    ``nvidia-smi -L`` lists, else none."""
-    env = os.environ.get("CUDA_VISIBLE_DEVICES")
-    if env is not None:
-        return [g for g in env.split(",") if g.strip() and g.strip() != "-1"]
-    if shutil.which("nvidia-smi") is None:
-        return []
-    res = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True)
-    return [str(i) for i, line in enumerate(res.stdout.splitlines()) if line.startswith("GPU")]
+__all__ = ["run_local"]
 
 
 def run_local(launch: Launch, parallel: int, *, gpus: Sequence[str] | None = None,
@@ -51,7 +40,7 @@ def run_local(launch: Launch, parallel: int, *, gpus: Sequence[str] | None = Non
             while todo and len(running) < slots:
                 array, i = todo.pop(0)
                 devices = free.pop(0) if array.gpus else []
-                env = dict(os.environ)
+                env = {**os.environ, LAUNCHER_ENV: "local"}  # the shard's attempt says so
                 if array.gpus:
                     env["CUDA_VISIBLE_DEVICES"] = ",".join(devices)
                 cmd = shard_command(launch, array, f"{i}/{array.shards}",
