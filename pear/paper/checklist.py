@@ -116,16 +116,16 @@ def _notebook(site: Path, name: str, text: str) -> str:
             f"executed notebook {_e(name)}</a>)")
 
 
-def _params_b(model: str) -> str:
-    """A model's parameters: the catalog's (model card), else read from its name, else
-    unknown."""
+def _params_b(model: str, backend: str = "") -> str:
+    """A model's parameters: none for simulated agents, the catalog's (model card), else
+    read from its name, else unknown."""
     from pear.catalog.labels import model_labels
     from pear.catalog.models import lookup
+    if backend == "simulated":
+        return "none: simulated agents, no model"
     m = lookup(model)
     if m is not None and m.params_b:
         return f"{m.params_b:g} B (model card)"
-    if model == "simulated" or model.startswith("sim"):
-        return "none: simulated agents, no model"
     found = re.search(r"(\d+(?:\.\d+)?)\s*([MB])\b", model_labels([model])[model])
     return f"{found.group(1)} {found.group(2)} (from its name)" if found else "unknown"
 
@@ -250,7 +250,9 @@ def checklist_body(site: Path, *, runs_dir: str | os.PathLike[str], figures_dir:
          f"{whole['gpu_hours']:.3f} GPU-hours and {whole['wall_s'] / 3600:.3f} hours of wall "
          f"time over {whole['attempts']} attempts.</p>"),
         ("ACL C1", "Parameters of the models, total computational budget, infrastructure",
-         "Models: " + "; ".join(f"<code>{_e(m)}</code>: {_e(_params_b(m))}" for m in models)
+         "Models: " + "; ".join(
+             f"<code>{_e(m)}</code>: {_e(_params_b(m, man.get('backend') or ''))}"
+             for m in models)
          + f". Budget: {whole['gpu_hours']:.3f} GPU-hours, {whole['calls']} model calls, "
          f"{whole['tokens']} tokens over the build's runs (NeurIPS Q8's table). "
          f"Infrastructure: each run's machines in that table, from its "
