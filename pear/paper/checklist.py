@@ -23,6 +23,9 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from pear.paths import REPO_ROOT, RUN_MANIFEST, VIEW_DIR, studies_dir
+from pear.runs.compute import clock, reproducibility, total
+from pear.store.environment import describe, lock
+from pear.store.manifest import read
 
 __all__ = ["PAGE", "PROVENANCE", "build_runs", "checklist_body", "copy_provenance",
            "paper_command"]
@@ -43,7 +46,6 @@ def _e(text: Any) -> str:
 def build_runs(runs_dir: str | os.PathLike[str]) -> list[tuple[str, Path, dict[str, Any]]]:
     """``(label, directory, manifest)`` of every run the build recorded: the run itself, then
     each run under its studies folder (``<runs_dir>-studies/``: variants, branches)."""
-    from pear.store.manifest import read
     root = Path(runs_dir)
     out = []
     if (man := read(root)) is not None:
@@ -78,7 +80,6 @@ def copy_provenance(site: Path, runs: Sequence[tuple[str, Path, Mapping[str, Any
     """Copy the files the checklist cites into ``site/provenance/``; returns what was
     copied as ``{name: path relative to the site}`` (run manifests as ``run:<label>``, the
     lock files as ``lock:<file>``)."""
-    from pear.store.environment import lock
     dest = site / PROVENANCE
     dest.mkdir(parents=True, exist_ok=True)
     copied: dict[str, str] = {}
@@ -133,8 +134,6 @@ def _params_b(model: str, backend: str = "") -> str:
 def _compute_rows(runs: Sequence[tuple[str, Path, Mapping[str, Any]]],
                   copied: Mapping[str, str]) -> tuple[str, dict[str, Any]]:
     """The compute table (a row per run, then the total) and the total."""
-    from pear.runs.compute import total
-    from pear.store.environment import describe
     rows, attempts = [], []
     for label, _, man in runs:
         comp = man.get("compute") or total(man.get("attempts") or [])
@@ -144,7 +143,7 @@ def _compute_rows(runs: Sequence[tuple[str, Path, Mapping[str, Any]]],
                     f"<td>{_e(machines)}</td>{_compute_cells(comp)}</tr>")
     whole = total(attempts)
     rows.append(f"<tr><th>Total</th><td></td>{_compute_cells(whole)}</tr>")
-    head = ("<table><tr><th>Run</th><th>Machines</th><th>Attempts</th><th>Wall time (h)</th>"
+    head = ("<table><tr><th>Run</th><th>Machines</th><th>Attempts</th><th>Wall time</th>"
             "<th>GPU-hours</th><th>Model calls</th><th>Tokens</th><th>Debates</th></tr>")
     return head + "".join(rows) + "</table>", whole
 
@@ -153,7 +152,7 @@ def _compute_cells(c: Mapping[str, Any]) -> str:
     def cell(v: Any, fmt: str = "{}") -> str:
         return f"<td class=\"num\">{'?' if v is None else fmt.format(v)}</td>"
     wall = c.get("wall_s")
-    return (cell(c.get("attempts")) + cell(None if wall is None else wall / 3600, "{:.3f}")
+    return (cell(c.get("attempts")) + cell(None if wall is None else clock(wall))
             + cell(c.get("gpu_hours"), "{:.3f}") + cell(c.get("calls")) + cell(c.get("tokens"))
             + cell(c.get("debates")))
 
@@ -179,7 +178,6 @@ def _versions(man: Mapping[str, Any]) -> str:
 
 
 def _reproducibility(man: Mapping[str, Any]) -> str:
-    from pear.runs.compute import reproducibility
     parts = [f"{label}: " + ", ".join(f"{k}={v}" for k, v in r.items())
              for s in man.get("backend_settings") or [] for label, r in reproducibility(s)]
     return "; ".join(parts) or "not recorded"
@@ -199,10 +197,10 @@ def checklist_body(site: Path, *, runs_dir: str | os.PathLike[str], figures_dir:
     main_label, _, man = runs[0]
     run_link = copied[f"run:{main_label}"]
     level = f"{1 - ALPHA:.0%}"
-    lock = man.get("lock")
-    lock_text = (f"lock {lock['sha256'][:16]} ("
-                 + ", ".join(_link(copied.get(f"lock:{f}"), f) for f in lock["files"]) + ")"
-                 if lock else "no lock file in the checkout that ran it")
+    locked = man.get("lock")
+    lock_text = (f"lock {locked['sha256'][:16]} ("
+                 + ", ".join(_link(copied.get(f"lock:{f}"), f) for f in locked["files"]) + ")"
+                 if locked else "no lock file in the checkout that ran it")
     compute_table, whole = _compute_rows(runs, copied)
     exp = (man.get("experiments") or [{}])[-1]
     seeds = exp.get("seeds") or []
@@ -247,8 +245,8 @@ def checklist_body(site: Path, *, runs_dir: str | os.PathLike[str], figures_dir:
         ("NeurIPS Q8", "Compute: the machines, and the compute per run and in total",
          f"{compute_table}<p>Wall time is summed over attempts (a resume or requeue is an "
          f"attempt); GPU-hours = wall hours x GPUs the process held. In total "
-         f"{whole['gpu_hours']:.3f} GPU-hours and {whole['wall_s'] / 3600:.3f} hours of wall "
-         f"time over {whole['attempts']} attempts.</p>"),
+         f"{whole['gpu_hours']:.3f} GPU-hours and {clock(whole['wall_s'])} of wall time over "
+         f"{whole['attempts']} attempts.</p>"),
         ("ACL C1", "Parameters of the models, total computational budget, infrastructure",
          "Models: " + "; ".join(
              f"<code>{_e(m)}</code>: {_e(_params_b(m, man.get('backend') or ''))}"

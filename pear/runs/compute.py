@@ -23,7 +23,7 @@ from typing import Any, Iterable, Mapping
 from pear.store import environment
 
 __all__ = ["LAUNCHER_ENV", "COUNTS", "Attempt", "total", "gpu_hours",
-           "hardware_list", "report", "reproducibility"]
+           "hardware_list", "report", "reproducibility", "clock"]
 
 LAUNCHER_ENV = "PEAR_LAUNCHER"
 """Set by ``pear launch local`` for the shard processes it starts (``local``)."""
@@ -103,7 +103,12 @@ def hardware_list(known: Iterable[Mapping[str, Any]], new: Mapping[str, Any] | N
     return out
 
 
-def _clock(seconds: float) -> str:
+def clock(seconds: float) -> str:
+    """Seconds as ``XhYYmZZs``.
+
+    >>> clock(3725.4)
+    '1h02m05s'
+    """
     s = int(round(seconds))
     return f"{s // 3600}h{s // 60 % 60:02d}m{s % 60:02d}s"
 
@@ -164,7 +169,7 @@ def _compute_line(c: Mapping[str, Any]) -> str:
     def v(key: str) -> Any:
         return "?" if c.get(key) is None else c[key]
     wall = c.get("wall_s")
-    return (f"wall {_clock(wall) if wall is not None else '?'}, {v('gpu_hours')} GPU-hours, "
+    return (f"wall {clock(wall) if wall is not None else '?'}, {v('gpu_hours')} GPU-hours, "
             f"{v('calls')} model calls ({v('cache_hits')} from the cache), {v('tokens')} "
             f"tokens, {v('debates')} debates written"
             + (f", {c['unfinished']} attempts unfinished" if c.get("unfinished") else ""))
