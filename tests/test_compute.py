@@ -14,10 +14,11 @@ import pytest
 from pear import cli
 from pear.backends.simulated import SimulatedBackend
 from pear.runs import compute
-from pear.runs.experiment import answer_key, preset, read_manifest, run
+from pear.runs.grid import answer_key, preset
+from pear.runs.runner import run
+from pear.store.manifest import read as read_manifest
 from pear.runs.merge import merge
 from pear.store import environment
-from pear.store.records import read_records
 from test_environment import _fake_smi
 
 
@@ -37,10 +38,6 @@ def no_gpu(monkeypatch, tmp_path):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # this process holds no GPU
     return monkeypatch
-
-
-def _recorded_calls(out):
-    return sum(r["calls"] for r in read_records(out))
 
 
 def test_a_run_records_its_machine_runtime_and_compute(tmp_path, no_gpu):
@@ -73,7 +70,13 @@ def test_a_resume_adds_an_attempt_and_the_sums_add_up(tmp_path, no_gpu):
     assert m["compute"]["calls"] == first.requests + second.requests
     assert m["compute"]["wall_s"] == pytest.approx(sum(a["wall_s"] for a in m["attempts"]))
     assert len(m["hardware"]) == 1  # the same machine, once
-    assert m["compute"]["calls"] == _recorded_calls(out)  # every call of every recorded debate, once
+    third = run(exp, _backend(exp), out, progress=False)  # nothing left: no call, no debate
+    again = read_manifest(out)
+    assert third.written == 0 and (again["attempts"][2]["calls"], again["attempts"][2]["debates"]) \
+        == (0, 0)
+    assert {k: v for k, v in again["compute"].items() if k not in ("attempts", "wall_s")} == \
+        {k: v for k, v in m["compute"].items() if k not in ("attempts", "wall_s")}
+    assert again["compute"]["attempts"] == 3
 
 
 def test_gpu_hours_from_the_gpus_the_process_holds(tmp_path, no_gpu):
@@ -88,7 +91,7 @@ def test_gpu_hours_from_the_gpus_the_process_holds(tmp_path, no_gpu):
     assert m["hardware"][0]["gpus"][0]["cuda"] == "12.4"
     (a,) = m["attempts"]
     assert a["launcher"] == "local" and a["gpus"] == 2
-    assert a["gpu_hours"] == round(a["wall_s"] * 2 / 3600, 4) > 0
+    assert a["gpu_hours"] == round(a["wall_s"] * 2 / 3600, 6) > 0
 
 
 def test_merge_sums_the_shards_compute(tmp_path, no_gpu):
@@ -123,7 +126,7 @@ def test_pear_show_prints_hardware_runtime_and_compute(tmp_path, no_gpu, capsys)
     c = m["compute"]
     assert f"hardware:\n  {platform.node()}: " in out and "no GPU" in out
     assert f"numpy {np.__version__}" in out
-    assert "backend simulated: simulated=deterministic, seed=0" in out
+    assert "backend simulated: seed=0, simulated=deterministic" in out
     assert out.count("  shard 1/2: wall ") == 1 and out.count("  shard 2/2: wall ") == 1
     assert re.search(rf"\n  total: wall \dh\d\dm\d\ds, 0\.0 GPU-hours, {c['calls']} model "
                      rf"calls \({c['cache_hits']} from the cache\), {c['tokens']} tokens, 12 "

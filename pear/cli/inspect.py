@@ -48,6 +48,11 @@ def _cmd_show(a: argparse.Namespace) -> int:
     cost = cost.reindex(method_order(cost.index))
     print("\nper debate: tokens, calls, parse failures")
     print(cost.round(1).to_string())
+    from pear.runs.compute import report
+    from pear.store.manifest import read
+    manifest = read(a.run_dir)
+    if manifest is not None:  # where it ran and what it cost
+        print("\n" + "\n".join(report(manifest)))
     return 0
 
 

@@ -179,7 +179,8 @@ def _versions(man: Mapping[str, Any]) -> str:
 
 def _reproducibility(man: Mapping[str, Any]) -> str:
     parts = [f"{label}: " + ", ".join(f"{k}={v}" for k, v in r.items())
-             for s in man.get("backend_settings") or [] for label, r in reproducibility(s)]
+             for s in man.get("backend_settings") or []
+             for label, r in reproducibility(s, man.get("backend") or "?")]
     return "; ".join(parts) or "not recorded"
 
 

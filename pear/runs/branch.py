@@ -26,7 +26,8 @@ from pear.core.engine import Engine, Job
 from pear.methods import method, spec
 from pear.runs.grid import Experiment, grid_questions
 from pear.runs.progress import Progress
-from pear.runs.provenance import open_manifest
+from pear.runs import compute
+from pear.runs.provenance import close_attempt, open_manifest
 from pear.runs.runner import model_dir
 from pear.store import manifest as manifest_io
 from pear.store.records import RecordWriter, completed_ids, iter_records
@@ -198,7 +199,8 @@ def write(p: BranchPlan, *, progress: bool = True) -> BranchSummary:
                          f"{old.get('branched_from')!r}); use a new --out")
     p.out.mkdir(parents=True, exist_ok=True)  # every check passed: now write
     bexp = dataclasses.replace(exp, methods=p.methods, full_datasets=())
-    manifest = open_manifest(bexp, p.out, old, engine.backend_name, [engine.model])
+    attempt = compute.Attempt()
+    manifest = open_manifest(bexp, p.out, old, engine.backend_name, [engine.model], attempt)
     manifest.update({"branched_from": info, "backend_settings": [engine.backend.settings()],
                      "model_ids": [engine.model]})
     manifest_io.write(p.out, manifest)
@@ -217,7 +219,8 @@ def write(p: BranchPlan, *, progress: bool = True) -> BranchSummary:
             writer.sync()
     bar.close()
     manifest["complete"] = not engine.failed
-    manifest_io.write(p.out, manifest)
+    close_attempt(p.out, manifest, attempt, calls=engine.requests, tokens=engine.tokens,
+                  cache_hits=engine.cache_hits, debates=summary.written)
     return summary
 
 

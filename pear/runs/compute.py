@@ -71,12 +71,12 @@ class Attempt:
 
 
 def gpu_hours(wall_s: float, gpus: int) -> float:
-    """``wall_s`` seconds on ``gpus`` GPUs, in GPU-hours (4 decimals).
+    """``wall_s`` seconds on ``gpus`` GPUs, in GPU-hours (6 decimals: a few seconds count).
 
-    >>> gpu_hours(5400, 4)
-    6.0
+    >>> gpu_hours(5400, 4), gpu_hours(1.8, 1)
+    (6.0, 0.0005)
     """
-    return round(wall_s * gpus / 3600.0, 4)
+    return round(wall_s * gpus / 3600.0, 6)
 
 
 def total(attempts: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
@@ -89,7 +89,7 @@ def total(attempts: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
                            "gpu_hours": round(sum(float(a.get("gpu_hours") or
                                                         gpu_hours(float(a.get("wall_s") or 0),
                                                                   int(a.get("gpus") or 0)))
-                                                  for a in attempts), 4)}
+                                                  for a in attempts), 6)}
     out.update({k: sum(int(a.get(k) or 0) for a in attempts) for k in COUNTS})
     return out
 
@@ -131,7 +131,7 @@ def report(manifest: Mapping[str, Any]) -> list[str]:
     lines.append(f"  lock: {lock['sha256'][:16]} ({', '.join(lock['files'])})" if lock
                  else "  lock: none recorded")
     for settings in manifest.get("backend_settings") or []:
-        for label, repro in reproducibility(settings):
+        for label, repro in reproducibility(settings, manifest.get("backend") or "?"):
             lines.append(f"  backend {label}: "
                          + ", ".join(f"{k}={v}" for k, v in repro.items()))
     comp = manifest.get("compute")
@@ -152,13 +152,15 @@ def report(manifest: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def reproducibility(settings: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+def reproducibility(settings: Mapping[str, Any], label: str = "?"
+                    ) -> list[tuple[str, Mapping[str, Any]]]:
     """(label, the settings that decide reproducibility) of one backend's settings (a
-    mixed population's are one level down)."""
+    mixed population's are one level down, labelled by model); ``label`` when the settings
+    do not name their backend."""
     if "reproducibility" in settings:
-        return [(str(settings.get("backend") or settings.get("model_id") or "?"),
-                 settings["reproducibility"])]
-    return [x for v in settings.values() if isinstance(v, Mapping) for x in reproducibility(v)]
+        return [(str(settings.get("backend") or label), settings["reproducibility"])]
+    return [x for k, v in settings.items() if isinstance(v, Mapping)
+            for x in reproducibility(v, str(k))]
 
 
 def _compute_line(c: Mapping[str, Any]) -> str:

@@ -2,33 +2,35 @@
 
 :func:`open_manifest` composes the manifest of a run before any debate runs (the protocol,
 backend, models, data checksums and shard, checked against the manifest already in the
-directory, then the experiments, package versions, git commit, command, scheduler attempts
-and plug-in methods) and writes it.  Reading, writing and checking a manifest is
-:mod:`pear.store.manifest`'s.
+directory, then the experiments, package versions, the lock, the machine, git commit,
+command, this attempt with the run's compute (:mod:`pear.runs.compute`) and plug-in methods)
+and writes it; :func:`close_attempt` records what the attempt cost.  Reading, writing and
+checking a manifest is :mod:`pear.store.manifest`'s.
 """
 from __future__ import annotations
 
-import os
-import platform
 import subprocess
 import sys
 from datetime import datetime, timezone
-from importlib import metadata
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from pear.methods import method
+from pear.runs import compute
 from pear.runs.grid import Experiment
 from pear.runs.jobs import shard_text
-from pear.store import manifest as manifest_io
+from pear.store import environment, manifest as manifest_io
 
-__all__ = ["open_manifest"]
+__all__ = ["open_manifest", "close_attempt"]
 
 
 def open_manifest(exp: Experiment, out: Path, old: Mapping[str, Any] | None,
-                   backend_name: str, grid_names: Sequence[Any]) -> dict[str, Any]:
+                  backend_name: str, grid_names: Sequence[Any],
+                  attempt: compute.Attempt | None = None) -> dict[str, Any]:
     """The run's manifest, checked against the one already in ``out`` (results of another
-    setting are refused) and written before any debate runs."""
+    setting are refused) and written before any debate runs; with ``attempt`` (this start
+    of the run, :class:`pear.runs.compute.Attempt`), which the caller finishes, among its
+    ``attempts`` and this machine among its ``hardware``."""
     from pear.tasks.benchmarks import sha256_files
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     manifest: dict[str, Any] = {
@@ -40,16 +42,18 @@ def open_manifest(exp: Experiment, out: Path, old: Mapping[str, Any] | None,
     }
     if old is not None:
         manifest_io.check(old, manifest, out)
+    attempts = (old or {}).get("attempts", []) + ([attempt.record] if attempt else [])
     manifest.update({
         "experiments": (old or {}).get("experiments", []) + [exp.to_dict()],
         "backend_settings": [], "model_ids": [],
-        "versions": _versions(backend_name), "git_commit": _git_commit(),
+        "versions": environment.versions(), "lock": environment.lock(),
+        "hardware": compute.hardware_list((old or {}).get("hardware", []),
+                                          environment.hardware()),
+        "git_commit": _git_commit(),
         "started_at": (old or {}).get("started_at", started), "resumed_at": started,
         "finished_at": None, "command": " ".join(map(str, sys.argv)),
+        "attempts": attempts, "compute": compute.total(attempts),
     })
-    attempt = _scheduler_attempt()
-    if attempt or (old or {}).get("attempts"):
-        manifest["attempts"] = (old or {}).get("attempts", []) + ([attempt] if attempt else [])
     plugins = {**(old or {}).get("plugins", {}),
                **{m: p for m in dict.fromkeys((*exp.methods, *exp.full_methods))
                   if (p := method(m, exp.router).provenance()) is not None}}
@@ -59,17 +63,13 @@ def open_manifest(exp: Experiment, out: Path, old: Mapping[str, Any] | None,
     return manifest
 
 
-def _versions(backend_name: str) -> dict[str, str]:
-    names = ["pear", "numpy", "pandas", "math-verify"]
-    names += {"llamacpp": ["llama_cpp_python"], "openai": ["openai"], "vllm": ["vllm", "torch"]}\
-        .get(backend_name, [])
-    out = {"python": platform.python_version()}
-    for n in names:
-        try:
-            out[n] = metadata.version(n)
-        except metadata.PackageNotFoundError:
-            out[n] = "not installed"
-    return out
+def close_attempt(out: Path, manifest: dict[str, Any], attempt: compute.Attempt,
+                  **counts: int) -> None:
+    """Finish ``attempt`` (one of ``manifest``'s) with its counts, sum the run's compute
+    again and write the manifest."""
+    attempt.finish(**counts)
+    manifest["compute"] = compute.total(manifest["attempts"])
+    manifest_io.write(out, manifest)
 
 
 def _git_commit() -> str:
@@ -79,17 +79,3 @@ def _git_commit() -> str:
             or "unknown"
     except (OSError, subprocess.SubprocessError):
         return "unknown"
-
-
-def _scheduler_attempt() -> dict[str, Any] | None:
-    """This start of the run as a Slurm task (job, array task, ``SLURM_RESTART_COUNT``,
-    node), for the manifest's ``attempts``; None outside Slurm."""
-    env = os.environ
-    if "SLURM_JOB_ID" not in env:
-        return None
-    return {"at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "slurm_job_id": env.get("SLURM_JOB_ID"),
-            "array_job_id": env.get("SLURM_ARRAY_JOB_ID"),
-            "array_task_id": env.get("SLURM_ARRAY_TASK_ID"),
-            "restart_count": int(env.get("SLURM_RESTART_COUNT") or 0),
-            "node": env.get("SLURMD_NODENAME") or platform.node()}

@@ -22,7 +22,8 @@ from pear.core.hashing import hex_id
 from pear.runs.grid import Experiment, model_grid
 from pear.runs.jobs import jobs
 from pear.runs.progress import Progress
-from pear.runs.provenance import open_manifest
+from pear.runs import compute
+from pear.runs.provenance import close_attempt, open_manifest
 from pear.store import manifest as manifest_io
 from pear.store.records import RecordWriter, completed_ids
 
@@ -123,39 +124,44 @@ def _run(exp: Experiment, backend: Any, out: Path, *, progress: bool,
     # resuming several models: no backend is built (no model loaded) before it is needed
     current: Any = None if resuming else (backend(names[0]) if factory else backend)
     grid_names = names if factory and exp.models else [current.model_id]
+    attempt = compute.Attempt()
     manifest = open_manifest(exp, out, old, old["backend"] if resuming else current.name,
-                              grid_names)
+                             grid_names, attempt)
     grid_jobs = [jobs(model_grid(exp, n)) for n in grid_names]
     summary = RunSummary(total=sum(map(len, grid_jobs)), already_done=0, written=0,
                          failed=[], generate_calls=0, requests=0, tokens=0, cache_hits=0)
     bar = Progress(sum(debate_rounds(j, model_grid(exp, n).debate.rounds)
                        for n, js in zip(grid_names, grid_jobs) for j in js), progress)
-    for name, all_jobs in zip(names, grid_jobs):
-        finished = _finished_earlier(exp, old, manifest["backend"], name, all_jobs, out) \
-            if current is None else None
-        if finished is not None:  # not loaded again: its ids and settings are in the manifest
-            summary.already_done += len(all_jobs)
-            bar.skip(sum(debate_rounds(j, model_grid(exp, name).debate.rounds)
-                         for j in all_jobs))
-            manifest["backend_settings"].append(finished[1])
-            manifest["model_ids"].append(finished[0])
-            continue
-        be = current if current is not None else backend(name)
-        current = None  # the previous model's backend (and its GPU engine) can now be freed
-        if be.name != manifest["backend"]:
-            raise ValueError(f"run directory {str(out)!r} holds results of backend "
-                             f"{manifest['backend']!r}, not {be.name!r}; use a new --out")
-        manifest["backend_settings"].append(be.settings())
-        manifest["model_ids"].append(be.model_id)
-        manifest_io.write(out, manifest)
-        engine = Engine(be.backends if isinstance(be, Population) else be,
-                        model_grid(exp, name).debate, task_for=task_for or tasks.get)
-        _run_jobs(engine, all_jobs, model_dir(out, be.model_id), exp.chunk_questions, bar,
-                  summary, stop)
-        del be, engine
-        if stop is not None and stop():
-            summary.stopped = True
-            break
+    try:
+        for name, all_jobs in zip(names, grid_jobs):
+            finished = _finished_earlier(exp, old, manifest["backend"], name, all_jobs, out) \
+                if current is None else None
+            if finished is not None:  # not loaded again: its ids and settings are in the manifest
+                summary.already_done += len(all_jobs)
+                bar.skip(sum(debate_rounds(j, model_grid(exp, name).debate.rounds)
+                             for j in all_jobs))
+                manifest["backend_settings"].append(finished[1])
+                manifest["model_ids"].append(finished[0])
+                continue
+            be = current if current is not None else backend(name)
+            current = None  # the previous model's backend (and its GPU engine) can now be freed
+            if be.name != manifest["backend"]:
+                raise ValueError(f"run directory {str(out)!r} holds results of backend "
+                                 f"{manifest['backend']!r}, not {be.name!r}; use a new --out")
+            manifest["backend_settings"].append(be.settings())
+            manifest["model_ids"].append(be.model_id)
+            manifest_io.write(out, manifest)
+            engine = Engine(be.backends if isinstance(be, Population) else be,
+                            model_grid(exp, name).debate, task_for=task_for or tasks.get)
+            _run_jobs(engine, all_jobs, model_dir(out, be.model_id), exp.chunk_questions, bar,
+                      summary, stop)
+            del be, engine
+            if stop is not None and stop():
+                summary.stopped = True
+                break
+    finally:  # what this attempt cost, also when it fails
+        close_attempt(out, manifest, attempt, calls=summary.requests, tokens=summary.tokens,
+                      cache_hits=summary.cache_hits, debates=summary.written)
     bar.close()
     manifest["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     manifest["complete"] = summary.complete
