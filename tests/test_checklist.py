@@ -114,7 +114,7 @@ def test_compute_per_run_and_in_total(build):
     assert [int(c[3]) for c in cells] == [m["compute"]["calls"] for m in mans]
     total = re.search(r"<tr><th>Total</th><td></td>(.*?)</tr>", q8).group(1)
     assert re.findall(r'<td class="num">([^<]*)</td>', total) == [
-        "2", compute.clock(whole["wall_s"]), f"{whole['gpu_hours']:.3f}",
+        "2", compute.clock(whole["wall_s"]), f"{whole['gpu_hours']:.4g}",
         str(whole["calls"]), str(whole["tokens"]), "14"]
     c1 = _row(page, "acl-c1")
     assert "none: simulated agents, no model" in c1

@@ -153,7 +153,7 @@ def _compute_cells(c: Mapping[str, Any]) -> str:
         return f"<td class=\"num\">{'?' if v is None else fmt.format(v)}</td>"
     wall = c.get("wall_s")
     return (cell(c.get("attempts")) + cell(None if wall is None else clock(wall))
-            + cell(c.get("gpu_hours"), "{:.3f}") + cell(c.get("calls")) + cell(c.get("tokens"))
+            + cell(c.get("gpu_hours"), "{:.4g}") + cell(c.get("calls")) + cell(c.get("tokens"))
             + cell(c.get("debates")))
 
 
@@ -246,13 +246,13 @@ def checklist_body(site: Path, *, runs_dir: str | os.PathLike[str], figures_dir:
         ("NeurIPS Q8", "Compute: the machines, and the compute per run and in total",
          f"{compute_table}<p>Wall time is summed over attempts (a resume or requeue is an "
          f"attempt); GPU-hours = wall hours x GPUs the process held. In total "
-         f"{whole['gpu_hours']:.3f} GPU-hours and {clock(whole['wall_s'])} of wall time over "
+         f"{whole['gpu_hours']:.4g} GPU-hours and {clock(whole['wall_s'])} of wall time over "
          f"{whole['attempts']} attempts.</p>"),
         ("ACL C1", "Parameters of the models, total computational budget, infrastructure",
          "Models: " + "; ".join(
              f"<code>{_e(m)}</code>: {_e(_params_b(m, man.get('backend') or ''))}"
              for m in models)
-         + f". Budget: {whole['gpu_hours']:.3f} GPU-hours, {whole['calls']} model calls, "
+         + f". Budget: {whole['gpu_hours']:.4g} GPU-hours, {whole['calls']} model calls, "
          f"{whole['tokens']} tokens over the build's runs (NeurIPS Q8's table). "
          f"Infrastructure: each run's machines in that table, from its "
          f"{_link(run_link, 'manifest')}."),

@@ -104,11 +104,13 @@ def hardware_list(known: Iterable[Mapping[str, Any]], new: Mapping[str, Any] | N
 
 
 def clock(seconds: float) -> str:
-    """Seconds as ``XhYYmZZs``.
+    """Seconds as ``XhYYmZZs``, or with a decimal under a minute.
 
-    >>> clock(3725.4)
-    '1h02m05s'
+    >>> clock(3725.4), clock(4.26)
+    ('1h02m05s', '4.3 s')
     """
+    if seconds < 60:
+        return f"{seconds:.1f} s"
     s = int(round(seconds))
     return f"{s // 3600}h{s // 60 % 60:02d}m{s % 60:02d}s"
 
