@@ -128,7 +128,7 @@ def test_pear_show_prints_hardware_runtime_and_compute(tmp_path, no_gpu, capsys)
     assert f"numpy {np.__version__}" in out
     assert "backend simulated: seed=0, simulated=deterministic" in out
     assert out.count("  shard 1/2: wall ") == 1 and out.count("  shard 2/2: wall ") == 1
-    assert re.search(rf"\n  total: wall \d+\.\d s, 0\.0 GPU-hours, {c['calls']} model "
+    assert re.search(rf"\n  total: wall \d+\.\d s, 0 GPU-hours, {c['calls']} model "
                      rf"calls \({c['cache_hits']} from the cache\), {c['tokens']} tokens, 12 "
                      r"debates written\n", out)
 

@@ -172,8 +172,9 @@ def _compute_line(c: Mapping[str, Any]) -> str:
 
     def v(key: str) -> Any:
         return "?" if c.get(key) is None else c[key]
-    wall = c.get("wall_s")
-    return (f"wall {clock(wall) if wall is not None else '?'}, {v('gpu_hours')} GPU-hours, "
+    wall, gpu = c.get("wall_s"), c.get("gpu_hours")
+    hours = "?" if gpu is None else f"{gpu:.6f}".rstrip("0").rstrip(".")
+    return (f"wall {clock(wall) if wall is not None else '?'}, {hours} GPU-hours, "
             f"{v('calls')} model calls ({v('cache_hits')} from the cache), {v('tokens')} "
             f"tokens, {v('debates')} debates written"
             + (f", {c['unfinished']} attempts unfinished" if c.get("unfinished") else ""))
