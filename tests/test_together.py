@@ -53,6 +53,15 @@ def test_one_pass_writes_what_separate_runs_write(tmp_path, grid):
     # tau=0, tau=0.7 and Random differ only in the router: one engine, one round-0 request
     # per (seed, question, agent) for the three (2 questions x 5 agents, not 3 x that)
     assert requests_apart - s.requests == 2 * 2 * 5
+    # the pass's compute is split among the directories and adds up to it
+    parts = [read_manifest(tmp_path / "together" / n)["compute"] for n in variants]
+    assert sum(c["calls"] for c in parts) == s.requests
+    assert sum(c["tokens"] for c in parts) == s.tokens
+    assert [c["debates"] for c in parts] == [len(_content(tmp_path / "together" / n))
+                                             for n in variants]
+    shares = [read_manifest(tmp_path / "together" / n)["attempts"][0]["share"]
+              for n in variants]
+    assert sum(shares) == pytest.approx(1.0, abs=1e-5) and shares[-1] == pytest.approx(14 / 28)
     again = run_together(together, _backend(grid), progress=False)
     assert (again.written, again.already_done) == (0, s.total)  # a resume runs nothing
 

@@ -18,11 +18,11 @@ import os
 import platform
 import time
 from datetime import datetime, timezone
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from pear.store import environment
 
-__all__ = ["LAUNCHER_ENV", "COUNTS", "Attempt", "total", "gpu_hours",
+__all__ = ["LAUNCHER_ENV", "COUNTS", "Attempt", "total", "split", "gpu_hours",
            "hardware_list", "report", "reproducibility", "clock"]
 
 LAUNCHER_ENV = "PEAR_LAUNCHER"
@@ -57,17 +57,36 @@ class Attempt:
                                 "array_task_id": env.get("SLURM_ARRAY_TASK_ID"),
                                 "restart_count": int(env.get("SLURM_RESTART_COUNT") or 0)})
 
-    def finish(self, **counts: int) -> dict[str, Any]:
-        """Close the attempt now with its counts (:data:`COUNTS`); returns ``record``."""
+    def finish(self, share: float = 1.0, **counts: int) -> dict[str, Any]:
+        """Close the attempt now with its counts (:data:`COUNTS`); returns ``record``.
+        ``share``: the part of the process's time that is this run's, when one pass
+        served several runs (:func:`pear.runs.together.run_together`; recorded)."""
         unknown = set(counts) - set(COUNTS)
         if unknown:
             raise ValueError(f"unknown attempt counts {sorted(unknown)}: use "
                              f"{', '.join(COUNTS)}")
-        wall = time.monotonic() - self._t0
+        wall = (time.monotonic() - self._t0) * share
         self.record.update({"ended_at": _now(), "wall_s": round(wall, 3),
                             "gpu_hours": gpu_hours(wall, self.record["gpus"] or 0),
                             **{k: int(v) for k, v in counts.items()}})
+        if share != 1.0:
+            self.record["share"] = round(share, 6)
         return self.record
+
+
+def split(total: int, weights: Sequence[float]) -> list[int]:
+    """``total`` split in proportion to ``weights`` into integers that add up to it
+    (largest remainders first; equal parts when every weight is 0).
+
+    >>> split(10, [1, 1, 1]), split(7, [2, 0]), split(5, [0, 0])
+    ([4, 3, 3], [7, 0], [3, 2])
+    """
+    w = [float(x) for x in weights] if any(weights) else [1.0] * len(weights)
+    exact = [total * x / sum(w) for x in w]
+    out = [int(e) for e in exact]
+    for i in sorted(range(len(w)), key=lambda i: out[i] - exact[i])[:total - sum(out)]:
+        out[i] += 1
+    return out
 
 
 def gpu_hours(wall_s: float, gpus: int) -> float:

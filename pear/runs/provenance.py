@@ -64,10 +64,10 @@ def open_manifest(exp: Experiment, out: Path, old: Mapping[str, Any] | None,
 
 
 def close_attempt(out: Path, manifest: dict[str, Any], attempt: compute.Attempt,
-                  **counts: int) -> None:
-    """Finish ``attempt`` (one of ``manifest``'s) with its counts, sum the run's compute
-    again and write the manifest."""
-    attempt.finish(**counts)
+                  share: float = 1.0, **counts: int) -> None:
+    """Finish ``attempt`` (one of ``manifest``'s) with its counts (and its ``share`` of a
+    pass that served several runs), sum the run's compute again and write the manifest."""
+    attempt.finish(share, **counts)
     manifest["compute"] = compute.total(manifest["attempts"])
     manifest_io.write(out, manifest)
 

@@ -32,7 +32,8 @@ from pear.core.engine import Engine, Job
 from pear.runs.grid import Experiment, model_grid
 from pear.runs.jobs import jobs
 from pear.runs.progress import Progress
-from pear.runs.provenance import open_manifest
+from pear.runs import compute
+from pear.runs.provenance import close_attempt, open_manifest
 from pear.runs.runner import RunSummary, _chunks, _writer_lock, debate_ids, model_dir
 from pear.store import manifest as manifest_io
 from pear.store.records import RecordWriter, completed_ids
@@ -88,9 +89,12 @@ def run_together(grids: Mapping[str | os.PathLike[str], Experiment], backend: An
         for d in dirs:
             d.mkdir(parents=True, exist_ok=True)
             stack.enter_context(_writer_lock(d))
-        manifests = {}
+        manifests, attempts = {}, {d: compute.Attempt() for d in dirs}
+        written: dict[Path, int] = defaultdict(int)
+        stack.callback(_close_attempts, manifests, attempts, written, summary)
         for d, exp in dirs.items():
-            m = open_manifest(exp, d, manifest_io.read(d), backend.name, [backend.model_id])
+            m = open_manifest(exp, d, manifest_io.read(d), backend.name, [backend.model_id],
+                              attempts[d])
             m["backend_settings"].append(backend.settings())
             m["model_ids"].append(backend.model_id)
             manifest_io.write(d, m)
@@ -113,7 +117,6 @@ def run_together(grids: Mapping[str | os.PathLike[str], Experiment], backend: An
         bar.skip(skipped_rounds)
         writers = {d: stack.enter_context(RecordWriter(model_dir(d, backend.model_id)))
                    for d in dirs}
-        written: dict[Path, int] = defaultdict(int)
         per_chunk = min(exp.chunk_questions for exp in dirs.values())
         for key, engine in engines.items():
             bar.follow(engine)
@@ -137,6 +140,22 @@ def run_together(grids: Mapping[str | os.PathLike[str], Experiment], backend: An
             m["complete"] = already[d] + written[d] == len(grid[d])
             manifest_io.write(d, m)
     return summary
+
+
+def _close_attempts(manifests: Mapping[Path, dict[str, Any]],
+                    attempts: Mapping[Path, compute.Attempt], written: Mapping[Path, int],
+                    summary: RunSummary) -> None:
+    """Each grid's attempt: the pass's time, calls, tokens and cache hits split among the
+    grids in proportion to the debates each received (so that they add up to the pass's),
+    and its own debates."""
+    dirs = list(manifests)
+    weights = [written.get(d, 0) for d in dirs]
+    shares = [w / sum(weights) for w in weights] if sum(weights) else [1 / len(dirs)] * len(dirs)
+    parts = {k: compute.split(getattr(summary, attr), weights) for k, attr in
+             (("calls", "requests"), ("tokens", "tokens"), ("cache_hits", "cache_hits"))}
+    for i, d in enumerate(dirs):
+        close_attempt(d, manifests[d], attempts[d], shares[i], debates=written.get(d, 0),
+                      **{k: v[i] for k, v in parts.items()})
 
 
 def _task_for() -> Any:
