@@ -96,6 +96,11 @@ def test_du_import_writes_graded_records_of_the_schema(du_gsm, tmp_path):
     assert man["files"][0]["sha256"] == __import__("hashlib").sha256(
         du_gsm.read_bytes()).hexdigest()
     assert (man["debates"], man["matched"], man["gold_disagree"]) == (3, 2, 0)
+    # what is known of what they cost: their calls; the machine and time are not in the file
+    whole = manifest.read(tmp_path / "run")
+    assert whole["hardware"] == [] and whole["compute"]["wall_s"] is None
+    assert whole["compute"]["calls"] == sum(r["calls"] for r in recs.values())
+    assert whole["compute"]["debates"] == 3 and whole["versions"]["math-verify"]
 
 
 def test_imported_run_validates_and_loads_into_the_view(du_gsm, tmp_path):
