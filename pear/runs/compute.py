@@ -65,8 +65,8 @@ class Attempt:
         if unknown:
             raise ValueError(f"unknown attempt counts {sorted(unknown)}: use "
                              f"{', '.join(COUNTS)}")
-        wall = (time.monotonic() - self._t0) * share
-        self.record.update({"ended_at": _now(), "wall_s": round(wall, 3),
+        wall = round((time.monotonic() - self._t0) * share, 3)
+        self.record.update({"ended_at": _now(), "wall_s": wall,
                             "gpu_hours": gpu_hours(wall, self.record["gpus"] or 0),
                             **{k: int(v) for k, v in counts.items()}})
         if share != 1.0:
