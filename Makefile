@@ -96,9 +96,10 @@ test-gpu: $(VENV)/.installed-vllm
 	$(BIN)/python -m pytest -q -m gpu tests
 
 # `pear launch` on a real Slurm: a single-node cluster from Debian's packages (installed when
-# missing, as root), the tests marked slurm (PEAR_REQUIRE_SLURM: fail, never skip), then stop
+# missing, as root; a node of 8,000 MB), the tests marked slurm (PEAR_REQUIRE_SLURM: fail,
+# never skip), then stop
 test-slurm: $(VENV)/.installed-base
-	@eval "$$(scripts/slurm-cluster.sh start)" && \
+	@eval "$$(PEAR_SLURM_NODE_MB=8000 scripts/slurm-cluster.sh start)" && \
 	  PEAR_REQUIRE_SLURM=1 $(BIN)/python -m pytest -q -m slurm tests/test_launch_slurm.py; \
 	  rc=$$?; scripts/slurm-cluster.sh stop; exit $$rc
 

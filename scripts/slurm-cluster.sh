@@ -9,6 +9,8 @@
 #   scripts/slurm-cluster.sh stop    stop the daemons this script started
 #   scripts/slurm-cluster.sh status  sinfo of the cluster
 #
+# PEAR_SLURM_NODE_MB sets the node's memory (default: this machine's less 512 MB; make
+# test-slurm uses 8000, a node too small for a fixed 8G job).
 # No systemd, no cgroups, no accounting database (so no sacct: squeue / scontrol show job).
 # The node declares 4 GPUs backed by dummy device files, and its partition oversubscribes
 # (FORCE:4) so that several small tasks share two cores.  Not a production configuration.
@@ -35,7 +37,7 @@ write_config() {
   mkdir -p "$DIR"/{state,spool,log,run,dev}
   local cpus mem
   cpus=$(nproc)
-  mem=$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 - 512 ))
+  mem=${PEAR_SLURM_NODE_MB:-$(( $(awk '/MemTotal/ {print $2}' /proc/meminfo) / 1024 - 512 ))}
   for i in 0 1 2 3; do : > "$DIR/dev/gpu$i"; done
   cat > "$CONF" <<CONF
 ClusterName=pear

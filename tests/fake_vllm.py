@@ -112,6 +112,8 @@ class FakeVLLM:
     """Conversations for which ``chat`` raises ValueError (like a too-long prompt)."""
     llm_inits: list[dict[str, Any]] = field(default_factory=list)
     chat_calls: list[dict[str, Any]] = field(default_factory=list)
+    reported: list[int] = field(default_factory=list)
+    """Outputs finished, each time ``chat`` counted one on a ``use_tqdm`` bar factory."""
     version: str = "0.33.0"
     live: Any = field(default_factory=weakref.WeakSet)
     """``LLM`` objects not yet garbage-collected (each holds a GPU in real vLLM)."""
@@ -139,7 +141,24 @@ class FakeVLLM:
                     raise ValueError("prompt is longer than the maximum model length")
                 params = (sampling_params if isinstance(sampling_params, list)
                           else [sampling_params] * len(messages))
-                return [fake.responder(conv, p) for conv, p in zip(messages, params)]
+                if not callable(use_tqdm):
+                    return [fake.responder(conv, p) for conv, p in zip(messages, params)]
+                # as vLLM 0.33's LLM._validate_and_add_requests and LLM._run_engine use a
+                # progress-bar factory: over the requests while adding them, then one bar
+                # counting each finished request
+                added = list(use_tqdm(list(zip(messages, params)), desc="Adding requests"))
+                bar = use_tqdm(total=len(added), desc="Processed prompts", dynamic_ncols=True,
+                               postfix="est. speed input: 0.00 toks/s, output: 0.00 toks/s")
+                outputs = []
+                for conv, p in added:
+                    outputs.append(fake.responder(conv, p))
+                    fake.reported.append(len(outputs))
+                    bar.postfix = f"est. speed: {len(outputs) / bar.format_dict['elapsed']:.2f}"
+                    bar.update(1)
+                    if bar.n == len(added):
+                        bar.refresh()
+                bar.close()
+                return outputs
 
         sampling = types.ModuleType("vllm.sampling_params")
         sampling.SamplingParams = SamplingParams

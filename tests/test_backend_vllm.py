@@ -143,6 +143,20 @@ def test_one_chat_call_per_batch_in_input_order(fake):
     assert backend.generate([]) == [] and len(fake.chat_calls) == 2
 
 
+def test_each_finished_request_is_reported_while_the_batch_runs(fake):
+    # progress (pear.core.backend's on_completion): vLLM counts finished requests on the
+    # use_tqdm factory it is given, so each one reaches the engine before chat returns
+    backend = vllm_backend.VLLMBackend("org/model")
+    seen = []
+    backend.on_completion = lambda: seen.append(len(fake.reported))
+    out = backend.generate([_request(f"q{i}") for i in range(4)])
+    assert callable(fake.chat_calls[0]["use_tqdm"]) and len(out) == 4
+    assert seen == [1, 2, 3, 4]  # one report per output, as each finished
+    backend.on_completion = None
+    backend.generate([_request("q")])
+    assert fake.chat_calls[-1]["use_tqdm"] is False and len(seen) == 4
+
+
 def test_sampling_params_per_request(fake):
     backend = vllm_backend.VLLMBackend("org/model")
     requests = [_request("a", seed=1, temperature=0.0, max_tokens=32, schema=SCHEMA),

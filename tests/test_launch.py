@@ -1,10 +1,15 @@
 """`pear launch` without a scheduler: the sbatch scripts (held against a golden script),
 the launch plan (resources from the model catalog, shards, time), bad input (one line,
-exit code 2, nothing written), `pear launch local` (shards as processes, merged, equal
-to one `pear run`), and a `pear run` that a SIGTERM stops after its debates in flight."""
+exit code 2, nothing written), a launch against a fake Slurm (`sbatch`, `sinfo`, `scontrol`
+on PATH: every script checked with `sbatch --test-only` before any is submitted; a script
+the cluster cannot run refuses the whole launch), `pear launch local` (shards as processes,
+merged, equal to one `pear run`), and a `pear run` that a SIGTERM stops after its debates
+in flight."""
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -15,7 +20,8 @@ import pytest
 
 from pear import cli
 from pear.catalog.models import resources
-from pear.runs.launch import read_launch, status
+from pear.runs.launch import plan_launch, read_launch, status
+from pear.runs.launch.spec import merge_mem_mb
 from pear.store.records import TIMING_FIELDS, iter_records, read_records
 
 GOLDEN = Path(__file__).parent / "golden" / "launch"
@@ -64,6 +70,109 @@ def test_paper_dry_run_gives_each_model_its_gpus_time_and_shards(tmp_path):
         assert ("--tensor-parallel-size 2" in script) == (a.gpus == 2)
         days, rest = a.time_limit.split("-")
         assert int(days) * 24 + int(rest.split(":")[0]) <= 12  # the target holds
+
+
+FAKE_SLURM = r'''#!PYTHON
+"""A fake Slurm client: one node of FAKE_SLURM_NODE_MB MB, 2 CPUs, 4 GPUs, partition debug;
+every call is appended to FAKE_SLURM_LOG (sbatch: the script's name, --test-only or not)."""
+import json, os, re, sys
+tool, args = os.path.basename(sys.argv[0]), sys.argv[1:]
+node_mb = int(os.environ["FAKE_SLURM_NODE_MB"])
+if tool == "sinfo":
+    print(f"{node_mb}|2|gpu:4")
+    sys.exit(0)
+if tool == "scontrol":
+    sys.exit(0 if args[-1] == "debug" else 1)
+if tool == "squeue":
+    sys.exit(0)
+files = [a for a in args if not a.startswith("-")]
+text = open(files[0]).read() if files else sys.stdin.read()
+name = text.splitlines()[1] if files == [] else os.path.basename(files[0])
+with open(os.environ["FAKE_SLURM_LOG"], "a") as log:
+    log.write(json.dumps({"test_only": "--test-only" in args, "script": text, "args": args})
+              + "\n")
+m = re.search(r"^#SBATCH --mem=(\d+)([MG])$", text, re.M)
+mb = int(m.group(1)) * (1024 if m.group(2) == "G" else 1)
+if mb > node_mb:
+    print("sbatch: error: Memory specification can not be satisfied", file=sys.stderr)
+    print("sbatch: error: Batch job submission failed: Requested node configuration is not "
+          "available", file=sys.stderr)
+    sys.exit(1)
+if "--test-only" in args:
+    print("sbatch: Job 1 to start at 2026-11-25T18:00:00 using 1 processors on nodes n1 in "
+          "partition debug", file=sys.stderr)
+else:
+    n = sum(1 for _ in open(os.environ["FAKE_SLURM_LOG"]))
+    print(f"{100 + n};pear")
+'''
+
+
+@pytest.fixture
+def fake_slurm(tmp_path, monkeypatch):
+    """A fake sbatch/sinfo/scontrol/squeue first on PATH; returns (log path, node MB setter)."""
+    bin_dir = tmp_path / "fake-slurm-bin"
+    bin_dir.mkdir()
+    for tool in ("sbatch", "sinfo", "scontrol", "squeue"):
+        path = bin_dir / tool
+        path.write_text(FAKE_SLURM.replace("PYTHON", sys.executable, 1))
+        path.chmod(0o755)
+    log = tmp_path / "fake-slurm.jsonl"
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("FAKE_SLURM_LOG", str(log))
+    monkeypatch.setenv("FAKE_SLURM_NODE_MB", "8000")
+    return log
+
+
+def _calls(log: Path) -> list[dict]:
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def test_every_script_is_checked_before_any_is_submitted(tmp_path, fake_slurm, capsys):
+    # the issue's cluster: one node of 8,000 MB; a 36-debate simulated grid (3 shards)
+    out = tmp_path / "L"
+    grid = ["--preset", "smoke", "--backend", "simulated", "--methods", "cot,pear,clique",
+            "--n-questions", "3", "--no-full"]
+    assert cli.main(["launch", "slurm", *grid, "--shards", "3", "--partition", "debug",
+                     "--out", str(out)]) == 0, capsys.readouterr().err
+    spec = read_launch(out)
+    assert sum(spec.arrays[0].expected) == 36
+    calls = _calls(fake_slurm)
+    checks, submits = ([c for c in calls if c["test_only"] is t] for t in (True, False))
+    assert [c["test_only"] for c in calls] == [True, True, False, False]  # checks first
+    assert [c["script"] for c in checks] == [(out / "launch" / n).read_text()
+                                             for n in ("default.sbatch", "merge.sbatch")]
+    assert submits[0]["args"][-1].endswith("default.sbatch")
+    assert submits[1]["args"][-1].endswith("merge.sbatch")
+    merge_mem = re.search(r"--mem=(\d+)M", checks[1]["script"])
+    assert merge_mem and int(merge_mem.group(1)) == merge_mem_mb(spec) <= 8000
+
+
+def test_a_script_the_cluster_cannot_run_refuses_the_whole_launch(tmp_path, fake_slurm,
+                                                                   monkeypatch, capsys):
+    monkeypatch.setenv("FAKE_SLURM_NODE_MB", "3000")  # the arrays ask 4G, the merge fits
+    out = tmp_path / "L"
+    assert cli.main(["launch", "slurm", *GRID, "--shards", "2", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert "default.sbatch: --mem=4G asks 4096 MB of memory, and the largest node of the " \
+           "cluster has 3000" in err
+    assert "Requested node configuration is not available" in err
+    assert "merge.sbatch" not in err and "nothing was submitted" in err
+    assert [c["test_only"] for c in _calls(fake_slurm)] == [True, True]  # no submission
+    assert not out.exists()  # and nothing written
+
+
+def test_the_merge_job_is_sized_from_the_grid(tmp_path):
+    from pear.runs.experiment import preset
+    small = plan_launch(preset("smoke", n_questions=1, full_datasets=()), GRID, tmp_path / "a",
+                        backend="simulated", shards=3)
+    big = plan_launch(preset("paper"), GRID, tmp_path / "b", backend="simulated", shards=30)
+    assert small.record_kb == 21 and big.record_kb == 195  # the grids' protocols
+    assert merge_mem_mb(small) == 768  # not the 8G that no 8,000 MB node could run
+    debates = sum(big.arrays[0].expected)
+    assert debates > 70_000
+    assert merge_mem_mb(big) >= 512 + debates * 195 / 1024 > 15_000  # grows with the records
+    assert merge_mem_mb(big, then_paper=True) == merge_mem_mb(big) + 2048
 
 
 def test_then_paper_builds_the_notebooks_after_a_complete_merge(tmp_path):

@@ -206,3 +206,23 @@ def test_unknown_partition_is_refused_before_writing(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "unknown partition 'nosuch'" in err and len(err.strip().splitlines()) == 1
     assert not out.exists()
+
+
+def test_a_launch_is_checked_whole_before_anything_is_submitted(tmp_path, capsys):
+    # a script no node can run (here: memory) refuses the whole launch, named with the
+    # resource; nothing is submitted and nothing written
+    out = tmp_path / "L"
+    assert _launch(out, "--shards", "2", "--sbatch-arg=--mem=100000000M") == 2
+    err = capsys.readouterr().err
+    assert "default.sbatch: --mem=100000000M asks 100000000 MB of memory, and the largest " \
+           "node of the cluster has" in err and len(err.strip().splitlines()) == 1, err
+    assert "merge.sbatch" not in err and not out.exists()
+    # the launch on a node of 8,000 MB (make test-slurm): a 36-debate grid whose
+    # merge job is sized from the grid runs to the end
+    small = tmp_path / "S"
+    grid = ["--preset", "smoke", "--backend", "simulated", "--methods", "cot,pear,clique",
+            "--n-questions", "3", "--no-full"]
+    assert cli.main(["launch", "slurm", *grid, "--shards", "3", "--out", str(small)]) == 0
+    _drain(small)
+    log = (small / "launch" / "logs" / "merge.log").read_text()
+    assert "36 of 36 debates merged" in log and "not complete" not in log

@@ -32,7 +32,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from pear.core.backend import BackendError, Completion, Request
 
@@ -131,6 +131,41 @@ def release_engine() -> None:
             pass
 
 
+class _Finished:
+    """What vLLM's ``LLM.chat`` asks of the progress bar it is given as ``use_tqdm``
+    (``vllm/entrypoints/llm.py``: ``tqdm_func(iterable, desc=...)`` while it adds the
+    requests, then ``tqdm_func(total=..., ...)``, ``update(n)`` as requests finish,
+    ``format_dict["elapsed"]``, ``postfix``, ``n``, ``refresh()``, ``close()``): each finished
+    request calls ``report`` instead of drawing a bar."""
+
+    def __init__(self, report: Callable[[], None], iterable: Any = None, *,
+                 total: int | None = None, **_: Any) -> None:
+        self.report, self.iterable, self.total = report, iterable, total
+        self.n, self.postfix, self._t0 = 0, None, time.perf_counter()
+
+    @classmethod
+    def factory(cls, report: Callable[[], None]) -> Callable[..., "_Finished"]:
+        return lambda *args, **kwargs: cls(report, *args, **kwargs)
+
+    def __iter__(self) -> Any:
+        return iter(self.iterable if self.iterable is not None else ())
+
+    @property
+    def format_dict(self) -> dict[str, float]:
+        return {"elapsed": max(time.perf_counter() - self._t0, 1e-9)}
+
+    def update(self, n: int = 1) -> None:
+        self.n += n
+        for _ in range(n):
+            self.report()
+
+    def refresh(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
 class VLLMBackend:
     """A vLLM ``LLM`` serving every batch with one ``LLM.chat`` call.
 
@@ -148,7 +183,10 @@ class VLLMBackend:
     request at a time, so only the offending requests come back as error Completions. Any
     other engine failure raises BackendError.
 
-    ``latency_s`` of each completion is the wall time of its whole batch.
+    ``latency_s`` of each completion is the wall time of its whole batch.  While the engine
+    follows progress (``on_completion``, :mod:`pear.core.backend`), each request vLLM
+    finishes is reported as it finishes: ``LLM.chat`` takes a progress-bar factory as
+    ``use_tqdm`` and counts finished requests on it (:class:`_Finished`).
 
     Parallelism: ``tensor_parallel_size``, ``pipeline_parallel_size``, ``data_parallel_size``
     and ``distributed_executor_backend`` (e.g. ``"ray"``) are passed to ``LLM`` as given;
@@ -163,6 +201,7 @@ class VLLMBackend:
     """
 
     name = "vllm"
+    on_completion = None  # set by the engine while generate runs (pear.core.backend)
 
     def __init__(
         self,
@@ -318,7 +357,7 @@ class VLLMBackend:
         outputs = self._llm.chat(
             conversations,
             sampling_params=[self._sampling_params(r) for r in requests],
-            use_tqdm=False,
+            use_tqdm=_Finished.factory(self.on_completion) if self.on_completion else False,
             chat_template_kwargs=self.chat_template_kwargs,
         )
         if len(outputs) != len(requests):

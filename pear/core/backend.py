@@ -9,8 +9,9 @@ backends ignore it, and cache keys never include it.
 A backend that finishes the requests of one ``generate`` one after another may offer an
 attribute ``on_completion`` (None by default): while ``generate`` runs, the engine sets it to
 a function the backend calls after each completion, so that progress moves within a phase
-(llama.cpp, an HTTP server, the simulated agents); a backend that completes a batch at once
-(vLLM) need not, and the engine counts the batch when ``generate`` returns.
+(llama.cpp's batched sequences as each finishes, an HTTP server, vLLM's finished requests,
+the simulated agents); a backend without it is counted a whole batch at a time, when
+``generate`` returns.
 """
 from __future__ import annotations
 

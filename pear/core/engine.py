@@ -44,7 +44,8 @@ from pear.core.record import SCHEMA_VERSION
 from pear.core.router import RouterState, update_influence
 from pear.core.stopping import parse_stop, stop_reason
 
-__all__ = ["Job", "Engine", "Critique", "IdentityTask", "TaskLike", "copied_calls", "debate_rounds"]
+__all__ = ["Job", "Engine", "Critique", "IdentityTask", "TaskLike", "copied_calls", "debate_rounds",
+           "call_budget", "round_calls"]
 
 
 class TaskLike(Protocol):
@@ -83,6 +84,31 @@ def debate_rounds(job: Job, rounds: int, first: int = 0) -> int:
     a protocol of ``rounds`` rounds: the unit of progress, which moves while debates advance
     in lockstep and finish together."""
     return rounds + 1 - first if job.method.is_debate else int(first == 0)
+
+
+def call_budget(jobs: Sequence[Job], debate: DebateConfig, first: int = 0) -> int:
+    """The most model calls ``jobs`` take under protocol ``debate`` from round ``first`` on: in round 0 one per
+    initial answer of each (seed, question), shared by its methods as :meth:`Engine.run`
+    asks them; in every debate round two per agent at most (one critique request per agent
+    with out-edges, one revision each).  What a run does not need of it the engine counts in
+    ``calls_unneeded``, so that progress in calls ends at its total."""
+    calls = 0
+    if first == 0:
+        initial: dict[tuple, int] = {}
+        for j in jobs:
+            key = (j.seed, j.question.dataset, j.question.id)
+            initial[key] = max(initial.get(key, 0),
+                               methods.initial_agents(j.method, debate.n_agents))
+        calls = sum(initial.values())
+    return calls + sum(round_calls(debate, j, max(first, 1)) for j in jobs)
+
+
+def round_calls(debate: DebateConfig, job: Job, first: int) -> int:
+    """The most calls debate rounds ``first``.. of ``job`` take (two per agent a round)."""
+    if not job.method.is_debate:
+        return 0
+    agents = methods.initial_agents(job.method, debate.n_agents)
+    return 2 * agents * max(0, debate.rounds + 1 - first)
 
 
 @dataclass
@@ -214,6 +240,10 @@ class Engine:
         self.rounds_done = 0
         """Debate-rounds finished (:meth:`steps` per debate, counted as they happen; the
         rounds a debate skips by stopping early or failing count when it leaves)."""
+        self.calls_unneeded = 0
+        """Calls of :func:`call_budget` the run turned out not to need (agents without
+        critiques to send, debates that stopped early or failed): ``calls_done +
+        calls_unneeded`` reaches the budget when the jobs are done."""
         self.on_progress: Callable[[], None] | None = None
         """Called whenever ``phase``, ``calls_done`` or ``rounds_done`` changes."""
 
@@ -336,6 +366,7 @@ class Engine:
             if d.job.method.is_debate and not self._stops(d, 0):
                 debates.append(d)
             else:
+                self.calls_unneeded += round_calls(self.debate, d.job, 1)
                 self._progress(rounds=self.steps(d.job, 1))
                 yield self._record(d)
         yield from self._rounds(debates, 1)
@@ -390,6 +421,7 @@ class Engine:
                 else:
                     going.append(d)
                     continue
+                self.calls_unneeded += round_calls(self.debate, d.job, r + 1)
                 self._progress(rounds=self.steps(d.job, r + 1))  # the rounds it skips
             debates = going  # stopped and failed debates leave the lockstep batch
 
@@ -436,6 +468,7 @@ class Engine:
                 ident = self.identity(job)
                 if error:
                     self.failed.append((ident["debate_id"], error))
+                    self.calls_unneeded += round_calls(self.debate, job, 1)
                     self._progress(rounds=self.steps(job))
                     continue
                 k = methods.initial_agents(job.method, n)
@@ -509,6 +542,7 @@ class Engine:
                     derive_seed(d.job.seed, d.job.method.name, q.dataset, q.id, s, r, "critique"),
                     meta, targets=targets))
                 owners.append((j, s, targets))
+        self.calls_unneeded += sum(len(d.agents) for d in debates) - len(reqs)  # no out-edges
         out: list[list[Critique]] = [[] for _ in debates]
         for (j, s, targets), comp in zip(owners, self._generate(reqs)):
             d = debates[j]
@@ -548,6 +582,7 @@ class Engine:
                     derive_seed(d.job.seed, d.job.method.name, q.dataset, q.id, i, r, "update"),
                     meta, sources=[c.source for c in received]))
                 owners.append((j, i, received))
+        self.calls_unneeded += sum(len(d.agents) for d in debates) - len(reqs)  # failed ones
         out: list[list[tuple[parsing.AnswerParse, bool]]] = [[] for _ in debates]
         for (j, i, received), comp in zip(owners, self._generate(reqs)):
             d = debates[j]

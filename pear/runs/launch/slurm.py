@@ -12,6 +12,7 @@ resumes from its records; ``SLURM_RESTART_COUNT`` goes to the shard's manifest.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import shutil
 import subprocess
@@ -19,10 +20,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Sequence
 
-from pear.runs.launch.spec import Launch, ModelArray, paper_command, shard_command, shard_done
+from pear.runs.launch.spec import (Launch, ModelArray, merge_mem_mb, paper_command, shard_command,
+                                  shard_done)
 
-__all__ = ["array_script", "merge_script", "check_slurm", "submit", "queue_states",
-           "write_scripts", "SIGNAL_S", "MAX_RESTARTS", "JOBS_FILE"]
+__all__ = ["array_script", "merge_script", "scripts", "check_slurm", "check_scripts", "submit",
+           "queue_states", "write_scripts", "SIGNAL_S", "MAX_RESTARTS", "JOBS_FILE"]
 
 SIGNAL_S = 300  # our choice: seconds before the time limit (a chunk of debates finishes)
 MAX_RESTARTS = 3  # our choice: a task killed more often than this is left failed
@@ -109,19 +111,36 @@ def array_script(launch: Launch, array: ModelArray, *, partition: str | None = N
 def merge_script(launch: Launch, *, partition: str | None = None, account: str | None = None,
                  sbatch_args: Sequence[str] = (), then_paper: bool = False) -> str:
     """The sbatch script of the merge job (submitted with ``--dependency=afterany:...`` on
-    every array, so it runs when all their tasks have ended, however they ended)."""
+    every array, so it runs when all their tasks have ended, however they ended); its memory
+    is sized from the grid (:func:`pear.runs.launch.spec.merge_mem_mb`)."""
+    mem = merge_mem_mb(launch, then_paper=then_paper)
     lines = ["#!/bin/bash",
              "# pear launch: merge every model's shards into DIR/<model>/ and check that "
              "nothing is missing;",
              "# submitted with --dependency=afterany:<the arrays' job ids>; names the shards "
-             "to resubmit."]
+             "to resubmit.",
+             f"# memory from the grid: {max(sum(a.expected) for a in launch.arrays)} debates "
+             f"of the largest model, at most {launch.record_kb} KB each"
+             + (", and the notebooks (--then-paper)" if then_paper else "")]
     lines += _header(launch, "pear-merge", str(launch.dir / "logs" / "merge.log"), "0-01:00:00",
                      partition=partition, account=account, extra=sbatch_args)
-    lines += ["#SBATCH --cpus-per-task=1", "#SBATCH --mem=8G", "",
+    lines += ["#SBATCH --cpus-per-task=1", f"#SBATCH --mem={mem}M", "",
               f"{_q(launch.python)} -m pear launch merge {_q(launch.out)}"
               + (" && \\\n  " + " ".join(_q(c) for c in paper_command(launch))
                  if then_paper else ""), ""]
     return "\n".join(lines)
+
+
+def scripts(launch: Launch, *, then_paper: bool = False, partition: str | None = None,
+            account: str | None = None, throttle: int | None = None,
+            sbatch_args: Sequence[str] = ()) -> dict[str, str]:
+    """Every script of the launch by file name: one job array per model, then the merge."""
+    out = {f"{a.slug}.sbatch": array_script(launch, a, partition=partition, account=account,
+                                            throttle=throttle, sbatch_args=sbatch_args)
+           for a in launch.arrays}
+    out["merge.sbatch"] = merge_script(launch, partition=partition, account=account,
+                                       then_paper=then_paper)
+    return out
 
 
 def write_scripts(launch: Launch, *, then_paper: bool = False, **kw) -> list[Path]:
@@ -129,14 +148,11 @@ def write_scripts(launch: Launch, *, then_paper: bool = False, **kw) -> list[Pat
     launch.dir.mkdir(parents=True, exist_ok=True)
     (launch.dir / "logs").mkdir(exist_ok=True)
     paths = []
-    for array in launch.arrays:
-        p = launch.dir / f"{array.slug}.sbatch"
-        p.write_text(array_script(launch, array, **kw))
+    for name, text in scripts(launch, then_paper=then_paper, **kw).items():
+        p = launch.dir / name
+        p.write_text(text)
         paths.append(p)
-    p = launch.dir / "merge.sbatch"
-    p.write_text(merge_script(launch, partition=kw.get("partition"), account=kw.get("account"),
-                              then_paper=then_paper))
-    return paths + [p]
+    return paths
 
 
 def check_slurm(partition: str | None) -> None:
@@ -152,6 +168,75 @@ def check_slurm(partition: str | None) -> None:
                                    text=True).stdout.split()
             raise ValueError(f"unknown partition {partition!r}: this cluster has "
                              f"{', '.join(known) or 'none'}")
+
+
+_REQUESTS = {"mem": re.compile(r"^#SBATCH --mem=(\d+)([KMGT]?)\s*$", re.M),
+             "cpus": re.compile(r"^#SBATCH --cpus-per-task=(\d+)\s*$", re.M),
+             "gpus": re.compile(r"^#SBATCH --gres=gpu(?::[^:\s]+)?:(\d+)\s*$", re.M)}
+_UNIT_MB = {"K": 1 / 1024, "M": 1, "": 1, "G": 1024, "T": 1024 ** 2}
+
+
+def _requested(text: str) -> dict[str, tuple[str, float]]:
+    """What a script asks for: ``{"mem"|"cpus"|"gpus": (its #SBATCH text, amount)}`` (memory
+    in MB); the last line of a kind wins, as in sbatch."""
+    out = {}
+    for kind, pattern in _REQUESTS.items():
+        found = list(pattern.finditer(text))
+        if found:
+            m = found[-1]
+            amount = int(m.group(1)) * (_UNIT_MB[m.group(2)] if kind == "mem" else 1)
+            out[kind] = (m.group(0).split(None, 1)[1], amount)
+    return out
+
+
+def _largest_node(partition: str | None) -> dict[str, float] | None:
+    """The most memory (MB), CPUs and GPUs one node of ``partition`` (default: every
+    partition) has, from ``sinfo``; None when sinfo cannot say."""
+    if shutil.which("sinfo") is None:
+        return None
+    cmd = ["sinfo", "-h", "-N", "-o", "%m|%c|%G"] + (["-p", partition] if partition else [])
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    rows = [line.split("|") for line in res.stdout.split() if line.count("|") == 2]
+    if res.returncode != 0 or not rows:
+        return None
+    def gpus(gres: str) -> int:
+        m = re.search(r"gpu(?::[^:,(]+)?:(\d+)", gres)
+        return int(m.group(1)) if m else 0
+    return {"mem": max(float(m.rstrip("+")) for m, _, _ in rows),
+            "cpus": max(int(c.rstrip("+")) for _, c, _ in rows),
+            "gpus": max(gpus(g) for _, _, g in rows)}
+
+
+def _refusal(text: str, message: str, partition: str | None) -> str:
+    """Why the cluster refuses a script: the resource no node has, when ``sinfo`` shows one,
+    and sbatch's own words."""
+    said = (message.strip().splitlines() or ["no message"])[-1].removeprefix("sbatch: error: ")
+    asked = _requested(text)
+    node = _largest_node(partition)
+    where = f"partition {partition}" if partition else "the cluster"
+    units = {"mem": "MB of memory", "cpus": "CPUs", "gpus": "GPUs"}
+    for kind, (line, amount) in asked.items():
+        if node is not None and amount > node[kind]:
+            return (f"{line} asks {amount:g} {units[kind]}, and the largest node of {where} "
+                    f"has {node[kind]:g} (sbatch --test-only: {said})")
+    return (f"it asks {', '.join(line for line, _ in asked.values()) or 'the defaults'} "
+            f"on {where} (sbatch --test-only: {said})")
+
+
+def check_scripts(texts: dict[str, str], partition: str | None = None) -> None:
+    """Ask the cluster about every script (``sbatch --test-only``, the script on standard
+    input: nothing is submitted, nothing need be written yet) and refuse, in one line naming
+    each refused script and the resource, unless every one of them could run.  A launch is
+    submitted whole or not at all: :func:`submit` follows this check."""
+    refused = []
+    for name, text in texts.items():
+        res = subprocess.run(["sbatch", "--test-only"], input=text, capture_output=True,
+                             text=True)
+        if res.returncode != 0:
+            refused.append(f"{name}: {_refusal(text, res.stderr or res.stdout, partition)}")
+    if refused:
+        raise ValueError("the cluster cannot run " + "; ".join(refused)
+                         + "; nothing was submitted")
 
 
 def _sbatch(args: list[str]) -> str:

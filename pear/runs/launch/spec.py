@@ -30,8 +30,8 @@ from pear.store.manifest import read as read_manifest
 from pear.store.records import completed_ids
 
 __all__ = ["ModelArray", "Launch", "plan_launch", "shard_dir", "shard_command", "paper_command",
-           "read_launch", "write_launch", "check_same_grid", "shard_done", "LAUNCH",
-           "STARTUP_H", "MARGIN"]
+           "read_launch", "write_launch", "check_same_grid", "shard_done", "merge_mem_mb",
+           "record_kb", "LAUNCH", "STARTUP_H", "MARGIN"]
 
 LAUNCH = "launch"
 """The launch's own files under ``DIR``."""
@@ -39,6 +39,9 @@ GRID_FILE = "grid.json"
 STARTUP_H = 0.25  # our choice: loading a model onto the GPUs, once per task
 MARGIN = 1.5  # our choice: time limit = estimate x margin (throughput varies by node)
 DEFAULT_TIME_H = 1.0  # our choice: a shard of a backend without a GPU estimate
+MERGE_BASE_MB = 512  # our choice: the merge's interpreter and pear peak at 44 MB (measured)
+AGENT_ROUND_KB = 2.5  # a record's structure per agent and round, held in memory (measured 2.1)
+PAPER_MB = 2048  # --then-paper: indexing and notebooks (benchmarks/bench_analysis.py: <= 2 GB)
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,9 @@ class Launch:
     arrays: tuple[ModelArray, ...]
     python: str = sys.executable
     workdir: str = "."
+    record_kb: int = 0
+    """The largest record a debate of the grid can write, in KB (:func:`record_kb`): what
+    sizes the merge job's memory (:func:`merge_mem_mb`)."""
 
     @property
     def dir(self) -> Path:
@@ -104,6 +110,42 @@ def _time_text(hours: float) -> str:
     """
     minutes = max(1, math.ceil(hours * 60 - 1e-9))
     return f"{minutes // 1440}-{minutes // 60 % 24:02d}:{minutes % 60:02d}:00"
+
+
+def record_kb(exp: Experiment) -> int:
+    """KB of memory a debate record of ``exp`` takes at most once read: per agent and round
+    (round 0 and every debate round) its answer and its critiques at the token budget
+    (``CHARS_PER_TOKEN`` characters a token), plus ``AGENT_ROUND_KB`` of structure.
+    Measured (``pear merge`` of 1,200 simulated debates of 5 agents and 5 rounds, peak RSS
+    less the interpreter's): 3.35 bytes a byte of JSON for the simulated agents' short texts
+    (19 KB records: 2.1 KB an agent-round), 1.51 with texts of the study's length (88 KB
+    records: 132 KB, where this gives 195).
+
+    >>> from pear.core.config import DebateConfig
+    >>> record_kb(Experiment("x")), record_kb(Experiment("x", debate=DebateConfig(n_agents=3,
+    ...                                            rounds=1, k=1, max_tokens=112)))
+    (195, 21)
+    """
+    from pear.backends.dry import CHARS_PER_TOKEN
+    d = exp.debate
+    text_kb = 2 * d.max_tokens * CHARS_PER_TOKEN / 1024
+    return math.ceil((d.rounds + 1) * d.n_agents * (text_kb + AGENT_ROUND_KB))
+
+
+def merge_mem_mb(launch: Launch, *, then_paper: bool = False) -> int:
+    """Memory of the merge job, in MB (a multiple of 256): the merge holds every record of
+    one model at a time (:func:`pear.runs.merge.merge` checks all of them before writing),
+    so ``MERGE_BASE_MB`` + the largest model's debates x :attr:`Launch.record_kb`;
+    ``then_paper`` adds ``PAPER_MB``.
+
+    >>> a = ModelArray(None, "m", 3, 0, 1, 4, "0-01:00:00", (12, 12, 12))
+    >>> merge_mem_mb(Launch(Path("/x"), (), (a,), record_kb=21))
+    768
+    """
+    debates = max((sum(a.expected) for a in launch.arrays), default=0)
+    need = MERGE_BASE_MB + debates * launch.record_kb / 1024
+    need += PAPER_MB if then_paper else 0
+    return math.ceil(need / 256) * 256
 
 
 def plan_launch(exp: Experiment, run_args: Sequence[str], out: str | os.PathLike[str], *,
@@ -151,7 +193,7 @@ def plan_launch(exp: Experiment, run_args: Sequence[str], out: str | os.PathLike
     if len(set(slugs)) != len(slugs):
         raise ValueError(f"two models share the file name {slugs[0]!r}: give distinct models")
     return Launch(Path(out).resolve(), tuple(run_args), tuple(arrays),
-                  workdir=str(Path(workdir or os.getcwd()).resolve()))
+                  workdir=str(Path(workdir or os.getcwd()).resolve()), record_kb=record_kb(exp))
 
 
 def shard_dir(launch: Launch, array: ModelArray, i: int) -> Path:
@@ -196,6 +238,7 @@ def write_launch(launch: Launch) -> None:
     """Record the launch in ``DIR/launch/grid.json``."""
     launch.dir.mkdir(parents=True, exist_ok=True)
     data = {**launch.identity(), "python": launch.python, "workdir": launch.workdir,
+            "record_kb": launch.record_kb,
             "arrays": [a.__dict__ | {"expected": list(a.expected)} for a in launch.arrays]}
     tmp = launch.dir / (GRID_FILE + ".tmp")
     tmp.write_text(json.dumps(data, indent=1) + "\n")
@@ -210,7 +253,7 @@ def read_launch(out: str | os.PathLike[str]) -> Launch:
     data = json.loads(path.read_text())
     arrays = tuple(ModelArray(**{**a, "expected": tuple(a["expected"])}) for a in data["arrays"])
     return Launch(Path(out).resolve(), tuple(data["run_args"]), arrays, data["python"],
-                  data["workdir"])
+                  data["workdir"], data.get("record_kb", 0))
 
 
 def check_same_grid(launch: Launch) -> Launch | None:
