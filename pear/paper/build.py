@@ -21,7 +21,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-import warnings
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -155,9 +154,7 @@ def run_experiments(backend: str, exp: Any, runs_dir: str | os.PathLike[str], *,
     be = grid_backend(backend, exp, model_path=model or None,
                       base_urls=[base_url] if base_url else None,
                       cache_path=Path(cache) if cache is not None else cache_path(out))
-    with warnings.catch_warnings():  # tqdm.auto without ipywidgets falls back to text
-        warnings.filterwarnings("ignore", message=".*IProgress not found.*")
-        s = run(exp, be, out, progress=progress)
+    s = run(exp, be, out, progress=progress)
     print(f"{s.written} debates written, {s.already_done} already done, {len(s.failed)} failed "
           f"of {s.total}; {s.requests} requests in {s.generate_calls} backend calls, "
           f"{s.tokens} tokens, {s.cache_hits} cache hits")
@@ -391,12 +388,15 @@ def _execute(names: Sequence[str], src_dir: Path, out_dir: Path, fig_dir: Path,
         jupytext.write(jupytext.read(src), ipynb)
         declared = notebook_parameters(src)
         given = {k: v for k, v in params.items() if k in declared}
-        stream = name == NOTEBOOKS[0]  # the runs: show their progress as it happens
+        # the runs: their progress lines (pear.runs.experiment.Progress, written by the
+        # kernel every 1.5 s) relayed as each arrives, in place of papermill's cell bar
+        stream = name == NOTEBOOKS[0]
         t0 = time.perf_counter()
         try:
             papermill.execute_notebook(
                 str(ipynb), str(executed), parameters=given, kernel_name=KERNEL,
-                progress_bar=True, cwd=str(REPO_ROOT), stdout_file=sys.stdout if stream else None,
+                progress_bar=not stream, cwd=str(REPO_ROOT),
+                stdout_file=sys.stdout if stream else None,
                 stderr_file=sys.stderr if stream else None,
                 kernel_manager_class=ipc_kernel_manager())
         except Exception as err:  # noqa: BLE001 - papermill/kernel errors end the build
