@@ -163,7 +163,7 @@ def test_a_script_the_cluster_cannot_run_refuses_the_whole_launch(tmp_path, fake
 
 
 def test_the_merge_job_is_sized_from_the_grid(tmp_path):
-    from pear.runs.experiment import preset
+    from pear.runs.grid import preset
     small = plan_launch(preset("smoke", n_questions=1, full_datasets=()), GRID, tmp_path / "a",
                         backend="simulated", shards=3)
     big = plan_launch(preset("paper"), GRID, tmp_path / "b", backend="simulated", shards=30)

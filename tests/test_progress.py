@@ -1,13 +1,20 @@
-"""Progress in a unit that moves: debate-rounds (round 0 and every debate round of every
-debate), with the engine's phase.  Debates advance in lockstep and finish together, so a
-per-debate count sits still for most of a run; rounds reach the total whether debates stop
-early, fail or run to the end."""
+"""Progress in units that move: model calls (each reported as it completes) against the
+engine's call budget, and debate-rounds; both reach their totals whether debates stop early,
+fail or run to the end.  A run's Progress writes timestamped lines off a terminal, from a
+thread of its own, with the rate and ETA of completed calls (the relay through papermill:
+tests/test_progress_relay.py)."""
 from __future__ import annotations
+
+import io
+import re
+import time
+
+import pytest
 
 from pear.backends.simulated import SimulatedBackend
 from pear.core.backend import Completion
 from pear.core.config import DebateConfig
-from pear.core.engine import Engine, Job, debate_rounds
+from pear.core.engine import Engine, Job, call_budget, debate_rounds
 from pear.core.methods import method
 from pear.runs.grid import answer_key, preset
 from pear.runs.progress import Progress
@@ -72,25 +79,98 @@ def test_failed_debates_count_the_rounds_they_skip():
     assert engine.rounds_done == sum(engine.steps(j) for j in JOBS)
 
 
-def test_a_run_bar_counts_rounds_and_ends_full(tmp_path):
-    exp = preset("sim", datasets=("gsm8k",), methods=("cot", "pear"), n_questions=3,
-                    seeds=(0,), rounds=2)
+@pytest.mark.parametrize("debate, backend", [
+    (DebateConfig(rounds=3), SimulatedBackend), (DebateConfig(rounds=5, stop="consensus"),
+                                                 SimulatedBackend),
+    (DebateConfig(rounds=3), _FailingRevisions),
+    (DebateConfig(n_agents=3, rounds=1, k=1, max_tokens=112), SimulatedBackend)])
+def test_calls_done_and_unneeded_reach_the_call_budget(debate, backend):
+    engine = Engine(backend(KEY), debate, task_for=grading.get)
+    budget = call_budget(JOBS, debate)
+    list(engine.run(JOBS))
+    assert engine.calls_done == engine.requests > 0
+    assert engine.calls_done + engine.calls_unneeded == budget
+    if debate.stop == "consensus":  # early stops leave most of the debate rounds unneeded
+        assert engine.calls_unneeded > engine.calls_done
+
+
+def _spy(monkeypatch) -> list:
     bars = []
     real = Progress.__init__
 
-    def spy(self, total, enabled=True):
-        real(self, total, enabled)
+    def spy(self, *args, **kwargs):
+        real(self, *args, **kwargs)
         bars.append(self)
-    Progress.__init__ = spy
-    try:
-        s = run(exp, SimulatedBackend(answer_key(exp)), tmp_path, progress=True)
-        assert s.written == 6
-        (bar,) = bars
-        assert bar.bar.total == 3 * 1 + 3 * 3 and bar.bar.n == bar.bar.total
-        again = run(exp, SimulatedBackend(answer_key(exp)), tmp_path, progress=True)
-        assert again.already_done == 6 and bars[1].bar.n == bars[1].bar.total  # resumed: skipped
-    finally:
-        Progress.__init__ = real
+    monkeypatch.setattr(Progress, "__init__", spy)
+    return bars
+
+
+def test_a_run_counts_calls_and_debates_to_their_totals(tmp_path, monkeypatch, capsys):
+    exp = preset("sim", datasets=("gsm8k",), methods=("cot", "pear"), n_questions=3,
+                 seeds=(0,), rounds=2)
+    bars = _spy(monkeypatch)
+    s = run(exp, SimulatedBackend(answer_key(exp)), tmp_path, progress=True)
+    assert s.written == 6
+    (bar,) = bars
+    assert bar.calls == s.requests and bar.left == 0 and bar.debates == 6
+    # 5 initial answers a question (shared by CoT), at most 2 calls an agent in each of the
+    # 2 rounds of the 3 PEAR debates
+    assert bar.calls_expected == 3 * 5 + 3 * 2 * 5 * 2
+    last = capsys.readouterr().err.strip().splitlines()[-1]  # lines: stderr is no terminal
+    assert f"calls {s.requests}/{s.requests} (100%), debates 6/6" in last and "ETA 0:00:00" in last
+    again = run(exp, SimulatedBackend(answer_key(exp)), tmp_path, progress=True)
+    assert again.already_done == 6  # resumed: nothing expected of this run
+    assert (bars[1].calls_expected, bars[1].debates_expected, bars[1].calls) == (0, 0, 0)
+
+
+class _Clocked:
+    """An engine stand-in: a call completes every ``gap`` seconds."""
+
+    def __init__(self):
+        self.phase, self.calls_done, self.calls_unneeded, self.tokens = "round 1: critiques", 0, 0, 0
+        self.failed, self.on_progress = [], None
+
+    def complete(self, n, gap):
+        for _ in range(n):
+            time.sleep(gap)
+            self.calls_done += 1
+            self.on_progress()
+
+
+def test_lines_come_from_their_own_thread_while_calls_complete():
+    out = io.StringIO()
+    bar = Progress(40, 4, stream=out, interval=0.1)
+    engine = _Clocked()
+    bar.follow(engine)
+    engine.complete(30, 0.02)  # 0.6 s of calls
+    time.sleep(0.35)  # a pause between phases: lines go on
+    bar.counts(4)
+    engine.calls_unneeded = 10  # the debates stopped early
+    engine.on_progress()
+    bar.close()
+    lines = out.getvalue().splitlines()
+    assert len(lines) >= 7 and "\r" not in out.getvalue()
+    got = [re.search(r"calls (\d+)/(\d+) .*ETA ([^,]+),", line).groups() for line in lines]
+    calls = [int(c) for c, _, _ in got]
+    assert calls == sorted(calls) and calls[-1] == 30
+    assert got[-1] == ("30", "30", "0:00:00") and "debates 4/4" in lines[-1]
+    mid = next(g for g in got if 10 <= int(g[0]) < 30)  # ETA: the calls left at the rate
+    assert mid[2] != "?" and re.fullmatch(r"0:00:0\d", mid[2])
+    assert re.match(r"\[\d\d:\d\d:\d\d\] round 1: critiques: calls", lines[0])
+
+
+def test_a_terminal_gets_a_bar_in_calls():
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+    out = Terminal()
+    bar = Progress(20, 2, stream=out)
+    engine = _Clocked()
+    bar.follow(engine)
+    engine.complete(20, 0.0)
+    bar.close()
+    frames = out.getvalue().split("\r")
+    assert "20/20" in frames[-1] and "call" in frames[-1] and "round 1: critiques" in frames[-1]
 
 
 def test_model_calls_move_within_a_phase():

@@ -385,6 +385,10 @@ def _cmd_launch(a: argparse.Namespace) -> int:
     if a.then_paper:
         from pear.runs.launch.spec import paper_command
         paper = paper_command(spec)  # refused before anything is written
+    if a.launch_command == "slurm" and not a.dry_run:  # the whole launch, or nothing
+        L.check_scripts(L.scripts(spec, partition=a.partition, account=a.account,
+                                  throttle=a.throttle, sbatch_args=a.sbatch_arg,
+                                  then_paper=a.then_paper), a.partition)
     L.write_launch(spec)
     from pear.runs.launch.finish import describe
     print("\n".join(describe(arr) for arr in spec.arrays))

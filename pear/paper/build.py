@@ -388,7 +388,7 @@ def _execute(names: Sequence[str], src_dir: Path, out_dir: Path, fig_dir: Path,
         jupytext.write(jupytext.read(src), ipynb)
         declared = notebook_parameters(src)
         given = {k: v for k, v in params.items() if k in declared}
-        # the runs: their progress lines (pear.runs.experiment.Progress, written by the
+        # the runs: their progress lines (pear.runs.progress.Progress, written by the
         # kernel every 1.5 s) relayed as each arrives, in place of papermill's cell bar
         stream = name == NOTEBOOKS[0]
         t0 = time.perf_counter()

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from pear.core.config import config_hash
-from pear.core.engine import Engine, Job
+from pear.core.engine import Engine, Job, call_budget
 from pear.methods import method, spec
 from pear.runs.grid import Experiment, grid_questions
 from pear.runs.progress import Progress
@@ -205,9 +205,10 @@ def write(p: BranchPlan, *, progress: bool = True) -> BranchSummary:
                      "model_ids": [engine.model]})
     manifest_io.write(p.out, manifest)
     summary = BranchSummary(0, p.already_done, p.skipped_stopped, 0, 0)
-    bar = Progress(sum(engine.steps(job, p.from_round + 1) for job, _ in p.todo), progress)
+    bar = Progress(call_budget([job for job, _ in p.todo], engine.debate, p.from_round + 1),
+                   len(p.todo), progress)
     bar.follow(engine)
-    with RecordWriter(model_dir(p.out, engine.model)) as writer:
+    with bar, RecordWriter(model_dir(p.out, engine.model)) as writer:
         step = max(1, exp.chunk_questions * len(p.methods))
         for i in range(0, len(p.todo), step):
             for record in engine.branch(p.todo[i:i + step], p.from_round):

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
-from pear.core.engine import Engine, Job, debate_rounds
+from pear.core.engine import Engine, Job, call_budget
 from pear.core.hashing import hex_id
 from pear.runs.grid import Experiment, model_grid
 from pear.runs.jobs import jobs
@@ -130,16 +130,15 @@ def _run(exp: Experiment, backend: Any, out: Path, *, progress: bool,
     grid_jobs = [jobs(model_grid(exp, n)) for n in grid_names]
     summary = RunSummary(total=sum(map(len, grid_jobs)), already_done=0, written=0,
                          failed=[], generate_calls=0, requests=0, tokens=0, cache_hits=0)
-    bar = Progress(sum(debate_rounds(j, model_grid(exp, n).debate.rounds)
-                       for n, js in zip(grid_names, grid_jobs) for j in js), progress)
+    bar = Progress(sum(call_budget(js, model_grid(exp, n).debate)
+                       for n, js in zip(grid_names, grid_jobs)), summary.total, progress)
     try:
         for name, all_jobs in zip(names, grid_jobs):
             finished = _finished_earlier(exp, old, manifest["backend"], name, all_jobs, out) \
                 if current is None else None
             if finished is not None:  # not loaded again: its ids and settings are in the manifest
                 summary.already_done += len(all_jobs)
-                bar.skip(sum(debate_rounds(j, model_grid(exp, name).debate.rounds)
-                             for j in all_jobs))
+                bar.skip(call_budget(all_jobs, model_grid(exp, name).debate), len(all_jobs))
                 manifest["backend_settings"].append(finished[1])
                 manifest["model_ids"].append(finished[0])
                 continue
@@ -159,10 +158,10 @@ def _run(exp: Experiment, backend: Any, out: Path, *, progress: bool,
             if stop is not None and stop():
                 summary.stopped = True
                 break
-    finally:  # what this attempt cost, also when it fails
+    finally:  # what this attempt cost, also when it fails; the progress lines stop
+        bar.close()
         close_attempt(out, manifest, attempt, calls=summary.requests, tokens=summary.tokens,
                       cache_hits=summary.cache_hits, debates=summary.written)
-    bar.close()
     manifest["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     manifest["complete"] = summary.complete
     manifest_io.write(out, manifest)
@@ -193,8 +192,8 @@ def _run_jobs(engine: Engine, all_jobs: Sequence[Job], rdir: Path, chunk_questio
     done = completed_ids(rdir)
     todo = [j for j in all_jobs if engine.debate_id(j) not in done]
     summary.already_done += len(all_jobs) - len(todo)
-    todo_ids = {id(j) for j in todo}
-    bar.skip(sum(engine.steps(j) for j in all_jobs if id(j) not in todo_ids))
+    bar.skip(call_budget(all_jobs, engine.debate) - call_budget(todo, engine.debate),
+             len(all_jobs) - len(todo))
     bar.follow(engine)
     with RecordWriter(rdir) as writer:
         for chunk in _chunks(todo, chunk_questions):

@@ -28,7 +28,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from pear.core.engine import Engine, Job
+from pear.core.engine import Engine, Job, call_budget
 from pear.runs.grid import Experiment, model_grid
 from pear.runs.jobs import jobs
 from pear.runs.progress import Progress
@@ -84,7 +84,6 @@ def run_together(grids: Mapping[str | os.PathLike[str], Experiment], backend: An
     todo: dict[Any, list[Job]] = defaultdict(list)
     owner: dict[str, list[Path]] = defaultdict(list)  # debate id -> the grids that hold it
     already: dict[Path, int] = {}
-    skipped_rounds = 0
     with contextlib.ExitStack() as stack:
         for d in dirs:
             d.mkdir(parents=True, exist_ok=True)
@@ -105,16 +104,14 @@ def run_together(grids: Mapping[str | os.PathLike[str], Experiment], backend: An
                 did = engine.debate_id(j)
                 if did in done:
                     already[d] += 1
-                    skipped_rounds += engine.steps(j)
                     continue
                 if not owner[did]:
                     todo[exp.debate].append(j)
                 owner[did].append(d)
         summary.total = sum(map(len, grid.values()))
         summary.already_done = sum(already.values())
-        bar = Progress(sum(engines[exp.debate].steps(j) for d, exp in dirs.items()
-                           for j in grid[d]), progress)
-        bar.skip(skipped_rounds)
+        bar = stack.enter_context(Progress(sum(call_budget(js, key) for key, js in todo.items()),
+                                           summary.total - summary.already_done, progress))
         writers = {d: stack.enter_context(RecordWriter(model_dir(d, backend.model_id)))
                    for d in dirs}
         per_chunk = min(exp.chunk_questions for exp in dirs.values())
