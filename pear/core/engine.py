@@ -87,10 +87,10 @@ def debate_rounds(job: Job, rounds: int, first: int = 0) -> int:
 
 
 def call_budget(jobs: Sequence[Job], debate: DebateConfig, first: int = 0) -> int:
-    """The most model calls ``jobs`` take under protocol ``debate`` from round ``first`` on: in round 0 one per
-    initial answer of each (seed, question), shared by its methods as :meth:`Engine.run`
-    asks them; in every debate round two per agent at most (one critique request per agent
-    with out-edges, one revision each).  What a run does not need of it the engine counts in
+    """The most model calls ``jobs`` take under protocol ``debate`` from round ``first`` on:
+    in round 0 one per initial answer of each (seed, question), shared by its methods as
+    :meth:`Engine.run` asks them; in every debate round two per agent at most (one critique
+    request per agent with out-edges, one revision each).  What a run does not need of it the engine counts in
     ``calls_unneeded``, so that progress in calls ends at its total."""
     calls = 0
     if first == 0:

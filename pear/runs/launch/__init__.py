@@ -17,6 +17,6 @@ from pear.runs.launch.slurm import (array_script, check_scripts, check_slurm, me
 from pear.runs.launch.spec import Launch, ModelArray, check_same_grid, plan_launch, read_launch, write_launch
 
 __all__ = ["Launch", "ModelArray", "plan_launch", "check_same_grid", "read_launch",
-           "write_launch", "array_script", "merge_script", "scripts", "write_scripts", "check_slurm",
-           "check_scripts",
-           "submit", "run_local", "status", "format_status", "merge_launch"]
+           "write_launch", "array_script", "merge_script", "scripts", "write_scripts",
+           "check_slurm", "check_scripts", "submit", "run_local", "status", "format_status",
+           "merge_launch"]
