@@ -48,25 +48,20 @@ class Checker:
             self._read_manifest(Path(run_dir))
 
     def _read_manifest(self, root: Path) -> None:
-        from pear.core.config import DebateConfig, RouterConfig, config_hash
-        from pear.paths import RUN_MANIFEST as MANIFEST
-        path = root / MANIFEST
+        from pear.core.config import config_hash
+        from pear.store import manifest
+        path = manifest.path(root)
         if not path.is_file():
-            self.run_findings.add(Problem("no_manifest", str(root), f"no {MANIFEST}: config "
+            self.run_findings.add(Problem("no_manifest", str(root), f"no {path.name}: config "
                                           "hashes, gold answers and graphs are not checked"))
             return
         try:
-            raw = json.loads(path.read_text())
+            raw = manifest.read(root) or {}
             if raw.get("imported"):  # another framework's debates: no protocol of ours
                 self.imported_datasets = set(raw["imported"].get("datasets") or ())
                 self.models = set(raw.get("models") or ())
                 return
-            proto = raw["protocol"]
-            debate = dict(proto["debate"])
-            for key in ("roles", "agent_models"):
-                if key in debate:
-                    debate[key] = tuple(debate[key])
-            self.debate, self.router = DebateConfig(**debate), RouterConfig(**proto["router"])
+            self.debate, self.router = manifest.protocol(raw)
         except (OSError, ValueError, KeyError, TypeError) as err:
             self.run_findings.add(Problem("manifest", str(path), f"cannot read the protocol "
                                           f"({type(err).__name__}: {err})"))

@@ -18,8 +18,8 @@ from typing import Any, Iterable, Mapping
 
 from pear.paths import RUN_MANIFEST
 
-__all__ = ["RUN_MANIFEST", "CHECKED", "path", "read", "write", "diff", "diff_keys", "check",
-           "fingerprint"]
+__all__ = ["RUN_MANIFEST", "CHECKED", "path", "read", "protocol", "write", "diff", "diff_keys",
+           "check", "fingerprint"]
 
 CHECKED = ("protocol", "backend", "models", "data_sha256", "shard")
 """Manifest keys that must agree for runs to share (or be merged into) one directory."""
@@ -34,6 +34,26 @@ def read(run_dir: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The run directory's manifest, or None when there is none yet."""
     p = path(run_dir)
     return json.loads(p.read_text()) if p.exists() else None
+
+
+def protocol(manifest: Mapping[str, Any]) -> tuple[Any, Any]:
+    """The (DebateConfig, RouterConfig) a manifest records under ``protocol``; KeyError,
+    TypeError or ValueError when it records none or a malformed one.
+
+    >>> import dataclasses
+    >>> from pear.core.config import DebateConfig, RouterConfig
+    >>> rec = json.loads(json.dumps({"protocol": {"debate": dataclasses.asdict(DebateConfig()),
+    ...                                           "router": {}}}))
+    >>> protocol(rec) == (DebateConfig(), RouterConfig())
+    True
+    """
+    from pear.core.config import DebateConfig, RouterConfig
+    proto = manifest["protocol"]
+    debate = dict(proto["debate"])
+    for key in ("roles", "agent_models"):
+        if key in debate:
+            debate[key] = tuple(debate[key])
+    return DebateConfig(**debate), RouterConfig(**proto["router"])
 
 
 def write(run_dir: str | os.PathLike[str], manifest: Mapping[str, Any]) -> None:
