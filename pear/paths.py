@@ -1,4 +1,5 @@
-"""Where things are: the one owner of the repository's paths and a run directory's file names.
+"""Where things are: the one owner of the repository's paths and a run directory's file names,
+and of writing a file atomically (:func:`write_atomic`, :func:`write_json`).
 
 A leaf module (standard library only) that every layer may import.  The repository root is
 found from the package's location, never from the working directory; a package installed
@@ -6,13 +7,16 @@ outside a checkout (a wheel) has no repository, and only the functions that need
 """
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
+from typing import Any, Callable
 
 __all__ = ["PACKAGE_DIR", "REPO_ROOT", "DATA_DIR", "BENCHMARKS_DIR", "PAPER_DIR", "RUNS_DIR",
            "REAL_DEBATES_DIR",
            "FIGURES_DIR", "BUILD_DIR", "NOTEBOOKS_DIR", "TEMPLATES_FILE", "RECORDS_FILE",
            "RUN_MANIFEST", "VIEW_DIR", "VIEW_MANIFEST", "CACHE_FILE", "SITE_DIR",
-           "EXECUTED_DIR", "cache_path", "studies_dir"]
+           "EXECUTED_DIR", "cache_path", "studies_dir", "write_atomic", "write_json"]
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_ROOT = PACKAGE_DIR.parent
@@ -48,3 +52,37 @@ def studies_dir(run_dir: str | Path) -> Path:
     grid)."""
     root = Path(run_dir)
     return root.with_name(root.name + "-studies")
+
+
+def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` to ``path`` atomically: a crash, or a reader at the same moment, sees the
+    old file or the new one, never a part (a temporary file beside it, then ``os.replace``).
+
+    >>> import tempfile
+    >>> p = write_atomic(Path(tempfile.mkdtemp()) / "a.txt", "one")
+    >>> p.read_text(), sorted(f.name for f in p.parent.iterdir())
+    ('one', ['a.txt'])
+    """
+    p = Path(path)
+    tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
+    try:
+        tmp.write_text(text)
+        os.replace(tmp, p)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return p
+
+
+def write_json(path: str | os.PathLike[str], data: Any, *, indent: int = 2,
+               sort_keys: bool = True, default: Callable[[Any], Any] | None = None,
+               newline: bool = False) -> Path:
+    """Write ``data`` as JSON to ``path`` atomically (:func:`write_atomic`); ``newline`` ends
+    the file with one.
+
+    >>> import tempfile
+    >>> text = write_json(Path(tempfile.mkdtemp()) / "a.json", {"b": 1, "a": 2}).read_text()
+    >>> text.splitlines()
+    ['{', '  "a": 2,', '  "b": 1', '}']
+    """
+    text = json.dumps(data, indent=indent, sort_keys=sort_keys, default=default)
+    return write_atomic(path, text + "\n" if newline else text)

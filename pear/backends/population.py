@@ -37,7 +37,7 @@ from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 
-from pear.paths import DATA_DIR
+from pear.paths import DATA_DIR, write_json
 
 __all__ = ["SimParams", "DATASET_EASE", "RevisionModel", "Population", "POPULATIONS_DIR",
            "SHIPPED", "DEFAULT", "BUILD_DEFAULT", "load", "fingerprint", "expected_accuracy",
@@ -366,11 +366,7 @@ class Population:
 
     def write(self, path: str | os.PathLike[str]) -> Path:
         """Write the file (sorted keys, 2-space indent, a final newline) atomically."""
-        p = Path(path)
-        tmp = p.with_name(f".{p.name}.tmp-{os.getpid()}")
-        tmp.write_text(json.dumps(self.to_json(), indent=2, sort_keys=True) + "\n")
-        os.replace(tmp, p)
-        return p
+        return write_json(path, self.to_json(), newline=True)
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any], where: str = "population") -> "Population":

@@ -32,6 +32,8 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 
+from pear.paths import write_json
+
 __all__ = ["LEDGER_FILE", "ledger_records", "save_ledger", "read_ledger", "diff", "diff_html",
            "format_diff"]
 
@@ -69,11 +71,7 @@ def save_ledger(ledger: pd.DataFrame, name: str = "claims",
     from pear.analysis.report import figures_dir
     out = figures_dir(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{name}.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(ledger_records(ledger), indent=1, sort_keys=True))
-    os.replace(tmp, path)
-    return path
+    return write_json(out / f"{name}.json", ledger_records(ledger), indent=1)
 
 
 def read_ledger(path: str | os.PathLike[str]) -> list[dict[str, Any]]:

@@ -17,6 +17,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from pear.paths import write_json
+
 __all__ = ["BUILD_FILE", "read", "start", "record", "current", "check", "describe"]
 
 BUILD_FILE = "build.json"
@@ -37,9 +39,7 @@ def read(fig_dir: str | os.PathLike[str]) -> dict[str, Any]:
 
 def _write(fig_dir: Path, data: Mapping[str, Any]) -> None:
     fig_dir.mkdir(parents=True, exist_ok=True)
-    tmp = fig_dir / (BUILD_FILE + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
-    os.replace(tmp, fig_dir / BUILD_FILE)
+    write_json(fig_dir / BUILD_FILE, data)
 
 
 def _run_entry(params: Mapping[str, Any], commit: str) -> dict[str, Any]:

@@ -5,13 +5,10 @@ graphs.  One line at a time; nothing here executes or opens anything a record na
 """
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
 from typing import Any, Mapping
 
 import msgspec
-import numpy as np
 
 from pear.core.vote import leaders
 from pear.store.findings import (_DECODER, _PLAIN, has_markup, MAX_FIELD_BYTES, Findings, Problem,

@@ -40,7 +40,7 @@ from pear.store.findings import KINDS, Findings, ValidationError, digest, scan_l
 __all__ = ["VIEW_DIR", "VERSION", "BATCH", "IndexSummary", "Manifest", "index",
            "read_manifest", "part_path", "run_dir_of"]
 
-from pear.paths import VIEW_DIR, VIEW_MANIFEST  # noqa: E402
+from pear.paths import VIEW_DIR, VIEW_MANIFEST, write_atomic  # noqa: E402
 VERSION = 3  # 2: debates.max_rounds and debates.stop_reason (early stopping); 3: the
 # records' checks (debates.digest, the manifest's findings and protocol)
 """Bump when a table's columns or their meaning change: older views are then rebuilt."""
@@ -308,8 +308,6 @@ def _append(root: Path, vdir: Path, man: Manifest, files: Sequence[Path], checke
             man.debates += added
         man.files = entries
         man.findings = Findings.from_dict(man.findings).merge(found).to_dict()
-        tmp_man = vdir / (VIEW_MANIFEST + ".tmp")
-        tmp_man.write_text(man.to_json())
-        os.replace(tmp_man, vdir / VIEW_MANIFEST)
+        write_atomic(vdir / VIEW_MANIFEST, man.to_json())
     finally:
         part.discard()

@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from pear.paths import RUN_MANIFEST
+from pear.paths import RUN_MANIFEST, write_json
 
 __all__ = ["RUN_MANIFEST", "CHECKED", "path", "read", "protocol", "write", "diff", "diff_keys",
            "check", "fingerprint"]
@@ -58,10 +58,7 @@ def protocol(manifest: Mapping[str, Any]) -> tuple[Any, Any]:
 
 def write(run_dir: str | os.PathLike[str], manifest: Mapping[str, Any]) -> None:
     """Write the manifest atomically (a crash leaves the old one or the new one)."""
-    p = path(run_dir)
-    tmp = p.with_name(RUN_MANIFEST + ".tmp")
-    tmp.write_text(json.dumps(manifest, indent=2, sort_keys=True, default=str))
-    os.replace(tmp, p)
+    write_json(path(run_dir), manifest, default=str)
 
 
 def diff(old: Any, new: Any, prefix: str = "") -> list[str]:

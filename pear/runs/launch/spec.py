@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from pear.catalog.models import GPU_KINDS, lookup, resources
+from pear.paths import write_json
 from pear.runs.grid import Experiment, model_grid
 from pear.runs.jobs import shard_sizes
 from pear.store.manifest import read as read_manifest
@@ -240,9 +241,7 @@ def write_launch(launch: Launch) -> None:
     data = {**launch.identity(), "python": launch.python, "workdir": launch.workdir,
             "record_kb": launch.record_kb,
             "arrays": [a.__dict__ | {"expected": list(a.expected)} for a in launch.arrays]}
-    tmp = launch.dir / (GRID_FILE + ".tmp")
-    tmp.write_text(json.dumps(data, indent=1) + "\n")
-    os.replace(tmp, launch.dir / GRID_FILE)
+    write_json(launch.dir / GRID_FILE, data, indent=1, sort_keys=False, newline=True)
 
 
 def read_launch(out: str | os.PathLike[str]) -> Launch:
