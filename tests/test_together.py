@@ -1,6 +1,7 @@
 """The studies' variants: run together in one pass, or read from the main run where they
 coincide with it; either way the records are those separate runs write."""
 import dataclasses
+import json
 
 import pytest
 
@@ -116,3 +117,26 @@ def test_a_main_run_of_another_setting_is_never_read(tmp_path, grid):
     more = dataclasses.replace(other, n_questions=3)  # a debate the main run lacks
     assert recorded_in(studies.population_variants(more)["honest"], main, model_id,
                        "simulated") is None
+
+
+def test_a_variant_takes_the_debates_it_shares_with_the_main_run(tmp_path, grid):
+    main = tmp_path / "main"
+    run(grid, _backend(grid), main, progress=False)  # clique, star, ring, random, pear, ...
+    variant = dataclasses.replace(grid, methods=("clique", "chain", "pear"))
+    out = tmp_path / "variant"
+    s = run_together({out: variant}, _backend(grid), progress=False, reuse=main)
+    assert (s.total, s.already_done, s.written) == (6, 4, 2)  # chain is not in the main run
+    mine = _record_lines(out)
+    assert len(mine) == 6
+    copied = [line for line in mine if json.loads(line)["method"] != "chain"]
+    assert len(copied) == 4 and set(copied) <= set(_record_lines(main))  # byte for byte
+    alone = tmp_path / "alone"
+    run(variant, _backend(grid), alone, progress=False)
+    assert _content(out) == _content(alone)
+    again = run_together({out: variant}, _backend(grid), progress=False, reuse=main)
+    assert (again.already_done, again.written) == (6, 0) and len(_record_lines(out)) == 6
+
+
+def _record_lines(run_dir):
+    return [line for p in sorted(run_dir.rglob("debates.jsonl"))
+            for line in p.read_text().splitlines() if line.strip()]

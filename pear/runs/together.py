@@ -38,21 +38,29 @@ from pear.runs.runner import RunSummary, _chunks, _writer_lock, debate_ids, mode
 from pear.store import manifest as manifest_io
 from pear.store.records import RecordWriter, completed_ids
 
-__all__ = ["recorded_in", "run_together"]
+__all__ = ["same_setting", "recorded_in", "run_together"]
+
+
+def same_setting(exp: Experiment, run_dir: str | os.PathLike[str], model_id: str,
+                 backend_name: str) -> bool:
+    """Whether ``run_dir``'s manifest is of ``exp``'s setting for this model and backend
+    (protocol, backend, model, data, no shard): what a resume into it would require, so
+    its debates are debates ``exp`` would run wherever their ids coincide."""
+    from pear.tasks.benchmarks import sha256_files
+    old = manifest_io.read(run_dir) if Path(run_dir).is_dir() else None
+    if old is None or exp.shard is not None:
+        return False
+    wanted = {"protocol": exp.protocol(), "backend": backend_name, "models": [model_id],
+              "data_sha256": sha256_files(), "shard": None}
+    return not manifest_io.diff_keys(old, wanted)
 
 
 def recorded_in(exp: Experiment, run_dir: str | os.PathLike[str], model_id: str,
                 backend_name: str, recorded: set[str] | None = None) -> list[str] | None:
     """The debate ids of ``exp``'s grid when ``run_dir`` holds every one of them under a
-    manifest of the same setting (protocol, backend, model, data, no shard), else None.
-    ``recorded``: the ids recorded in ``run_dir`` when the caller has them (else read)."""
-    from pear.tasks.benchmarks import sha256_files
-    old = manifest_io.read(run_dir) if Path(run_dir).is_dir() else None
-    if old is None:
-        return None
-    wanted = {"protocol": exp.protocol(), "backend": backend_name, "models": [model_id],
-              "data_sha256": sha256_files(), "shard": None}
-    if manifest_io.diff_keys(old, wanted) or exp.shard is not None:
+    manifest of the same setting (:func:`same_setting`), else None.  ``recorded``: the ids
+    recorded in ``run_dir`` when the caller has them (else read)."""
+    if not same_setting(exp, run_dir, model_id, backend_name):
         return None
     ids = debate_ids(exp, model_id, backend_name)
     have = recorded if recorded is not None else completed_ids(model_dir(run_dir, model_id))
@@ -60,12 +68,16 @@ def recorded_in(exp: Experiment, run_dir: str | os.PathLike[str], model_id: str,
 
 
 def run_together(grids: Mapping[str | os.PathLike[str], Experiment], backend: Any, *,
-                 progress: bool = True) -> RunSummary:
+                 progress: bool = True, reuse: str | os.PathLike[str] | None = None
+                 ) -> RunSummary:
     """Run every missing debate of each grid (``{run directory: experiment}``) into its own
     directory with ``backend`` (one model; see the module docstring), in one pass; returns
     the pass's summary (debates of all grids; each directory's manifest says whether its
-    grid is complete).  Grids that name models, a mixed population or a shard are refused:
-    run those with :func:`pear.runs.runner.run`."""
+    grid is complete).  ``reuse``: a run directory (the main run) whose records of a grid's
+    setting (:func:`same_setting`) are copied into the grid's directory, line for line, for
+    every debate id they share, instead of being run again (counted in ``already_done``).
+    Grids that name models, a mixed population or a shard are refused: run those with
+    :func:`pear.runs.runner.run`."""
     if not hasattr(backend, "generate"):
         raise ValueError("run_together takes one backend (one model); run grids that need a "
                          "backend per model with pear.runs.runner.run")
@@ -98,6 +110,10 @@ def run_together(grids: Mapping[str | os.PathLike[str], Experiment], backend: An
             m["model_ids"].append(backend.model_id)
             manifest_io.write(d, m)
             manifests[d] = m
+        if reuse is not None:
+            _copy_recorded(Path(reuse), {d: exp for d, exp in dirs.items() if same_setting(
+                exp, reuse, backend.model_id, backend.name)}, backend, grid)
+        for d, exp in dirs.items():
             engine, done = engines[exp.debate], completed_ids(model_dir(d, backend.model_id))
             already[d] = 0
             for j in grid[d]:
@@ -153,6 +169,31 @@ def _close_attempts(manifests: Mapping[Path, dict[str, Any]],
     for i, d in enumerate(dirs):
         close_attempt(d, manifests[d], attempts[d], shares[i], debates=written.get(d, 0),
                       **{k: v[i] for k, v in parts.items()})
+
+
+def _copy_recorded(source: Path, dirs: Mapping[Path, Experiment], backend: Any,
+                   grid: Mapping[Path, Sequence[Job]]) -> None:
+    """Append to each of ``dirs`` the records ``source`` holds of its grid's debates and
+    it lacks (one pass over ``source``'s records; each line parsed and written back as
+    the runner writes it, so the bytes are the same)."""
+    import json
+
+    from pear.store.records import iter_lines, line_debate_id, record_files
+    wanted: dict[str, list[Path]] = defaultdict(list)
+    for d, exp in dirs.items():
+        done = completed_ids(model_dir(d, backend.model_id))
+        for i in debate_ids(exp, backend.model_id, backend.name, grid[d]):
+            if i not in done:
+                wanted[i].append(d)
+    if not wanted:
+        return
+    with contextlib.ExitStack() as stack:
+        writers = {d: stack.enter_context(RecordWriter(model_dir(d, backend.model_id)))
+                   for d in dirs}
+        for path in record_files(model_dir(source, backend.model_id)):
+            for _, line_no, line in iter_lines(path):
+                for d in wanted.pop(line_debate_id(path, line_no, line), ()):
+                    writers[d].write(json.loads(line))
 
 
 def _task_for() -> Any:

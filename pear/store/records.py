@@ -22,7 +22,7 @@ from pear.paths import RECORDS_FILE, RUN_MANIFEST
 
 __all__ = [
     "RECORDS_FILE", "RecordWriter", "record_files", "iter_lines", "parse_line", "iter_records",
-    "read_records", "read_record_at", "completed_ids",
+    "read_records", "read_record_at", "completed_ids", "line_debate_id",
 ]
 
 
@@ -203,9 +203,16 @@ def completed_ids(run_dir: str | os.PathLike[str]) -> set[str]:
     out: set[str] = set()
     for path in record_files(run_dir):
         for _, line_no, line in iter_lines(path):
-            m = _ID_PREFIX.match(line)
-            if m:
-                out.add(m.group(1).decode())
-            elif (rec := parse_line(path, line_no, line)) is not None:
-                out.add(rec["debate_id"])
+            if (did := line_debate_id(path, line_no, line)) is not None:
+                out.add(did)
     return out
+
+
+def line_debate_id(path: Path | str, line_no: int, line: bytes) -> str | None:
+    """The debate id of one record line (read from the line's start where the writer put
+    it, else the line is parsed); None for a blank line."""
+    m = _ID_PREFIX.match(line)
+    if m:
+        return m.group(1).decode()
+    rec = parse_line(path, line_no, line)
+    return None if rec is None else rec["debate_id"]
