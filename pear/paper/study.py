@@ -156,8 +156,11 @@ class Results:
         order = deb.assign(**{c: deb[c].astype(str) for c in
                               ("dataset", "question_id", "method", "debate_id")}).sort_values(
             ["seed", "dataset", "question_id", "method", "debate_id"], kind="stable")
-        for did in order["debate_id"]:
-            yield self.view.record(did)
+        from pear.store.records import read_record_at
+        files = self.view.files
+        for did, file, offset in zip(order["debate_id"], order["file"], order["offset"]):
+            yield read_record_at(files[file], int(offset)) if 0 <= file < len(files) \
+                else self.view.record(did)  # an in-memory view: the record itself
 
     @property
     def simulated(self) -> bool:
