@@ -142,7 +142,7 @@ def test_undelivered_critiques_are_flagged_not_fabricated():
     crit = rec["rounds_data"][1]["critiques"]
     assert len(crit) == 5 and not any(c["delivered"] for c in crit)
     assert all(c["decision"] is None and c["parse_error"] for c in crit)
-    assert rec["parse_failures"] >= 5
+    assert rec["parse_failures"] == 5  # the five critiques; every answer parsed
 
 
 def test_failed_requests_drop_the_debate():

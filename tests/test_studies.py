@@ -2,9 +2,11 @@
 import dataclasses
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from pear.paper import studies
+from pear.paths import DATA_DIR
 from pear.paper.study import load_results
 
 
@@ -30,9 +32,18 @@ def test_variants_change_one_setting_and_keep_the_grid(tiny):
                 dataclasses.replace(tiny.debate, stop="none", roles=())
 
 
-def test_variants_are_recorded_beside_the_run_never_inside_it(tmp_path):
-    where = studies.studies_dir(tmp_path / "sim-simulated")
-    assert where == tmp_path / "sim-simulated-studies"
+def test_variants_are_recorded_beside_the_run_never_inside_it(tmp_path, tiny):
+    from pear.store.records import read_records
+    main = tmp_path / "sim-simulated"
+    exp = dataclasses.replace(tiny, datasets=("gsm8k",))
+    variant = {"consensus": studies.stop_variants(exp)["consensus"]}
+    res = studies.run_variants("simulated", variant, main)["consensus"]
+    where = tmp_path / "sim-simulated-studies" / "consensus"
+    assert studies.variant_dir(main, "consensus") == where
+    assert not main.exists() and sorted(p.name for p in tmp_path.iterdir()) == \
+        ["sim-simulated-studies"]
+    recs = read_records(where)
+    assert len(recs) == len(res.debates) == 2 * len(studies.STOP_METHODS)
 
 
 def test_smoke_studies_grid_is_one_dataset_and_seed():
@@ -44,7 +55,11 @@ def test_study_numbers_come_from_the_printed_tables():
     lifts = studies.study_lifts()
     assert lifts["source_confidence"] == pytest.approx(0.172)
     assert lifts["cross_answer"] == pytest.approx(0.178)
-    assert 0.04 < studies.study_gap_pear_random() < 0.08
+    t = pd.read_csv(DATA_DIR / "paper/main_results.csv") \
+        .pivot_table(index=["dataset", "model"], columns="method", values="accuracy")
+    gap = studies.study_gap_pear_random()
+    assert gap == pytest.approx(0.057417, abs=1e-6)
+    assert gap == pytest.approx((t["PEAR"] - t["Random"]).mean())
 
 
 def test_tables_from_simulated_runs(tmp_path, tiny):
