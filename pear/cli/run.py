@@ -89,7 +89,7 @@ def _run_experiment(a: argparse.Namespace) -> Any:
     """The grid the arguments choose (``pear run``, ``pear plan``, each ``pear launch``
     shard): every argument named like a setting of :func:`pear.runs.grid.preset`
     (a field of the experiment or of its debate config) overrides the preset's."""
-    from pear.runs.grid import PRESET_SETTINGS, preset
+    from pear.runs.grid import PRESET_SETTINGS, experiment
     over = {k: v for k in PRESET_SETTINGS if (v := getattr(a, k, None)) is not None}
     if getattr(a, "no_full", False):
         over["full_datasets"] = ()
@@ -97,9 +97,8 @@ def _run_experiment(a: argparse.Namespace) -> Any:
         over["study_scope"] = False
     if over.get("roles"):
         over["roles"] = dict(over["roles"])
-    if getattr(a, "model", None) and (a.command == "plan" or a.backend in ("vllm", "openai")):
-        over["models"] = tuple(a.model)
-    return preset(a.preset, **over)
+    return experiment(a.preset, backend=None if a.command == "plan" else a.backend,
+                      models=tuple(getattr(a, "model", None) or ()), **over)
 
 
 def _cmd_run(a: argparse.Namespace) -> int:
@@ -360,6 +359,7 @@ def _run_parser() -> argparse.ArgumentParser:
 
 def _cmd_launch(a: argparse.Namespace) -> int:
     from pear.runs import launch as L
+    from pear.runs.grid import MODEL_BACKENDS
     if a.launch_command in ("status", "merge"):
         spec = L.read_launch(a.out)
         if a.launch_command == "status":
@@ -374,7 +374,7 @@ def _cmd_launch(a: argparse.Namespace) -> int:
     run_ns = _run_parser().parse_args(["run", *run_args, "--out", a.out]
                                   + [x for m in (a.model or []) for x in ("--model", m)])
     exp = _run_experiment(run_ns)
-    if a.backend not in ("vllm", "openai") and a.model:
+    if a.backend not in MODEL_BACKENDS and a.model:
         raise ValueError(f"--model is for the vllm and openai backends, not {a.backend!r}")
     if a.launch_command == "slurm" and not a.dry_run:
         L.check_slurm(a.partition)  # before anything is written

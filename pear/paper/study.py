@@ -76,14 +76,14 @@ def _seeds(seeds: str | Sequence[int]) -> tuple[int, ...] | None:
 def experiment(preset: str, seeds: str | Sequence[int] = "", n_questions: int = 0,
                model: str = "", backend: str = "") -> Any:
     """The preset's :class:`pear.runs.grid.Experiment` with the notebook parameters:
-    ``seeds`` ("" = the preset's), ``n_questions`` (0 = the preset's) and, for the vllm and
-    openai backends, ``model`` as the grid's model.
+    ``seeds`` ("" = the preset's), ``n_questions`` (0 = the preset's) and ``model`` as the
+    grid's model where the backend takes one (:func:`pear.runs.grid.experiment`).
 
     >>> e = experiment("smoke", seeds="3,4", n_questions=5)
     >>> e.seeds, e.n_questions
     ((3, 4), 5)
     """
-    from pear.runs.grid import preset as make_preset
+    from pear.runs.grid import experiment as grid_experiment
     if backend and backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
     over: dict[str, Any] = {}
@@ -94,9 +94,7 @@ def experiment(preset: str, seeds: str | Sequence[int] = "", n_questions: int = 
         raise ValueError(f"invalid n_questions={n_questions!r}: use 0 (the preset's) or more")
     if n_questions:
         over["n_questions"] = int(n_questions)
-    if model and backend in ("vllm", "vllm-cpu", "openai"):
-        over["models"] = (model,)
-    exp = make_preset(preset, **over)
+    exp = grid_experiment(preset, backend=backend, models=(model,) if model else (), **over)
     from pear.methods import load_plugins, plugin_names
     load_plugins()  # entry points and $PEAR_PLUGINS (pear paper --plugin): their methods run too
     extra = [m for m in plugin_names(("entry point", "module")) if m not in exp.methods]

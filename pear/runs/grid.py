@@ -18,10 +18,11 @@ from typing import Any, Mapping
 from pear.core.config import METHODS, DebateConfig, RouterConfig, identity_dict, roles_for
 from pear.core.methods import SC_SIZES
 from pear.methods import is_self_consistency, spec as method_spec
+from pear.tasks.benchmarks import DATASETS
 
 __all__ = ["Experiment", "PRESETS", "preset", "PRESET_SETTINGS", "DEBATE_SETTINGS",
            "model_grid", "grid_questions", "subset_questions", "full_questions", "SCOPES",
-           "scope_debates", "answer_key"]
+           "scope_debates", "answer_key", "MODEL_BACKENDS", "experiment"]
 
 FULL_METHODS = ("cot", "cot_sc", "clique", "star", "chain", "ring", "pear")  # paper's full-set table
 SC_METHODS = tuple(f"sc@{k}" for k in SC_SIZES)  # our choice
@@ -33,7 +34,8 @@ class Experiment:
     """A grid of debates and the protocol they share."""
 
     name: str
-    datasets: tuple[str, ...] = ("gsm8k", "math500", "truthfulqa", "mmlu_pro")
+    datasets: tuple[str, ...] = DATASETS
+    """The benchmarks (default: all four, in the tables' order, :data:`pear.tasks.benchmarks.DATASETS`)."""
     methods: tuple[str, ...] = METHODS
     seeds: tuple[int, ...] = (0, 1, 2, 3, 4)  # paper: 5 seeds
     n_questions: int | None = 200  # paper: 200 questions per dataset (open models)
@@ -62,7 +64,6 @@ class Experiment:
     (their method set, question count and full-set runs); False = the whole grid."""
 
     def __post_init__(self) -> None:
-        from pear.tasks.benchmarks import DATASETS
         for name, values, allowed in (("datasets", self.datasets, DATASETS),
                                       ("full_datasets", self.full_datasets, DATASETS)):
             bad = [v for v in values if v not in allowed]
@@ -181,6 +182,27 @@ def preset(name: str, **overrides: Any) -> Experiment:
         from pear.catalog.models import expand
         overrides["models"] = expand(tuple(overrides["models"]))
     return _filter_full(replace(exp, **overrides), set(overrides))
+
+
+MODEL_BACKENDS = ("vllm", "vllm-cpu", "openai")
+"""The backends that take a model name: the grid's ``models`` are theirs; the others
+(llamacpp, simulated, replay) run their own model and ignore one given."""
+
+
+def experiment(preset_name: str, *, backend: str | None, models: tuple[str, ...] = (),
+               **settings: Any) -> Experiment:
+    """The grid user parameters choose (``pear run``, ``pear plan``, ``pear launch``, the
+    notebooks): :func:`preset` with ``settings``, and ``models`` as the grid's models when
+    ``backend`` takes a model name (:data:`MODEL_BACKENDS`; None = any, as a plan).
+
+    >>> experiment("smoke", backend="vllm", models=("tiny",)).models
+    ('tiny',)
+    >>> experiment("smoke", backend="simulated", models=("tiny",)).models
+    ()
+    """
+    if models and (backend is None or backend in MODEL_BACKENDS):
+        settings["models"] = tuple(models)
+    return preset(preset_name, **settings)
 
 
 def _filter_full(exp: Experiment, given: set[str]) -> Experiment:
