@@ -39,7 +39,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -53,6 +52,7 @@ from pear.catalog.labels import (DATASETS, dataset_label, method_label, method_o
                                  model_labels)
 from pear.analysis.transcript import KIND_LABELS, debate_flags, html_page, render_transcript_html
 from pear.paper import checklist
+from pear.store import environment
 
 __all__ = ["write_site", "build_meta", "SiteSummary", "chosen_debates", "page_path",
            "page_name", "BESIDE",
@@ -212,15 +212,7 @@ def _notebook_intro(ipynb: Path) -> tuple[str, str]:
 
 def git_commit(root: Path) -> str:
     """The checkout's commit (marked when it has uncommitted changes)."""
-    try:
-        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], check=True,
-                             capture_output=True, text=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain",
-                                "--untracked-files=no"], capture_output=True, text=True,
-                               timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown (not a git checkout)"
-    return out + (" (with uncommitted changes)" if dirty else "")
+    return environment.git_commit(root, mark_changes=True)
 
 
 def _table_html(md: Path, fold: bool = True) -> str:

