@@ -28,7 +28,7 @@ __all__ = [
     "GROUP", "UPDATE_RATES", "seed_accuracy", "accuracy", "round_accuracy", "update_counts",
     "update_rates",
     "critique_rates", "influence_entropy", "mean_influence_entropy", "diagnostics",
-    "macro_average", "costs", "gains", "gain_summary", "gains_versus", "pareto_front",
+    "macro_average", "costs", "best_fixed", "gains", "gain_summary", "gains_versus", "pareto_front",
     "paired",
 ]
 
@@ -425,6 +425,21 @@ def costs(debates: pd.DataFrame, by: Sequence[str] = GROUP) -> pd.DataFrame:
     return _sorted(out.reset_index(), by)
 
 
+def best_fixed(accuracy: Any) -> str | None:
+    """The best fixed topology: of the :data:`~pear.core.config.FIXED_TOPOLOGIES` that
+    ``accuracy`` (method -> accuracy: a mapping or a Series) holds a number for (NaN = not
+    run), the one of highest accuracy, the first in that order on ties; None when none.
+
+    >>> best_fixed({"pear": 0.9, "clique": 0.7, "ring": 0.72, "star": float("nan")})
+    'ring'
+    >>> best_fixed({"pear": 0.9}) is None
+    True
+    """
+    known = [(m, float(accuracy[m])) for m in FIXED_TOPOLOGIES
+             if m in accuracy and not np.isnan(accuracy[m])]
+    return max(known, key=lambda item: item[1], default=(None,))[0]
+
+
 def gains(acc: pd.DataFrame, method: str = "pear", against: str = "best_fixed") -> pd.DataFrame:
     """Accuracy gain of ``method`` over a reference per (model, dataset) setting, in points.
 
@@ -444,8 +459,9 @@ def gains(acc: pd.DataFrame, method: str = "pear", against: str = "best_fixed") 
         fixed = [m for m in FIXED_TOPOLOGIES if m in table]
         if not fixed:
             raise ValueError(f"no fixed topology ({', '.join(FIXED_TOPOLOGIES)}) in the table")
-        known = table[fixed].dropna(how="all")
-        ref, name = known.max(axis=1), known.idxmax(axis=1)
+        name = table.apply(best_fixed, axis=1).dropna()
+        ref = pd.Series([table.at[i, m] for i, m in name.items()], index=name.index,
+                        dtype=float)
     elif against in table:
         ref, name = table[against], pd.Series(against, index=table.index)
     else:

@@ -36,9 +36,8 @@ from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.power import NormalIndPower
 from statsmodels.stats.proportion import proportion_confint, proportion_effectsize
 
-from pear.core.config import FIXED_TOPOLOGIES
 from pear.catalog.labels import sort_rows
-from pear.analysis.metrics import GROUP, paired
+from pear.analysis.metrics import GROUP, best_fixed, paired
 
 __all__ = [
     "ALPHA",
@@ -434,12 +433,10 @@ def significance(debates: pd.DataFrame, method: str = "pear", against: str = "be
         present = set(part["method"])
         if method not in present:
             continue
-        fixed = [m for m in FIXED_TOPOLOGIES if m in present]
         if against != "best_fixed":
             base = against if against in present else None
         else:
-            base = max(fixed, key=lambda m: part.loc[part["method"] == m, "correct"].mean(),
-                       default=None)
+            base = best_fixed(part.groupby("method")["correct"].mean())
         if base is None:
             continue
         pairs = paired(part, method, base)

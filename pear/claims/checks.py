@@ -11,6 +11,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
+from pear.analysis.metrics import best_fixed
 from pear.core.config import FIXED_TOPOLOGIES
 from pear.claims.values import named
 from pear.claims.evidence import Source
@@ -90,8 +91,8 @@ def _acc_identity_part(spec: Mapping[str, Any], r: _SigRow, src: Source) -> Part
         return None
     point = full.point[full.settings.index(key)]
     pear = point[full.column("pear")]
-    fixed = np.nanmax([point[full.column(m)] for m in FIXED_TOPOLOGIES
-                       if full.column(m) is not None])
+    accs = {m: point[full.column(m)] for m in FIXED_TOPOLOGIES if full.column(m) is not None}
+    fixed = accs[best] if (best := best_fixed(accs)) else np.nan
     dev = max(abs(float(r.row["pear_acc"]) - pear),
               abs(float(r.row["best_baseline_acc"]) - fixed))
     return fixed_part(spec, dev, r.where, "fraction", src)
