@@ -25,7 +25,7 @@ from pear.methods import spec as _spec
 from pear.catalog.labels import sort_rows as _sorted
 
 __all__ = [
-    "GROUP", "UPDATE_RATES", "seed_accuracy", "accuracy", "round_accuracy", "update_counts",
+    "GROUP", "UPDATE_RATES", "CRITIQUE_RATES", "DIAGNOSTICS", "seed_accuracy", "accuracy", "round_accuracy", "update_counts",
     "update_rates",
     "critique_rates", "influence_entropy", "mean_influence_entropy", "diagnostics",
     "macro_average", "costs", "best_fixed", "gains", "gain_summary", "gains_versus", "pareto_front",
@@ -152,6 +152,10 @@ def _carry_forward(votes: pd.DataFrame) -> pd.DataFrame:
 
 # ----------------------------------------------------------------- trajectory diagnostics
 
+CRITIQUE_RATES = ("acceptance", "cross_answer", "source_confidence")
+"""The critique diagnostics (:func:`critique_rates`), in the study's column order."""
+DIAGNOSTICS = ("w2r", "r2w", "net", *CRITIQUE_RATES, "influence_entropy")
+"""The study's diagnostics, in its table's column order (:func:`diagnostics`): the one list."""
 UPDATE_RATES = ("w2r", "r2w", "net", "w2r_pooled", "r2w_pooled", "net_pooled",
                 "w2r_endpoints", "r2w_endpoints", "net_endpoints")
 """The update-rate columns of :func:`update_rates`, by definition."""
@@ -379,12 +383,10 @@ def diagnostics(debates: pd.DataFrame, agent_rounds: pd.DataFrame, edges: pd.Dat
     by = list(by)
     base = debates[by].drop_duplicates()
     upd = update_rates(debates, agent_rounds, by)[[*by, *UPDATE_RATES]]
-    crit = critique_rates(debates, edges, by)[
-        [*by, "acceptance", "cross_answer", "source_confidence"]]
+    crit = critique_rates(debates, edges, by)[[*by, *CRITIQUE_RATES]]
     out = (base.merge(upd, on=by, how="left").merge(crit, on=by, how="left")
            .merge(mean_influence_entropy(debates, agent_rounds, by), on=by, how="left"))
-    cols = [*by, "w2r", "r2w", "net", "acceptance", "cross_answer", "source_confidence",
-            "influence_entropy", *UPDATE_RATES[3:]]
+    cols = [*by, *DIAGNOSTICS, *UPDATE_RATES[3:]]
     return _sorted(out[cols], by)
 
 

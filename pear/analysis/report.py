@@ -21,7 +21,7 @@ import pandas as pd
 
 from pear.catalog import labels
 from pear.core.config import METHODS
-from pear.analysis.metrics import macro_average
+from pear.analysis.metrics import DIAGNOSTICS, macro_average
 
 __all__ = [
     "FIGURES_ENV", "figures_dir", "save_table", "save_markdown", "write_numbers",
@@ -33,8 +33,7 @@ FIGURES_ENV = "PEAR_FIGURES_DIR"
 """The environment variable naming the output folder (``pear paper`` sets it for the
 notebooks it runs)."""
 from pear.paths import FIGURES_DIR  # noqa: E402
-STUDY_DIAGNOSTICS = ("w2r", "r2w", "net", "acceptance", "cross_answer", "source_confidence",
-                     "influence_entropy")
+STUDY_DIAGNOSTICS = DIAGNOSTICS
 """The rows of the study's diagnostics table (W2R/R2W/Net per query, its definition)."""
 _COSTS = ("tokens_per_example", "cached_tokens", "calls_per_example", "parse_failure_rate",
           "truncation_rate")

@@ -34,8 +34,7 @@ __all__ = ["N_BOOT", "Cell", "Source", "per_debate", "from_view", "from_paper", 
 
 N_BOOT = 1000  # our choice: replicates; percentile CIs at 95% settle to ~0.01 of their width
 KEYS = ["model", "dataset", "method", "seed", "question_id"]
-DIAGNOSTICS = ("w2r", "r2w", "acceptance", "cross_answer", "source_confidence",
-               "influence_entropy")
+DIAGNOSTICS = tuple(q for q in metrics.DIAGNOSTICS if q != "net")
 METRIC_UNITS = {"accuracy": "fraction", "tokens": "tokens", "w2r": "fraction",
                 "r2w": "fraction", "net": "fraction", "acceptance": "fraction",
                 "cross_answer": "fraction", "source_confidence": "fraction",

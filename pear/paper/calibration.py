@@ -27,6 +27,7 @@ import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from pear.analysis.metrics import CRITIQUE_RATES
 from pear.backends.simulated import SimParams
 from pear.core.config import FIXED_TOPOLOGIES
 
@@ -40,7 +41,7 @@ FITTED_METHODS = ("cot", "cot_sc", "random")
 """Baselines whose accuracy (and, for Random, diagnostics) the fit uses."""
 HELD_OUT_METHODS = FIXED_TOPOLOGIES  # validation only: the fixed topologies stay out of the fit
 """Baselines kept out of the fit: the validation."""
-DIAGNOSTICS = ("w2r", "r2w", "acceptance", "cross_answer", "source_confidence")
+DIAGNOSTICS = ("w2r", "r2w", *CRITIQUE_RATES)
 """The study's trajectory diagnostics that a simulated population can be compared on."""
 
 STAGES: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
@@ -99,7 +100,7 @@ def summarize(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     for col in per_round.columns:  # a debate that stopped before round r counts as wrong there
         out[col] = out[col] / out["debates"]
     diag = metrics.diagnostics(deb, ar, ed, by=by)
-    keep = ["w2r", "r2w", "acceptance", "cross_answer", "source_confidence"]
+    keep = list(DIAGNOSTICS)
     out = out.merge(diag[[*by, *keep, "updates"] if "updates" in diag else [*by, *keep]],
                     on=by, how="left")
     debated = deb.groupby(by)["rounds"].max().reindex(
