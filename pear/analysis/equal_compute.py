@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from pear.analysis import stats
+from pear.analysis.metrics import pooled_accuracy
 from pear.catalog.labels import sort_rows
 from pear.core.methods import sc_k
 
@@ -71,7 +72,7 @@ def sc_curve(debates: pd.DataFrame) -> pd.DataFrame:
     if sc.empty:
         return pd.DataFrame(columns=cols)
     g = sc.groupby(["model", "dataset", "K", "method"])
-    out = pd.DataFrame({"accuracy": g["correct"].mean(),
+    out = pd.DataFrame({"accuracy": pooled_accuracy(sc, ["model", "dataset", "K", "method"]),
                         "tokens_per_example": g["tokens"].mean(),
                         "n_debates": g.size()}).reset_index()
     return out.sort_values(["model", "dataset", "K"]).reset_index(drop=True)[cols]

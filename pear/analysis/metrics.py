@@ -25,7 +25,7 @@ from pear.methods import spec as _spec
 from pear.catalog.labels import sort_rows as _sorted
 
 __all__ = [
-    "GROUP", "UPDATE_RATES", "CRITIQUE_RATES", "DIAGNOSTICS", "seed_accuracy", "accuracy", "round_accuracy", "update_counts",
+    "GROUP", "UPDATE_RATES", "CRITIQUE_RATES", "DIAGNOSTICS", "seed_accuracy", "accuracy", "pooled_accuracy", "round_accuracy", "update_counts",
     "update_rates",
     "critique_rates", "influence_entropy", "mean_influence_entropy", "diagnostics",
     "macro_average", "costs", "best_fixed", "gains", "gain_summary", "gains_versus", "pareto_front",
@@ -87,6 +87,19 @@ def accuracy(debates: pd.DataFrame) -> pd.DataFrame:
     the 0/1 flags.  ``n_questions`` is the smallest number of questions of any seed.
     """
     return _across_seeds(seed_accuracy(debates), GROUP)
+
+
+def pooled_accuracy(debates: pd.DataFrame, by: Sequence[str] = ("method",)) -> pd.Series:
+    """Final-answer accuracy pooled over the debates sharing ``by``: the mean of their 0/1
+    ``correct`` (every seed's questions together), a float Series named ``accuracy``
+    indexed by ``by``.  The study's accuracy is :func:`accuracy` (mean across seeds); this
+    is for a run's own comparisons (one seed, or a share of all its debates).
+
+    >>> d = pd.DataFrame({"method": ["a", "a", "b"], "correct": [True, False, True]})
+    >>> pooled_accuracy(d).to_dict()
+    {'a': 0.5, 'b': 1.0}
+    """
+    return debates.groupby(list(by))["correct"].mean().astype(float).rename("accuracy")
 
 
 def round_accuracy(debates: pd.DataFrame, rounds: pd.DataFrame) -> pd.DataFrame:

@@ -37,7 +37,7 @@ from statsmodels.stats.power import NormalIndPower
 from statsmodels.stats.proportion import proportion_confint, proportion_effectsize
 
 from pear.catalog.labels import sort_rows
-from pear.analysis.metrics import GROUP, best_fixed, paired
+from pear.analysis.metrics import GROUP, best_fixed, paired, pooled_accuracy
 
 __all__ = [
     "ALPHA",
@@ -436,7 +436,7 @@ def significance(debates: pd.DataFrame, method: str = "pear", against: str = "be
         if against != "best_fixed":
             base = against if against in present else None
         else:
-            base = best_fixed(part.groupby("method")["correct"].mean())
+            base = best_fixed(pooled_accuracy(part))
         if base is None:
             continue
         pairs = paired(part, method, base)

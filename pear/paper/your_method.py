@@ -64,7 +64,7 @@ def comparison(res: Results) -> pd.DataFrame:
     Net (per query, the study's definition) and tokens per example, pooled over the run's
     datasets and seeds."""
     deb = res.debates
-    acc = deb.groupby("method")["correct"].mean().rename("accuracy")
+    acc = metrics.pooled_accuracy(deb)
     rates = metrics.update_rates(deb, res.agent_rounds, ("method",)).set_index("method")[
         ["w2r", "r2w", "net"]]
     cost = metrics.costs(deb, ("method",)).set_index("method")[["tokens_per_example"]]
