@@ -148,7 +148,7 @@ def report(manifest: Mapping[str, Any]) -> list[str]:
     versions = manifest.get("versions") or {}
     lock = manifest.get("lock")
     lines.append("runtime:")
-    lines.append("  " + ", ".join(f"{k} {v}" for k, v in versions.items() if v) or "  unknown")
+    lines.append("  " + (", ".join(f"{k} {v}" for k, v in versions.items() if v) or "unknown"))
     lines.append(f"  lock: {lock['sha256'][:16]} ({', '.join(lock['files'])})" if lock
                  else "  lock: none recorded")
     for settings in manifest.get("backend_settings") or []:
