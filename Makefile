@@ -26,9 +26,13 @@ POPULATION ?=
 # exactly its versions, each file checked against its sha256, then the project itself.
 LOCKED  := -m pip install -q --require-hashes --no-deps
 PROJECT := -m pip install -q --no-deps -e .
-# llama-cpp-python is built from source with these CMake options; your own CMAKE_ARGS
-# (e.g. -DGGML_CUDA=on) come after them.
-LLAMA_CMAKE_ARGS ?=
+# llama-cpp-python is built from source, only what the CPU backend loads (libllama, ggml):
+# no multimodal library (mtmd/llava: 51 of the default build's 178 compile units), tools,
+# tests, examples, server binaries, curl or OpenSSL.  (Its own CMakeLists forces llama.cpp's
+# `common` library on, so that stays.)  Your own CMAKE_ARGS (e.g. -DGGML_CUDA=on) come after.
+LLAMA_CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF \
+  -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_CURL=OFF \
+  -DLLAMA_OPENSSL=OFF
 LLAMA_BUILD := CMAKE_ARGS="$(LLAMA_CMAKE_ARGS) $$CMAKE_ARGS"
 
 ifeq ($(BACKEND),vllm)
