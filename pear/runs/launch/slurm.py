@@ -170,9 +170,9 @@ def check_slurm(partition: str | None) -> None:
                              f"{', '.join(known) or 'none'}")
 
 
-_REQUESTS = {"mem": re.compile(r"^#SBATCH --mem=(\d+)([KMGT]?)\s*$", re.M),
-             "cpus": re.compile(r"^#SBATCH --cpus-per-task=(\d+)\s*$", re.M),
-             "gpus": re.compile(r"^#SBATCH --gres=gpu(?::[^:\s]+)?:(\d+)\s*$", re.M)}
+_REQUESTS = {"mem": re.compile(r"^#SBATCH --mem=(\d+)([KMGT]?)[ \t]*$", re.M),
+             "cpus": re.compile(r"^#SBATCH --cpus-per-task=(\d+)[ \t]*$", re.M),
+             "gpus": re.compile(r"^#SBATCH --gres=gpu(?::[^:\s]+)?:(\d+)[ \t]*$", re.M)}
 _UNIT_MB = {"K": 1 / 1024, "M": 1, "": 1, "G": 1024, "T": 1024 ** 2}
 
 
@@ -185,7 +185,7 @@ def _requested(text: str) -> dict[str, tuple[str, float]]:
         if found:
             m = found[-1]
             amount = int(m.group(1)) * (_UNIT_MB[m.group(2)] if kind == "mem" else 1)
-            out[kind] = (m.group(0).split(None, 1)[1], amount)
+            out[kind] = (m.group(0).split(None, 1)[1].strip(), amount)
     return out
 
 
@@ -217,8 +217,8 @@ def _refusal(text: str, message: str, partition: str | None) -> str:
     units = {"mem": "MB of memory", "cpus": "CPUs", "gpus": "GPUs"}
     for kind, (line, amount) in asked.items():
         if node is not None and amount > node[kind]:
-            return (f"{line} asks {amount:g} {units[kind]}, and the largest node of {where} "
-                    f"has {node[kind]:g} (sbatch --test-only: {said})")
+            return (f"{line} asks {amount:.0f} {units[kind]}, and the largest node of {where} "
+                    f"has {node[kind]:.0f} (sbatch --test-only: {said})")
     return (f"it asks {', '.join(line for line, _ in asked.values()) or 'the defaults'} "
             f"on {where} (sbatch --test-only: {said})")
 
