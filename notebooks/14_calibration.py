@@ -11,18 +11,26 @@
 # ---
 
 # %% [markdown]
-# # 09 · Calibration of the simulated agents
+# # 14 · Calibration of the simulated agents: the `study` and `grounded` populations
 #
-# How far the simulated population (`pear.backends.simulated`, its `SimParams` defaults) can be
-# trusted as an instrument, whatever backend the other notebooks ran: the population's
-# parameters were fitted (`benchmarks/calibrate_simulation.py`) to the study's baselines only —
-# CoT, CoT-SC and Random accuracy per dataset (averaged over the study's models), Random's
-# round-wise rise and Random's trajectory diagnostics — while Clique, Star, Chain and Ring were
-# held out. PEAR and its ablations entered nothing. This notebook simulates the baselines with
-# those defaults on the `sim` preset's questions and sets each target beside the study's
-# number: filled markers were fitted, open ones are the held-out validation. (On another
-# sample of questions the fitted accuracies move by a few points: each question's difficulty
-# is a random draw; `benchmarks/calibrate_simulation.py` prints that check.)
+# How far the simulated populations (`pear.backends.population`, files in `data/populations/`)
+# can be trusted as an instrument, whatever backend the other notebooks ran.
+#
+# * `study`: every parameter fitted (`benchmarks/calibrate_simulation.py`) to the study's
+#   baselines only — CoT, CoT-SC and Random accuracy per dataset (averaged over the study's
+#   models), Random's round-wise rise and Random's trajectory diagnostics — while Clique, Star,
+#   Chain and Ring were held out. PEAR and its ablations entered nothing.
+# * `grounded`: the same initial answers, confidence and critique acceptance, but revision
+#   drawn from a model fitted by maximum likelihood to real debates (DyLAN's 4,800 gpt-3.5
+#   MATH debates, `pear.paper.grounding`) and the erring agents' agreement measured there.
+#   Its revision and its erring agents' agreement were not fitted to the study's numbers:
+#   for them every target below is a check, not a fit.
+#
+# This notebook simulates the baselines with both on the `sim` preset's questions and sets
+# each target beside the study's number: filled markers were fitted (for `study`), open ones
+# are the held-out validation. (On another sample of questions the fitted accuracies move by
+# a few points: each question's difficulty is a random draw; `benchmarks/calibrate_simulation.py`
+# prints that check.) Which parameter came from which data: `docs/populations.md`.
 
 # %% tags=["parameters"]
 backend = "llamacpp"  # llamacpp | vllm | openai | simulated | replay (not used: see above)
@@ -35,33 +43,45 @@ calibration_questions = 200  # questions per dataset (200: the sim preset's subs
 calibration_seeds = 1  # run seeds 0..calibration_seeds-1
 
 # %% [markdown]
-# ## Simulate the baselines with the calibrated defaults
+# ## Simulate the baselines with each population
 
 # %%
+import pandas as pd
+from pear.backends import population
 from pear.paper import calibration
 from pear.analysis import figures, report
 
 figures.set_style()
-summary = calibration.simulate(methods=calibration.FITTED_METHODS + calibration.HELD_OUT_METHODS,
-                               n_questions=calibration_questions,
-                               seeds=range(calibration_seeds))
+populations = ["study", "grounded"]
+summaries = {p: calibration.simulate(methods=calibration.FITTED_METHODS
+                                     + calibration.HELD_OUT_METHODS,
+                                     n_questions=calibration_questions,
+                                     seeds=range(calibration_seeds), population=p)
+             for p in populations}
+pd.DataFrame({p: {"fingerprint": population.load(p).fingerprint[:12],
+                  "revision": "fitted model" if population.load(p).revision else "persuasion"}
+              for p in populations})
 
 # %% [markdown]
-# ## Compute: the study beside the simulation
+# ## Compute: the study beside each population
 
 # %%
-table = calibration.residual_table(summary)
-headline = calibration.goals(table)
+tables = {p: calibration.residual_table(s) for p, s in summaries.items()}
+headline = pd.DataFrame({p: calibration.goals(t) for p, t in tables.items()})
 headline
 
 # %%
-table[["target", "study", "simulated", "diff", "role"]]
+both = tables["study"][["target", "study", "role"]].copy()
+for p in populations:
+    both[f"simulated ({p})"] = tables[p]["simulated"].to_numpy()
+    both[f"diff ({p})"] = tables[p]["diff"].to_numpy()
+both
 
 # %% [markdown]
 # ## Figure
 
 # %%
-fig = calibration.plot_calibration(table)
+fig = calibration.plot_calibration(tables)
 fig
 
 # %% [markdown]
@@ -69,9 +89,10 @@ fig
 
 # %%
 figures.save_figure(fig, "calibration")
-report.save_table(table.set_index("target")[["study", "simulated", "diff", "role"]],
-                  "calibration",
-                  caption=f"Simulated agents: the study's numbers beside the calibrated "
-                          f"population ({calibration_questions} questions per dataset, "
-                          f"{calibration_seeds} seeds); fitted targets entered the fit, "
-                          f"held-out ones did not; diff = simulated - study.")
+report.save_table(both.set_index("target"), "calibration",
+                  caption=f"Simulated agents: the study's numbers beside the populations "
+                          f"study (fitted to the fitted targets) and grounded (revision fitted "
+                          f"to real debates, nothing fitted to these targets) "
+                          f"({calibration_questions} questions per dataset, "
+                          f"{calibration_seeds} seeds); held-out targets entered no fit; "
+                          f"diff = simulated - study.")

@@ -31,6 +31,25 @@ def test_study_is_the_calibrated_defaults_and_keeps_the_model_id():
     assert be.settings()["population"] == {"name": "study", "fingerprint": study.fingerprint}
 
 
+def test_grounded_file_has_a_fitted_revision_model_with_its_provenance():
+    g = pop.load("grounded")
+    assert g.revision is not None
+    assert set(g.info["revision_se"]) == set(FEATURES)
+    assert all(s > 0 for s in g.info["revision_se"].values())
+    assert g.info["sources"]["revision"].startswith("fitted by maximum likelihood")
+    assert g.info["fitted_on"][0]["file"] == "dylan-math-gpt35.tgz"
+    assert len(g.info["fitted_on"][0]["sha256"]) == 64
+    share = g.info["diagnostics"]["same_wrong_answer_share"]
+    focus, n_wrong = pop.wrong_answers_for(share, SimParams().n_wrong)
+    assert (g.params.wrong_focus, g.params.n_wrong) == (pytest.approx(focus, abs=1e-3), n_wrong)
+    assert pop.same_wrong_share(g.params.wrong_focus, n_wrong) == pytest.approx(share, abs=2e-3)
+    # everything but the wrong answers' agreement and the revision model is the study's
+    assert dataclasses.replace(g.params, wrong_focus=SimParams().wrong_focus,
+                               n_wrong=SimParams().n_wrong) == SimParams()
+    be = SimulatedBackend({("gsm8k", "q"): "18"}, population="grounded")
+    assert be.model_id != SimulatedBackend({("gsm8k", "q"): "18"}).model_id
+
+
 def test_bad_population_is_one_clear_error(tmp_path):
     with pytest.raises(ValueError, match="unknown population 'nosuch'.*study"):
         pop.load("nosuch")
@@ -174,6 +193,8 @@ def test_same_wrong_answer_share():
     share, pairs = revision.same_wrong_answer(recs)
     assert pairs == 4 and share == pytest.approx(1 / 4)  # (2,2) of (2,2),(2,3),(2,3),(5,6)
     assert pop.same_wrong_share(pop.wrong_focus_for(0.6, 8), 8) == pytest.approx(0.6)
+    focus, n = pop.wrong_answers_for(0.08, 8)  # below 1/8: more wrong answers, alike
+    assert n == 13 and pop.same_wrong_share(focus, n) == pytest.approx(0.08)
 
 
 def test_fit_recovers_the_simulated_populations_revision_model():
@@ -223,3 +244,57 @@ def test_dylan_reader_reads_a_tgz_of_json_files(tmp_path):
     junk.write_bytes(b"not an archive")
     bad = list(reader("dylan").read(junk))
     assert len(bad) == 1 and "cannot read it as a .tgz archive" in bad[0].reason
+
+
+def test_check_names_what_differs_from_the_shipped_files():
+    """The reproducibility check (``python -m pear.paper.grounding --check``, run by CI on the
+    shipped corpus) reports a grounded population fitted on other debates, and passes study."""
+    from pear.paper import grounding
+    tr = _synthetic(3, n_sets=300)
+    g = grounding.Grounding(revision.fit(tr), 0.3, 40, tr, (), 0.0)
+    problems = grounding.check(g)
+    assert len(problems) == 1 and problems[0].startswith("grounded: fingerprint")
+    assert "own: shipped" in problems[0]
+
+
+def test_fit_says_when_the_data_do_not_identify_the_model():
+    # every agent keeps a right answer and the wrong ones always move: separated data
+    recs = [_record([[("1", True), ("2", False), ("2", False)],
+                     [("1", True), ("1", True), ("1", True)]], did=str(i)) for i in range(5)]
+    f = revision.fit(revision.transitions(recs))
+    assert not f.converged
+
+
+def test_clustered_standard_errors_match_the_bootstrap_over_debates():
+    """Choice sets of one debate share a random effect: the bootstrap over debates spreads like
+    the clustered standard errors, wider than the model-based ones."""
+    rng = np.random.default_rng(5)
+    base = _synthetic(4, n_sets=1800)
+    X = base.X.copy()
+    debate = np.arange(base.n_choices) // 6  # 300 debates of 6 choice sets
+    shift = rng.normal(0, 3.0, debate.max() + 1)[debate][base.group]  # a debate's own stickiness
+    chosen = np.zeros_like(base.chosen)
+    beta = np.array([1.5, 2.0, 0.8, 0.4, -1.0, 0.3])
+    for a, b in zip(base.starts, list(base.starts[1:]) + [len(base.group)]):
+        v = X[a:b] @ beta + shift[a:b] * X[a:b, 0]
+        p = np.exp(v - v.max())
+        chosen[a + rng.choice(b - a, p=p / p.sum())] = True
+    tr = revision.Transitions(X, chosen, base.group, debate, base.qset,
+                              [str(i) for i in range(debate.max() + 1)])
+    f = revision.fit(tr)
+    sd = np.std([b.model.coef for b in revision.bootstrap(tr, k=60, seed=1)], axis=0)
+    own = FEATURES.index("own")
+    assert f.se_cluster[own] > 1.3 * f.se[own], (f.se_cluster[own], f.se[own], sd[own])
+    assert 0.7 < sd[own] / f.se_cluster[own] < 1.4, (f.se_cluster[own], f.se[own], sd[own])
+
+
+def test_docs_say_where_every_parameter_came_from():
+    from pear.paths import REPO_ROOT
+    text = (REPO_ROOT / "docs" / "populations.md").read_text()
+    grounded = pop.load("grounded")
+    for f in dataclasses.fields(SimParams):
+        name = f.name if not f.name.startswith("ease_") else "ease_*"
+        assert f"`{name}`" in text, f.name
+        assert f.name in grounded.info["sources"]
+    for f in FEATURES:
+        assert f"`{f}` | {grounded.revision.as_dict()['coef'][f]:+.3f}" in text, f

@@ -10,7 +10,8 @@ one definition of the candidates and their features), by maximum likelihood.
   or, in a round without critiques (imported debates), the sources of the edges into it.
 * :func:`fit`: the conditional logit's maximum-likelihood coefficients with standard errors
   (``scipy.optimize.minimize``, trust-region with the exact gradient and Hessian; standard errors
-  from the inverse of the observed information).
+  from the inverse of the observed information, and clustered by debate: a sandwich estimator
+  with the scores summed per debate).
 * :func:`bootstrap`: K refits on debates resampled with replacement (seeded), the sampling
   distribution of the coefficients (the ensemble of populations draws from it).
 * :func:`same_wrong_answer`: the share of pairs of erring agents of a debate's round 0 that give
@@ -227,15 +228,23 @@ class RevisionFit:
     n_choices: int
     n_debates: int
     converged: bool
+    """The optimiser converged to finite coefficients (|coef| < 30) with finite standard errors
+    (False: the data do not identify the model, e.g. a run too small or separated)."""
     iterations: int
     seconds: float
+    se_cluster: tuple[float, ...] = ()
+    """Standard errors robust to dependence within a debate (sandwich estimator with the
+    scores summed per debate): the ones to read, as one debate's choice sets share its
+    question and agents."""
 
     def table(self) -> "Any":
-        """The coefficients with their standard errors and z values (a DataFrame)."""
+        """The coefficients with their standard errors (``se``: clustered by debate; ``z`` from
+        them) and the model-based ones (``se_model``) (a DataFrame)."""
         import pandas as pd
         coef = np.asarray(self.model.coef)
-        se = np.asarray(self.se)
-        return pd.DataFrame({"coef": coef, "se": se, "z": coef / se},
+        se = np.asarray(self.se_cluster)
+        return pd.DataFrame({"coef": coef, "se": se, "z": coef / se,
+                             "se_model": np.asarray(self.se)},
                             index=pd.Index(RevisionModel.FEATURES, name="feature"))
 
     def diagnostics(self) -> dict[str, Any]:
@@ -262,13 +271,28 @@ def fit(tr: Transitions, weights: np.ndarray | None = None,
                    hess=lambda b: -_loglik(b, tr, w, starts, 2)[2],
                    method="trust-exact", options={"gtol": 1e-8, "maxiter": 200})
     ll, _, hess = _loglik(res.x, tr, w, starts, 2)
-    cov = np.linalg.inv(-hess)
+    try:
+        cov = np.linalg.inv(-hess)
+    except np.linalg.LinAlgError:  # not identified (e.g. a feature that never varies)
+        cov = np.full_like(hess, np.nan)
+    se = np.sqrt(np.clip(np.diag(cov), 0, None)) if np.all(np.isfinite(cov)) \
+        else np.full(len(res.x), np.nan)
     n_options = np.diff(np.r_[starts, len(tr.group)])
     null = -float(w @ np.log(n_options))
     used = np.unique(tr.debate[w > 0])
-    return RevisionFit(RevisionModel(tuple(res.x)), tuple(np.sqrt(np.diag(cov))), ll, null,
-                       int(w.sum()), len(used), bool(res.success), int(res.nit),
-                       time.perf_counter() - t0)
+    identified = bool(np.all(np.isfinite(se)) and np.all(np.abs(res.x) < 30))
+    se_cluster = np.full(len(res.x), np.nan)
+    if identified:  # sandwich: the scores summed per debate (its choice sets are not independent)
+        v = tr.X @ res.x
+        e = np.exp(v - np.maximum.reduceat(v, starts)[tr.group])
+        p = e / np.add.reduceat(e, starts)[tr.group]
+        score = w[:, None] * (tr.X[tr.chosen] - np.add.reduceat(p[:, None] * tr.X, starts))
+        per = np.zeros((len(tr.debates), tr.X.shape[1]))
+        np.add.at(per, tr.debate, score)
+        se_cluster = np.sqrt(np.diag(cov @ (per.T @ per) @ cov))
+    return RevisionFit(RevisionModel(tuple(res.x)), tuple(map(float, se)), ll, null,
+                       int(w.sum()), len(used), bool(res.success) and identified,
+                       int(res.nit), time.perf_counter() - t0, tuple(map(float, se_cluster)))
 
 
 def bootstrap(tr: Transitions, k: int = 20, seed: int = 0,

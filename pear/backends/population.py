@@ -41,16 +41,16 @@ from pear.paths import DATA_DIR, write_json
 
 __all__ = ["SimParams", "DATASET_EASE", "RevisionModel", "Population", "POPULATIONS_DIR",
            "SHIPPED", "DEFAULT", "BUILD_DEFAULT", "load", "fingerprint", "expected_accuracy",
-           "same_wrong_share", "wrong_focus_for"]
+           "same_wrong_share", "wrong_focus_for", "wrong_answers_for", "skill_of"]
 
 POPULATIONS_DIR = DATA_DIR / "populations"
 """Where the shipped population files are (``<name>.json``)."""
-SHIPPED = ("study",)  # interim: grounded once fitted
+SHIPPED = ("study", "grounded")
 """The shipped populations."""
 DEFAULT = "study"
 """The population of a :class:`~pear.backends.simulated.SimulatedBackend` built without one
 (tests, calibration, the golden records)."""
-BUILD_DEFAULT = "study"  # interim: "grounded" once its file is fitted
+BUILD_DEFAULT = "grounded"
 """The population of simulated runs and builds (``pear run --backend simulated``, ``make
 paper BACKEND=simulated``) unless ``--population`` names another."""
 VERSION = 1
@@ -179,8 +179,9 @@ def same_wrong_share(focus: float, n_wrong: int) -> float:
 
 
 def wrong_focus_for(share: float, n_wrong: int) -> float:
-    """The ``wrong_focus`` whose :func:`same_wrong_share` is ``share`` (the root in [0, 1]
-    above ``1 / n_wrong``; 0 when ``share`` is at most that of scattered answers).
+    """The ``wrong_focus`` whose :func:`same_wrong_share` is ``share``: the root in
+    ``[1 / n_wrong, 1]`` (``1 / n_wrong``, every wrong answer alike, when ``share`` is at most
+    ``1 / n_wrong``: fewer agreements need more wrong answers, :func:`wrong_answers_for`).
 
     >>> round(wrong_focus_for(same_wrong_share(0.6, 8), 8), 6)
     0.6
@@ -194,8 +195,22 @@ def wrong_focus_for(share: float, n_wrong: int) -> float:
     a, b, c = 1 + 1 / k, -2 / k, 1 / k - share
     disc = b * b - 4 * a * c
     if disc < 0:
-        return 0.0
-    return float(min(1.0, max(0.0, (-b + math.sqrt(disc)) / (2 * a))))
+        return 1.0 / n_wrong
+    return float(min(1.0, max(1.0 / n_wrong, (-b + math.sqrt(disc)) / (2 * a))))
+
+
+def wrong_answers_for(share: float, n_wrong: int = 8) -> tuple[float, int]:
+    """``(wrong_focus, n_wrong)`` whose :func:`same_wrong_share` is ``share``: ``n_wrong`` kept
+    unless ``share`` is below ``1 / n_wrong`` (then the fewest wrong answers that allow it).
+
+    >>> focus, n = wrong_answers_for(0.1)
+    >>> round(focus, 6), n
+    (0.1, 10)
+    """
+    if not 0 < share <= 1:
+        raise ValueError(f"invalid share={share!r}: must be in (0, 1]")
+    n = max(n_wrong, math.ceil(1 / share - 1e-9))
+    return wrong_focus_for(share, n), n
 
 
 def _logit(p: float) -> float:
@@ -396,10 +411,13 @@ class Population:
 
 def load(population: "str | os.PathLike[str] | Population | None" = None) -> Population:
     """A population by name (a shipped one, :data:`SHIPPED`), by file path (``.json``), or
-    as given; None: :data:`DEFAULT`.  An unknown name is one error naming the shipped ones."""
+    as given; None: :data:`DEFAULT`.  An unknown name is one error naming the shipped ones.
+    ``study`` is :class:`SimParams`' defaults, so it needs no file outside a checkout."""
     if isinstance(population, Population):
         return population
     name = DEFAULT if population is None else os.fspath(population)
+    if name == "study" and not (POPULATIONS_DIR / "study.json").is_file():
+        return Population("study")  # outside a checkout (a wheel): the defaults are study's
     if name.endswith(".json") or os.sep in name:
         path = Path(name)
         if not path.is_file():

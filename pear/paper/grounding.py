@@ -22,6 +22,8 @@ Command line::
 
     python -m pear.paper.grounding --check   # refit; exit 1 unless the shipped files match
     python -m pear.paper.grounding --write   # rewrite data/populations/{study,grounded}.json
+    python -m pear.paper.grounding --fit --also RUN   # the fit on the corpus and an imported run
+    python -m pear.paper.grounding --bootstrap 20     # time 20 bootstrap refits
 """
 from __future__ import annotations
 
@@ -57,12 +59,14 @@ _PLUMBING = ("malformed_rate", "latency_s")
 
 def corpus_run(where: str | os.PathLike[str] | None = None) -> Path:
     """The run directory of :data:`CORPUS` imported (``build/imported/dylan-math-<sha>``;
-    imported now unless it already holds exactly this file's import)."""
+    imported now unless it already holds exactly this file's import).  Debates whose gold our
+    grader cannot read are left out (listed in the run's manifest)."""
     from pear.core.hashing import file_sha256
     from pear.paper.real_debates import imported_run
     root = Path(where) if where else BUILD_DIR / "imported"
     return imported_run("dylan", CORPUS, root / f"dylan-math-{file_sha256(CORPUS)[:8]}",
-                        dataset=CORPUS_DATASET, grading=CORPUS_GRADING, model=CORPUS_MODEL)
+                        dataset=CORPUS_DATASET, grading=CORPUS_GRADING, model=CORPUS_MODEL,
+                        skip_bad=True)
 
 
 def records(runs: Sequence[str | os.PathLike[str]]) -> list[dict[str, Any]]:
@@ -104,8 +108,11 @@ def sources(grounded: bool) -> dict[str, str]:
                        if f.name in _PLUMBING else "our choice")
     if grounded:
         real = f"DyLAN's gpt-3.5 MATH debates ({CORPUS.name}) and the imported runs in fitted_on"
-        out["wrong_focus"] = (f"measured: the share of pairs of erring round-0 agents of a "
-                              f"debate that give the same wrong answer in {real}")
+        out["wrong_focus"] = (f"measured: set so that two erring agents give the same wrong "
+                              f"answer as often as pairs of erring round-0 agents of a debate "
+                              f"do in {real}")
+        out["n_wrong"] = ("our choice (8), raised to the fewest wrong answers that allow the "
+                          "measured same-wrong-answer share when it is below 1/8")
         out["revise_focus"] = "not used (the revision model draws another wrong answer)"
         out["recheck"] = "not used (the revision model replaces persuasion-driven revision)"
         out["revision"] = (f"fitted by maximum likelihood (conditional logit, "
@@ -167,7 +174,7 @@ def _grounded(g: Grounding, model: RevisionModel, se: Sequence[float] | None,
               name: str = "grounded", diagnostics: Mapping[str, Any] | None = None
               ) -> Population:
     base = SimParams()
-    focus = round(pop.wrong_focus_for(g.same_wrong, base.n_wrong), DECIMALS)
+    focus, n_wrong = pop.wrong_answers_for(g.same_wrong, base.n_wrong)
     coef = RevisionModel(tuple(round(c, DECIMALS) for c in model.coef))
     info: dict[str, Any] = {
         "sources": sources(True), "fitted_on": _fitted_on(g.runs), "code": _code(),
@@ -179,13 +186,18 @@ def _grounded(g: Grounding, model: RevisionModel, se: Sequence[float] | None,
                         "unread_answers_left_out": g.transitions.dropped}}
     if se is not None:
         info["revision_se"] = {f: round(float(s), 4) for f, s in zip(RevisionModel.FEATURES, se)}
-    return Population(name, dataclasses.replace(base, wrong_focus=focus), coef, info)
+    return Population(name, dataclasses.replace(base, wrong_focus=round(focus, DECIMALS),
+                                                n_wrong=n_wrong), coef, info)
 
 
 def grounded_population(g: Grounding | None = None) -> Population:
     """``grounded`` from :func:`ground` (run now when not given)."""
     g = g or ground()
-    return _grounded(g, g.fit.model, g.fit.se, diagnostics=g.fit.diagnostics())
+    return _grounded(g, g.fit.model, g.fit.se_cluster,
+                     diagnostics={**g.fit.diagnostics(), "revision_se_model": {
+                         f: round(float(s), 4) for f, s in zip(RevisionModel.FEATURES,
+                                                               g.fit.se)},
+                                  "revision_se": "clustered by debate (sandwich)"})
 
 
 def bootstrap_populations(k: int = 20, seed: int = 0, g: Grounding | None = None
@@ -234,13 +246,24 @@ def main(argv: Sequence[str] | None = None) -> int:
                       help="rewrite data/populations/study.json and grounded.json")
     what.add_argument("--bootstrap", type=int, metavar="K",
                       help="time K bootstrap refits and print their coefficients")
+    what.add_argument("--fit", action="store_true",
+                      help="print the fit (on the corpus and the --also runs) and stop")
+    ap.add_argument("--also", nargs="+", default=[], metavar="RUN",
+                    help="imported runs (or runs of ours) to fit on besides DyLAN's corpus "
+                         "(--fit, --write, --bootstrap; --check reads the shipped data only)")
     ap.add_argument("--seed", type=int, default=0, help="the bootstrap's seed")
     a = ap.parse_args(argv)
-    g = ground()
+    for run in a.also:
+        if not Path(run, "manifest.json").is_file():
+            ap.error(f"--also {run!r} is not a run directory (no manifest.json)")
+    g = ground(extra=() if a.check else a.also)
     print(f"fit: {g.fit.n_choices} choice sets of {g.fit.n_debates} debates in "
           f"{g.fit.seconds:.2f} s (with reading: {g.seconds:.1f} s); same wrong answer "
           f"{g.same_wrong:.3f} of {g.wrong_pairs} pairs of erring agents")
     print(g.fit.table().round(4).to_string())
+    print(g.fit.diagnostics())
+    if a.fit:
+        return 0
     if a.bootstrap:
         t0 = time.perf_counter()
         pops = bootstrap_populations(a.bootstrap, a.seed, g)

@@ -30,10 +30,11 @@ SHIPPED = {"dylan-math500": ("dylan", "dylan-math500-gpt35.json.gz", "math500",
 
 
 def imported_run(fmt: str, file: str | os.PathLike[str], out: str | os.PathLike[str], *,
-                 dataset: str, model: str = "", grading: str | None = None) -> Path:
+                 dataset: str, model: str = "", grading: str | None = None,
+                 skip_bad: bool = False) -> Path:
     """The run directory ``out`` holding ``file`` imported (imported now unless ``out``
     already holds exactly this file's import by this importer, checked by its sha256 and the
-    import's version)."""
+    import's version; ``skip_bad``: bad entries are left out and listed in the manifest)."""
     from pear.store import manifest
     from pear.core.hashing import file_sha256
     from pear.store.importing import IMPORT_VERSION, import_files
@@ -50,7 +51,8 @@ def imported_run(fmt: str, file: str | os.PathLike[str], out: str | os.PathLike[
     if out.exists():
         import shutil
         shutil.rmtree(out)
-    import_files(fmt, [file], out, dataset=dataset, grading=grading, model=model)
+    import_files(fmt, [file], out, dataset=dataset, grading=grading, model=model,
+                 skip_bad=skip_bad)
     return out
 
 
