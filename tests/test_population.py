@@ -298,3 +298,18 @@ def test_docs_say_where_every_parameter_came_from():
         assert f.name in grounded.info["sources"]
     for f in FEATURES:
         assert f"`{f}` | {grounded.revision.as_dict()['coef'][f]:+.3f}" in text, f
+
+
+def test_sequential_agents_hear_this_rounds_answers_of_those_before_them():
+    rec = _record([[("1", True), ("2", False)], [("2", False), ("2", False)]])
+    simultaneous = revision.transitions([rec])
+    sequential = revision.transitions([rec], sequential=True)
+    # agent 1 in round 1: heard agent 0's round-0 answer 1 (simultaneous) or its round-1
+    # answer 2 (in turn), and kept its own 2
+    last = simultaneous.starts[1]
+    assert simultaneous.X[last:][simultaneous.chosen[last:]][0].tolist()[:2] == [1, 0]
+    last = sequential.starts[1]
+    assert sequential.X[last:][sequential.chosen[last:]][0].tolist()[:2] == [1, 1]
+    both = revision.concat([simultaneous, sequential])
+    assert both.n_choices == 4 and both.group.tolist() == sorted(both.group.tolist())
+    assert both.debate.tolist() == [0, 0, 1, 1]

@@ -33,8 +33,8 @@ import numpy as np
 
 from pear.backends.population import RevisionModel, skill_of
 
-__all__ = ["Transitions", "RevisionFit", "question_set", "transitions", "fit", "bootstrap",
-           "same_wrong_answer", "choice_table"]
+__all__ = ["Transitions", "RevisionFit", "question_set", "transitions", "round0_accuracy",
+           "concat", "fit", "bootstrap", "same_wrong_answer", "choice_table"]
 
 _GOLD = "\x00gold"  # the right answer when no answer of the debate was graded right
 
@@ -135,19 +135,18 @@ def _heard(rd: Mapping[str, Any], agent: int) -> list[int]:
 
 
 def transitions(records: Iterable[Mapping[str, Any]],
-                accuracy: Mapping[str, float] | None = None) -> Transitions:
+                accuracy: Mapping[str, float] | None = None,
+                sequential: bool = False) -> Transitions:
     """The choice sets of every debate round of ``records`` (see the module docstring);
     ``accuracy``: the round-0 agent accuracy per :func:`question_set` (default: measured on
     ``records``; give it to build the choice sets of a resample or a subset with the skills of
-    the whole)."""
+    the whole).  ``sequential``: the agents of a round answer in turn (agent 0 first), each
+    hearing the latest answers, so an agent hears the agents before it in this round's answer
+    (DyLAN's protocol, ``imported.protocol.order`` in an import's manifest); otherwise every
+    agent hears the previous round's answers."""
     recs = list(records)
     if accuracy is None:
-        per: dict[str, list[float]] = defaultdict(list)
-        for rec in recs:
-            ags = rec["rounds_data"][0]["agents"]
-            if ags:
-                per[question_set(rec)].append(float(np.mean([bool(a["correct"]) for a in ags])))
-        accuracy = {k: float(np.mean(v)) for k, v in per.items()}
+        accuracy = round0_accuracy(recs)
     skills = {k: skill_of(v) for k, v in accuracy.items()}
     rows: list[np.ndarray] = []
     chosen: list[np.ndarray] = []
@@ -172,7 +171,8 @@ def transitions(records: Iterable[Mapping[str, Any]],
                 if not pick:
                     dropped += 1
                     continue
-                heard = [classes.get((r - 1, s), "") for s in _heard(rounds[r], i)]
+                heard = [classes.get((r if sequential and s < i else r - 1, s), "")
+                         for s in _heard(rounds[r], i)]
                 names, X = RevisionModel.design(classes.get((r - 1, i)) or None, heard, _GOLD,
                                                 r, skills[qs])
                 if pick in names:
@@ -192,6 +192,34 @@ def transitions(records: Iterable[Mapping[str, Any]],
     return Transitions(np.vstack(rows), np.concatenate(chosen),
                        np.repeat(np.arange(len(rows)), sizes), np.asarray(debate_of), qsets,
                        debates, skills, dict(accuracy), dropped)
+
+
+def round0_accuracy(records: Iterable[Mapping[str, Any]]) -> dict[str, float]:
+    """Per :func:`question_set`: the round-0 agent accuracy (the mean over debates of their
+    agents' mean)."""
+    per: dict[str, list[float]] = defaultdict(list)
+    for rec in records:
+        ags = rec["rounds_data"][0]["agents"]
+        if ags:
+            per[question_set(rec)].append(float(np.mean([bool(a["correct"]) for a in ags])))
+    return {k: float(np.mean(v)) for k, v in per.items()}
+
+
+def concat(parts: Sequence[Transitions]) -> Transitions:
+    """The choice sets of several :class:`Transitions` as one (debates kept apart)."""
+    groups, debates, offset_g, offset_d = [], [], 0, 0
+    for t in parts:
+        groups.append(t.group + offset_g)
+        debates.append(t.debate + offset_d)
+        offset_g += t.n_choices
+        offset_d += len(t.debates)
+    return Transitions(np.vstack([t.X for t in parts]),
+                       np.concatenate([t.chosen for t in parts]), np.concatenate(groups),
+                       np.concatenate(debates), [q for t in parts for q in t.qset],
+                       [d for t in parts for d in t.debates],
+                       {k: v for t in parts for k, v in t.skill.items()},
+                       {k: v for t in parts for k, v in t.accuracy.items()},
+                       sum(t.dropped for t in parts))
 
 
 # ----------------------------------------------------------------- the likelihood
@@ -280,6 +308,9 @@ def fit(tr: Transitions, weights: np.ndarray | None = None,
     n_options = np.diff(np.r_[starts, len(tr.group)])
     null = -float(w @ np.log(n_options))
     used = np.unique(tr.debate[w > 0])
+    # converged: scipy's own verdict, or a gradient at the limit of float precision (trust-exact
+    # reports "bad approximation" once no step can improve the log-likelihood any further)
+    flat = bool(res.success) or float(np.abs(_loglik(res.x, tr, w, starts, 1)[1]).max()) < 1e-4
     identified = bool(np.all(np.isfinite(se)) and np.all(np.abs(res.x) < 30))
     se_cluster = np.full(len(res.x), np.nan)
     if identified:  # sandwich: the scores summed per debate (its choice sets are not independent)
@@ -291,7 +322,7 @@ def fit(tr: Transitions, weights: np.ndarray | None = None,
         np.add.at(per, tr.debate, score)
         se_cluster = np.sqrt(np.diag(cov @ (per.T @ per) @ cov))
     return RevisionFit(RevisionModel(tuple(res.x)), tuple(map(float, se)), ll, null,
-                       int(w.sum()), len(used), bool(res.success) and identified,
+                       int(w.sum()), len(used), flat and identified,
                        int(res.nit), time.perf_counter() - t0, tuple(map(float, se_cluster)))
 
 

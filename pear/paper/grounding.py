@@ -44,7 +44,7 @@ from pear.paths import BUILD_DIR, REAL_DEBATES_DIR
 
 __all__ = ["CORPUS", "CORPUS_DATASET", "CORPUS_GRADING", "CORPUS_MODEL", "corpus_run",
            "records", "study_population", "grounded_population", "Grounding", "ground",
-           "bootstrap_populations", "sources", "check", "main"]
+           "bootstrap_populations", "sources", "check", "sequential", "main"]
 
 CORPUS = REAL_DEBATES_DIR / "dylan-math-gpt35.tgz"
 """DyLAN's whole corpus of gpt-3.5 MATH debates (MIT; ``data/real-debates/README.md``)."""
@@ -73,6 +73,13 @@ def records(runs: Sequence[str | os.PathLike[str]]) -> list[dict[str, Any]]:
     """Every record of the runs, in order."""
     from pear.store.records import read_records
     return [r for run in runs for r in read_records(run)]
+
+
+def sequential(run: str | os.PathLike[str]) -> bool:
+    """Whether the run's agents answer a round in turn (its import manifest's protocol)."""
+    from pear.store import manifest
+    proto = ((manifest.read(run) or {}).get("imported") or {}).get("protocol") or {}
+    return proto.get("order") == "sequential"
 
 
 def _fitted_on(runs: Sequence[Path]) -> list[dict[str, Any]]:
@@ -164,8 +171,11 @@ def ground(runs: Sequence[str | os.PathLike[str]] | None = None,
     t0 = time.perf_counter()
     paths = tuple(Path(r) for r in (runs if runs is not None else [corpus_run()])) + \
         tuple(Path(r) for r in extra)
-    recs = records(paths)
-    tr = revision.transitions(recs)
+    parts = [records([p]) for p in paths]
+    recs = [r for part in parts for r in part]
+    accuracy = revision.round0_accuracy(recs)
+    tr = revision.concat([revision.transitions(part, accuracy, sequential(p))
+                          for p, part in zip(paths, parts)])
     share, pairs = revision.same_wrong_answer(recs)
     return Grounding(revision.fit(tr), share, pairs, tr, paths, time.perf_counter() - t0)
 
