@@ -46,8 +46,6 @@ calibration_seeds = 1  # run seeds 0..calibration_seeds-1
 # ## Simulate the baselines with each population
 
 # %%
-import pandas as pd
-from pear.backends import population
 from pear.paper import calibration
 from pear.analysis import figures, report
 
@@ -58,23 +56,17 @@ summaries = {p: calibration.simulate(methods=calibration.FITTED_METHODS
                                      n_questions=calibration_questions,
                                      seeds=range(calibration_seeds), population=p)
              for p in populations}
-pd.DataFrame({p: {"fingerprint": population.load(p).fingerprint[:12],
-                  "revision": "fitted model" if population.load(p).revision else "persuasion"}
-              for p in populations})
+calibration.describe_populations(populations)
 
 # %% [markdown]
 # ## Compute: the study beside each population
 
 # %%
 tables = {p: calibration.residual_table(s) for p, s in summaries.items()}
-headline = pd.DataFrame({p: calibration.goals(t) for p, t in tables.items()})
+headline, both = calibration.populations_table(tables)
 headline
 
 # %%
-both = tables["study"][["target", "study", "role"]].copy()
-for p in populations:
-    both[f"simulated ({p})"] = tables[p]["simulated"].to_numpy()
-    both[f"diff ({p})"] = tables[p]["diff"].to_numpy()
 both
 
 # %% [markdown]

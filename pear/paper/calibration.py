@@ -34,7 +34,7 @@ from pear.core.config import FIXED_TOPOLOGIES
 __all__ = [
     "FITTED_METHODS", "HELD_OUT_METHODS", "DIAGNOSTICS", "STAGES", "BOUNDS", "FitResult",
     "summarize", "study_targets", "simulate", "residual_table",
-    "goals", "fit", "plot_calibration",
+    "goals", "populations_table", "describe_populations", "fit", "plot_calibration",
 ]
 
 FITTED_METHODS = ("cot", "cot_sc", "random")
@@ -221,6 +221,33 @@ def goals(table: pd.DataFrame) -> dict[str, float]:
     rnd = table[(table["method"] == "random") & table["quantity"].isin(DIAGNOSTICS)]
     out.update({f"{r.quantity}_error": abs(float(r.diff)) for r in rnd.itertuples()})
     return out
+
+
+def populations_table(tables: Mapping[str, pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Several populations' :func:`residual_table` side by side: ``(headline, targets)`` —
+    :func:`goals` per population (one column each) and one row per target with the study's
+    number, its role and ``simulated (<population>)``, ``diff (<population>)`` per population
+    (the tables must hold the same targets in the same order, as :func:`residual_table` of
+    :func:`simulate` on the same grid gives them)."""
+    names = list(tables)
+    first = tables[names[0]]
+    out = first[["target", "study", "role"]].copy()
+    for name in names:
+        t = tables[name]
+        if t["target"].tolist() != first["target"].tolist():
+            raise ValueError(f"population {name!r}'s targets differ from {names[0]!r}'s")
+        out[f"simulated ({name})"] = t["simulated"].to_numpy()
+        out[f"diff ({name})"] = t["diff"].to_numpy()
+    return pd.DataFrame({n: goals(t) for n, t in tables.items()}), out
+
+
+def describe_populations(names: Sequence[str]) -> pd.DataFrame:
+    """Per population: its fingerprint (first 12 digits) and how its agents revise."""
+    from pear.backends.population import load
+    pops = {n: load(n) for n in names}
+    return pd.DataFrame({n: {"fingerprint": p.fingerprint[:12],
+                             "revision": "fitted model (real debates)" if p.revision
+                             else "persuasion (study's baselines)"} for n, p in pops.items()})
 
 
 def _fit_residuals(summary: pd.DataFrame, targets: pd.DataFrame,
