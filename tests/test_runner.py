@@ -30,7 +30,7 @@ from pear.runs.runner import run
 exp = preset("sim", datasets=("gsm8k", "truthfulqa"), n_questions=6, seeds=(0, 1),
              full_datasets=(), rounds=2, chunk_questions=2)
 be = SimulatedBackend(answer_key(exp), params=SimParams(latency_s=float(sys.argv[2])))
-run(exp, be, sys.argv[1], progress=False)
+run(exp, be, sys.argv[1], progress=False, workers=int(sys.argv[3]))
 """
 
 
@@ -44,10 +44,12 @@ def _lines(run_dir):
             for l in p.read_text().splitlines() if l.strip()]
 
 
-def test_kill_minus_9_then_resume_equals_uninterrupted_run(tmp_path):
+@pytest.mark.parametrize("workers", [1, 2])
+def test_kill_minus_9_then_resume_equals_uninterrupted_run(tmp_path, workers):
     killed, clean = tmp_path / "killed", tmp_path / "clean"
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    proc = subprocess.Popen([sys.executable, "-c", RUNNER, str(killed), "0.002"], env=env)
+    proc = subprocess.Popen([sys.executable, "-c", RUNNER, str(killed), "0.002", str(workers)],
+                            env=env)
     deadline = time.time() + 120
     while time.time() < deadline:  # wait until some, but not all, debates are written
         n = sum(1 for p in killed.rglob(RECORDS_FILE) for _ in open(p)) if killed.exists() else 0
@@ -61,12 +63,39 @@ def test_kill_minus_9_then_resume_equals_uninterrupted_run(tmp_path):
     assert 0 < partial < total, "the kill must land mid-run"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # a torn last line may be dropped
-        subprocess.run([sys.executable, "-c", RUNNER, str(killed), "0"], check=True, env=env)
-    subprocess.run([sys.executable, "-c", RUNNER, str(clean), "0"], check=True, env=env)
+        subprocess.run([sys.executable, "-c", RUNNER, str(killed), "0", str(workers)],
+                       check=True, env=env)
+    subprocess.run([sys.executable, "-c", RUNNER, str(clean), "0", "1"], check=True, env=env)
     ids = _lines(killed)
     assert len(ids) == len(set(ids)) == total  # no debate lost or duplicated
     assert _content(killed) == _content(clean)
     assert read_manifest(killed)["complete"] is True
+
+
+def test_workers_write_the_records_of_one_process(tmp_path):
+    """Three worker processes write the records one process writes, line for line in the
+    same order (timing fields aside), and the same manifest."""
+    exp = preset("sim", **EXP)
+    one, three = tmp_path / "one", tmp_path / "three"
+    s1 = run(exp, SimulatedBackend(answer_key(exp)), one, progress=False, workers=1)
+    s3 = run(exp, SimulatedBackend(answer_key(exp)), three, progress=False, workers=3)
+    total = len(jobs(exp))
+    assert s1.written == s3.written == total and s3.complete
+    assert (s1.requests, s1.tokens, s1.generate_calls) == (s3.requests, s3.tokens,
+                                                           s3.generate_calls)
+    strip = lambda d: [{k: v for k, v in r.items() if k not in TIMING_FIELDS}  # noqa: E731
+                       for r in read_records(d)]
+    assert strip(one) == strip(three) and len(strip(one)) == total
+    untimed = lambda d: {k: v for k, v in read_manifest(d).items()  # noqa: E731
+                         if not k.endswith("_at")}
+    assert untimed(one) == untimed(three) and untimed(one)["complete"] is True
+
+
+def test_workers_must_be_a_positive_count(tmp_path):
+    with pytest.raises(ValueError, match="invalid workers=0"):
+        run(preset("sim", **EXP), SimulatedBackend(answer_key(preset("sim", **EXP))),
+            tmp_path / "r", progress=False, workers=0)
+    assert not (tmp_path / "r").exists()
 
 
 def test_mismatched_manifest_refuses_to_append(tmp_path):

@@ -78,6 +78,9 @@ def add_run(sub: Any) -> None:
                    "--agent-models from its own server")
     r.add_argument("--no-cache", action="store_true", help="do not use the response cache")
     r.add_argument("--quiet", action="store_true", help="no progress bar")
+    r.add_argument("--workers", type=positive, default=None,
+                   help="processes that run the grid (default: every core for the simulated "
+                   "backend, else 1); the records are the same for any number")
     add_plugin_argument(r)
     r.add_argument("--tensor-parallel-size", type=positive,
                    help="vllm: GPUs per model (tensor parallel)")
@@ -113,7 +116,9 @@ def _cmd_run(a: argparse.Namespace) -> int:
         extra = {"population": a.population}
     backend = grid_backend(a.backend, exp, model_path=a.model_path, base_urls=a.base_url,
                            cache_path=None if a.no_cache else cache_path(a.out), extra=extra)
-    summary = run(exp, backend, Path(a.out), progress=not a.quiet, stop=_stop_on_signal())
+    from pear.runs.factory import default_workers
+    summary = run(exp, backend, Path(a.out), progress=not a.quiet, stop=_stop_on_signal(),
+                  workers=a.workers or default_workers(a.backend))
     if summary.stopped:
         print(f"pear: stopped by a signal after {summary.written} debates (every finished "
               "debate is recorded); rerun the same command to resume", file=sys.stderr)

@@ -161,7 +161,12 @@ class Critique:
                 "assessment": self.assessment}
 
     def entry(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        """The record's entry (:class:`pear.core.record.CritiqueEntry`), keys in field order."""
+        return {k: getattr(self, k) for k in _CRITIQUE_KEYS}
+
+
+_CRITIQUE_KEYS = tuple(f.name for f in dataclasses.fields(Critique))
+"""The fields of a critique's record entry (read once; no reflection per record)."""
 
 
 @dataclass

@@ -133,7 +133,7 @@ def run_experiments(backend: str, exp: Any, runs_dir: str | os.PathLike[str], *,
     (:func:`pear.store.validate.validate`: a damaged run stops here, unless
     ``PEAR_DROP_INVALID=1``) and returns None."""
     from pear.runs.runner import run
-    from pear.runs.factory import grid_backend
+    from pear.runs.factory import default_workers, grid_backend
     from pear.store.records import record_files
     from pear.store.view import index
     out = Path(runs_dir)
@@ -154,7 +154,7 @@ def run_experiments(backend: str, exp: Any, runs_dir: str | os.PathLike[str], *,
     be = grid_backend(backend, exp, model_path=model or None,
                       base_urls=[base_url] if base_url else None,
                       cache_path=Path(cache) if cache is not None else cache_path(out))
-    s = run(exp, be, out, progress=progress)
+    s = run(exp, be, out, progress=progress, workers=default_workers(backend))
     print(f"{s.written} debates written, {s.already_done} already done, {len(s.failed)} failed "
           f"of {s.total}; {s.requests} requests in {s.generate_calls} backend calls, "
           f"{s.tokens} tokens, {s.cache_hits} cache hits")

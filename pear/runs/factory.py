@@ -11,7 +11,7 @@ import os
 from typing import Any, Sequence
 
 __all__ = ["make_backend", "grid_backend", "SIM_LATENCY_ENV", "POPULATION_ENV",
-           "sim_population"]
+           "sim_population", "default_workers"]
 
 SIM_LATENCY_ENV = "PEAR_SIM_LATENCY_S"
 """Seconds the simulated backend waits per request (not part of the model's identity): a
@@ -19,6 +19,17 @@ simulated grid as slow as a real one, e.g. to exercise a scheduler (tests marked
 POPULATION_ENV = "PEAR_POPULATION"
 """The simulated population of runs and builds that name none (``pear paper --population``
 sets it for the notebooks' kernels); unset: :data:`pear.backends.population.BUILD_DEFAULT`."""
+
+
+def default_workers(backend: str) -> int:
+    """Processes a grid on ``backend`` runs in by default (:func:`pear.runs.runner.run`'s
+    ``workers``): every core for the simulated backend (its agents are arithmetic), one for
+    a real model (one engine serves the batch).
+
+    >>> default_workers("llamacpp")
+    1
+    """
+    return len(os.sched_getaffinity(0)) if backend == "simulated" else 1
 
 
 def sim_population(population: str | None = None) -> str:

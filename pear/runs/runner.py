@@ -5,13 +5,23 @@
 advance in lockstep through the engine), appending each finished debate at once and
 fsyncing at chunk boundaries.  Killing it at any point and running it again finishes the
 grid with no debate lost or duplicated.  Each model's records live in :func:`model_dir`.
+
+With ``workers > 1`` the chunks run in that many worker processes (forked, each with the
+engine and backend as they were at the fork), and this process alone appends their records,
+chunk by chunk in the grid's order: the records and the manifest are those of one process
+(timing fields aside), and a killed run resumes the same way.
 """
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
 import os
 import re
 import sys
+import threading
+import time
+from collections import deque
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -65,8 +75,12 @@ class RunSummary:
 
 def run(exp: Experiment, backend: Any | Callable[[str], Any], out_dir: str | os.PathLike[str],
         *, progress: bool = True, task_for: Callable[[str], Any] | None = None,
-        stop: Callable[[], bool] | None = None) -> RunSummary:
+        stop: Callable[[], bool] | None = None, workers: int = 1) -> RunSummary:
     """Run every missing debate of ``exp`` into ``out_dir``.
+
+    ``workers``: processes that run the grid's chunks (disjoint parts of it); the records
+    are the same for any number (:func:`pear.runs.factory.default_workers` gives the CLI's
+    default).
 
     ``stop`` (e.g. set by a scheduler's SIGTERM) is asked after every chunk: when it
     answers True the debates in flight have finished and are recorded, and the run returns
@@ -78,10 +92,13 @@ def run(exp: Experiment, backend: Any | Callable[[str], Any], out_dir: str | os.
     and each backend is built only when its turn comes and dropped afterwards (one GPU engine
     at a time); each model's grid is :func:`pear.runs.grid.model_grid`'s.
     """
+    if not (isinstance(workers, int) and workers >= 1):
+        raise ValueError(f"invalid workers={workers!r}: use a whole number of processes >= 1")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     with _writer_lock(out):
-        return _run(exp, backend, out, progress=progress, task_for=task_for, stop=stop)
+        return _run(exp, backend, out, progress=progress, task_for=task_for, stop=stop,
+                    workers=workers)
 
 
 @contextlib.contextmanager
@@ -107,7 +124,8 @@ LOCK_FILE = ".pear-run.lock"
 
 
 def _run(exp: Experiment, backend: Any, out: Path, *, progress: bool,
-         task_for: Callable[[str], Any] | None, stop: Callable[[], bool] | None) -> RunSummary:
+         task_for: Callable[[str], Any] | None, stop: Callable[[], bool] | None,
+         workers: int) -> RunSummary:
     from pear.tasks import grading as tasks
     factory = callable(backend) and not hasattr(backend, "generate")
     if exp.debate.agent_models:
@@ -153,7 +171,7 @@ def _run(exp: Experiment, backend: Any, out: Path, *, progress: bool,
             engine = Engine(be.backends if isinstance(be, Population) else be,
                             model_grid(exp, name).debate, task_for=task_for or tasks.get)
             _run_jobs(engine, all_jobs, model_dir(out, be.model_id), exp.chunk_questions, bar,
-                      summary, stop)
+                      summary, stop, workers)
             del be, engine
             if stop is not None and stop():
                 summary.stopped = True
@@ -185,8 +203,8 @@ def _finished_earlier(exp: Experiment, old: Mapping[str, Any] | None, backend_na
 
 
 def _run_jobs(engine: Engine, all_jobs: Sequence[Job], rdir: Path, chunk_questions: int,
-              bar: Progress, summary: RunSummary, stop: Callable[[], bool] | None = None
-              ) -> None:
+              bar: Progress, summary: RunSummary, stop: Callable[[], bool] | None = None,
+              workers: int = 1) -> None:
     """Run the jobs not yet recorded in ``rdir``, appending each record as it finishes
     (flushed; fsynced after every chunk), and add the engine's counts to ``summary``."""
     done = completed_ids(rdir)
@@ -195,9 +213,10 @@ def _run_jobs(engine: Engine, all_jobs: Sequence[Job], rdir: Path, chunk_questio
     bar.skip(call_budget(all_jobs, engine.debate) - call_budget(todo, engine.debate),
              len(all_jobs) - len(todo))
     bar.follow(engine)
-    with RecordWriter(rdir) as writer:
-        for chunk in _chunks(todo, chunk_questions):
-            for record in engine.run(chunk):
+    chunks = list(_chunks(todo, chunk_questions))
+    with RecordWriter(rdir) as writer, _chunk_runner(engine, chunks, workers) as ran:
+        for records in ran:
+            for record in records:
                 writer.write(record)
                 summary.written += 1
                 bar.counts(summary.written)
@@ -210,6 +229,78 @@ def _run_jobs(engine: Engine, all_jobs: Sequence[Job], rdir: Path, chunk_questio
     summary.requests += engine.requests
     summary.tokens += engine.tokens
     summary.cache_hits += engine.cache_hits
+
+
+# ----------------------------------------------------------------- worker processes
+
+@contextlib.contextmanager
+def _chunk_runner(engine: Engine, chunks: Sequence[list[Job]], workers: int) -> Iterator[Iterable[Iterable[dict[str, Any]]]]:
+    """Per chunk in order, its records: run here (yielded as each debate ends), or with
+    ``workers > 1`` by forked worker processes, at most two chunks ahead per worker (the
+    engine's counts and failures are added to ``engine`` as each chunk comes back)."""
+    if workers == 1 or len(chunks) <= 1:
+        yield (engine.run(chunk) for chunk in chunks)
+        return
+    global _FORKED
+    _FORKED = (engine, chunks)  # what the workers run: fork copies it (jobs are not pickled)
+    pool = ProcessPoolExecutor(min(workers, len(chunks)),
+                               mp_context=multiprocessing.get_context("fork"),
+                               initializer=_exit_with, initargs=(os.getpid(),))
+    try:
+        yield _collect(pool, engine, len(chunks), 2 * workers)
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        _FORKED = None
+
+
+_FORKED: tuple[Engine, Sequence[list[Job]]] | None = None
+_COUNTS = ("generate_calls", "requests", "tokens", "cache_hits", "calls_done", "calls_unneeded",
+           "rounds_done")
+
+
+def _exit_with(parent: int) -> None:
+    """In a worker: end when ``parent`` does (a killed run leaves no worker behind)."""
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.5)
+        os._exit(1)
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _run_chunk(i: int) -> tuple[list[dict[str, Any]], list[tuple[str, str]], dict[str, int]]:
+    """In a worker: chunk ``i``'s records, failures and the engine counts it added."""
+    assert _FORKED is not None, "a worker runs only in a forked process"
+    engine, chunks = _FORKED
+    chunk = chunks[i]
+    engine.on_progress = None
+    before = {k: getattr(engine, k) for k in _COUNTS}
+    failed_before = len(engine.failed)
+    records = list(engine.run(chunk))
+    return (records, engine.failed[failed_before:],
+            {k: getattr(engine, k) - before[k] for k in _COUNTS})
+
+
+def _collect(pool: ProcessPoolExecutor, engine: Engine, n_chunks: int, ahead: int
+             ) -> Iterator[list[dict[str, Any]]]:
+    """The chunks' records in order, ``ahead`` chunks submitted at a time."""
+    pending: deque[Future] = deque()
+    rest = iter(range(n_chunks))
+    for i in rest:
+        pending.append(pool.submit(_run_chunk, i))
+        if len(pending) >= ahead:
+            break
+    while pending:
+        records, failed, counts = pending.popleft().result()
+        for i in rest:  # keep the workers busy while this chunk is written
+            pending.append(pool.submit(_run_chunk, i))
+            break
+        engine.failed += failed
+        for k, v in counts.items():
+            setattr(engine, k, getattr(engine, k) + v)
+        engine.phase = f"chunks: {len(pending)} in flight"
+        if engine.on_progress is not None:
+            engine.on_progress()
+        yield records
 
 
 class Population:

@@ -152,6 +152,7 @@ def _delimit_math_runs(text: str) -> str:
     return " ".join(out)
 
 
+@lru_cache(maxsize=1 << 16)
 def mathverify_input(text: str) -> str:
     r"""The text given to Math-Verify for an answer written as ``text`` (``""``: no answer).
 
