@@ -1,0 +1,85 @@
+"""Debates per second of simulated grids: this checkout against an earlier commit, in one run.
+
+Each case runs ``python -m pear run --backend simulated --preset sim ...`` into a fresh
+directory and divides the debates written by the command's wall time (imports and the
+Math-Verify worker's start included, as a user sees it).  The earlier commit (default
+8029965, the commit before issue 36) is checked out with ``git worktree add`` into a temporary
+directory and run with ``PYTHONPATH`` pointing there; this checkout runs with one process
+(``--workers 1``) and with every core (``--workers N``).  Cases alternate, ``--repeat``
+times; medians are reported with the ratios to the earlier commit.
+
+Grids: ``small`` (gsm8k and math500, 40 questions each, seed 0, no full-dataset runs: 1,440
+debates) and ``paper`` (the sim preset's paper grid, cut to ``--paper-questions`` questions
+per dataset with seed 0 and no full-dataset runs, so that it fits a bench run; the whole grid
+is 78,419 debates).
+
+    python benchmarks/bench_sim.py [--base 8029965] [--repeat 3] [--paper-questions 40]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+GRIDS = {
+    "small": ["--datasets", "gsm8k,math500", "--n-questions", "40", "--seeds", "0", "--no-full"],
+    "paper": ["--seeds", "0", "--no-full"],
+}
+
+
+def _debates_per_s(pythonpath: Path, grid: list[str], out: Path, workers: int | None) -> float:
+    cmd = [sys.executable, "-m", "pear", "run", "--backend", "simulated", "--preset", "sim",
+           *grid, "--out", str(out), "--quiet"]
+    if workers is not None:
+        cmd += ["--workers", str(workers)]
+    env = {**os.environ, "PYTHONPATH": str(pythonpath)}
+    t = time.perf_counter()
+    done = subprocess.run(cmd, env=env, cwd=pythonpath, check=True, capture_output=True,
+                          text=True)
+    wall = time.perf_counter() - t
+    written = int(done.stdout.strip().splitlines()[-1].split()[0])
+    return written / wall
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--base", default="8029965", help="the earlier commit")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--paper-questions", type=int, default=40,
+                    help="questions per dataset of the paper grid (0: skip it)")
+    a = ap.parse_args()
+    cores = len(os.sched_getaffinity(0))
+    grids = {"small": GRIDS["small"]}
+    if a.paper_questions:
+        grids["paper"] = GRIDS["paper"] + ["--n-questions", str(a.paper_questions)]
+    with tempfile.TemporaryDirectory(prefix="bench-sim-") as tmp:
+        base = Path(tmp) / "base"
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(base),
+                        a.base], check=True, capture_output=True)
+        try:
+            cases = {"before (1 process)": (base, None), "now, 1 process": (ROOT, 1),
+                     f"now, {cores} processes": (ROOT, cores)}
+            for gname, grid in grids.items():
+                rates: dict[str, list[float]] = {c: [] for c in cases}
+                for i in range(a.repeat):
+                    for case, (path, workers) in cases.items():
+                        out = Path(tmp) / f"{gname}-{i}-{len(rates[case])}-{workers}"
+                        rates[case].append(_debates_per_s(path, grid, out, workers))
+                before = statistics.median(rates["before (1 process)"])
+                print(f"{gname} grid ({' '.join(grid)}), median of {a.repeat}:")
+                for case, r in rates.items():
+                    m = statistics.median(r)
+                    print(f"  {case:<22} {m:8.1f} debates/s   x{m / before:.2f}")
+        finally:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
+                            str(base)], check=False, capture_output=True)
+
+
+if __name__ == "__main__":
+    main()
