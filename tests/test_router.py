@@ -286,3 +286,22 @@ def test_chosen_terms_match_the_score_of_the_chosen_edges():
         assert dec.terms.score == pytest.approx(ref.score, abs=1e-12)
         assert (dec.terms.T, dec.terms.I, dec.terms.L) == pytest.approx((ref.T, ref.I, ref.L))
         assert dec.score_min <= dec.terms.score <= dec.score_max
+
+
+def test_batched_method_routing_makes_the_one_debate_draws():
+    # PEAR declares its batch router in the method table (Method.route_batch); the engine's
+    # batched path gives every debate the decision its one-debate router gives it alone
+    from pear.core.methods import call_route, lookup, method, pear_route_batch, route_debates
+    assert lookup("pear").route_batch is pear_route_batch and lookup("clique").route_batch is None
+    rng = np.random.default_rng(3)
+    items = []
+    for d in range(24):
+        m = method(["pear", "random", "pear_TL"][d % 3], RouterConfig(tau=[0.1, 0.0][d % 2]))
+        st_ = RouterState(tuple(rng.choice(list("abcd"), 5)), tuple(rng.integers(1, 6, 5)),
+                          tuple(rng.random(5)), base_graph(5, 2, rng), config=m.router)
+        items.append((m, st_, d))
+    batched = route_debates([(m, s, np.random.default_rng(d)) for m, s, d in items])
+    alone = [call_route(m, s, np.random.default_rng(d)) for m, s, d in items]
+    assert len({x.edges.tobytes() for x in alone}) > 5  # the states route differently
+    for x, y in zip(batched, alone):
+        assert np.array_equal(x.edges, y.edges) and x.terms == y.terms

@@ -42,6 +42,7 @@ from pear.core.vote import vote
 __all__ = [
     "Method", "RouterState", "Decision", "lookup", "method", "names", "add", "remove",
     "check_edges", "route_debates", "aggregate", "call_route", "initial_agents", "pear_route",
+    "pear_route_batch",
     "sc_k", "is_self_consistency", "SC_SIZES", "SC_MAX",
 ]
 
@@ -87,6 +88,10 @@ class Method:
     """How the method's router settings follow from the run's (Random, the ablations)."""
     router: RouterConfig = field(default_factory=RouterConfig)
     """The router settings a run uses (:func:`method` derives them)."""
+    route_batch: Callable[..., Any] | None = None
+    """Optional: ``route_batch([(state, rng), ...]) -> decisions``, the same decisions as
+    ``route`` debate by debate (same draws), made for many debates in one pass (PEAR's
+    vectorized scoring); used for methods without parameters."""
     origin: str = "built-in"
     """``built-in`` (the study), ``related work`` (bundled plug-ins), ``entry point`` or
     ``module``."""
@@ -284,7 +289,7 @@ def call_route(m: Method, state: RouterState, rng: np.random.Generator) -> Decis
 def route_debates(items: Sequence[tuple[Method, RouterState, np.random.Generator]]
                   ) -> list[Decision]:
     """Each debate's graph for its next round, from ``(method, state, rng)`` items: one call
-    per debate, or one batched call for the debates of a router that offers ``route.batch``
+    per debate, or one batched call for the debates of a method that declares ``route_batch``
     (a list of ``(state, rng)`` in, decisions out; PEAR's scores its debates in one pass).
     Every edge set is checked (:func:`check_edges`)."""
     out: list[Decision | None] = [None] * len(items)
@@ -293,12 +298,12 @@ def route_debates(items: Sequence[tuple[Method, RouterState, np.random.Generator
         if m.route is None:
             raise ValueError(f"method {m.name!r} has no debate rounds to route")
         kw = _kwargs(m.route, m.params)
-        if getattr(m.route, "batch", None) is not None and not kw:
-            batched.setdefault(id(m.route), []).append(j)
+        if m.route_batch is not None and not kw:
+            batched.setdefault(id(m.route_batch), []).append(j)
         else:
             out[j] = _decision(m.route(state, rng, **kw), state.n, m.name)
     for members in batched.values():
-        got = items[members[0]][0].route.batch([(items[j][1], items[j][2]) for j in members])
+        got = items[members[0]][0].route_batch([(items[j][1], items[j][2]) for j in members])
         for j, d in zip(members, got):
             out[j] = _decision(d, items[j][1].n, items[j][0].name)
     return out  # type: ignore[return-value]
@@ -326,11 +331,11 @@ def pear_route(state: RouterState, rng: np.random.Generator) -> Decision:
     return route(state, rng)
 
 
-def _pear_batch(pairs: Sequence[tuple[RouterState, np.random.Generator]]) -> list[Decision]:
+def pear_route_batch(pairs: Sequence[tuple[RouterState, np.random.Generator]]
+                     ) -> list[Decision]:
+    """:func:`pear_route` for many debates in one vectorized pass
+    (:func:`pear.core.router.route_batch`; the same decisions, a test holds them equal)."""
     return route_batch([RouteItem(s, r) for s, r in pairs])
-
-
-pear_route.batch = _pear_batch  # type: ignore[attr-defined]
 
 
 def _fixed_route(name: str) -> Callable[..., np.ndarray]:
@@ -354,6 +359,6 @@ for _name in ROUTED_METHODS:
                        "all weights 0).",
              "pear": "PEAR: the relabelling with the best T/I/L score (softmax)."}.get(_name) \
         or f"PEAR ablation keeping {_name.split('_')[1]} (the other weights 0)."
-    add(Method(_name, pear_route, graphs="relabelling", derive=partial(derived_router, _name),
-               description=_what))
+    add(Method(_name, pear_route, route_batch=pear_route_batch, graphs="relabelling",
+               derive=partial(derived_router, _name), description=_what))
 assert tuple(_TABLE) == METHODS and set(ABLATIONS) <= set(_TABLE)

@@ -11,8 +11,9 @@ edge set E with m = n k edges, exactly as the paper::
 
 The choice is softmax(S / tau) over the pool, drawn with the debate's own generator;
 ``tau = 0`` is argmax with ties broken uniformly.  One vectorized path (``_terms``) scores
-every candidate of one pool or of many debates' pools at once; ``route`` is the one-debate
-case of ``route_batch``.  Everything here is permutation-equivariant: relabelling the agents
+every candidate of one pool or of many debates' pools at once; ``route`` chooses one
+debate's graph as the formula reads, ``route_batch`` makes the same draws for many debates.
+Everything here is permutation-equivariant: relabelling the agents
 relabels the scores and the choice distribution.
 """
 from __future__ import annotations
@@ -275,13 +276,28 @@ def selection_probabilities(scores: np.ndarray, tau: float) -> np.ndarray:
 
 def route(state: RouterState, rng: np.random.Generator,
           relabellings: Pool | None = None) -> Decision:
-    """Draw the candidate pool, score it, and choose one graph with ``rng``: the one-debate
-    case of :func:`route_batch`.
+    """One debate's graph, as the paper states it: draw the candidate pool, score every
+    candidate, turn the scores into selection probabilities softmax(S / tau), draw one
+    candidate with ``rng``.  :func:`route_batch` makes the same draws for many debates at
+    once (a test holds the two equal).
 
     ``relabellings`` (all distinct relabellings of the base graph, when known) saves the
     enumeration; the pool drawn from it is the same as without it.
     """
-    return route_batch([RouteItem(state, rng, relabellings)])[0]
+    cfg = state.config
+    pool = _draw_pool(state, rng, relabellings)                         # the candidate pool
+    terms = score_pool(pool, state.answers, state.confidences, state.influence, cfg)  # S
+    weights = _choice_weights(terms.score, terms.score.max(), np.asarray(float(cfg.tau)))
+    # selection probabilities = weights / weights.sum(); draw by inverse CDF
+    u = rng.random()
+    pick = min(int(np.searchsorted(np.cumsum(weights), u * weights.sum(), side="right")),
+               len(weights) - 1)
+    edges = np.stack([pool.src[pick], pool.tgt[pick]], axis=1)
+    edges = edges[np.argsort(edges[:, 0] * state.n + edges[:, 1], kind="stable")]
+    return Decision(edges=edges, pool_size=len(weights),
+                    terms=Terms(float(terms.score[pick]), float(terms.T[pick]),
+                                float(terms.I[pick]), float(terms.L[pick])),
+                    score_min=float(terms.score.min()), score_max=float(terms.score.max()))
 
 
 def _draw_pool(state: RouterState, rng: np.random.Generator, relabellings: Pool | None

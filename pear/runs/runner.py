@@ -234,7 +234,8 @@ def _run_jobs(engine: Engine, all_jobs: Sequence[Job], rdir: Path, chunk_questio
 # ----------------------------------------------------------------- worker processes
 
 @contextlib.contextmanager
-def _chunk_runner(engine: Engine, chunks: Sequence[list[Job]], workers: int) -> Iterator[Iterable[Iterable[dict[str, Any]]]]:
+def _chunk_runner(engine: Engine, chunks: Sequence[list[Job]], workers: int
+                  ) -> Iterator[Iterable[Iterable[dict[str, Any]]]]:
     """Per chunk in order, its records: run here (yielded as each debate ends), or with
     ``workers > 1`` by forked worker processes, at most two chunks ahead per worker (the
     engine's counts and failures are added to ``engine`` as each chunk comes back)."""
