@@ -135,8 +135,11 @@ class FakeVLLM:
                 unknown = set(kwargs) - CHAT_PARAM_NAMES
                 if unknown:
                     raise TypeError(f"LLM.chat got unexpected keyword arguments {sorted(unknown)}")
+                # a progress-bar factory is recorded by name: vLLM keeps no reference to it
+                # (it holds the engine's callback, and through it the engine and its LLM)
                 fake.chat_calls.append({"messages": messages, "sampling_params": sampling_params,
-                                        "use_tqdm": use_tqdm, **kwargs})
+                                        "use_tqdm": use_tqdm if isinstance(use_tqdm, bool)
+                                        else "factory", **kwargs})
                 if any(fake.reject(conv) for conv in messages):
                     raise ValueError("prompt is longer than the maximum model length")
                 params = (sampling_params if isinstance(sampling_params, list)

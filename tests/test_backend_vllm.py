@@ -150,7 +150,7 @@ def test_each_finished_request_is_reported_while_the_batch_runs(fake):
     seen = []
     backend.on_completion = lambda: seen.append(len(fake.reported))
     out = backend.generate([_request(f"q{i}") for i in range(4)])
-    assert callable(fake.chat_calls[0]["use_tqdm"]) and len(out) == 4
+    assert fake.chat_calls[0]["use_tqdm"] == "factory" and len(out) == 4
     assert seen == [1, 2, 3, 4]  # one report per output, as each finished
     backend.on_completion = None
     backend.generate([_request("q")])
