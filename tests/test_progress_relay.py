@@ -15,7 +15,11 @@ LINE = re.compile(r"^\[\d\d:\d\d:\d\d\] (?P<phase>[^:]+(?:: [^:]+)?): calls (?P<
                   r"(?P<expected>\d+) \(\d+%\), debates (?P<debates>\d+)/(?P<of>\d+), "
                   r"(?P<rate>[\d.]+) calls/s, elapsed \S+, ETA (?P<eta>\S+), tokens \d+")
 BUILD = """
-import sys
+import os, sys
+# one core: one process runs the grid, as on every real model's backend (simulated grids on
+# several cores run their chunks in worker processes, whose calls the parent counts only as
+# each chunk returns: their per-call progress is not relayed yet)
+os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 from pear.paper.build import build
 d = sys.argv[1]
 sys.exit(build("simulated", "smoke", runs=d + "/runs", only="00", figures=d + "/fig",
