@@ -8,6 +8,7 @@ import pytest
 from pear.backends.simulated import SimulatedBackend
 from pear.paper import studies
 from pear.paper.study import load_results
+from pear.runs.factory import sim_population
 from pear.runs.grid import answer_key
 from pear.runs.runner import debate_ids, run
 from pear.runs.together import recorded_in, run_together
@@ -29,7 +30,9 @@ def grid():
 
 
 def _backend(exp):
-    return SimulatedBackend(answer_key(exp), n_agents=exp.debate.n_agents)
+    """The population the studies' runs use (``run_variants`` builds its backend with it)."""
+    return SimulatedBackend(answer_key(exp), n_agents=exp.debate.n_agents,
+                            population=sim_population())
 
 
 def test_one_pass_writes_what_separate_runs_write(tmp_path, grid):
