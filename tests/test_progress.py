@@ -197,3 +197,29 @@ def test_cache_hits_count_as_calls_done(tmp_path):
         assert (engine.cache_hits == engine.requests) is expect_hits
         assert len(set(ticks)) > 3  # moved request by request, from the cache or not
         be.close()
+
+
+def test_worker_processes_move_the_calls_before_their_chunks_come_back(tmp_path, monkeypatch):
+    """With worker processes, each chunk's calls reach this process's progress while the
+    chunk runs (at most every 0.5 s), not only when its records come back; the counts never
+    go back and end at the run's calls."""
+    import dataclasses
+
+    from pear.backends.population import SimParams
+    exp = dataclasses.replace(preset("sim", datasets=("gsm8k",), methods=("pear",),
+                                     n_questions=4, seeds=(0,), rounds=2), chunk_questions=2)
+    seen: list[tuple[int, int]] = []
+    real = Progress._moved
+
+    def spy(self):
+        seen.append((self.calls, self.debates))
+        real(self)
+    monkeypatch.setattr(Progress, "_moved", spy)
+    be = SimulatedBackend(answer_key(exp), params=SimParams(latency_s=0.05))
+    s = run(exp, be, tmp_path, progress=True, workers=2)
+    assert s.written == 4
+    calls = [c for c, _ in seen]
+    assert calls == sorted(calls) and calls[-1] == s.requests
+    # calls moved several times before the first chunk's debates came back (before, they
+    # moved once, with the whole chunk)
+    assert len({c for c, d in seen if d == 0 and c > 0}) >= 3

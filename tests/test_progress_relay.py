@@ -17,8 +17,8 @@ LINE = re.compile(r"^\[\d\d:\d\d:\d\d\] (?P<phase>[^:]+(?:: [^:]+)?): calls (?P<
 BUILD = """
 import os, sys
 # one core: one process runs the grid, as on every real model's backend (simulated grids on
-# several cores run their chunks in worker processes, whose calls the parent counts only as
-# each chunk returns: their per-call progress is not relayed yet)
+# several cores run their chunks in worker processes, which report their calls to the parent
+# every 0.5 s: tests/test_progress.py)
 os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 from pear.paper.build import build
 d = sys.argv[1]

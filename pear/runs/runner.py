@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 from collections import deque
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -243,18 +243,20 @@ def _chunk_runner(engine: Engine, chunks: Sequence[list[Job]], workers: int
         yield (engine.run(chunk) for chunk in chunks)
         return
     global _FORKED
-    _FORKED = (engine, chunks)  # what the workers run: fork copies it (jobs are not pickled)
-    pool = ProcessPoolExecutor(min(workers, len(chunks)),
-                               mp_context=multiprocessing.get_context("fork"),
+    fork = multiprocessing.get_context("fork")
+    live = fork.SimpleQueue()  # the workers' calls as they complete (for progress)
+    _FORKED = (engine, chunks, live)  # what the workers run: fork copies it (not pickled)
+    pool = ProcessPoolExecutor(min(workers, len(chunks)), mp_context=fork,
                                initializer=_exit_with, initargs=(os.getpid(),))
     try:
-        yield _collect(pool, engine, len(chunks), 2 * workers)
+        yield _collect(pool, engine, len(chunks), 2 * workers, live)
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         _FORKED = None
 
 
-_FORKED: tuple[Engine, Sequence[list[Job]]] | None = None
+_FORKED: tuple[Engine, Sequence[list[Job]], Any] | None = None
+_LIVE_EVERY_S = 0.5  # a worker reports its calls at most this often (progress, not records)
 _COUNTS = ("generate_calls", "requests", "tokens", "cache_hits", "calls_done", "calls_unneeded",
            "rounds_done")
 
@@ -271,37 +273,74 @@ def _exit_with(parent: int) -> None:
 def _run_chunk(i: int) -> tuple[list[dict[str, Any]], list[tuple[str, str]], dict[str, int]]:
     """In a worker: chunk ``i``'s records, failures and the engine counts it added."""
     assert _FORKED is not None, "a worker runs only in a forked process"
-    engine, chunks = _FORKED
+    engine, chunks, live = _FORKED
     chunk = chunks[i]
-    engine.on_progress = None
     before = {k: getattr(engine, k) for k in _COUNTS}
+    last = [0.0]
+
+    def report() -> None:  # this chunk's calls so far, to the parent's progress
+        now = time.monotonic()
+        if now - last[0] >= _LIVE_EVERY_S:
+            last[0] = now
+            live.put((i, engine.calls_done - before["calls_done"],
+                      engine.calls_unneeded - before["calls_unneeded"]))
+    engine.on_progress = report
     failed_before = len(engine.failed)
     records = list(engine.run(chunk))
     return (records, engine.failed[failed_before:],
             {k: getattr(engine, k) - before[k] for k in _COUNTS})
 
 
-def _collect(pool: ProcessPoolExecutor, engine: Engine, n_chunks: int, ahead: int
-             ) -> Iterator[list[dict[str, Any]]]:
-    """The chunks' records in order, ``ahead`` chunks submitted at a time."""
-    pending: deque[Future] = deque()
+def _collect(pool: ProcessPoolExecutor, engine: Engine, n_chunks: int, ahead: int,
+             live: Any) -> Iterator[list[dict[str, Any]]]:
+    """The chunks' records in order, ``ahead`` chunks submitted at a time.  While waiting,
+    the calls the workers report (``live``) move the engine's call counts, so progress
+    moves with every call; a chunk's own counts replace its reports when it comes back."""
+    pending: deque[tuple[int, Future]] = deque()
     rest = iter(range(n_chunks))
     for i in rest:
-        pending.append(pool.submit(_run_chunk, i))
+        pending.append((i, pool.submit(_run_chunk, i)))
         if len(pending) >= ahead:
             break
-    while pending:
-        records, failed, counts = pending.popleft().result()
-        for i in rest:  # keep the workers busy while this chunk is written
-            pending.append(pool.submit(_run_chunk, i))
-            break
-        engine.failed += failed
-        for k, v in counts.items():
-            setattr(engine, k, getattr(engine, k) + v)
+    done = {"calls_done": engine.calls_done, "calls_unneeded": engine.calls_unneeded}
+    in_flight: dict[int, tuple[int, int]] = {}  # chunk -> (calls done, calls unneeded)
+    finished: set[int] = set()
+
+    def show() -> None:
+        engine.calls_done = done["calls_done"] + sum(c for c, _ in in_flight.values())
+        engine.calls_unneeded = done["calls_unneeded"] + sum(u for _, u in in_flight.values())
         engine.phase = f"chunks: {len(pending)} in flight"
         if engine.on_progress is not None:
             engine.on_progress()
+
+    while pending:
+        i, future = pending.popleft()
+        while True:
+            wait([future], timeout=_LIVE_EVERY_S)
+            moved = False
+            while not live.empty():
+                j, calls, unneeded = live.get()
+                if j not in finished:  # a report can arrive after its chunk's result
+                    in_flight[j], moved = (calls, unneeded), True
+            if future.done():
+                break
+            if moved:
+                show()
+        records, failed, counts = future.result()
+        finished.add(i)
+        in_flight.pop(i, None)
+        for j in rest:  # keep the workers busy while this chunk is written
+            pending.append((j, pool.submit(_run_chunk, j)))
+            break
+        engine.failed += failed
+        for k, v in counts.items():
+            if k in done:
+                done[k] += v
+            else:
+                setattr(engine, k, getattr(engine, k) + v)
+        show()
         yield records
+    engine.calls_done, engine.calls_unneeded = done["calls_done"], done["calls_unneeded"]
 
 
 class Population:
