@@ -228,3 +228,11 @@ def test_cli_run_and_show(tmp_path):
     assert "6 debates written" in p.stdout
     s = _cli("show", str(out))
     assert s.returncode == 0 and "pear" in s.stdout and "gsm8k" in s.stdout
+
+
+def test_default_workers_take_the_cpus_slurm_gave_the_task(monkeypatch):
+    from pear.runs.factory import default_workers
+    monkeypatch.delenv("SLURM_CPUS_PER_TASK", raising=False)
+    assert default_workers("simulated") == len(os.sched_getaffinity(0))
+    monkeypatch.setenv("SLURM_CPUS_PER_TASK", "1")  # a launch's simulated shard asks for 1
+    assert default_workers("simulated") == 1 and default_workers("vllm") == 1

@@ -24,12 +24,16 @@ sets it for the notebooks' kernels); unset: :data:`pear.backends.population.BUIL
 def default_workers(backend: str) -> int:
     """Processes a grid on ``backend`` runs in by default (:func:`pear.runs.runner.run`'s
     ``workers``): every core for the simulated backend (its agents are arithmetic), one for
-    a real model (one engine serves the batch).
+    a real model (one engine serves the batch).  In a Slurm task, the CPUs Slurm gave it
+    (``SLURM_CPUS_PER_TASK``): a launch's shards are its parallelism, each on what it asked.
 
     >>> default_workers("llamacpp")
     1
     """
-    return len(os.sched_getaffinity(0)) if backend == "simulated" else 1
+    if backend != "simulated":
+        return 1
+    slurm = os.environ.get("SLURM_CPUS_PER_TASK", "")
+    return int(slurm) if slurm.isdigit() and int(slurm) >= 1 else len(os.sched_getaffinity(0))
 
 
 def sim_population(population: str | None = None) -> str:
