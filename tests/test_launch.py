@@ -299,3 +299,26 @@ def test_sigterm_stops_pear_run_after_the_debates_in_flight(tmp_path):
     ids = [r["debate_id"] for p in out.rglob("debates.jsonl") for r in iter_records(p)]
     assert len(ids) == len(set(ids)) > len(first)
     assert f"{len(first)} already done" in done.stdout
+
+
+def test_every_shard_runs_the_launch_population(tmp_path, capsys):
+    pop = Path(__file__).resolve().parents[1] / "data" / "populations" / "study.json"
+    out = tmp_path / "L"
+    assert cli.main(["launch", "slurm", *GRID, "--population", "study", "--shards", "2",
+                     "--out", str(out), "--dry-run"]) == 0
+    assert "--population study" in (out / "launch" / "default.sbatch").read_text()
+    local = tmp_path / "F"  # a population file is passed on as an absolute path
+    assert cli.main(["launch", "local", *GRID, "--population", str(pop), "--shards", "2",
+                     "--out", str(local)]) == 0
+    one = tmp_path / "one"
+    assert cli.main(["run", *GRID, "--population", "study", "--out", str(one), "--quiet"]) == 0
+    assert _records(local / "default") == _records(one)
+    grounded = tmp_path / "g"
+    assert cli.main(["run", *GRID, "--population", "grounded", "--out", str(grounded),
+                     "--quiet"]) == 0
+    assert _records(grounded) != _records(one)
+    capsys.readouterr()
+    assert _main(["launch", "slurm", *GRID, "--population", "nobody", "--shards", "2",
+                  "--out", str(tmp_path / "bad"), "--dry-run"]) == 2
+    assert "unknown population 'nobody'" in capsys.readouterr().err
+    assert not (tmp_path / "bad").exists()

@@ -104,15 +104,25 @@ def _run_experiment(a: argparse.Namespace) -> Any:
                       models=tuple(getattr(a, "model", None) or ()), **over)
 
 
+def _population(a: argparse.Namespace) -> str | None:
+    """``--population``, checked: the simulated backend's, a shipped name or a readable
+    population file (an error naming the bad value otherwise)."""
+    if not a.population:
+        return None
+    if a.backend != "simulated":
+        raise ValueError(f"--population is for the simulated backend, not {a.backend!r}")
+    from pear.backends.population import load
+    load(a.population)
+    return a.population
+
+
 def _cmd_run(a: argparse.Namespace) -> int:
     from pear.runs.runner import run
     from pear.runs.factory import grid_backend
     exp = _run_experiment(a)
     extra = {"tensor_parallel_size": a.tensor_parallel_size} \
         if a.tensor_parallel_size and a.backend == "vllm" else None
-    if a.population:
-        if a.backend != "simulated":
-            raise ValueError(f"--population is for the simulated backend, not {a.backend!r}")
+    if _population(a):
         extra = {"population": a.population}
     backend = grid_backend(a.backend, exp, model_path=a.model_path, base_urls=a.base_url,
                            cache_path=None if a.no_cache else cache_path(a.out), extra=extra)
@@ -266,7 +276,7 @@ def _cmd_branch(a: argparse.Namespace) -> int:
 
 _LAUNCH_GRID = ("preset", "backend", "datasets", "methods", "seeds", "n_questions", "rounds",
                 "n_agents", "no_full", "no_study_scope", "prompt_style", "stop", "base_url",
-                "no_cache")
+                "no_cache", "population")
 """The options of ``pear launch`` that every shard's ``pear run`` repeats."""
 
 
@@ -350,6 +360,8 @@ def _launch_run_args(a: argparse.Namespace) -> list[str]:
         elif dest == "base_url":
             for url in v:
                 out += [flag, url]
+        elif dest == "population" and Path(v).is_file():  # a file: read from any cwd
+            out += [flag, str(Path(v).resolve())]
         else:
             out += [flag, ",".join(map(str, v)) if isinstance(v, tuple) else str(v)]
     return out
@@ -375,6 +387,7 @@ def _cmd_launch(a: argparse.Namespace) -> int:
         return 0 if complete else 1
     if a.shard:
         raise ValueError("--shard is chosen by the launcher: give --shards N")
+    _population(a)  # refused before anything is written
     run_args = _launch_run_args(a)
     run_ns = _run_parser().parse_args(["run", *run_args, "--out", a.out]
                                   + [x for m in (a.model or []) for x in ("--model", m)])
