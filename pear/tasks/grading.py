@@ -85,9 +85,26 @@ class Task(ABC):
     def canonical(self, text: str) -> str:
         """The answer read from ``text`` in canonical form; ``""`` when it holds none."""
 
-    @abstractmethod
     def judge(self, answers: Sequence[str], question: Question) -> Judgement:
-        """Classes and grades of the raw ``answers`` given to ``question``."""
+        """Classes and grades of the raw ``answers`` given to ``question``.
+
+        A judgement is a pure function of the answers and the question's gold answer (and
+        number of options), so it is memoized on them within the process (:attr:`MEMO_SIZE`
+        judgements; a debate's rounds and a question's methods and seeds repeat them)."""
+        key = (question.gold, question.gold_raw, len(question.choices or ()), tuple(answers))
+        memo = self.__dict__.setdefault("_memo", {})
+        judged = memo.get(key)
+        if judged is None:
+            if len(memo) >= self.MEMO_SIZE:
+                memo.clear()
+            judged = memo[key] = self._judge(key[3], question)
+        return judged
+
+    MEMO_SIZE = 1 << 16  # our choice: judgements kept per task and process (cleared when full)
+
+    @abstractmethod
+    def _judge(self, answers: Sequence[str], question: Question) -> Judgement:
+        """:meth:`judge` without the memo."""
 
     def grade_detail(self, prediction: str, question: Question) -> Grade:
         """Grade ``prediction`` (raw answer text) against ``question``."""
@@ -217,7 +234,7 @@ class NumericTask(Task):
         value = parse_number(text)
         return "" if value is None else format_number(value)
 
-    def judge(self, answers: Sequence[str], question: Question) -> Judgement:
+    def _judge(self, answers: Sequence[str], question: Question) -> Judgement:
         gold = parse_number(question.gold)
         classes = tuple(self.canonical(a) for a in answers)
         grades = tuple(Grade(False, parse_failure=True) if not c else
@@ -301,7 +318,7 @@ class ChoiceTask(Task):
         """
         return parse_letter(text)
 
-    def judge(self, answers: Sequence[str], question: Question) -> Judgement:
+    def _judge(self, answers: Sequence[str], question: Question) -> Judgement:
         letters = option_letters(question)
         classes = tuple(parse_letter(a, letters) for a in answers)
         grades = tuple(Grade(False, parse_failure=True) if not c else Grade(c == question.gold)
@@ -344,19 +361,23 @@ class MathTask(Task):
         """Whether two answers (or canonical answers) are equal for Math-Verify either way."""
         return bool(a) and bool(b) and (a == b or self._same(a, b))
 
-    def judge(self, answers: Sequence[str], question: Question) -> Judgement:
+    def _judge(self, answers: Sequence[str], question: Question) -> Judgement:
         """Classes by pairwise Math-Verify equivalence; each class is named by its first member
         as written (stripped) and graded by that member's grade.
 
         Answers that Math-Verify reads identically share a class without a comparison; the
-        order of ``answers`` does not change any answer's class or grade.
+        order of ``answers`` does not change any answer's class or grade.  Math-Verify is
+        asked in two round trips (the readings; then every comparison and grade the classes
+        may need), not one per call.
         """
         inputs = [mathgrade.mathverify_input(a) for a in answers]
-        reads: dict[str, tuple[str, str]] = {}  # Math-Verify input -> (status, label)
         text_of: dict[str, str] = {}  # Math-Verify input -> one raw answer written so
         for a, key in sorted(zip(answers, inputs)):
-            if key and key not in reads:
-                reads[key], text_of[key] = mathgrade.extract(a, self.timeout_s), a
+            if key and key not in text_of:
+                text_of[key] = a
+        reads: dict[str, tuple[str, str]] = dict(zip(  # Math-Verify input -> (status, label)
+            text_of, mathgrade.extract_all(list(text_of.values()), self.timeout_s)))
+        self._prefetch(reads, text_of, question)
         reps: list[str] = []
         rep_of: dict[str, str] = {"": ""}
         for key in sorted(reads, key=lambda k: (len(reads[k][1]), reads[k][1], k)):
@@ -373,6 +394,19 @@ class MathTask(Task):
             grades[r] = self._grade(text_of[r], reads[r][0], question)
         classes = tuple(text_of[rep_of[k]].strip() if rep_of[k] else "" for k in inputs)
         return Judgement(classes, tuple(grades[rep_of[k]] for k in inputs))
+
+    def _prefetch(self, reads: dict[str, tuple[str, str]], text_of: dict[str, str],
+                  question: Question) -> None:
+        """Ask Math-Verify, in one round trip, every comparison :meth:`_judge` may make (both
+        ways between answers read differently) and every grade it may give."""
+        ok = sorted((k for k in reads if reads[k][0] == "ok"),
+                    key=lambda k: (len(reads[k][1]), reads[k][1], k))
+        pairs = [(text_of[a], text_of[b]) for i, a in enumerate(ok) for b in ok[i + 1:]
+                 if reads[a][1] != reads[b][1]]
+        pairs += [(b, a) for a, b in pairs]
+        pairs += [(question.gold_raw, text_of[k]) for k in reads
+                  if reads[k][0] not in ("unparsed", "timeout")]
+        mathgrade.verify_all(pairs, self.timeout_s)
 
     def _grade(self, text: str, read_status: str, question: Question) -> Grade:
         if read_status == "timeout":

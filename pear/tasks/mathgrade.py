@@ -21,6 +21,8 @@ Two parts, used by :class:`pear.tasks.grading.MathTask`:
   runs in a fresh ``python -c`` worker (a user's ``__main__`` is never re-imported) that is killed
   and replaced when a call runs over ``timeout_s``.  Workers start lazily, one per concurrent
   caller up to :data:`MAX_WORKERS`, and serve any thread; results, timeouts included, are cached.
+  :func:`extract_all` and :func:`verify_all` send every uncached call of a batch in one
+  pipelined round trip (each call keeps its own timeout).
 
 No model text is evaluated as code: LaTeX goes through latex2sympy's parser; Math-Verify's
 expression extraction hands sympy's ``parse_expr`` only runs of digits and arithmetic operators
@@ -42,12 +44,13 @@ import re
 import subprocess
 import sys
 import threading
+import time
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Sequence
 
 __all__ = ["DEFAULT_TIMEOUT_S", "MAX_LENGTH", "MAX_DEPTH", "MAX_WORKERS", "mathverify_input",
-           "extract", "verify", "shutdown"]
+           "extract", "verify", "extract_all", "verify_all", "shutdown"]
 
 DEFAULT_TIMEOUT_S = 5.0  # our choice: a real MATH answer takes well under 0.5 s
 MAX_LENGTH = 2000  # our choice: longer answers are cut to their last MAX_LENGTH characters
@@ -270,7 +273,7 @@ class _Worker:
 
     def __init__(self) -> None:
         self.proc: subprocess.Popen[str] | None = None
-        self.lines: queue.Queue[str] = queue.Queue()
+        self.lines: queue.Queue[tuple[float, str]] = queue.Queue()
 
     def _start(self) -> None:
         env = dict(os.environ)
@@ -281,10 +284,10 @@ class _Worker:
             [sys.executable, "-c", "from pear.tasks.mathgrade import _serve; _serve()"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             text=True, encoding="utf-8", env=env, bufsize=1)
-        lines: queue.Queue[str] = queue.Queue()
+        lines: queue.Queue[tuple[float, str]] = queue.Queue()
         threading.Thread(target=_pump, args=(proc.stdout, lines), daemon=True).start()
         try:
-            status, detail = json.loads(lines.get(timeout=_STARTUP_TIMEOUT_S))
+            status, detail = json.loads(lines.get(timeout=_STARTUP_TIMEOUT_S)[1])
         except (queue.Empty, ValueError):
             status, detail = "no_reply", "no reply"
         if status != "ready":
@@ -304,26 +307,49 @@ class _Worker:
                     pass
         self.proc = None
 
-    def call(self, request: list[str], timeout_s: float) -> tuple[Status, Any]:
-        if self.proc is None or self.proc.poll() is not None:
-            self.stop()
-            self._start()
-        assert self.proc is not None and self.proc.stdin is not None
-        try:
-            self.proc.stdin.write(json.dumps(request) + "\n")
-            self.proc.stdin.flush()
-            status, value = json.loads(self.lines.get(timeout=timeout_s))
-            return status, value
-        except (queue.Empty, OSError, ValueError):
-            self.stop()  # ran over, or died: kill it; the next call starts a fresh one
-            return "timeout", None
+    def call_many(self, requests: list[list[str]], timeout_s: float
+                  ) -> list[tuple[Status, Any]]:
+        """Replies to ``requests``, sent in one write (pipelined) and read in order.  Each call
+        gets ``timeout_s`` from the reply before it (the first from the write), as if sent one
+        by one; a call that runs over (or a dead worker) gives ``timeout``, the worker is
+        killed and the calls after it go to a fresh one."""
+        results: list[tuple[Status, Any]] = []
+        while len(results) < len(requests):
+            todo = requests[len(results):]
+            if self.proc is None or self.proc.poll() is not None:
+                self.stop()
+                self._start()
+            assert self.proc is not None and self.proc.stdin is not None
+            try:
+                self.proc.stdin.write("".join(json.dumps(r) + "\n" for r in todo))
+                self.proc.stdin.flush()
+            except OSError:
+                self.stop()
+                results.append(("timeout", None))
+                continue
+            since = time.monotonic()
+            for _ in todo:
+                try:
+                    at, line = self.lines.get(
+                        timeout=max(0.0, since + timeout_s - time.monotonic()))
+                    if at > since + timeout_s:
+                        raise queue.Empty
+                    status, value = json.loads(line)
+                except (queue.Empty, ValueError):
+                    self.stop()  # ran over, or died: kill it; the rest go to a fresh one
+                    results.append(("timeout", None))
+                    break
+                results.append((status, value))
+                since = at
+        return results
 
 
-def _pump(stream: Any, lines: queue.Queue[str]) -> None:
-    """Copy a worker's stdout lines into a queue until EOF (so reads can time out)."""
+def _pump(stream: Any, lines: queue.Queue[tuple[float, str]]) -> None:
+    """Copy a worker's stdout lines, with their arrival times, into a queue until EOF (so
+    reads can time out, and a pipelined reply be timed from the one before it)."""
     for line in stream:
-        lines.put(line)
-    lines.put("")  # EOF: makes a waiting reader fail fast instead of waiting out its timeout
+        lines.put((time.monotonic(), line))
+    lines.put((time.monotonic(), ""))  # EOF: a waiting reader fails fast, not at its timeout
 
 
 class _Pool:
@@ -336,10 +362,11 @@ class _Pool:
         for w in self.workers:
             self.idle.put(w)
 
-    def call(self, request: list[str], timeout_s: float) -> tuple[Status, Any]:
+    def call_many(self, requests: list[list[str]], timeout_s: float
+                  ) -> list[tuple[Status, Any]]:
         worker = self.idle.get()
         try:
-            return worker.call(request, timeout_s)
+            return worker.call_many(requests, timeout_s)
         finally:
             self.idle.put(worker)
 
@@ -372,22 +399,57 @@ def shutdown() -> None:
 atexit.register(shutdown)
 
 
-@lru_cache(maxsize=1 << 16)
-def _extract(text: str, timeout_s: float) -> tuple[Status, str]:
-    if not text:
-        return "unparsed", ""
-    status, label = _pool().call(["extract", text], timeout_s)
-    return status, label or ""
+_CACHE_SIZE = 1 << 16  # our choice: results kept per process (cleared when full)
+_EXTRACTED: dict[tuple[str, float], tuple[Status, str]] = {}
+_VERIFIED: dict[tuple[str, str, float], tuple[Status, bool]] = {}
+_CACHE_LOCK = threading.Lock()
 
 
-@lru_cache(maxsize=1 << 16)
-def _verify(gold: str, pred: str, timeout_s: float) -> tuple[Status, bool]:
-    if not gold:
-        return "gold_unparsed", False
-    if not pred:
-        return "unparsed", False
-    status, equal = _pool().call(["verify", gold, pred], timeout_s)
-    return status, status == "ok" and bool(equal)
+def _ask(cache: dict[Any, Any], keys: list[Any], requests: list[list[str]], timeout_s: float,
+         result: Any) -> None:
+    """Fill ``cache`` for the ``keys`` it lacks: their ``requests`` in one pipelined round
+    trip to a worker, each reply turned into a cache entry by ``result``."""
+    with _CACHE_LOCK:
+        todo = {k: r for k, r in zip(keys, requests) if k not in cache}
+    if not todo:
+        return
+    replies = _pool().call_many(list(todo.values()), timeout_s)
+    with _CACHE_LOCK:
+        if len(cache) + len(todo) > _CACHE_SIZE:
+            cache.clear()
+        for k, (status, value) in zip(todo, replies):
+            cache[k] = result(status, value)
+
+
+def _extract_all(inputs: list[str], timeout_s: float) -> list[tuple[Status, str]]:
+    keys = [(t, timeout_s) for t in inputs]
+    _ask(_EXTRACTED, [k for k in keys if k[0]], [["extract", t] for t in inputs if t],
+         timeout_s, lambda status, label: (status, label or ""))
+    return [_EXTRACTED.get(k, ("unparsed", "")) if k[0] else ("unparsed", "") for k in keys]
+
+
+def _verify_all(pairs: list[tuple[str, str]], timeout_s: float) -> list[tuple[Status, bool]]:
+    keys = [(g, p, timeout_s) for g, p in pairs]
+    asked = [k for k in keys if k[0] and k[1]]
+    _ask(_VERIFIED, asked, [["verify", g, p] for g, p, _ in asked], timeout_s,
+         lambda status, equal: (status, status == "ok" and bool(equal)))
+    return [("gold_unparsed", False) if not g else ("unparsed", False) if not p
+            else _VERIFIED[(g, p, t)] for g, p, t in keys]
+
+
+def extract_all(texts: Sequence[str], timeout_s: float = DEFAULT_TIMEOUT_S
+                ) -> list[tuple[Status, str]]:
+    """:func:`extract` of each of ``texts``, the ones not cached in one round trip to a
+    worker (pipelined: each call keeps its own ``timeout_s``)."""
+    return _extract_all([mathverify_input(t) for t in texts], float(timeout_s))
+
+
+def verify_all(pairs: Sequence[tuple[str, str]], timeout_s: float = DEFAULT_TIMEOUT_S
+               ) -> list[tuple[Status, bool]]:
+    """:func:`verify` of each ``(gold, pred)`` of ``pairs``, the ones not cached in one round
+    trip to a worker (pipelined: each call keeps its own ``timeout_s``)."""
+    return _verify_all([(mathverify_input(g), mathverify_input(p)) for g, p in pairs],
+                       float(timeout_s))
 
 
 def extract(text: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> tuple[Status, str]:
@@ -399,7 +461,7 @@ def extract(text: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> tuple[Status, st
     >>> extract("Final Answer: The largest $n$ is 34.")
     ('ok', '34')
     """
-    return _extract(mathverify_input(text), float(timeout_s))
+    return _extract_all([mathverify_input(text)], float(timeout_s))[0]
 
 
 def verify(gold: str, pred: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> tuple[Status, bool]:
@@ -413,4 +475,4 @@ def verify(gold: str, pred: str, timeout_s: float = DEFAULT_TIMEOUT_S) -> tuple[
     >>> verify(r"\frac{1}{3}", "0.33"), verify("1234", "1, 234")
     (('ok', False), ('ok', False))
     """
-    return _verify(mathverify_input(gold), mathverify_input(pred), float(timeout_s))
+    return _verify_all([(mathverify_input(gold), mathverify_input(pred))], float(timeout_s))[0]
