@@ -19,15 +19,14 @@
 # round-wise accuracy (agents and vote), W2R and R2W per query (the study's definition),
 # the answer-change rate and the share of debates where a correct minority of round 0 won,
 # each with a 95% bootstrap interval over debates, beside the simulated population in the
-# same setting: the same questions, the same agents and (at most) rounds per debate,
-# everyone hearing everyone, stopping when the agents agree, graded by the same grader.
+# same setting (`pear sim-check`, `pear.analysis.simcheck`): the same questions and, from the
+# import's manifest, the source's protocol (agents, rounds, who hears whom and when, the stop
+# rule, who leaves), the simulated value being the mean of `replicates` simulations.
 #
 # The simulated population is **not refitted** to these data: they are a held-out check of
 # its dynamics. Only its `skill_mean` is shifted so that its expected round-0 agent accuracy
-# equals the real run's, so that what is compared is the dynamics, not the skill. Note the
-# protocols differ: the real agents read each other's full answers (Du et al.'s debate
-# prompt), the simulated ones exchange PEAR's critiques. Imported debates have no
-# confidences, critiques or influence: nothing here uses them.
+# equals the real run's, so that what is compared is the dynamics, not the skill. Imported
+# debates have no confidences, critiques or influence: nothing here uses them.
 #
 # This notebook reads the shipped data whatever the backend and preset: it does not depend on
 # the study's runs.
@@ -44,6 +43,8 @@ du_dataset = "gsm8k"  # its dataset: one of ours, or a new name with du_grading
 du_grading = ""  # numbers | letters | math, for a dataset we do not ship
 du_model = ""  # the model that debated in du_file
 sim_seed = 0  # the simulated population's seed (and the bootstrap's)
+population = "grounded"  # the simulated population: study | grounded | a population file
+replicates = 20  # simulations of each run (the simulated value is their mean)
 n_resamples = 2000  # bootstrap resamples
 
 # %% [markdown]
@@ -61,7 +62,8 @@ runs
 # ## Compute: the real runs and the simulated population in their setting
 
 # %%
-analyses = [real_debates.analyse(name, path, seed=sim_seed, n_resamples=n_resamples)
+analyses = [real_debates.analyse(name, path, seed=sim_seed, n_resamples=n_resamples,
+                                 population=population, replicates=replicates)
             for name, path in runs.items()]
 print("\n\n".join(real_debates.describe(a) for a in analyses))
 
@@ -89,7 +91,8 @@ figures.display_figure(fig)
 figures.save_figure(fig, "real_debates")
 report.save_table(summary, "real_debates",
                   caption="Real debates (imported) beside the simulated population in the "
-                          "same setting: mean over debates with a 95% percentile bootstrap "
-                          "interval; debates = those that define the statistic; inside = the "
+                          "source's protocol: mean over debates with a 95% percentile bootstrap "
+                          "interval; debates = those that define the statistic; simulated = "
+                          "the mean of the replicates [the middle 95% of them]; inside = the "
                           "simulated value lies in the real interval. W2R and R2W per query "
                           "(the study's definition). Not refitted: a held-out check.")

@@ -282,19 +282,20 @@ def test_statistics_that_cannot_be_computed_say_why(tmp_path):
     assert test is None and "fewer than two debates" in note
 
 
-def test_simulated_population_in_the_same_setting(du_gsm, tmp_path):
+def test_notebook_17_glue_sets_the_simulated_population_beside_the_run(du_gsm, tmp_path):
+    from pear.paper import real_debates
     import_files("du", [du_gsm], tmp_path / "run", dataset="gsm8k")
-    recs = read_records(tmp_path / "run")
-    sim = dynamics.simulate_like(recs)
-    assert sim.expected == pytest.approx(sim.target, abs=1e-3)
-    assert sim.target == pytest.approx(np.mean([1 / 3, 2 / 3, 1 / 3]))
-    assert len(sim.records) == 3
-    assert {(r["n_agents"], r["method"]) for r in sim.records} == {(3, "clique")}
-    assert all(r["rounds"] <= 1 for r in sim.records)
-    # nothing but skill_mean moved
-    from pear.backends.simulated import SimParams
-    moved = {k for k, v in sim.params.items() if getattr(SimParams(), k) != v}
-    assert moved <= {"skill_mean"}
+    a = real_debates.analyse("du-gsm", tmp_path / "run", replicates=3, n_resamples=200)
+    assert a.check.setting["protocol"]["name"] == "du" and a.check.setting["replicates"] == 3
+    table = real_debates.table([a])
+    assert list(table.index.get_level_values("statistic")) == list(dynamics.STATISTICS.values())
+    row = table.loc[("du-gsm", "agent accuracy, round 0")]
+    assert row["real [95% CI]"].startswith("0.444 [") and row["debates"] == 3
+    lines = real_debates.verdicts([a])
+    assert len(lines) == len(dynamics.STATISTICS)
+    assert lines[0].startswith("du-gsm: agent accuracy, round 0: simulated ")
+    text = real_debates.describe(a)
+    assert "not refitted" in text and "under the source's protocol (du), 3 replicates" in text
 
 
 # ----------------------------------------------------------------- notebook 17

@@ -1,11 +1,14 @@
-"""Per-round debate dynamics of one run, with bootstrap intervals, and the simulated population
-held against them (notebook 17: real debates imported with ``pear import``).
+"""Per-round debate dynamics of one run, with bootstrap intervals (notebook 17: real debates
+imported with ``pear import``; :mod:`pear.analysis.simcheck` holds a simulated population
+against them).
 
 The statistics (:data:`STATISTICS`), per debate then averaged over debates:
 
 - ``agent_acc_first`` / ``agent_acc_last``: share of right agents in round 0 / in the
   debate's last round;
 - ``vote_acc_first`` / ``vote_acc_last``: the majority vote right in round 0 / last round;
+- ``vote_gain``: ``vote_acc_last - vote_acc_first`` per debate (so its bootstrap interval over
+  debates is a paired one);
 - ``w2r`` / ``r2w``: the study's per-query rates (:func:`pear.analysis.metrics.update_counts`:
   wrong-at-r-1 agent updates that end right, over the wrong-at-r-1 updates; a debate with
   none has no W2R and is skipped; R2W symmetric);
@@ -20,9 +23,7 @@ critiques and influence are not used: imported records do not have them.
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -31,14 +32,14 @@ from pear.analysis.metrics import update_counts
 from pear.analysis.stats import bootstrap_mean, mcnemar_table
 from pear.analysis.transcript import debate_flags
 
-__all__ = ["STATISTICS", "per_debate", "summarize", "round_curve", "first_last_mcnemar",
-           "compare", "simulate_like", "Simulated"]
+__all__ = ["STATISTICS", "per_debate", "summarize", "round_curve", "first_last_mcnemar"]
 
 STATISTICS: dict[str, str] = {
     "agent_acc_first": "agent accuracy, round 0",
     "agent_acc_last": "agent accuracy, last round",
     "vote_acc_first": "vote accuracy, round 0",
     "vote_acc_last": "vote accuracy, last round",
+    "vote_gain": "vote gain, last - round 0",
     "w2r": "W2R (per query)",
     "r2w": "R2W (per query)",
     "change_rate": "answer-change rate",
@@ -99,6 +100,7 @@ def per_debate(debates: pd.DataFrame, agent_rounds: pd.DataFrame,
         "rounds": debates["rounds"].to_numpy(),
         "agent_acc_first": first.to_numpy(float), "agent_acc_last": last.to_numpy(float),
         "vote_acc_first": v_first.to_numpy(float), "vote_acc_last": v_last.to_numpy(float),
+        "vote_gain": v_last.to_numpy(float) - v_first.to_numpy(float),
         "w2r": w2r, "r2w": r2w, "change_rate": changed.to_numpy(float),
         "minority_won": won})
 
@@ -149,101 +151,3 @@ def first_last_mcnemar(per: pd.DataFrame) -> tuple[Any, str]:
         return None, "fewer than two debates with a round after round 0"
     return mcnemar_table(rows["vote_acc_last"].to_numpy(int),
                          rows["vote_acc_first"].to_numpy(int))[1], ""
-
-
-def compare(real: pd.DataFrame, sim: pd.DataFrame) -> pd.DataFrame:
-    """The two :func:`summarize` tables side by side per statistic with ``inside`` (the
-    simulated value lies in the real run's interval; None where either cannot be computed)
-    and ``verdict``, one line per statistic."""
-    out = real.merge(sim[["statistic", "value", "low", "high", "n", "note"]],
-                     on="statistic", suffixes=("_real", "_sim"))
-    inside, lines = [], []
-    for _, r in out.iterrows():
-        if not (math.isfinite(r["value_sim"]) and math.isfinite(r["low_real"])
-                and math.isfinite(r["high_real"])):
-            inside.append(None)
-            why = r["note_real"] or r["note_sim"] or "no interval"
-            lines.append(f"{r['label']}: cannot be compared ({why})")
-            continue
-        ok = bool(r["low_real"] <= r["value_sim"] <= r["high_real"])
-        inside.append(ok)
-        lines.append(f"{r['label']}: simulated {r['value_sim']:.3f} "
-                     f"{'inside' if ok else 'OUTSIDE'} the real interval "
-                     f"[{r['low_real']:.3f}, {r['high_real']:.3f}] (real {r['value_real']:.3f})")
-    out["inside"] = inside
-    out["verdict"] = lines
-    return out
-
-
-@dataclass(frozen=True)
-class Simulated:
-    """The simulated population's debates in a real run's setting (:func:`simulate_like`)."""
-
-    records: list[dict[str, Any]]
-    skill_mean: float
-    """The population's ``skill_mean`` after matching (nothing else is changed)."""
-    target: float
-    """The real run's round-0 agent accuracy that was matched (in expectation)."""
-    expected: float
-    """The expected round-0 agent accuracy of the matched population on these questions."""
-    params: dict[str, Any]
-
-
-def simulate_like(records: Iterable[Mapping[str, Any]], *, seed: int = 0,
-                  params: Any = None, stop: str = "consensus") -> Simulated:
-    """The simulated population (:class:`pear.backends.simulated.SimulatedBackend`, its
-    calibrated parameters, no refit) debating the same questions in the same setting as
-    ``records`` (one run's records, e.g. imported): per debate the same number of agents
-    and at most the same rounds, everyone hearing everyone (the ``clique``), the same
-    dataset and grader, stopping when the agents agree (``stop``, default ``consensus``: as
-    Du et al.'s and DyLAN's debates mostly end; ``none`` runs every round);
-    its ``skill_mean`` alone shifted so that its expected round-0 agent accuracy equals the
-    records' (so that what differs is the dynamics, not the skill)."""
-    import dataclasses
-    from pear.backends.simulated import SimParams, SimulatedBackend
-    from pear.core.config import DebateConfig
-    from pear.core.engine import Engine, Job
-    from pear.core.methods import method
-    from pear.tasks.benchmarks import DATASETS, Question, get_question
-    from pear.tasks.grading import get
-    recs = list(records)
-    if not recs:
-        raise ValueError("no records to simulate the setting of")
-    datasets = {r["dataset"] for r in recs}
-    if len(datasets) != 1 or next(iter(datasets)) not in DATASETS:
-        raise ValueError(f"simulate_like needs one of our datasets ({', '.join(DATASETS)}), "
-                         f"got {sorted(datasets)}")
-    dataset = next(iter(datasets))
-    key = {(dataset, r["question_id"]): r["gold"] for r in recs}
-    first = [r["rounds_data"][0]["agents"] for r in recs]
-    agents = [(r["question_id"], a["agent"]) for r, ags in zip(recs, first) for a in ags]
-    weights = [1.0 / len(ags) for ags in first for _ in ags]  # per debate, as summarize
-    target = float(np.mean([np.mean([a["correct"] for a in ags]) for ags in first]))
-    base = SimulatedBackend(key, params=params or SimParams(), seed=seed,
-                            n_agents=max(r["n_agents"] for r in recs))
-    backend = base.matched(dataset, agents, target, weights)
-    groups: dict[tuple[int, int], list[Mapping[str, Any]]] = {}
-    for r in recs:
-        groups.setdefault((r["n_agents"], r["rounds"]), []).append(r)
-
-    def run(be: Any) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        for (n, rounds), rs in sorted(groups.items()):
-            if n < 2:
-                continue
-            cfg = DebateConfig(n_agents=n, rounds=max(rounds, 1), k=min(2, n - 1),
-                               json_mode=False, stop=stop)  # k: unused by the clique
-            engine = Engine(be, cfg, task_for=get)
-            jobs = []
-            for r in rs:
-                try:
-                    q = get_question(dataset, r["question_id"])
-                except ValueError:  # kept with the file's own gold
-                    q = Question(r["question_id"], dataset, "", None, r["gold"], r["gold"],
-                                 None)
-                jobs.append(Job(q, method("cot_sc" if rounds == 0 else "clique"), r["seed"]))
-            out += list(engine.run(jobs))
-        return out
-    return Simulated(run(backend), backend.params.skill_mean, target,
-                     backend.expected_solve_rate(dataset, agents, weights),
-                     dataclasses.asdict(backend.params))

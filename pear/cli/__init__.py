@@ -1,9 +1,9 @@
 """The ``pear`` command line, one module per command family: :mod:`~pear.cli.run` (``run``,
 ``plan``, ``merge``, ``branch``, ``launch``), :mod:`~pear.cli.inspect` (``show``, ``index``,
-``validate``, ``grade-check``, ``parity``), :mod:`~pear.cli.importing` (``import``),
-:mod:`~pear.cli.paper` (``paper``, ``claims-diff``) and :mod:`~pear.cli.catalog` (``models``,
-``methods``).  Each family adds its commands' parsers, and each parser names its handler;
-:func:`main` assembles them, loads the plug-ins and turns a user's error into one line.
+``validate``, ``grade-check``, ``parity``), :mod:`~pear.cli.importing` (``import``,
+``sim-check``), :mod:`~pear.cli.paper` (``paper``, ``claims-diff``) and :mod:`~pear.cli.catalog`
+(``models``, ``methods``).  Each family adds its commands' parsers, and each parser names its
+handler; :func:`main` assembles them, loads the plug-ins and turns a user's error into one line.
 
 Errors a user can make (bad argument, unknown preset/dataset/method/backend, missing file,
 unreachable server) print one line naming the problem and exit with code 2.
@@ -23,8 +23,9 @@ __all__ = ["main", "make_backend"]
 
 COMMANDS = (run.add_run, catalog.add_models, run.add_plan, run.add_merge, inspect.add_show,
             inspect.add_index, inspect.add_validate, inspect.add_grade_check,
-            importing.add_import, paper.add_paper, catalog.add_methods, paper.add_claims_diff,
-            inspect.add_parity, run.add_branch, run.add_launch)
+            importing.add_import, importing.add_sim_check, paper.add_paper,
+            catalog.add_methods, paper.add_claims_diff, inspect.add_parity, run.add_branch,
+            run.add_launch)
 """Every command, in the order ``pear --help`` lists them."""
 
 

@@ -1,10 +1,11 @@
-"""Commands that bring other frameworks' recorded debates in: ``pear import``."""
+"""Commands that bring other frameworks' recorded debates in and hold simulated agents against
+recorded runs: ``pear import``, ``pear sim-check``."""
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-__all__ = ["add_import"]
+__all__ = ["add_import", "add_sim_check"]
 
 
 def add_import(sub: Any) -> None:
@@ -36,4 +37,35 @@ def _cmd_import(a: argparse.Namespace) -> int:
     from pear.store.importing import import_files
     print(import_files(a.format, a.files, a.out, dataset=a.dataset, grading=a.grading,
                        model=a.model, skip_bad=a.skip_bad).report())
+    return 0
+
+
+def add_sim_check(sub: Any) -> None:
+    sc = sub.add_parser("sim-check", help="hold a simulated population against a recorded run",
+                        description="Simulate the run's debates in its setting (an imported "
+                                    "run: its source's protocol from the manifest; one of "
+                                    "ours: PEAR's engine with its methods and protocol) with "
+                                    "agents of a population whose skill alone is matched to "
+                                    "the run's round-0 agent accuracy, and set each dynamics "
+                                    "statistic beside the run's 95%% bootstrap interval over "
+                                    "debates. Bad input (not a run, a run with one agent, an "
+                                    "unknown population) is one line naming it (exit 2).")
+    sc.add_argument("run", metavar="RUN", help="a run directory (pear run or pear import)")
+    sc.add_argument("--population", default="grounded", metavar="NAME|FILE",
+                    help="study, grounded (default) or a population file (.json)")
+    sc.add_argument("--replicates", type=int, default=20, metavar="K",
+                    help="simulations of the run; the simulated value is their mean "
+                         "(default 20)")
+    sc.add_argument("--seed", type=int, default=0,
+                    help="seed of the simulations and the bootstrap (default 0)")
+    sc.add_argument("--json", action="store_true",
+                    help='print {"run", "population", "setting", "statistics"} as JSON')
+    sc.set_defaults(handler=_cmd_sim_check)
+
+
+def _cmd_sim_check(a: argparse.Namespace) -> int:
+    import json
+    from pear.analysis.simcheck import check
+    result = check(a.run, a.population, a.replicates, a.seed)
+    print(json.dumps(result.to_json(), indent=2) if a.json else result.table())
     return 0

@@ -1,12 +1,13 @@
 """Notebook 17's glue: real debates recorded by other frameworks (imported with
 :func:`pear.store.importing.import_files`) beside the simulated population in the same
-setting (:func:`pear.analysis.dynamics.simulate_like`).
+setting: its source's protocol (:func:`pear.analysis.simcheck.check`, as ``pear sim-check``).
 
 The shipped run is DyLAN's gpt-3.5-turbo debates on the MATH-500 problems
 (``data/real-debates/``, MIT, see ``data/benchmarks/SOURCES.md``); a user adds any Du et
 al. file.  The simulated population is *not* refitted to these data: they are a held-out
 check of its round-to-round dynamics; only its ``skill_mean`` is shifted so that its
-expected round-0 agent accuracy equals the real run's.
+expected round-0 agent accuracy equals the real run's.  Datasets we do not ship are
+simulated too (the agents need only each question's gold and number of options).
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from pear.analysis import dynamics
+from pear.analysis import dynamics, simcheck
 from pear.paths import BUILD_DIR, REAL_DEBATES_DIR
 
 __all__ = ["SHIPPED", "Analysis", "imported_run", "shipped_runs", "analyse", "table", "verdicts",
@@ -81,68 +82,47 @@ def shipped_runs(du_file: str = "", du_dataset: str = "gsm8k", du_grading: str =
 
 @dataclass(frozen=True)
 class Analysis:
-    """One imported run against the simulated population."""
+    """One imported run against the simulated population (:func:`analyse`)."""
 
     name: str
     run_dir: Path
     manifest: dict[str, Any]
-    real: pd.DataFrame
-    """:func:`pear.analysis.dynamics.summarize` of the real debates."""
-    simulated: pd.DataFrame | None
-    """The same of the simulated debates (None: cannot be simulated, see ``note``)."""
-    comparison: pd.DataFrame | None
-    real_curve: pd.DataFrame
-    simulated_curve: pd.DataFrame | None
+    check: simcheck.SimCheck
+    """The population held against the run in its source's protocol."""
     mcnemar: Any
     mcnemar_note: str
-    sim: Any
-    note: str
+
+    @property
+    def real(self) -> pd.DataFrame:
+        """:func:`pear.analysis.dynamics.summarize` of the real debates."""
+        return self.check.real
 
 
 def analyse(name: str, run_dir: str | os.PathLike[str], *, seed: int = 0,
-            n_resamples: int = 2000) -> Analysis:
-    """The real run's dynamics with bootstrap intervals, the simulated population's in the
-    same setting, their comparison and round curves."""
+            n_resamples: int = 2000, population: str = "grounded",
+            replicates: int = simcheck.REPLICATES) -> Analysis:
+    """The real run's dynamics with bootstrap intervals beside ``population``'s in the
+    source's protocol (:func:`pear.analysis.simcheck.check`) and McNemar's test of its vote."""
     from pear.store import manifest
-    from pear.store.records import read_records
-    from pear.store.view import from_records, load
-    from pear.tasks.benchmarks import DATASETS
     run_dir = Path(run_dir)
-    v = load(run_dir)
-    per = dynamics.per_debate(v.debates, v.agent_rounds, v.rounds)
-    real = dynamics.summarize(per, rng=np.random.default_rng(seed), n_resamples=n_resamples)
-    curve = dynamics.round_curve(v.debates, v.agent_rounds, v.rounds)
-    test, test_note = dynamics.first_last_mcnemar(per)
-    datasets = set(v.debates["dataset"])
-    sim = sim_summary = comparison = sim_curve = None
-    note = ""
-    if len(datasets) == 1 and next(iter(datasets)) in DATASETS:
-        sim = dynamics.simulate_like(read_records(run_dir), seed=seed)
-        sv = from_records(sim.records)
-        sper = dynamics.per_debate(sv.debates, sv.agent_rounds, sv.rounds)
-        sim_summary = dynamics.summarize(sper, rng=np.random.default_rng(seed),
-                                         n_resamples=n_resamples)
-        comparison = dynamics.compare(real, sim_summary)
-        sim_curve = dynamics.round_curve(sv.debates, sv.agent_rounds, sv.rounds,
-                                         horizon=int(v.debates["rounds"].max()))
-    else:
-        note = (f"dataset {sorted(datasets)} is not one of ours: the simulated population "
-                "has no ease for it, so it is not simulated")
-    return Analysis(name, run_dir, manifest.read(run_dir) or {}, real, sim_summary, comparison,
-                    curve, sim_curve, test, test_note, sim, note)
+    c = simcheck.check(run_dir, population, replicates, seed, n_resamples=n_resamples)
+    test, test_note = dynamics.first_last_mcnemar(c.per_debate)
+    return Analysis(name, run_dir, manifest.read(run_dir) or {}, c, test, test_note)
 
 
 def describe(a: Analysis) -> str:
     """What was imported and matched, and how the simulation was set (Markdown)."""
     imp = a.manifest.get("imported", {})
+    st = a.check.setting
     lines = [f"**{a.name}** ({imp.get('format')}, model {imp.get('model')}): "
              f"{imp.get('debates')} debates, {imp.get('matched')} matched to our "
              f"{', '.join(imp.get('datasets', []))} by text, {imp.get('gold_disagree')} "
-             f"golds that disagree with ours, {imp.get('bad_count', 0)} bad entries skipped."]
-    if a.sim is not None:
-        lines.append(f"Simulated population: calibrated defaults, `skill_mean` shifted to "
-                     f"{a.sim.skill_mean:+.3f} so that its expected round-0 agent accuracy is "
-                     f"{a.sim.expected:.3f} (real {a.sim.target:.3f}); not refitted.")
+             f"golds that disagree with ours, {imp.get('bad_count', 0)} bad entries skipped.",
+             f"Simulated population `{a.check.population.name}` under the source's protocol "
+             f"({st['protocol']['name']}), {st['replicates']} replicates: `skill_mean` shifted "
+             f"to {st['skill_mean']:+.3f} (mean over replicates) so that its expected round-0 "
+             f"agent accuracy is the real run's "
+             f"({', '.join(f'{v:.3f}' for v in st['round0_accuracy'].values())}); not refitted."]
     if a.mcnemar is not None:
         m = a.mcnemar
         lines.append(f"McNemar, vote in the last round vs round 0 (debates with rounds): "
@@ -151,8 +131,6 @@ def describe(a: Analysis) -> str:
     else:
         lines.append(f"McNemar, vote last vs first round: cannot be computed "
                      f"({a.mcnemar_note}).")
-    if a.note:
-        lines.append(a.note)
     return "\n\n".join(lines)
 
 
@@ -161,30 +139,42 @@ def verdicts(analyses: Sequence[Analysis]) -> list[str]:
     run's interval (or why it cannot be said)."""
     out = []
     for a in analyses:
-        if a.comparison is None:
-            out.append(f"{a.name}: not compared ({a.note})")
-            continue
-        out += [f"{a.name}: {line}" for line in a.comparison["verdict"]]
+        notes = a.check.real.set_index("statistic")["note"]
+        for s in a.check.statistics:
+            label = dynamics.STATISTICS[s["statistic"]]
+            if s["inside"] is None:
+                why = notes[s["statistic"]] or "the simulated debates do not define it"
+                out.append(f"{a.name}: {label}: cannot be compared ({why})")
+            else:
+                out.append(f"{a.name}: {label}: simulated {s['simulated']:.3f} "
+                           f"{'inside' if s['inside'] else 'OUTSIDE'} the real interval "
+                           f"[{s['lo']:.3f}, {s['hi']:.3f}] (real {s['real']:.3f})")
     return out
 
 
 def table(analyses: Sequence[Analysis]) -> pd.DataFrame:
     """One row per (run, statistic): the real value with its 95% interval, the simulated
-    value with its interval, and whether the simulated value is inside the real interval."""
+    value (mean over replicates) with the range of the middle 95% of replicates, and whether
+    the simulated value is inside the real interval."""
+    def fmt(v: Any, lo: Any, hi: Any) -> str:
+        if v is None or not np.isfinite(v):
+            return "n/a"
+        return f"{v:.3f} [{lo:.3f}, {hi:.3f}]" if np.isfinite(lo) and np.isfinite(hi) \
+            else f"{v:.3f}"
     rows = []
     for a in analyses:
-        comp = a.comparison if a.comparison is not None else a.real.rename(columns={
-            "value": "value_real", "low": "low_real", "high": "high_real", "n": "n_real"})
-        for _, r in comp.iterrows():
-            sim = (f"{r['value_sim']:.3f} [{r['low_sim']:.3f}, {r['high_sim']:.3f}]"
-                   if "value_sim" in r and np.isfinite(r["value_sim"]) else "n/a")
-            real = (f"{r['value_real']:.3f} [{r['low_real']:.3f}, {r['high_real']:.3f}]"
-                    if np.isfinite(r["value_real"]) else "n/a")
-            inside = r.get("inside")
-            rows.append({"run": a.name, "statistic": r["label"], "real [95% CI]": real,
-                         "debates": int(r["n_real"]), "simulated [95% CI]": sim,
-                         "inside": "n/a" if inside is None or inside != inside
-                         else ("yes" if inside else "no")})
+        sim = a.check.simulated.set_index("statistic")
+        for s in a.check.statistics:
+            st = s["statistic"]
+            rows.append({"run": a.name, "statistic": dynamics.STATISTICS[st],
+                         "real [95% CI]": fmt(s["real"], s["lo"] if s["lo"] is not None
+                                              else np.nan,
+                                              s["hi"] if s["hi"] is not None else np.nan),
+                         "debates": s["debates"],
+                         "simulated [95% of replicates]": fmt(sim.loc[st, "value"],
+                                                              sim.loc[st, "low"],
+                                                              sim.loc[st, "high"]),
+                         "inside": {True: "yes", False: "no", None: "n/a"}[s["inside"]]})
     return pd.DataFrame(rows).set_index(["run", "statistic"])
 
 
@@ -195,29 +185,31 @@ def plot_real_vs_simulated(analyses: Sequence[Analysis]) -> Any:
     fig, axes = plt.subplots(len(analyses), 2, figsize=(10, 3.6 * len(analyses)),
                              squeeze=False)
     for (ax_c, ax_s), a in zip(axes, analyses):
+        curve = a.check.real_curve
         for col, label, color in (("agent_accuracy", "agents", "C0"),
                                   ("vote_accuracy", "vote", "C1")):
-            ax_c.plot(a.real_curve["round"], a.real_curve[col], "-o", color=color,
+            ax_c.plot(curve["round"], curve[col], "-o", color=color,
                       label=f"real {label}")
-            if a.simulated_curve is not None:
-                ax_c.plot(a.simulated_curve["round"], a.simulated_curve[col], "--s",
-                          color=color, alpha=0.7, label=f"simulated {label}")
+            ax_c.plot(a.check.simulated_curve["round"], a.check.simulated_curve[col], "--s",
+                      color=color, alpha=0.7, label=f"simulated {label}")
         ax_c.set_xlabel("round (debates that ended carry their last round)")
         ax_c.set_ylabel("accuracy")
-        ax_c.set_xticks(list(a.real_curve["round"]))
+        ax_c.set_xticks(list(curve["round"]))
         ax_c.set_title(f"{a.name}: round-wise accuracy")
         ax_c.legend(fontsize=7)
         stats = a.real
         y = np.arange(len(stats))
         ax_s.errorbar(stats["value"], y + 0.15, xerr=_err(stats), fmt="o", color="k",
                       label="real (95% bootstrap CI)")
-        if a.simulated is not None:
-            ax_s.errorbar(a.simulated["value"], y - 0.15, xerr=_err(a.simulated), fmt="s",
-                          color="C3", label="simulated")
+        ax_s.errorbar(a.check.simulated["value"], y - 0.15, xerr=_err(a.check.simulated),
+                      fmt="s", color="C3", label=f"simulated ({a.check.population.name}, "
+                                                 "95% of replicates)")
         ax_s.set_yticks(y)
         ax_s.set_yticklabels(stats["label"], fontsize=8)
         ax_s.invert_yaxis()
-        ax_s.set_xlim(-0.02, 1.02)
+        ax_s.axvline(0, color="0.8", lw=0.8)
+        ax_s.set_xlim(min(-0.02, float(np.nanmin(np.r_[stats["low"], stats["value"]])) - 0.05),
+                      1.02)
         ax_s.set_title(f"{a.name}: dynamics, real vs simulated")
         ax_s.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2)
     fig.tight_layout()
