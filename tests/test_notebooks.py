@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import gzip
+import json
 import os
 import re
 from pathlib import Path
@@ -227,6 +228,10 @@ def test_build_on_simulated_agents_produces_every_output(tmp_path, monkeypatch, 
     assert rc == 0, out
     assert paper.check_outputs(figures) == []
     assert all(f"ok {n} in" in out for n in paper.NOTEBOOKS)
+    times = json.loads((tmp_path / "build" / paper.TIMES_FILE).read_text())["notebooks"]
+    assert list(times) == [*paper.NOTEBOOKS, "results site"]
+    assert {e["status"] for e in times.values()} == {"ok"}
+    assert times["00_run_experiments"]["grid"]["debates"] > 0
     assert "simulated agents" in (figures / "main_results.md").read_text()
     assert "ACCEPT" in (figures / "case_study.md").read_text()
     # 07 quotes the study's tokens per example (data/paper/cost.csv) beside the reproduced

@@ -318,3 +318,33 @@ def test_an_executed_notebook_carries_no_tcp_warning_and_leaves_no_socket(tmp_pa
     assert "without encryption" not in captured.out + captured.err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.ipynb", "out.ipynb"]
     assert set(glob.glob(f"{tempfile.gettempdir()}/{paper.IPC_PREFIX}*")) == before
+
+
+def test_the_build_says_what_each_notebook_cost(tmp_path, capsys):
+    """Each executed notebook's wall time and status go to build-times.json beside the
+    executed notebooks (rewritten as each ends, so a failed build keeps what finished) and
+    into the build's log, one line per notebook."""
+    import json
+    src = tmp_path / "notebooks"
+    src.mkdir()
+    params = ("# ---\n# jupyter:\n#   kernelspec:\n#     display_name: Python (pear)\n"
+              "#     language: python\n#     name: pear\n# ---\n\n"
+              '# %% tags=["parameters"]\nbackend = ""\n\n')
+    (src / "08_case_study.py").write_text(
+        params + "# %%\nimport os, pathlib, time\ntime.sleep(1.5)\n"
+        "pathlib.Path(os.environ['PEAR_FIGURES_DIR'], 'case_study.md').write_text('x')\n")
+    (src / "09_theory_checks.py").write_text(params + "# %%\nraise ValueError('no states')\n")
+    rc = paper.build(backend="simulated", preset="sim", only="08,09",
+                     runs=str(tmp_path / "no-run"), figures=tmp_path / "figures",
+                     build_dir=tmp_path / "build", notebooks_dir=src)
+    assert rc == 1
+    times = json.loads((tmp_path / "build" / paper.TIMES_FILE).read_text())
+    assert list(times["notebooks"]) == ["08_case_study", "09_theory_checks"]
+    ok, failed = times["notebooks"].values()
+    assert ok["status"] == "ok" and 1.5 <= ok["seconds"] < 120
+    assert failed["status"] == "failed" and 0 < failed["seconds"] < 120
+    assert times["total_s"] == pytest.approx(ok["seconds"] + failed["seconds"], abs=0.02)
+    assert (times["backend"], times["preset"]) == ("simulated", "sim")
+    out = capsys.readouterr().out
+    assert re.search(r"^  08_case_study +\d+\.\d s  ok$", out, re.M), out
+    assert re.search(r"^  09_theory_checks +\d+\.\d s  failed$", out, re.M), out

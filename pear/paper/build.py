@@ -21,13 +21,14 @@ from __future__ import annotations
 import os
 import sys
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
 from pear.catalog.labels import DATASETS, method_order
-from pear.paths import EXECUTED_DIR, SITE_DIR, cache_path
+from pear.paths import EXECUTED_DIR, SITE_DIR, cache_path, write_json
 from pear.analysis.report import FIGURES_ENV, figures_dir
 from pear.paper import provenance
 from pear.paper.study import BACKENDS, REPO_ROOT, experiment, runs_path
@@ -36,7 +37,8 @@ __all__ = [
     "NOTEBOOKS", "EXPECTED_OUTPUTS", "NOT_FOR_IMPORTED", "write_not_applicable", "BACKENDS",
     "REPO_ROOT", "FIGURES_ENV", "build",
     "check_outputs", "main", "notebook_parameters", "runs_path", "experiment",
-    "run_experiments", "describe_runs", "write_results_site", "ensure_kernel",
+    "run_experiments", "describe_runs", "write_results_site", "ensure_kernel", "TIMES_FILE",
+    "BuildTimes",
 ]
 
 KERNEL = "pear"
@@ -344,16 +346,21 @@ def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", run
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     started = time.time()
+    times = BuildTimes(out_dir / TIMES_FILE, params)
     try:
-        rc = _execute(names, src_dir, out_dir, fig_dir, params)
+        rc = _execute(names, src_dir, out_dir, fig_dir, params, times)
         if rc == 0 and Path(params["runs_dir"]).is_dir():
             site = Path(site_dir) if site_dir else SITE_DIR
             kept, other = provenance.current(fig_dir, NOTEBOOKS)
             for n, entry in other.items():  # outputs of another run stay off this site
                 if entry is not None:
                     print(f"left off the site: {provenance.describe(n, entry)}", flush=True)
+            t0 = time.perf_counter()
             write_results_site(site, names=kept, figures=fig_dir, notebooks=out_dir,
                                params=params, started=started, previous=previous)
+            times.add("results site", time.perf_counter() - t0, "ok")
+            print(f"whole build: {times.total():.1f} s (per notebook: {times.path})",
+                  flush=True)
         elif rc == 0:  # e.g. ONLY=09,10,11,12: the studies record beside the run, not in it
             print(f"results site skipped: no run directory {params['runs_dir']} (build "
                   "notebook 00 to record the grid)", flush=True)
@@ -367,46 +374,54 @@ def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", run
 
 
 def _execute(names: Sequence[str], src_dir: Path, out_dir: Path, fig_dir: Path,
-             params: Mapping[str, Any]) -> int:
+             params: Mapping[str, Any], times: BuildTimes) -> int:
     import jupytext
     import papermill
     print(f"pear paper: {len(names)} notebooks, backend {params['backend']}, preset "
           f"{params['preset']}, runs {params['runs_dir']}, figures {fig_dir}", flush=True)
-    start = time.perf_counter()
     from pear.paper.study import is_imported
     imported = params["backend"] == "replay" and is_imported(params["runs_dir"])
-    for name in names:
-        src = src_dir / f"{name}.py"
-        if not src.is_file():
-            raise FileNotFoundError(f"notebook {name!r} not found: {src}")
-        if imported and name in NOT_FOR_IMPORTED:
-            write_not_applicable(name, fig_dir, NOT_FOR_IMPORTED[name])
+    try:
+        for name in names:
+            src = src_dir / f"{name}.py"
+            if not src.is_file():
+                raise FileNotFoundError(f"notebook {name!r} not found: {src}")
+            if imported and name in NOT_FOR_IMPORTED:
+                write_not_applicable(name, fig_dir, NOT_FOR_IMPORTED[name])
+                provenance.record(fig_dir, name, EXPECTED_OUTPUTS[name], params,
+                                  params["commit"])
+                times.add(name, 0.0, "skipped")
+                print(f"skipped {name}: {NOT_FOR_IMPORTED[name]} (its outputs say so)",
+                      flush=True)
+                continue
+            ipynb, executed = out_dir / "src" / f"{name}.ipynb", out_dir / f"{name}.ipynb"
+            jupytext.write(jupytext.read(src), ipynb)
+            declared = notebook_parameters(src)
+            given = {k: v for k, v in params.items() if k in declared}
+            # the runs: their progress lines (pear.runs.progress.Progress, written by the
+            # kernel every 1.5 s) relayed as each arrives, in place of papermill's cell bar
+            stream = name == NOTEBOOKS[0]
+            t0 = time.perf_counter()
+            try:
+                papermill.execute_notebook(
+                    str(ipynb), str(executed), parameters=given, kernel_name=KERNEL,
+                    progress_bar=not stream, cwd=str(REPO_ROOT),
+                    stdout_file=sys.stdout if stream else None,
+                    stderr_file=sys.stderr if stream else None,
+                    kernel_manager_class=ipc_kernel_manager())
+            except Exception as err:  # noqa: BLE001 - papermill/kernel errors end the build
+                times.add(name, time.perf_counter() - t0, "failed")
+                print(f"FAILED {name} after {time.perf_counter() - t0:.1f} s\n{err}\n"
+                      f"executed notebook: {executed}", file=sys.stderr, flush=True)
+                return 1
+            seconds = time.perf_counter() - t0
+            times.add(name, seconds, "ok", grid=_grid_attempt(params) if stream else None)
             provenance.record(fig_dir, name, EXPECTED_OUTPUTS[name], params, params["commit"])
-            print(f"skipped {name}: {NOT_FOR_IMPORTED[name]} (its outputs say so)", flush=True)
-            continue
-        ipynb, executed = out_dir / "src" / f"{name}.ipynb", out_dir / f"{name}.ipynb"
-        jupytext.write(jupytext.read(src), ipynb)
-        declared = notebook_parameters(src)
-        given = {k: v for k, v in params.items() if k in declared}
-        # the runs: their progress lines (pear.runs.progress.Progress, written by the
-        # kernel every 1.5 s) relayed as each arrives, in place of papermill's cell bar
-        stream = name == NOTEBOOKS[0]
-        t0 = time.perf_counter()
-        try:
-            papermill.execute_notebook(
-                str(ipynb), str(executed), parameters=given, kernel_name=KERNEL,
-                progress_bar=not stream, cwd=str(REPO_ROOT),
-                stdout_file=sys.stdout if stream else None,
-                stderr_file=sys.stderr if stream else None,
-                kernel_manager_class=ipc_kernel_manager())
-        except Exception as err:  # noqa: BLE001 - papermill/kernel errors end the build
-            print(f"FAILED {name} after {time.perf_counter() - t0:.1f} s\n{err}\n"
-                  f"executed notebook: {executed}", file=sys.stderr, flush=True)
-            return 1
-        provenance.record(fig_dir, name, EXPECTED_OUTPUTS[name], params, params["commit"])
-        print(f"ok {name} in {time.perf_counter() - t0:.1f} s -> {executed}", flush=True)
+            print(f"ok {name} in {seconds:.1f} s -> {executed}", flush=True)
+    finally:
+        print(times.table(), flush=True)
     produced = [fig_dir / f for n in names for f in EXPECTED_OUTPUTS[n]]
-    print(f"built {len(names)} notebooks in {time.perf_counter() - start:.1f} s; "
+    print(f"built {len(names)} notebooks in {times.total():.1f} s; "
           f"{len(produced)} outputs in {fig_dir}:")
     for p in produced:
         print(f"  {p.name} ({p.stat().st_size if p.exists() else 'MISSING'} bytes)")
@@ -415,6 +430,75 @@ def _execute(names: Sequence[str], src_dir: Path, out_dir: Path, fig_dir: Path,
         print(f"missing outputs: {', '.join(p.name for p in missing)}", file=sys.stderr)
         return 1
     return 0
+
+
+TIMES_FILE = "build-times.json"
+"""What each notebook of the last build cost: ``build/notebooks/build-times.json`` (beside
+the executed notebooks), rewritten as each notebook ends (:class:`BuildTimes`)."""
+
+
+class BuildTimes:
+    """The wall time of each notebook of a build, in build order, with its status (``ok``,
+    ``failed``, ``skipped``) and, for notebook 00, the grid's own attempt (its wall time and
+    the debates it wrote, from the run manifest); written to ``path`` after every notebook,
+    so a build that is stopped still says what its finished notebooks cost.
+
+    >>> t = BuildTimes(None, {"backend": "simulated", "preset": "sim", "runs_dir": "r"})
+    >>> t.add("00_run_experiments", 61.04, "ok", grid={"wall_s": 58.2, "debates": 720})
+    >>> t.add("01_main_results", 4.61, "ok")
+    >>> print(t.table())
+    time per notebook (simulated, preset sim, runs r):
+      00_run_experiments        61.0 s  ok  (grid: 58.2 s, 720 debates)
+      01_main_results            4.6 s  ok
+      all                       65.7 s
+    """
+
+    def __init__(self, path: Path | None, params: Mapping[str, Any]) -> None:
+        self.path = path
+        self.data: dict[str, Any] = {
+            "backend": params.get("backend"), "preset": params.get("preset"),
+            "runs_dir": str(params.get("runs_dir")), "n_questions": params.get("n_questions"),
+            "seeds": params.get("seeds"), "commit": params.get("commit"),
+            "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "cpus": os.cpu_count(), "notebooks": {}, "total_s": 0.0}
+
+    def add(self, name: str, seconds: float, status: str,
+            grid: Mapping[str, Any] | None = None) -> None:
+        entry: dict[str, Any] = {"seconds": round(seconds, 2), "status": status}
+        if grid is not None:
+            entry["grid"] = dict(grid)
+        self.data["notebooks"][name] = entry
+        self.data["total_s"] = round(self.total(), 2)
+        if self.path is not None:
+            write_json(self.path, self.data)
+
+    def total(self) -> float:
+        return sum(e["seconds"] for e in self.data["notebooks"].values())
+
+    def table(self) -> str:
+        d = self.data
+        lines = [f"time per notebook ({d['backend']}, preset {d['preset']}, runs "
+                 f"{d['runs_dir']}):"]
+        for name, e in d["notebooks"].items():
+            grid = e.get("grid")
+            extra = f"  (grid: {grid['wall_s']:.1f} s, {grid['debates']} debates)" if grid else ""
+            lines.append(f"  {name:<22} {e['seconds']:>7.1f} s  {e['status']}{extra}")
+        lines.append(f"  {'all':<22} {self.total():>7.1f} s")
+        if self.path is not None:
+            lines[0] = lines[0][:-1] + f" -> {self.path}:"
+        return "\n".join(lines)
+
+
+def _grid_attempt(params: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The run's last attempt (notebook 00's grid: its wall time and debates written), or
+    None for a replay or a directory without a run manifest."""
+    from pear.store import manifest as manifest_io
+    runs = Path(params["runs_dir"])
+    man = manifest_io.read(runs) if params["backend"] != "replay" and runs.is_dir() else None
+    attempts = (man or {}).get("attempts") or []
+    if not attempts or attempts[-1].get("wall_s") is None:
+        return None
+    return {"wall_s": attempts[-1]["wall_s"], "debates": attempts[-1].get("debates", 0)}
 
 
 def previous_diff(previous: str | os.PathLike[str], figures: Path) -> str:
