@@ -143,3 +143,33 @@ def test_a_variant_takes_the_debates_it_shares_with_the_main_run(tmp_path, grid)
 def _record_lines(run_dir):
     return [line for p in sorted(run_dir.rglob("debates.jsonl"))
             for line in p.read_text().splitlines() if line.strip()]
+
+
+def test_a_pass_on_several_processes_writes_what_one_process_writes(tmp_path, grid):
+    """run_together's chunks in worker processes (one question per chunk, so the four
+    chunks spread over the workers): every directory's records are those of one process,
+    line for line in the same order (timing fields aside), and the pass's counts agree."""
+    more = dataclasses.replace(grid, n_questions=4, chunk_questions=1)
+    taus = studies.temperature_variants(more)
+    variants = {"tau=0": taus["tau=0"], "Random": taus["Random"],
+                "consensus": studies.stop_variants(more)["consensus"]}
+    summaries = {}
+    for workers in (1, 2, 3):
+        dirs = {tmp_path / str(workers) / n: exp for n, exp in variants.items()}
+        summaries[workers] = run_together(dirs, _backend(more), progress=False,
+                                          workers=workers)
+    for name in variants:
+        one = _ordered(tmp_path / "1" / name)
+        assert len(one) == {"tau=0": 4, "Random": 4, "consensus": 16}[name]
+        assert _ordered(tmp_path / "2" / name) == one, name
+        assert _ordered(tmp_path / "3" / name) == one, name
+    counts = {w: (s.total, s.written, s.requests, s.tokens, s.generate_calls, len(s.failed))
+              for w, s in summaries.items()}
+    assert counts[2] == counts[3] == counts[1] and counts[1][:2] == (24, 24)
+    with pytest.raises(ValueError, match="workers=0"):
+        run_together({tmp_path / "x": more}, _backend(more), workers=0)
+
+
+def _ordered(run_dir):
+    return [{k: v for k, v in json.loads(line).items() if k not in TIMING_FIELDS}
+            for line in _record_lines(run_dir)]

@@ -119,12 +119,13 @@ def run_variants(backend: str, variants: Mapping[str, Experiment], runs_dir: str
     debate id present; e.g. PEAR at the default temperature, the stop rule ``none``, the
     honest population of a grid the main run covers) is read from the main run: those
     records are exactly its debates.  The others run (or resume) together in one pass
-    (:func:`pear.runs.together.run_together`) into ``<runs_dir>-studies/<variant>``, with
+    (:func:`pear.runs.together.run_together`, on every core for the simulated backend:
+    :func:`pear.runs.factory.default_workers`) into ``<runs_dir>-studies/<variant>``, with
     the main run's records of their debates copied there rather than run again (e.g. the
     reference methods of notebook 15);
     ``backend="replay"`` only reads what is there."""
     from pear.paper.build import run_experiments
-    from pear.runs.factory import grid_backend
+    from pear.runs.factory import default_workers, grid_backend
     from pear.runs.together import recorded_in, run_together
     main = Path(runs_dir)
     be, ident = None, None  # the backend and its (model id, name): the debates' identity
@@ -144,7 +145,8 @@ def run_variants(backend: str, variants: Mapping[str, Experiment], runs_dir: str
               if name not in reused}
     if be is not None and hasattr(be, "generate") and to_run:
         s = run_together(to_run, be, progress=progress,
-                         reuse=main if main_view is not None else None)
+                         reuse=main if main_view is not None else None,
+                         workers=default_workers(backend))
         print(f"{len(to_run)} variants run: {s.written} debates written, {s.already_done} "
               f"already recorded or copied from the main run, {len(s.failed)} failed of {s.total}; {len(reused)} variants "
               f"read from the main run ({', '.join(reused) or 'none'})")

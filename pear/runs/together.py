@@ -34,7 +34,8 @@ from pear.runs.jobs import jobs
 from pear.runs.progress import Progress
 from pear.runs import compute
 from pear.runs.provenance import close_attempt, open_manifest
-from pear.runs.runner import RunSummary, _chunks, _writer_lock, debate_ids, model_dir
+from pear.runs.runner import (RunSummary, _chunk_runner, _chunks, _writer_lock, debate_ids,
+                              model_dir)
 from pear.store import manifest as manifest_io
 from pear.store.records import RecordWriter, completed_ids
 
@@ -68,16 +69,20 @@ def recorded_in(exp: Experiment, run_dir: str | os.PathLike[str], model_id: str,
 
 
 def run_together(grids: Mapping[str | os.PathLike[str], Experiment], backend: Any, *,
-                 progress: bool = True, reuse: str | os.PathLike[str] | None = None
-                 ) -> RunSummary:
+                 progress: bool = True, reuse: str | os.PathLike[str] | None = None,
+                 workers: int = 1) -> RunSummary:
     """Run every missing debate of each grid (``{run directory: experiment}``) into its own
     directory with ``backend`` (one model; see the module docstring), in one pass; returns
     the pass's summary (debates of all grids; each directory's manifest says whether its
     grid is complete).  ``reuse``: a run directory (the main run) whose records of a grid's
     setting (:func:`same_setting`) are copied into the grid's directory, line for line, for
     every debate id they share, instead of being run again (counted in ``already_done``).
-    Grids that name models, a mixed population or a shard are refused: run those with
+    ``workers``: processes that run the pass's chunks, as :func:`pear.runs.runner.run`'s
+    (forked; this process alone writes, chunk by chunk in order): the records are the same
+    for any number.  Grids that name models, a mixed population or a shard are refused: run those with
     :func:`pear.runs.runner.run`."""
+    if not (isinstance(workers, int) and workers >= 1):
+        raise ValueError(f"invalid workers={workers!r}: use a whole number of processes >= 1")
     if not hasattr(backend, "generate"):
         raise ValueError("run_together takes one backend (one model); run grids that need a "
                          "backend per model with pear.runs.runner.run")
@@ -133,14 +138,16 @@ def run_together(grids: Mapping[str | os.PathLike[str], Experiment], backend: An
         per_chunk = min(exp.chunk_questions for exp in dirs.values())
         for key, engine in engines.items():
             bar.follow(engine)
-            for chunk in _chunks(_by_question(todo[key]), per_chunk):
-                for record in engine.run(chunk):
-                    for d in owner[record["debate_id"]]:
-                        writers[d].write(record)
-                        written[d] += 1
-                    bar.counts(sum(written.values()))
-                for w in writers.values():
-                    w.sync()
+            chunks = list(_chunks(_by_question(todo[key]), per_chunk))
+            with _chunk_runner(engine, chunks, workers) as ran:
+                for records in ran:
+                    for record in records:
+                        for d in owner[record["debate_id"]]:
+                            writers[d].write(record)
+                            written[d] += 1
+                        bar.counts(sum(written.values()))
+                    for w in writers.values():
+                        w.sync()
             summary.failed += engine.failed
             summary.generate_calls += engine.generate_calls
             summary.requests += engine.requests
