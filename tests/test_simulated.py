@@ -325,6 +325,16 @@ def test_calibrated_defaults_show_the_study_regime():
     assert curve[-1] > curve[0]
 
 
+def test_the_calibration_grid_sums_up_the_same_on_several_processes():
+    """simulate's chunks in worker processes (14 chunks of 3 (seed, question) groups, 2 workers)
+    give the summary of one process, value for value."""
+    kw = dict(n_questions=10, seeds=(0, 1), datasets=("gsm8k", "mmlu_pro"), chunk_questions=3)
+    one = calibration.simulate(SimParams(), ("cot", "random"), workers=1, **kw)
+    assert one["debates"].tolist() == [20] * 4
+    pd.testing.assert_frame_equal(
+        calibration.simulate(SimParams(), ("cot", "random"), workers=2, **kw), one)
+
+
 @pytest.fixture(scope="module")
 def evaluation_goals():
     """The calibration goals of the defaults on 100 questions x 2 seeds per dataset."""

@@ -140,18 +140,24 @@ def simulate(params: SimParams | None = None,
              n_questions: int = 100,
              seeds: Sequence[int] = (0, 1), question_seed: int = 0,
              datasets: Sequence[str] | None = None, backend_seed: int = 0,
-             chunk_questions: int = 100, population: str | None = None) -> pd.DataFrame:
+             chunk_questions: int = 100, population: str | None = None,
+             workers: int | None = None) -> pd.DataFrame:
     """:func:`summarize` of a seeded simulated grid of ``methods`` with the population
     ``population`` (a name or file, :mod:`pear.backends.population`; None: ``study``) whose
     parameters ``params`` replace when given (the ``sim`` preset's protocol, subset
     questions only; ``n_questions`` capped at the smallest dataset's size) run through the
-    engine in memory.  JSON schemas are not built (the
-    simulated agents ignore them; the records are otherwise those of a normal run)."""
+    engine in memory, its chunks of ``chunk_questions`` (seed, question) groups in
+    ``workers`` forked processes as a grid's (:func:`pear.runs.runner.run`; None: every core,
+    :func:`pear.runs.factory.default_workers`): the summary is the same for any number.
+    JSON schemas are not built (the simulated agents ignore them; the records are otherwise
+    those of a normal run)."""
     from pear.tasks import grading as tasks
     from pear.backends.simulated import SimulatedBackend
     from pear.core.engine import Engine
     from pear.runs.grid import answer_key, preset
+    from pear.runs.factory import default_workers
     from pear.runs.jobs import jobs
+    from pear.runs.runner import _chunk_runner
     from pear.tasks.benchmarks import DATASETS, load
     names = tuple(datasets) if datasets is not None else DATASETS
     n_questions = min(n_questions, *(len(load(d)) for d in names))
@@ -166,13 +172,18 @@ def simulate(params: SimParams | None = None,
                                n_agents=exp.debate.n_agents, population=population)
     engine = Engine(backend, exp.debate, task_for=tasks.get)
 
+    groups: dict[tuple, list] = defaultdict(list)  # (seed, question) -> its jobs
+    for job in jobs(exp):
+        groups[(job.seed, job.question.dataset, job.question.id)].append(job)
+    batches = list(groups.values())
+    chunks = [[j for b in batches[i:i + chunk_questions] for j in b]
+              for i in range(0, len(batches), chunk_questions)]
+
     def records() -> Iterable[dict[str, Any]]:
-        groups: dict[tuple, list] = defaultdict(list)  # (seed, question) -> its jobs
-        for job in jobs(exp):
-            groups[(job.seed, job.question.dataset, job.question.id)].append(job)
-        batches = list(groups.values())
-        for i in range(0, len(batches), chunk_questions):
-            yield from engine.run([j for b in batches[i:i + chunk_questions] for j in b])
+        with _chunk_runner(engine, chunks, default_workers("simulated")
+                           if workers is None else workers) as ran:
+            for chunk in ran:
+                yield from chunk
     return summarize(records())
 
 
