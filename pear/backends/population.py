@@ -270,7 +270,17 @@ class RevisionModel:
         answer per peer heard with an answer), and their features (one row each,
         :attr:`FEATURES` columns).  ``gold``: the right answer (None: no candidate is right);
         ``same(a, b)``: whether two answers are one (default ``==``).  The one definition of
-        the features, used by the fit and by the simulation alike."""
+        the features, used by the fit and by the simulation alike: :meth:`candidates`, then
+        :meth:`features` of their :meth:`structure`."""
+        names, counts, right = cls.candidates(own, heard, gold, same)
+        return names, cls.features(cls.structure(names, counts, right, own, heard), round,
+                                   skill)
+
+    @classmethod
+    def candidates(cls, own: str | None, heard: Sequence[str], gold: str | None,
+                   same: Any = None) -> tuple[list[str], list[int], list[bool]]:
+        """The candidates of :meth:`design`, with how many of the answers heard are each
+        (own answer not counted) and whether each is right."""
         eq = same or (lambda a, b: a == b)
         names: list[str] = []
         counts: list[int] = []
@@ -281,7 +291,6 @@ class RevisionModel:
                 counts.append(0)
                 k = len(names) - 1
             counts[k] += 1
-        n_heard = sum(1 for h in heard if h)
         if own:
             counts[0] -= 1  # own answer is not heard
         right = [gold is not None and eq(n, gold) for n in names]
@@ -292,12 +301,28 @@ class RevisionModel:
         names.append(cls.NEW_WRONG)
         counts.append(0)
         right.append(False)
-        X = np.zeros((len(names), len(cls.FEATURES)))
-        for j, (n, c, ok) in enumerate(zip(names, counts, right)):
-            is_own = bool(own) and j == 0
-            X[j] = (is_own, c / n_heard if n_heard else 0.0, ok, ok * skill,
-                    n in (cls.NEW_RIGHT, cls.NEW_WRONG), is_own * (round - 1))
-        return names, X
+        return names, counts, right
+
+    @classmethod
+    def structure(cls, names: Sequence[str], counts: Sequence[int], right: Sequence[bool],
+                  own: str | None, heard: Sequence[str]) -> tuple[Any, ...]:
+        """What the features of :meth:`candidates` depend on besides the round and skill
+        (hashable: a simulation caches choice probabilities on it)."""
+        return (bool(own), tuple(counts), tuple(right),
+                tuple(n in (cls.NEW_RIGHT, cls.NEW_WRONG) for n in names),
+                sum(1 for h in heard if h))
+
+    @classmethod
+    def features(cls, structure: tuple[Any, ...], round: int, skill: float) -> np.ndarray:
+        """The feature rows (:attr:`FEATURES` columns) of candidates of this
+        :meth:`structure`."""
+        has_own, counts, right, new, n_heard = structure
+        X = np.zeros((len(counts), len(cls.FEATURES)))
+        for j, (c, ok, is_new) in enumerate(zip(counts, right, new)):
+            is_own = has_own and j == 0
+            X[j] = (is_own, c / n_heard if n_heard else 0.0, ok, ok * skill, is_new,
+                    is_own * (round - 1))
+        return X
 
     def probabilities(self, X: np.ndarray) -> np.ndarray:
         """The choice probabilities of the candidates with features ``X``."""

@@ -65,6 +65,7 @@ cross-answer rate 0.413 (0.498: this population sustains less disagreement than 
 """
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import json
 import math
@@ -160,6 +161,7 @@ class SimulatedBackend:
         self.calls = 0
         self._questions: dict[tuple[str, str, int], _Question] = {}
         self._skills: dict[tuple[str, str, int], float] = {}
+        self._cdfs: dict[tuple[Any, ...], list[float]] = {}  # revision choice, by structure
         # one reusable bit generator, re-seeded per request (cheaper than default_rng)
         self._bits = np.random.PCG64(0)
         self._rng = np.random.Generator(self._bits)
@@ -337,10 +339,14 @@ class SimulatedBackend:
         own = meta["own"]
         mine = own["canonical"] or own["answer"] or None
         heard = [c["source_answer"] for c in meta["critiques"] if c["source_answer"]]
-        names, X = self.revision.design(mine, heard, q.gold, int(meta["round"]),
-                                        self.population_skill(meta["dataset"]))
-        cdf = np.cumsum(self.revision.probabilities(X))
-        pick = names[min(len(names) - 1, int(np.searchsorted(cdf, u[0] * cdf[-1], "right")))]
+        names, counts, right = RevisionModel.candidates(mine, heard, q.gold)
+        key = (RevisionModel.structure(names, counts, right, mine, heard), int(meta["round"]),
+               meta["dataset"])
+        cdf = self._cdfs.get(key)
+        if cdf is None:  # RevisionModel.design's features; a choice set's shape recurs
+            X = RevisionModel.features(key[0], key[1], self.population_skill(key[2]))
+            cdf = self._cdfs[key] = np.cumsum(self.revision.probabilities(X)).tolist()
+        pick = names[min(len(names) - 1, bisect.bisect_right(cdf, u[0] * cdf[-1]))]
         if pick == RevisionModel.NEW_RIGHT:
             pick = q.gold
         elif pick == RevisionModel.NEW_WRONG:
@@ -352,20 +358,20 @@ class SimulatedBackend:
         return pick, self.confidence(pick == q.gold, meta, u[2])
 
     # phases -----------------------------------------------------------------------
-    def _initial(self, meta: Mapping[str, Any], u: np.ndarray) -> dict[str, Any]:
+    def _initial(self, meta: Mapping[str, Any], u: Sequence[float]) -> dict[str, Any]:
         q = self.question(meta)
         answer, correct = self.solve(q, meta, u[:2])
         return {"answer": answer, "confidence": self.confidence(correct, meta, u[2]),
                 "reasoning": "simulated reasoning"}
 
-    def _critique(self, meta: Mapping[str, Any], u: np.ndarray) -> dict[str, Any]:
+    def _critique(self, meta: Mapping[str, Any], u: Sequence[float]) -> dict[str, Any]:
         return {"reviews": [self.critique(meta["own"], t) for t in meta["targets"]]}
 
-    def _update(self, meta: Mapping[str, Any], u: np.ndarray) -> dict[str, Any]:
+    def _update(self, meta: Mapping[str, Any], u: Sequence[float]) -> dict[str, Any]:
         q = self.question(meta)
         own = meta["own"]
         crits = meta["critiques"]
-        draws = self._rng.random(len(crits)) if crits else ()
+        draws = self._rng.random(len(crits)).tolist() if crits else ()
         responses, accepted = {}, []
         for c, v in zip(crits, draws):
             ok = self.accept(own, c, q.gold, v)
@@ -396,14 +402,14 @@ class SimulatedBackend:
     def _complete(self, req: Request) -> Completion:
         meta = req.meta
         self._reseed(req.seed)
-        u = self._rng.random(6)  # fixed per request: the phase's own uniforms come first
+        u = self._rng.random(6).tolist()  # fixed per request: the phase's own come first
         phase = meta["phase"]
         if phase not in ("initial", "critique", "update"):
             raise ValueError(f"simulated backend: unknown phase {phase!r}")
         obj = getattr(self, "_" + phase)(meta, u)
         if meta.get("role", "honest") != "honest":
             obj = _role_reply(obj, meta, self.question(meta).wrong[0])
-        text = json.dumps(obj)
+        text = _reply_text(obj)
         if self.params.malformed_rate and u[5] < self.params.malformed_rate:
             v = self._rng.random()
             text = text[: max(1, int(v * (len(text) - 1)))] if v < 0.7 \
@@ -423,6 +429,28 @@ class SimulatedBackend:
             if self.on_completion is not None:
                 self.on_completion()
         return out
+
+
+# the reply's text ---------------------------------------------------------------------------
+_str = json.encoder.encode_basestring_ascii  # json.dumps's own string escaping (ASCII)
+
+
+def _reply_text(obj: Mapping[str, Any]) -> str:
+    """``json.dumps(obj)`` of a phase's reply (answer, confidence, reasoning and, in a
+    revision, critique_response; or reviews), written by template: the same text
+    (tests/test_simulated.py holds them equal), without a generic encoder per request."""
+    if "reviews" in obj:
+        return '{"reviews": [' + ", ".join(
+            f'{{"target": {r["target"]}, "step_loc": {_str(r["step_loc"])}, '
+            f'"correction": {_str(r["correction"])}, "assessment": {_str(r["assessment"])}}}'
+            for r in obj["reviews"]) + "]}"
+    text = (f'{{"answer": {_str(obj["answer"])}, "confidence": {obj["confidence"]}, '
+            f'"reasoning": {_str(obj["reasoning"])}')
+    if "critique_response" not in obj:
+        return text + "}"
+    return text + ', "critique_response": {' + ", ".join(
+        f'{_str(k)}: {{"decision": {_str(v["decision"])}, "reason": {_str(v["reason"])}}}'
+        for k, v in obj["critique_response"].items()) + "}}"
 
 
 # roles (issue 14) --------------------------------------------------------------------------
