@@ -1,0 +1,126 @@
+"""What a simulated debate must cost at least, against what it costs now (issue 36, item 1).
+
+A sample of the simulated paper grid (the ``sim`` preset, seed 0, no full-dataset runs,
+``--questions`` questions per dataset) is run in this process with one engine
+(:func:`pear.runs.runner.run`, ``workers=1``; the Math-Verify worker started beforehand, so
+its start is not counted): *now* is its wall time per debate.  Its records then give the
+floor, the work no simulated debate can skip, timed alone on the same debates:
+
+- **router**: every routed round of every debate routed again (:func:`pear.core.router.
+  route_batch` over each chunk's debates of a round, as the engine batches them: pool draw,
+  scores, softmax, draw), plus the influence update of every debate round;
+- **record**: the record's objects made (as ``json.loads`` of its line makes the same dicts
+  and lists) and written (:class:`pear.store.records.RecordWriter`: JSON, the schema check,
+  append, one fsync per chunk).
+
+Prints microseconds per debate of the grid (all methods: the single-agent ones route nothing).
+
+    python benchmarks/bench_floor.py [--questions 20] [--repeat 5]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--questions", type=int, default=20, help="questions per dataset")
+    ap.add_argument("--repeat", type=int, default=5, help="timings of the floor (median)")
+    a = ap.parse_args()
+
+    from pear.core.graphs import debate_base_graph, distinct_relabellings
+    from pear.core.router import RouterState, route_batch, update_influence
+    from pear.runs import runner
+    from pear.runs.factory import make_backend
+    from pear.runs.grid import experiment
+    from pear.store.records import RecordWriter, read_records
+    from pear.tasks import mathgrade
+
+    exp = experiment("sim", backend="simulated", seeds=(0,), n_questions=a.questions,
+                     full_datasets=())
+    backend = make_backend("simulated", exp=exp)
+    mathgrade.verify("1", "1")  # the Math-Verify worker's start is not a debate's cost
+    with tempfile.TemporaryDirectory(prefix="bench-floor-") as tmp:
+        start = time.perf_counter()
+        summary = runner.run(exp, backend, Path(tmp) / "run", progress=False, workers=1)
+        now = time.perf_counter() - start
+        records = read_records(runner.model_dir(Path(tmp) / "run", backend.model_id))
+    assert len(records) == summary.written > 0
+    n, k, cfg = exp.debate.n_agents, exp.debate.k, exp.router
+
+    # router: the routed rounds, batched per (chunk of questions, round) as the engine does
+    batches: dict[tuple[int, int], list[tuple]] = {}
+    influence: list[tuple] = []
+    groups: dict[tuple, int] = {}
+    relabellings: dict[tuple, object] = {}
+    for r in records:
+        chunk = groups.setdefault((r["seed"], r["dataset"], r["question_id"]), len(groups))
+        chunk //= exp.chunk_questions
+        base = debate_base_graph(r["seed"], r["dataset"], r["question_id"], n, k)
+        key = base.tobytes()
+        if key not in relabellings:
+            relabellings[key] = distinct_relabellings(base, n)
+        rounds = r["rounds_data"]
+        for prev, cur in zip(rounds, rounds[1:]):
+            if cur.get("router"):
+                state = RouterState.after_round(prev, base, k=k, config=cfg)
+                batches.setdefault((chunk, cur["round"]), []).append(
+                    (state, relabellings[key]))
+            if cur["edges"]:
+                accepted = [c["decision"] == "ACCEPT" for c in cur["critiques"]]
+                influence.append((prev["influence"][:n], np.asarray(cur["edges"]), accepted))
+
+    def route_all() -> None:
+        for items in batches.values():
+            route_batch([(s, np.random.default_rng(i), rel) for i, (s, rel) in enumerate(items)])
+
+    def influence_all() -> None:
+        for rho, edges, accepted in influence:
+            update_influence(rho, edges, accepted, cfg.beta)
+
+    lines = [json.dumps(r, ensure_ascii=False, separators=(",", ":")) for r in records]
+
+    def build_all() -> None:
+        for line in lines:
+            json.loads(line)
+
+    def write_all(tmp: Path) -> None:
+        with RecordWriter(tmp) as w:
+            for i, r in enumerate(records):
+                w.write(r)
+                if i % 500 == 499:
+                    w.sync()
+
+    def timed(fn, *args) -> float:
+        times = []
+        for i in range(a.repeat):
+            t = time.perf_counter()
+            fn(*args)
+            times.append(time.perf_counter() - t)
+        return statistics.median(times) / len(records) * 1e6
+
+    with tempfile.TemporaryDirectory(prefix="bench-floor-w-") as tmp:
+        parts = {"router (route_batch)": timed(route_all),
+                 "influence update": timed(influence_all),
+                 "record objects": timed(build_all),
+                 "record write": timed(lambda: write_all(Path(tmp) / str(time.monotonic())))}
+    floor = sum(parts.values())
+    routed = sum(len(b) for b in batches.values())
+    print(f"{len(records)} debates ({routed} routed rounds) of the sim paper grid, "
+          f"{a.questions} questions per dataset, seed 0; microseconds per debate:")
+    for name, us in parts.items():
+        print(f"  {name:<22} {us:9.1f}")
+    print(f"  {'floor':<22} {floor:9.1f}")
+    print(f"  {'now (1 process)':<22} {now / len(records) * 1e6:9.1f}   "
+          f"x{now / len(records) * 1e6 / floor:.1f} the floor")
+
+
+if __name__ == "__main__":
+    main()
