@@ -11,13 +11,17 @@ times; medians are reported with the ratios to the earlier commit.
 Grids: ``small`` (gsm8k and math500, 40 questions each, seed 0, no full-dataset runs: 1,440
 debates) and ``paper`` (the sim preset's paper grid, cut to ``--paper-questions`` questions
 per dataset with seed 0 and no full-dataset runs, so that it fits a bench run; the whole grid
-is 78,419 debates).
+is 78,419 debates).  ``--grid`` runs one of them (each in its own invocation keeps a run short).
+The records of every process count are compared with those of one process, timing fields
+aside (:data:`pear.core.record.TIMING_FIELDS`): splitting a grid must not change a debate.
 
     python benchmarks/bench_sim.py [--base 8029965] [--repeat 3] [--paper-questions 40]
+                                   [--grid small|paper|both]
 """
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -47,16 +51,30 @@ def _debates_per_s(pythonpath: Path, grid: list[str], out: Path, workers: int | 
     return written / wall
 
 
+def _records(out: Path) -> dict[str, dict]:
+    """The run's records by debate id, timing fields aside."""
+    from pear.core.record import TIMING_FIELDS
+    recs = {}
+    for path in sorted(out.rglob("debates.jsonl")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            r = json.loads(line)
+            recs[r["debate_id"]] = {k: v for k, v in r.items() if k not in TIMING_FIELDS}
+    return recs
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--base", default="8029965", help="the earlier commit")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--paper-questions", type=int, default=40,
                     help="questions per dataset of the paper grid (0: skip it)")
+    ap.add_argument("--grid", choices=("small", "paper", "both"), default="both")
     a = ap.parse_args()
     cores = len(os.sched_getaffinity(0))
-    grids = {"small": GRIDS["small"]}
-    if a.paper_questions:
+    grids = {}
+    if a.grid in ("small", "both"):
+        grids["small"] = GRIDS["small"]
+    if a.paper_questions and a.grid in ("paper", "both"):
         grids["paper"] = GRIDS["paper"] + ["--n-questions", str(a.paper_questions)]
     with tempfile.TemporaryDirectory(prefix="bench-sim-") as tmp:
         base = Path(tmp) / "base"
@@ -67,15 +85,24 @@ def main() -> None:
                      f"now, {cores} processes": (ROOT, cores)}
             for gname, grid in grids.items():
                 rates: dict[str, list[float]] = {c: [] for c in cases}
+                differ: dict[str, int] = {}
+                reference: dict[str, dict] = {}
                 for i in range(a.repeat):
                     for case, (path, workers) in cases.items():
                         out = Path(tmp) / f"{gname}-{i}-{len(rates[case])}-{workers}"
                         rates[case].append(_debates_per_s(path, grid, out, workers))
+                        if i == 0 and path == ROOT:
+                            recs = _records(out)
+                            reference = reference or recs
+                            differ[case] = sum(recs.get(k) != v for k, v in reference.items()
+                                               ) + len(recs.keys() - reference.keys())
                 before = statistics.median(rates["before (1 process)"])
                 print(f"{gname} grid ({' '.join(grid)}), median of {a.repeat}:")
                 for case, r in rates.items():
                     m = statistics.median(r)
-                    print(f"  {case:<22} {m:8.1f} debates/s   x{m / before:.2f}")
+                    same = "" if case not in differ else \
+                        f"   records differing from 1 process's: {differ[case]}"
+                    print(f"  {case:<22} {m:8.1f} debates/s   x{m / before:.2f}{same}")
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
                             str(base)], check=False, capture_output=True)

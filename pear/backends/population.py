@@ -285,7 +285,10 @@ class RevisionModel:
         names: list[str] = []
         counts: list[int] = []
         for a in ([own] if own else []) + [h for h in heard if h]:
-            k = next((i for i, n in enumerate(names) if eq(n, a)), None)
+            if same is None:  # plain equality: a list lookup finds the same first match
+                k = names.index(a) if a in names else None
+            else:
+                k = next((i for i, n in enumerate(names) if eq(n, a)), None)
             if k is None:
                 names.append(a)
                 counts.append(0)

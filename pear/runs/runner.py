@@ -36,6 +36,7 @@ from pear.runs import compute
 from pear.runs.provenance import close_attempt, open_manifest
 from pear.store import manifest as manifest_io
 from pear.store.records import RecordWriter, completed_ids
+from pear.tasks import mathgrade
 
 __all__ = ["run", "RunSummary", "model_dir", "Population", "LOCK_FILE", "debate_ids"]
 
@@ -168,10 +169,13 @@ def _run(exp: Experiment, backend: Any, out: Path, *, progress: bool,
             manifest["backend_settings"].append(be.settings())
             manifest["model_ids"].append(be.model_id)
             manifest_io.write(out, manifest)
+            grader = task_for or tasks.get
             engine = Engine(be.backends if isinstance(be, Population) else be,
-                            model_grid(exp, name).debate, task_for=task_for or tasks.get)
+                            model_grid(exp, name).debate, task_for=grader)
+            math = any(isinstance(grader(d), tasks.MathTask)
+                       for d in {j.question.dataset for j in all_jobs})
             _run_jobs(engine, all_jobs, model_dir(out, be.model_id), exp.chunk_questions, bar,
-                      summary, stop, workers)
+                      summary, stop, workers, math)
             del be, engine
             if stop is not None and stop():
                 summary.stopped = True
@@ -204,9 +208,11 @@ def _finished_earlier(exp: Experiment, old: Mapping[str, Any] | None, backend_na
 
 def _run_jobs(engine: Engine, all_jobs: Sequence[Job], rdir: Path, chunk_questions: int,
               bar: Progress, summary: RunSummary, stop: Callable[[], bool] | None = None,
-              workers: int = 1) -> None:
+              workers: int = 1, math: bool = False) -> None:
     """Run the jobs not yet recorded in ``rdir``, appending each record as it finishes
-    (flushed; fsynced after every chunk), and add the engine's counts to ``summary``."""
+    (flushed; fsynced after every chunk), and add the engine's counts to ``summary``.
+    ``math``: some jobs are graded by Math-Verify (each grading process starts its worker
+    at once, in the background)."""
     done = completed_ids(rdir)
     todo = [j for j in all_jobs if engine.debate_id(j) not in done]
     summary.already_done += len(all_jobs) - len(todo)
@@ -214,7 +220,7 @@ def _run_jobs(engine: Engine, all_jobs: Sequence[Job], rdir: Path, chunk_questio
              len(all_jobs) - len(todo))
     bar.follow(engine)
     chunks = list(_chunks(todo, chunk_questions))
-    with RecordWriter(rdir) as writer, _chunk_runner(engine, chunks, workers) as ran:
+    with RecordWriter(rdir) as writer, _chunk_runner(engine, chunks, workers, math) as ran:
         for records in ran:
             for record in records:
                 writer.write(record)
@@ -234,12 +240,18 @@ def _run_jobs(engine: Engine, all_jobs: Sequence[Job], rdir: Path, chunk_questio
 # ----------------------------------------------------------------- worker processes
 
 @contextlib.contextmanager
-def _chunk_runner(engine: Engine, chunks: Sequence[list[Job]], workers: int
-                  ) -> Iterator[Iterable[Iterable[dict[str, Any]]]]:
+def _chunk_runner(engine: Engine, chunks: Sequence[list[Job]], workers: int,
+                  math: bool = False) -> Iterator[Iterable[Iterable[dict[str, Any]]]]:
     """Per chunk in order, its records: run here (yielded as each debate ends), or with
     ``workers > 1`` by forked worker processes, at most two chunks ahead per worker (the
-    engine's counts and failures are added to ``engine`` as each chunk comes back)."""
+    engine's counts and failures are added to ``engine`` as each chunk comes back).
+    Chunks are whole (seed, question) groups (:func:`_chunks`), so a question's methods,
+    which share round 0, and its grading cache stay in one process; the workers take the
+    next chunk as they finish one.  ``math``: each process that grades starts its
+    Math-Verify worker first (:func:`pear.tasks.mathgrade.prestart`)."""
     if workers == 1 or len(chunks) <= 1:
+        if math and chunks:
+            mathgrade.prestart()
         yield (engine.run(chunk) for chunk in chunks)
         return
     global _FORKED
@@ -247,7 +259,7 @@ def _chunk_runner(engine: Engine, chunks: Sequence[list[Job]], workers: int
     live = fork.SimpleQueue()  # the workers' calls as they complete (for progress)
     _FORKED = (engine, chunks, live)  # what the workers run: fork copies it (not pickled)
     pool = ProcessPoolExecutor(min(workers, len(chunks)), mp_context=fork,
-                               initializer=_exit_with, initargs=(os.getpid(),))
+                               initializer=_exit_with, initargs=(os.getpid(), math))
     try:
         yield _collect(pool, engine, len(chunks), 2 * workers, live)
     finally:
@@ -261,8 +273,11 @@ _COUNTS = ("generate_calls", "requests", "tokens", "cache_hits", "calls_done", "
            "rounds_done")
 
 
-def _exit_with(parent: int) -> None:
-    """In a worker: end when ``parent`` does (a killed run leaves no worker behind)."""
+def _exit_with(parent: int, math: bool = False) -> None:
+    """In a worker: end when ``parent`` does (a killed run leaves no worker behind); with
+    ``math``, start its Math-Verify worker."""
+    if math:
+        mathgrade.prestart()
     def watch() -> None:
         while os.getppid() == parent:
             time.sleep(0.5)

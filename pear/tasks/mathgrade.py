@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any, Literal, Sequence
 
 __all__ = ["DEFAULT_TIMEOUT_S", "MAX_LENGTH", "MAX_DEPTH", "MAX_WORKERS", "mathverify_input",
-           "extract", "verify", "extract_all", "verify_all", "shutdown"]
+           "extract", "verify", "extract_all", "verify_all", "prestart", "shutdown"]
 
 DEFAULT_TIMEOUT_S = 5.0  # our choice: a real MATH answer takes well under 0.5 s
 MAX_LENGTH = 2000  # our choice: longer answers are cut to their last MAX_LENGTH characters
@@ -385,6 +385,24 @@ def _pool() -> _Pool:
         if _POOL is None or _POOL.pid != os.getpid():  # new, or inherited through fork
             _POOL = _Pool(MAX_WORKERS)
         return _POOL
+
+
+def prestart() -> None:
+    """Start this process's first worker in the background (a run that will grade MATH
+    answers calls it first, so that the worker's start overlaps other work instead of
+    holding up the first grading call).  Does nothing when it is already started."""
+    pool = _pool()  # here, not in the thread: a fork never inherits _POOL_LOCK held
+
+    def start() -> None:
+        worker = pool.idle.get()
+        try:
+            if worker.proc is None:
+                worker._start()
+        except RuntimeError:
+            pass  # the first call starts it again and reports why it cannot
+        finally:
+            pool.idle.put(worker)
+    threading.Thread(target=start, daemon=True).start()
 
 
 def shutdown() -> None:
