@@ -119,3 +119,27 @@ def test_a_run_of_another_protocol_is_refused(parent_run, tmp_path):
     (other / "manifest.json").write_text(json.dumps(man))
     with pytest.raises(ValueError, match="another protocol"):
         branch(other, 1, ["pear"], tmp_path / "b", progress=False)
+
+
+def test_branches_on_several_processes_are_those_of_one(tmp_path):
+    """The branch's chunks (two parents each) in worker processes: the records of one
+    process, line for line in the same order (timing fields aside), and the same counts."""
+    from pear.store.manifest import read as read_manifest
+    from pear.store.records import TIMING_FIELDS
+    exp = preset("sim", datasets=("gsm8k",), methods=("random",), seeds=(0,), n_questions=6,
+                 full_datasets=(), rounds=3, chunk_questions=1)
+    parent = tmp_path / "parent"
+    run(exp, SimulatedBackend(answer_key(exp)), parent, progress=False)
+    done = {}
+    for workers in (1, 2):
+        s = branch(parent, 1, ["pear", "clique"], tmp_path / str(workers), progress=False,
+                   workers=workers)
+        lines = next((tmp_path / str(workers)).rglob(RECORDS_FILE)).read_text().splitlines()
+        done[workers] = (s.written, s.calls, s.calls_copied,
+                         read_manifest(tmp_path / str(workers))["compute"]["calls"],
+                         [{k: v for k, v in json.loads(x).items() if k not in TIMING_FIELDS}
+                          for x in lines])
+    assert done[1][0] == 12 and done[1][1] == done[1][3] > 0
+    assert done[2] == done[1]
+    with pytest.raises(ValueError, match="workers=0"):
+        branch(parent, 1, ["pear"], tmp_path / "0", workers=0)

@@ -250,6 +250,9 @@ def add_branch(sub: Any) -> None:
     b.add_argument("--base-url", action="append", help="OpenAI-compatible endpoint")
     b.add_argument("--no-cache", action="store_true", help="do not use the response cache")
     b.add_argument("--quiet", action="store_true", help="no progress bar")
+    b.add_argument("--workers", type=positive, default=None,
+                   help="processes that run the branches (default: every core for the "
+                   "simulated backend, else 1); the records are the same for any number")
     add_plugin_argument(b)
     b.set_defaults(handler=_cmd_branch)
 
@@ -264,8 +267,10 @@ def _cmd_branch(a: argparse.Namespace) -> int:
         Path(a.out).mkdir(parents=True, exist_ok=True)
         backend = make_backend(a.backend, exp=exp, model=a.model, model_path=a.model_path,
                                base_urls=a.base_url, cache_path=cache)
+    from pear.runs.factory import default_workers
     s = branch(a.run_dir, a.from_round, a.methods, a.out, backend=backend,
-               parent_method=a.parent_method, progress=not a.quiet)
+               parent_method=a.parent_method, progress=not a.quiet,
+               workers=a.workers or default_workers(a.backend or "simulated"))
     print(f"{s.written} branches written, {s.already_done} already done, "
           f"{s.skipped_stopped} parents ended by round {a.from_round}; {s.calls} model calls "
           f"made, {s.calls_copied} calls of copied rounds not repeated")

@@ -40,10 +40,12 @@ def run_branches(backend: str, parent: Results, methods: Sequence[str], from_rou
                  parent_method: str = "random", model: str = "", progress: bool = False
                  ) -> tuple[pd.DataFrame, Path, int]:
     """Branch ``parent``'s run after ``from_round`` (held to the run's last branchable
-    round, R - 1) into ``methods`` (``replay``: only read earlier branches); returns the
+    round, R - 1) into ``methods`` (``replay``: only read earlier branches; on every core for
+    the simulated backend: :func:`pear.runs.factory.default_workers`); returns the
     branches' debates, their directory and the round used.  The branches share the main
     run's response cache."""
     from pear.runs.branch import branch
+    from pear.runs.factory import default_workers
     rounds = parent.exp.debate.rounds
     r = max(0, min(int(from_round), rounds - 1))
     out = branch_dir(parent.runs_dir, r)
@@ -55,7 +57,8 @@ def run_branches(backend: str, parent: Results, methods: Sequence[str], from_rou
                               model_path=model or None if backend == "llamacpp" else None,
                               cache_path=paths.cache_path(parent.runs_dir))
         branch(parent.runs_dir, r, list(methods), out, backend=be,
-               parent_method=parent_method, progress=progress)
+               parent_method=parent_method, progress=progress,
+               workers=default_workers(backend))
     elif not out.is_dir():
         raise FileNotFoundError(f"backend 'replay' needs recorded branches in {str(out)!r}")
     return view.load(out).debates, out, r

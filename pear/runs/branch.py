@@ -28,7 +28,7 @@ from pear.runs.grid import Experiment, grid_questions
 from pear.runs.progress import Progress
 from pear.runs import compute
 from pear.runs.provenance import close_attempt, open_manifest
-from pear.runs.runner import model_dir
+from pear.runs.runner import _chunk_runner, model_dir
 from pear.store import manifest as manifest_io
 from pear.store.records import RecordWriter, completed_ids, iter_records
 
@@ -185,10 +185,14 @@ def plan(parents: Parents, from_round: int, methods: Sequence[str],
     return BranchPlan(parents, engine, from_round, tuple(methods), out, todo, already, skipped)
 
 
-def write(p: BranchPlan, *, progress: bool = True) -> BranchSummary:
+def write(p: BranchPlan, *, progress: bool = True, workers: int = 1) -> BranchSummary:
     """Run the planned branches into their directory (manifest first; records appended as
     they finish, synced after every chunk; resumable), or one clear error when the
-    directory holds another branch or protocol."""
+    directory holds another branch or protocol.  ``workers``: processes that run the
+    chunks, as :func:`pear.runs.runner.run`'s (forked; this process alone writes, chunk by
+    chunk in order): the records are the same for any number."""
+    if not (isinstance(workers, int) and workers >= 1):
+        raise ValueError(f"invalid workers={workers!r}: use a whole number of processes >= 1")
     exp, engine = p.parents.exp, p.engine
     info = {"run": str(p.parents.run_dir.resolve()), "round": p.from_round,
             "parent_method": p.parents.method}
@@ -208,10 +212,12 @@ def write(p: BranchPlan, *, progress: bool = True) -> BranchSummary:
     bar = Progress(call_budget([job for job, _ in p.todo], engine.debate, p.from_round + 1),
                    len(p.todo), progress)
     bar.follow(engine)
-    with bar, RecordWriter(model_dir(p.out, engine.model)) as writer:
-        step = max(1, exp.chunk_questions * len(p.methods))
-        for i in range(0, len(p.todo), step):
-            for record in engine.branch(p.todo[i:i + step], p.from_round):
+    step = max(1, exp.chunk_questions * len(p.methods))
+    chunks = [p.todo[i:i + step] for i in range(0, len(p.todo), step)]
+    with bar, RecordWriter(model_dir(p.out, engine.model)) as writer, \
+            _chunk_runner(_Branching(engine, p.from_round), chunks, workers) as ran:
+        for records in ran:
+            for record in records:
                 writer.write(record)
                 summary.written += 1
                 summary.calls += record["calls"]
@@ -227,11 +233,32 @@ def write(p: BranchPlan, *, progress: bool = True) -> BranchSummary:
 
 def branch(run_dir: str | os.PathLike[str], from_round: int, methods: Sequence[str],
            out_dir: str | os.PathLike[str], *, backend: Any = None,
-           parent_method: str | None = None, progress: bool = True) -> BranchSummary:
+           parent_method: str | None = None, progress: bool = True,
+           workers: int = 1) -> BranchSummary:
     """Branch every debate of ``parent_method`` in ``run_dir`` after round ``from_round``
-    into each of ``methods``, writing the branches to ``out_dir`` (resumable):
-    :func:`check`, :func:`plan`, :func:`write`.  Every refusal comes before anything is
-    written."""
+    into each of ``methods``, writing the branches to ``out_dir`` (resumable, in
+    ``workers`` processes): :func:`check`, :func:`plan`, :func:`write`.  Every refusal
+    comes before anything is written."""
     parents = check(run_dir, from_round, methods, parent_method)
     return write(plan(parents, from_round, methods, out_dir, backend=backend),
-                 progress=progress)
+                 progress=progress, workers=workers)
+
+
+class _Branching:
+    """The engine as the runner's chunk runner drives it (``run(chunk)``): each chunk's
+    ``(job, parent record)`` pairs continue after ``from_round``
+    (:meth:`pear.core.engine.Engine.branch`); every other attribute (the counts the
+    workers report back, progress) is the engine's own."""
+
+    def __init__(self, engine: Engine, from_round: int) -> None:
+        object.__setattr__(self, "_engine", engine)
+        object.__setattr__(self, "_from_round", from_round)
+
+    def run(self, starts: Sequence[tuple[Job, dict[str, Any]]]) -> Any:
+        return self._engine.branch(starts, self._from_round)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._engine, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._engine, name, value)
