@@ -263,7 +263,7 @@ def test_a_dataset_we_do_not_ship_with_five_options(tmp_path, capsys):
     f = _du_file(tmp_path / "quiz_3_2.json", rows)
     import_files("du", [f], tmp_path / "run", dataset="quiz", grading="letters")
     c = simcheck.check(tmp_path / "run", "study", replicates=3)
-    assert c.setting["grading"] == ["letters"]
+    assert c.setting["grading"] == "letters"
     st = {s["statistic"]: s for s in c.statistics}
     assert st["agent_acc_first"]["real"] == pytest.approx(1 / 3)
     answers = set(c.simulated_agent_rounds["canonical"])

@@ -166,13 +166,12 @@ def check(run_dir: str | os.PathLike[str], population: str | os.PathLike[str] | 
     imported = man.get("imported")
     frames: list[tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]] = []
     skills: list[float] = []
-    targets = _targets(recs)
+    targets = _targets(view.debates, per)
     if imported:
         if not imported.get("protocol"):
             raise ValueError(f"run {str(run_dir)!r} was imported without its source's protocol "
                              "(an older import): import it again")
         proto = Protocol.from_dict(imported["protocol"])
-        kinds = {imported.get("grading")}
         for k in range(replicates):
             f, s = _simulate_imported(recs, proto, pop, _replicate_seed(seed, k), targets,
                                       judge, imported.get("grading") or "")
@@ -180,7 +179,7 @@ def check(run_dir: str | os.PathLike[str], population: str | os.PathLike[str] | 
             skills += s
         setting: dict[str, Any] = {"kind": "protocol", "protocol": proto.to_dict(),
                                    "judge": judge if proto.drop else None,
-                                   "grading": sorted(k for k in kinds if k)}
+                                   "grading": imported.get("grading")}
     else:
         exp = _experiment(man, run_dir)
         for k in range(replicates):
@@ -257,16 +256,12 @@ def _replicate_seed(seed: int, k: int) -> int:
     return int_seed("sim-check", seed, k, nbytes=4, bits=31)
 
 
-def _targets(recs: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], float]:
-    """(model, dataset) -> the run's round-0 agent accuracy (mean over debates of their
-    agents' mean, as ``agent_acc_first``)."""
-    per: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for r in recs:
-        ags = r["rounds_data"][0]["agents"]
-        if ags:
-            per[(str(r["model"]), str(r["dataset"]))].append(
-                float(np.mean([bool(a["correct"]) for a in ags])))
-    return {k: float(np.mean(v)) for k, v in per.items()}
+def _targets(debates: pd.DataFrame, per: pd.DataFrame) -> dict[tuple[str, str], float]:
+    """(model, dataset) -> the run's round-0 agent accuracy (``agent_acc_first`` of
+    :func:`pear.analysis.dynamics.per_debate`, averaged over the group's debates)."""
+    acc = per["agent_acc_first"].groupby([debates["model"].astype(str).to_numpy(),
+                                          debates["dataset"].astype(str).to_numpy()]).mean()
+    return {(str(m), str(d)): float(v) for (m, d), v in acc.items()}
 
 
 def _clip(rate: float, n: int) -> float:
@@ -361,7 +356,7 @@ def simulate_protocol(backend: Any, proto: Protocol, meta: Mapping[str, Any],
         this: dict[int, tuple[str, int]] = {}
         stopped = False
         for i in active:
-            m = {**meta, "round": r, "agent": i}
+            m = {**meta, "phase": "initial" if r == 0 else "update", "round": r, "agent": i}
             if r == 0:
                 u = rng.random(3)
                 answer, ok = backend.solve(q, m, u[:2])
@@ -370,7 +365,7 @@ def simulate_protocol(backend: Any, proto: Protocol, meta: Mapping[str, Any],
                 own = {"answer": prev[i][0], "canonical": prev[i][0], "confidence": prev[i][1]}
                 heard = [(j, this[j] if proto.order == "sequential" and j in this else prev[j])
                          for j in active if j != i]
-                m.update(phase="update", own=own, critiques=[
+                m.update(own=own, critiques=[
                     {"source": j, "source_answer": a, "source_confidence": c}
                     for j, (a, c) in heard])
                 if backend.revision is not None:
