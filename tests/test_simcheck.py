@@ -204,7 +204,7 @@ def dylan_slice(tmp_path_factory) -> Path:
     tmp = tmp_path_factory.mktemp("dylan")
     with gzip.open(REAL_DEBATES_DIR / "dylan-math500-gpt35.json.gz", "rt") as f:
         data = json.load(f)
-    part = dict(list(data.items())[:24])
+    part = dict(list(data.items())[::20][:24])  # every 20th: the file is ordered by subject
     (tmp / "slice.json").write_text(json.dumps(part))
     import_files("dylan", [tmp / "slice.json"], tmp / "run", dataset="math500",
                  model="gpt-3.5-turbo-0301")
@@ -224,6 +224,14 @@ def test_dylan_slice_under_its_protocol(dylan_slice, capsys):
         n=("agent", "nunique"), r=("round", "nunique"))
     assert {f"{n}x{r}" for n, r in shapes.itertuples(index=False)} <= \
         {"4x1", "3x1", "4x2", "3x2", "2x2", "2x3"}
+    # a part of the run (e.g. one subject): only its debates, real and simulated
+    from pear.store.records import read_records
+    part = [r for r in read_records(dylan_slice)
+            if r["imported"]["extra"]["subject"] == "Algebra"]
+    sub = simcheck.check(dylan_slice, "study", replicates=2, records=part)
+    assert 0 < len(part) < 24 and sub.setting["debates"] == len(part)
+    assert sub.statistics[0]["debates"] == len(part)
+    assert sub.simulated_agent_rounds["debate"].nunique() == 2 * len(part)
 
 
 # ----------------------------------------------------------------- our own run: the engine
