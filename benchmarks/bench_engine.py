@@ -26,7 +26,8 @@ from typing import Any, Sequence
 from pear.backends.base import Instrumented
 from pear.backends.simulated import SimulatedBackend
 from pear.catalog.labels import METHOD_LABELS
-from pear.core.config import DEBATE_METHODS, METHODS, DebateConfig
+from pear.core.config import DebateConfig
+from pear.core.methods import DEBATE_METHODS, METHODS
 from pear.core.methods import method
 from pear.core.engine import Engine, Job
 

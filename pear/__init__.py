@@ -14,8 +14,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from pear.core.config import METHODS, DebateConfig, RouterConfig
-from pear.core.methods import Method, method
+from pear.core.config import DebateConfig, RouterConfig
+from pear.core.methods import METHODS, Method, method
 from pear.core.engine import Engine, Job
 
 __version__ = "0.1.0"

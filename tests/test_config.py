@@ -3,8 +3,8 @@ import dataclasses
 
 import pytest
 
-from pear.core.config import (ABLATIONS, METHODS, DebateConfig, RouterConfig, config_hash)
-from pear.core.methods import method
+from pear.core.config import DebateConfig, RouterConfig, config_hash
+from pear.core.methods import ABLATIONS, METHODS, method
 
 
 @pytest.mark.parametrize("kwargs, name", [
@@ -74,3 +74,12 @@ def test_configs_are_frozen_and_hash_stably():
         d.k = 3
     assert config_hash(d, RouterConfig()) == config_hash(DebateConfig(), RouterConfig())
     assert config_hash(d, RouterConfig()) != config_hash(d, RouterConfig(tau=0.2))
+
+
+def test_an_ablation_row_keeps_only_known_weights():
+    # the method table's rows name the weights they keep (pear.core.methods.keeping)
+    from pear.core.methods import keeping
+    with pytest.raises(ValueError, match="unknown PEAR weight 'alpha_X'"):
+        keeping(("alpha_T", "alpha_X"), RouterConfig())
+    r = keeping(("alpha_T", "alpha_L"), RouterConfig(alpha_T=0.3, alpha_I=0.2, alpha_L=0.1))
+    assert (r.alpha_T, r.alpha_I, r.alpha_L) == (0.3, 0.0, 0.1)

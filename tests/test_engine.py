@@ -6,8 +6,8 @@ import pytest
 
 from pear.core.backend import Completion
 from pear.backends.simulated import SimParams, SimulatedBackend
-from pear.core.config import METHODS, DebateConfig
-from pear.core.methods import method
+from pear.core.config import DebateConfig
+from pear.core.methods import METHODS, method
 from pear.core.engine import Engine, Job
 from pear.core.vote import vote
 from pear.store.records import TIMING_FIELDS
@@ -172,7 +172,7 @@ def test_vote_tie_break_is_uniform_and_seeded():
 def test_routed_methods_of_one_question_share_their_base_graph():
     # the base graph shows as the multiset of in/out-degree pairs every relabelling keeps;
     # with one question and seed, Random and every PEAR variant route relabellings of it
-    from pear.core.config import ROUTED_METHODS
+    from pear.core.methods import ROUTED_METHODS
     from pear.core.graphs import to_adjacency
 
     def degrees(rec):

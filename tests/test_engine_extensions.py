@@ -6,7 +6,8 @@ import pytest
 
 from pear.core.backend import Completion
 from pear.backends.simulated import SimulatedBackend
-from pear.core.config import DEBATE_METHODS, DebateConfig, config_hash
+from pear.core.config import DebateConfig, config_hash
+from pear.core.methods import DEBATE_METHODS
 from pear.core.methods import method
 from pear.core.engine import Engine, Job
 from pear.core.stopping import padded_rounds

@@ -108,7 +108,7 @@ def test_every_registered_method_passes_its_declared_checks(name):
 # -- the registry ---------------------------------------------------------------------------
 
 def test_the_study_methods_are_registered_in_table_order_and_plugins_follow():
-    from pear.core.config import METHODS
+    from pear.core.methods import METHODS
     study = [m for m in methods.names() if not methods.is_self_consistency(m)]
     assert study[:14] == list(METHODS)
     from pear.catalog.labels import method_label, method_order, sort_rows

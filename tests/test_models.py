@@ -13,7 +13,7 @@ import pytest
 from pear import cli
 from pear.catalog import models
 from pear.backends import vllm as vllm_backend
-from pear.core.config import ABLATIONS
+from pear.core.methods import ABLATIONS
 from pear.runs.grid import model_grid, preset
 from pear.store.manifest import read as read_manifest
 from pear.store.records import read_records

@@ -16,7 +16,8 @@ from pear import cli
 from pear.core.backend import Request
 from pear.backends.dry import DryBackend, fill_schema
 from pear.cli import make_backend
-from pear.core.config import METHODS, RouterConfig
+from pear.core.config import RouterConfig
+from pear.core.methods import METHODS
 from pear.core.engine import Engine
 from pear.runs.grid import preset
 from pear.runs.jobs import jobs

@@ -12,7 +12,7 @@ from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 
 from pear.analysis import compare, figures, metrics, report, stats
-from pear.core.config import METHODS
+from pear.core.methods import METHODS
 from pear.store.view import from_records
 from record_factory import make_record, make_simple
 

@@ -10,7 +10,7 @@ from pear.runs.grid import preset
 from pear.runs.jobs import jobs
 from pear.runs.runner import run
 from pear.store.manifest import read as read_manifest
-from pear.core.config import METHODS
+from pear.core.methods import METHODS
 from pear.runs.merge import merge
 from pear.store.records import TIMING_FIELDS, read_records
 

@@ -14,7 +14,7 @@ import pandas as pd
 
 from pear.catalog import labels
 from pear.analysis import metrics
-from pear.core.config import FIXED_TOPOLOGIES
+from pear.core.methods import FIXED_TOPOLOGIES
 
 __all__ = ["PAPER_DIR", "load_paper", "to_internal", "compare_with_paper", "paper_model",
            "beside_paper", "headline_numbers", "number_macros", "quoted_macros"]

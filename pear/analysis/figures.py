@@ -13,7 +13,7 @@ column width (:data:`COLUMN_WIDTHS`), wrapping a long row of panels; accuracy ax
 bands stay inside [0, 1]; log axes label only a few round values ("2k", "5k", "10k");
 point labels are placed by adjustText (:func:`place_labels`) so they do not overlap; every
 method has one colour and one position in every legend (:data:`METHOD_COLORS`,
-:data:`pear.core.config.METHODS` order).
+:data:`pear.core.methods.METHODS` order).
 
 >>> sorted(METHOD_COLORS) == sorted(METHODS)
 True
@@ -36,8 +36,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
 
-from pear.core.config import METHODS
-from pear.core.methods import is_self_consistency
+from pear.core.methods import METHODS, is_self_consistency
 from pear.catalog.labels import (ROUTING_VARIANTS, SIMULATED_MARK, dataset_label, method_label,
                          method_order, model_labels, order_key)
 from pear.analysis.metrics import pareto_front
@@ -429,7 +428,7 @@ def facet(plot: Callable[..., Any], df: pd.DataFrame, *, rows: str | None = "mod
           size: tuple[float, float] | None = None, **kwargs: Any) -> Figure:
     """One figure, one panel per (``rows`` value, ``cols`` value), each drawn by a
     ``plot_*`` function with ``ax=``; one legend for the figure (below the panels, methods
-    in :data:`pear.core.config.METHODS` order), the title, the provenance line and the mark
+    in :data:`pear.core.methods.METHODS` order), the title, the provenance line and the mark
     (``mark`` / ``simulated``) on every panel.  Datasets keep the study's order, other
     values (e.g. "Average") come last; models are titled by display name.
 

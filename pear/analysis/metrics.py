@@ -20,7 +20,8 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from pear.core.config import CONFIDENCE_MAX, CONFIDENCE_MIN, FIXED_TOPOLOGIES
+from pear.core.config import CONFIDENCE_MAX, CONFIDENCE_MIN
+from pear.core.methods import FIXED_TOPOLOGIES
 from pear.methods import spec as _spec
 from pear.catalog.labels import sort_rows as _sorted
 
@@ -441,7 +442,7 @@ def costs(debates: pd.DataFrame, by: Sequence[str] = GROUP) -> pd.DataFrame:
 
 
 def best_fixed(accuracy: Any) -> str | None:
-    """The best fixed topology: of the :data:`~pear.core.config.FIXED_TOPOLOGIES` that
+    """The best fixed topology: of the :data:`~pear.core.methods.FIXED_TOPOLOGIES` that
     ``accuracy`` (method -> accuracy: a mapping or a Series) holds a number for (NaN = not
     run), the one of highest accuracy, the first in that order on ties; None when none.
 

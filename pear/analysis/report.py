@@ -1,5 +1,5 @@
 """Tables and quoted numbers: the study's tables shaped from metrics (``table_*``: methods
-as columns in the order of :data:`pear.core.config.METHODS`, display names from
+as columns in the order of :data:`pear.core.methods.METHODS`, display names from
 :mod:`pear.catalog.labels`), written as LaTeX (booktabs) and Markdown (:func:`save_table`), plus
 Markdown text (:func:`save_markdown`) and LaTeX number macros (:func:`write_numbers`).
 Every ``save_*`` writes into :func:`figures_dir` unless given ``out_dir``.  Plots live in
@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from pear.catalog import labels
-from pear.core.config import METHODS
+from pear.core.methods import METHODS
 from pear.analysis.metrics import DIAGNOSTICS, macro_average
 
 __all__ = [

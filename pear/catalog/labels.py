@@ -21,8 +21,7 @@ import re
 import pandas as pd
 
 from pear.tasks.benchmarks import DATASETS
-from pear.core.config import ABLATIONS, FIXED_TOPOLOGIES, METHODS
-from pear.core.methods import sc_k
+from pear.core.methods import ABLATIONS, FIXED_TOPOLOGIES, METHODS, sc_k
 from pear import methods as _registry
 from pear.catalog.models import display_name
 

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
-from pear.core.config import ABLATIONS, METHODS
+from pear.core.methods import ABLATIONS, METHODS
 
 __all__ = ["StudyModel", "MODELS", "GROUPS", "get", "lookup", "group", "expand",
            "backend_settings", "check_vllm_model", "printed_numbers", "display_name", "PAPER_DIR",

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from pear.analysis.metrics import best_fixed
-from pear.core.config import FIXED_TOPOLOGIES
+from pear.core.methods import FIXED_TOPOLOGIES
 from pear.claims.values import named
 from pear.claims.evidence import Source
 from pear.claims.verdicts import ALPHA, PartResult, decide, fixed_part, mcnemar_needed, printed_numbers

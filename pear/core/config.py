@@ -1,11 +1,9 @@
 """Frozen, validated configuration: the debate protocol, the router, and the method presets.
 
 Every default says where it comes from: ``# paper`` (the PEAR paper), ``# authors' code``
-(the paper is silent, the authors' code sets it) or ``# our choice``.  Methods are named
-entries of the method table (:mod:`pear.core.methods`, public as :mod:`pear.methods`) that
-derive their router settings from one ``RouterConfig`` (:func:`derived_router`); this module
-holds the study's method names, which are data (their display names are the catalog's:
-:mod:`pear.catalog.labels`).
+(the paper is silent, the authors' code sets it) or ``# our choice``.  Methods, their names
+and how each derives its router settings from one ``RouterConfig`` (Random, the ablations)
+are the method table's (:mod:`pear.core.methods`, public as :mod:`pear.methods`).
 
 >>> DebateConfig().n_agents, RouterConfig().alpha_T
 (5, 0.4)
@@ -14,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
 from pear.core.hashing import config_digest
@@ -22,13 +20,6 @@ from pear.core.hashing import config_digest
 __all__ = [
     "DebateConfig",
     "RouterConfig",
-    "METHODS",
-    "DEBATE_METHODS",
-    "ROUTED_METHODS",
-    "ABLATIONS",
-    "FIXED_TOPOLOGIES",
-    "ABLATION_WEIGHTS",
-    "derived_router",
     "config_hash",
     "CONFIDENCE_MIN",
     "CONFIDENCE_MAX",
@@ -40,14 +31,6 @@ __all__ = [
 
 CONFIDENCE_MIN = 1  # paper: integer confidence scale 1..5
 CONFIDENCE_MAX = 5  # paper
-
-from pear.core.graphs import TOPOLOGIES as FIXED_TOPOLOGIES  # noqa: E402 - the one list
-ABLATIONS = ("pear_T", "pear_I", "pear_L", "pear_TI", "pear_TL", "pear_IL")
-ROUTED_METHODS = ("random", "pear") + ABLATIONS
-DEBATE_METHODS = FIXED_TOPOLOGIES + ROUTED_METHODS
-METHODS = ("cot", "cot_sc") + DEBATE_METHODS
-"""Every method name of the study, in the order tables show them (plug-ins come after them:
-:func:`pear.catalog.labels.method_order`)."""
 
 
 ROLES = ("honest", "adversarial", "overconfident", "underconfident")
@@ -204,30 +187,6 @@ class RouterConfig:
                "candidate budget must be >= 1")
         _check(self.base_graph in ("in_regular", "circulant"), "base_graph", self.base_graph,
                "use 'in_regular' or 'circulant'")
-
-
-ABLATION_WEIGHTS = {  # the weights an ablation keeps; the others are set to 0
-    "pear_T": ("alpha_T",), "pear_I": ("alpha_I",), "pear_L": ("alpha_L",),
-    "pear_TI": ("alpha_T", "alpha_I"), "pear_TL": ("alpha_T", "alpha_L"),
-    "pear_IL": ("alpha_I", "alpha_L"),
-}
-
-
-def derived_router(name: str, base: RouterConfig) -> RouterConfig:
-    """The router settings of a study method from the run's: ``random`` is the PEAR router
-    with all weights 0 (a uniform relabelling every round); the ablations keep the named
-    weights and zero the others; every other method uses ``base`` as given.
-
-    >>> derived_router("pear_T", RouterConfig()).alpha_I
-    0.0
-    """
-    zero = dict(alpha_T=0.0, alpha_I=0.0, alpha_L=0.0)
-    if name == "random":
-        return replace(base, **zero)
-    if name in ABLATION_WEIGHTS:
-        keep = {w: getattr(base, w) for w in ABLATION_WEIGHTS[name]}
-        return replace(base, **{**zero, **keep})
-    return base
 
 
 def identity_dict(config: Any) -> dict[str, Any]:

@@ -33,8 +33,8 @@ from typing import Any, Callable, Literal, Mapping, Sequence
 
 import numpy as np
 
-from pear.core.config import (ABLATIONS, FIXED_TOPOLOGIES, METHODS, ROUTED_METHODS,
-                              RouterConfig, derived_router)
+from pear.core.config import RouterConfig
+from pear.core.graphs import TOPOLOGIES as FIXED_TOPOLOGIES
 from pear.core.graphs import fixed_topology
 from pear.core.router import Decision, RouteItem, RouterState, route, route_batch
 from pear.core.vote import vote
@@ -43,7 +43,8 @@ __all__ = [
     "Method", "RouterState", "Decision", "lookup", "method", "names", "add", "remove",
     "check_edges", "route_debates", "aggregate", "call_route", "initial_agents", "pear_route",
     "pear_route_batch",
-    "sc_k", "is_self_consistency", "SC_SIZES", "SC_MAX",
+    "sc_k", "is_self_consistency", "SC_SIZES", "SC_MAX", "keeping",
+    "METHODS", "DEBATE_METHODS", "ROUTED_METHODS", "ABLATIONS", "FIXED_TOPOLOGIES",
 ]
 
 Graphs = Literal["fixed", "relabelling", "free"]
@@ -338,11 +339,37 @@ def pear_route_batch(pairs: Sequence[tuple[RouterState, np.random.Generator]]
     return route_batch([RouteItem(s, r) for s, r in pairs])
 
 
+def keeping(weights: tuple[str, ...], base: RouterConfig) -> RouterConfig:
+    """``base`` with the PEAR score weights not in ``weights`` set to 0: how Random (none
+    kept) and the ablations (the named ones kept) derive their router settings.
+
+    >>> keeping(("alpha_T",), RouterConfig()).alpha_I, keeping((), RouterConfig()).alpha_T
+    (0.0, 0.0)
+    """
+    unknown = set(weights) - set(_WEIGHTS)
+    if unknown:
+        raise ValueError(f"unknown PEAR weight {sorted(unknown)[0]!r}: choose from "
+                         f"{', '.join(_WEIGHTS)}")
+    return replace(base, **{w: 0.0 for w in _WEIGHTS if w not in weights})
+
+
+_WEIGHTS = ("alpha_T", "alpha_I", "alpha_L")
+"""The PEAR score's weights (:class:`~pear.core.config.RouterConfig`)."""
+
+
 def _fixed_route(name: str) -> Callable[..., np.ndarray]:
     def fixed(state: RouterState, rng: np.random.Generator) -> np.ndarray:
         return fixed_topology(name, state.n)
     fixed.__qualname__ = f"fixed_route[{name}]"
     return fixed
+
+
+def _routed(name: str, keeps: tuple[str, ...] | None, description: str) -> None:
+    """A study method that routes with PEAR's router over relabellings of the base role
+    graph, keeping the weights ``keeps`` of the run's router settings (None: all of them)."""
+    add(Method(name, pear_route, route_batch=pear_route_batch, graphs="relabelling",
+               derive=None if keeps is None else partial(keeping, keeps),
+               description=description))
 
 
 _FIXED = {"clique": "Every agent critiques every other", "star": "Hub = agent 1, both directions",
@@ -354,11 +381,24 @@ add(Method("cot_sc", description="Self-consistency: majority vote of the n initi
 for _name in FIXED_TOPOLOGIES:
     add(Method(_name, _fixed_route(_name), graphs="fixed", in_degree=None,
                equivariant=_name == "clique", description=f"{_FIXED[_name]} (fixed topology)."))
-for _name in ROUTED_METHODS:
-    _what = {"random": "A uniform relabelling of the base role graph every round (PEAR with "
-                       "all weights 0).",
-             "pear": "PEAR: the relabelling with the best T/I/L score (softmax)."}.get(_name) \
-        or f"PEAR ablation keeping {_name.split('_')[1]} (the other weights 0)."
-    add(Method(_name, pear_route, route_batch=pear_route_batch, graphs="relabelling",
-               derive=partial(derived_router, _name), description=_what))
-assert tuple(_TABLE) == METHODS and set(ABLATIONS) <= set(_TABLE)
+# the routed methods; each row says which of the run's weights it keeps (paper: Random is
+# PEAR with all weights 0, an ablation keeps the named terms and zeroes the others)
+_routed("random", (), "A uniform relabelling of the base role graph every round (PEAR with "
+        "all weights 0).")
+_routed("pear", None, "PEAR: the relabelling with the best T/I/L score (softmax).")
+_routed("pear_T", ("alpha_T",), "PEAR ablation keeping T (the other weights 0).")
+_routed("pear_I", ("alpha_I",), "PEAR ablation keeping I (the other weights 0).")
+_routed("pear_L", ("alpha_L",), "PEAR ablation keeping L (the other weights 0).")
+_routed("pear_TI", ("alpha_T", "alpha_I"), "PEAR ablation keeping TI (the other weights 0).")
+_routed("pear_TL", ("alpha_T", "alpha_L"), "PEAR ablation keeping TL (the other weights 0).")
+_routed("pear_IL", ("alpha_I", "alpha_L"), "PEAR ablation keeping IL (the other weights 0).")
+
+METHODS: tuple[str, ...] = tuple(_TABLE)
+"""Every method name of the study, in the order tables show them (plug-ins come after them:
+:func:`pear.catalog.labels.method_order`)."""
+DEBATE_METHODS = tuple(n for n in METHODS if _TABLE[n].is_debate)
+"""The study's methods with debate rounds: the fixed topologies, then the routed ones."""
+ROUTED_METHODS = tuple(n for n in METHODS if _TABLE[n].graphs == "relabelling")
+"""Random, PEAR and the ablations."""
+ABLATIONS = tuple(n for n in ROUTED_METHODS if n not in ("random", "pear"))
+"""PEAR's ablations: the routed methods that keep some of PEAR's weights, not all or none."""

@@ -17,8 +17,8 @@ from functools import lru_cache
 from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
 
 from pear.core import methods as table
-from pear.core.config import FIXED_TOPOLOGIES, RouterConfig
-from pear.core.methods import Graphs, Method, accepts
+from pear.core.config import RouterConfig
+from pear.core.methods import FIXED_TOPOLOGIES, Graphs, Method, accepts
 
 __all__ = ["register", "unregister", "load_plugins", "spec", "names", "plugin_names",
            "label", "ENTRY_POINT_GROUP", "PLUGINS_ENV"]

@@ -29,7 +29,7 @@ from matplotlib.figure import Figure
 
 from pear.analysis.metrics import CRITIQUE_RATES
 from pear.backends.simulated import SimParams
-from pear.core.config import FIXED_TOPOLOGIES
+from pear.core.methods import FIXED_TOPOLOGIES
 
 __all__ = [
     "FITTED_METHODS", "HELD_OUT_METHODS", "DIAGNOSTICS", "STAGES", "BOUNDS", "FitResult",

@@ -15,8 +15,8 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
-from pear.core.config import METHODS, DebateConfig, RouterConfig, identity_dict, roles_for
-from pear.core.methods import SC_SIZES
+from pear.core.config import DebateConfig, RouterConfig, identity_dict, roles_for
+from pear.core.methods import METHODS, SC_SIZES
 from pear.methods import is_self_consistency, spec as method_spec
 from pear.tasks.benchmarks import DATASETS
 

@@ -44,7 +44,7 @@ def generate() -> list[dict[str, Any]]:
     from pear.tasks import grading as tasks
     from pear.backends.simulated import SimParams, SimulatedBackend
     from pear.core.engine import Engine
-    from pear.core.config import METHODS
+    from pear.core.methods import METHODS
     from pear.runs.grid import answer_key, preset
     from pear.runs.jobs import jobs
     from pear.store.records import TIMING_FIELDS
