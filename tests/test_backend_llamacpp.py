@@ -101,7 +101,7 @@ def test_initial_phase_json_parses_and_satisfies_the_schema(backend):
 @needs_model
 def test_every_phase_schema_compiles_to_a_grammar(backend):
     schemas = [schema_for(phase, style, 128, targets=[1], sources=[1])
-               for phase in ("initial", "critique", "update") for style in ("paper", "compact")]
+               for phase in ("initial", "critique", "revision") for style in ("paper", "compact")]
     out = backend.generate([Request(chat("Reply in JSON."), max_tokens=6, schema=s)
                             for s in schemas])
     assert all(c.ok and c.text.startswith("{") for c in out), out

@@ -114,7 +114,7 @@ def test_chain_dynamics_with_scripted_agents():
     assert rec["calls"] == 5 + 2 * (4 + 5)
     assert rec["tokens"] == {"prompt": 10 * rec["calls"], "completion": 5 * rec["calls"],
                              "cached": 0}
-    assert be.batches[1] == ["critique"] * 4 and be.batches[2] == ["update"] * 5
+    assert be.batches[1] == ["critique"] * 4 and be.batches[2] == ["revision"] * 5
 
 
 def test_pear_round_records_router_terms_and_in_degree_k():
@@ -150,7 +150,7 @@ def test_failed_requests_drop_the_debate():
         def generate(self, requests):
             out = super().generate(requests)
             return [Completion("", finish_reason="error", error="HTTP 503")
-                    if r.meta["phase"] == "update" and r.meta["agent"] == 0 else c
+                    if r.meta["phase"] == "revision" and r.meta["agent"] == 0 else c
                     for r, c in zip(requests, out)]
     eng = Engine(Flaky(["1", "2", "3", "4", "5"]), DebateConfig(rounds=1))
     recs = list(eng.run([Job(QS[0], method(m), 0) for m in ("cot", "ring", "pear")]))
@@ -219,12 +219,12 @@ def test_truncated_completions_are_counted():
     assert all(a["truncated"] for rd in rec["rounds_data"] for a in rd["agents"])
 
 
-def test_update_prompt_never_shows_the_critics_confidence():
+def test_revision_prompt_never_shows_the_critics_confidence():
     seen = []
 
     class Spy(Scripted):
         def generate(self, requests):
-            seen.extend(r for r in requests if r.meta["phase"] == "update")
+            seen.extend(r for r in requests if r.meta["phase"] == "revision")
             return super().generate(requests)
     next(Engine(Spy(["10", "1", "2", "3", "4"]), DebateConfig(rounds=1)).run(
         [Job(QS[0], method("clique"), 0)]))

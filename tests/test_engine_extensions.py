@@ -45,7 +45,7 @@ class ByRound:
             else:
                 row = rows[min(m["round"], len(rows) - 1)]
                 obj = {"answer": row[m["agent"]], "confidence": 3, "reasoning": "r"}
-                if m["phase"] == "update":
+                if m["phase"] == "revision":
                     obj["critique_response"] = {str(c["source"] + 1): {"decision": "ACCEPT",
                                                                        "reason": "x"}
                                                 for c in m["critiques"]}
@@ -229,7 +229,7 @@ def test_mixed_models_make_one_generate_call_per_model_per_phase():
     # initial, then critique + update per round: 5 phases, one call per model each
     assert a.calls == b.calls == 5 and eng.generate_calls == 10
     assert [{r.meta["phase"] for r in batch} for batch in a.seen] == \
-        [{"initial"}, {"critique"}, {"update"}, {"critique"}, {"update"}]
+        [{"initial"}, {"critique"}, {"revision"}, {"critique"}, {"revision"}]
     assert all(r.meta["agent"] in (0, 2, 4) for batch in a.seen for r in batch)
     assert all(r.meta["agent"] in (1, 3) for batch in b.seen for r in batch)
     for rec in recs:

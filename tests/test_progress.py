@@ -68,7 +68,7 @@ class _FailingRevisions(SimulatedBackend):
     def generate(self, requests):
         out = super().generate(requests)
         return [Completion("", finish_reason="error", error="HTTP 503")
-                if r.meta.get("phase") == "update" else c for r, c in zip(requests, out)]
+                if r.meta.get("phase") == "revision" else c for r, c in zip(requests, out)]
 
 
 def test_failed_debates_count_the_rounds_they_skip():

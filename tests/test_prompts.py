@@ -30,12 +30,12 @@ def test_the_shipped_file_is_the_studys_nine_templates():
     assert "do not default to 4 or 5" in RUBRIC
     assert INITIAL.startswith("You are Agent {agent_id}.")
     assert prompts.templates("paper") == {
-        "system": SYSTEM, "rubric": RUBRIC, "initial": INITIAL, "update": UPDATE,
+        "system": SYSTEM, "rubric": RUBRIC, "initial": INITIAL, "revision": UPDATE,
         "critique": CRITIQUE, "gsm8k": GSM8K, "mmlu_pro": MMLU, "math500": MATH,
         "truthfulqa": TQA}
 
 
-@pytest.mark.parametrize("name", ["initial", "update", "critique", "gsm8k", "mmlu_pro",
+@pytest.mark.parametrize("name", ["initial", "revision", "critique", "gsm8k", "mmlu_pro",
                                   "math500", "truthfulqa"])
 def test_rendering_with_its_own_placeholders_gives_the_shipped_text_back(name):
     tpl = prompts.templates()[name]
@@ -85,18 +85,18 @@ def test_critique_prompt_shows_participants_with_answer_confidence_reasoning():
     assert RUBRIC not in user["content"]  # the rubric is not in the critique prompt
 
 
-def test_update_prompt_lists_critiques_without_the_critics_confidence():
+def test_revision_prompt_lists_critiques_without_the_critics_confidence():
     q = _q("math500")
     own = {"agent": 1, "answer": "5", "confidence": 3, "reasoning": "r"}
     crit = [{"source": 3, "step_loc": "step 2", "correction": "it is 6", "assessment": "Flawed"}]
-    _, user = prompts.update_messages(q, own, crit)
+    _, user = prompts.revision_messages(q, own, crit)
     listed = "[Critique from Agent 4]\nstep_loc: step 2\ncorrection: it is 6\nassessment: Flawed"
     expected = (UPDATE.replace("{agent_id}", "2").replace("{question}", prompts.problem_block(q))
                 .replace("{CONFIDENCE RUBRIC}", RUBRIC).replace("{previous_answer}", "5")
                 .replace("{previous_confidence}", "3").replace("{previous_reasoning}", "r")
                 .replace("{critiques}", listed))
     assert user["content"] == expected
-    _, none = prompts.update_messages(q, own, [])
+    _, none = prompts.revision_messages(q, own, [])
     assert "CRITIQUES YOU RECEIVED\nNone.\n" in none["content"]
 
 
@@ -108,7 +108,7 @@ def test_question_text_with_braces_is_never_reinterpreted():
 
 def test_paper_schemas_are_answer_first_and_uncapped():
     init = prompts.schema_for("initial")
-    upd = prompts.schema_for("update", sources=[0, 3])
+    upd = prompts.schema_for("revision", sources=[0, 3])
     crit = prompts.schema_for("critique", targets=[1, 4])
     assert list(init["properties"]) == ["answer", "confidence", "reasoning"]
     assert list(upd["properties"]) == ["answer", "confidence", "reasoning", "critique_response"]

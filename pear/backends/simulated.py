@@ -367,7 +367,7 @@ class SimulatedBackend:
     def _critique(self, meta: Mapping[str, Any], u: Sequence[float]) -> dict[str, Any]:
         return {"reviews": [self.critique(meta["own"], t) for t in meta["targets"]]}
 
-    def _update(self, meta: Mapping[str, Any], u: Sequence[float]) -> dict[str, Any]:
+    def _revision(self, meta: Mapping[str, Any], u: Sequence[float]) -> dict[str, Any]:
         q = self.question(meta)
         own = meta["own"]
         crits = meta["critiques"]
@@ -404,7 +404,7 @@ class SimulatedBackend:
         self._reseed(req.seed)
         u = self._rng.random(6).tolist()  # fixed per request: the phase's own come first
         phase = meta["phase"]
-        if phase not in ("initial", "critique", "update"):
+        if phase not in ("initial", "critique", "revision"):
             raise ValueError(f"simulated backend: unknown phase {phase!r}")
         obj = getattr(self, "_" + phase)(meta, u)
         if meta.get("role", "honest") != "honest":
@@ -468,7 +468,7 @@ def _role_reply(obj: dict[str, Any], meta: Mapping[str, Any], wrong: str) -> dic
         obj["reviews"] = [_adversarial_review(t, wrong) for t in meta["targets"]]
     elif role == "adversarial":
         obj["answer"] = wrong
-        if phase == "update":
+        if phase == "revision":
             obj["critique_response"] = {k: {"decision": "REJECT", "reason": "simulated"}
                                         for k in obj["critique_response"]}
     if "confidence" in obj and role in _ROLE_CONFIDENCE:

@@ -23,12 +23,12 @@ Every agent entry of a record carries its ``role`` and ``model``.
 """
 from __future__ import annotations
 
-import dataclasses
 import json
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from operator import attrgetter
 from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
 import numpy as np
@@ -40,8 +40,9 @@ from pear.core import methods
 from pear.core.config import ROLE_CONFIDENCE, DebateConfig, config_hash
 from pear.core.methods import Method
 from pear.core.graphs import debate_base_graph
-from pear.core.record import SCHEMA_VERSION
-from pear.core.router import RouterState, update_influence
+from pear.core.record import (AGENT_KEYS, CRITIQUE_KEYS, RECORD_KEYS, ROUND_KEYS, SCHEMA_VERSION,
+                              in_schema_order)
+from pear.core.router import Decision, RouterState, update_influence
 from pear.core.stopping import parse_stop, stop_reason
 
 __all__ = ["Job", "Engine", "Critique", "IdentityTask", "TaskLike", "copied_calls", "debate_rounds",
@@ -111,8 +112,13 @@ def round_calls(debate: DebateConfig, job: Job, first: int) -> int:
     return 2 * agents * max(0, debate.rounds + 1 - first)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Agent:
+    """One agent's answer after a round; its attributes are the record's agent entry
+    (:data:`pear.core.record.AGENT_KEYS`).  Never changed once made: a round makes new agents,
+    and the methods of one question share round 0's."""
+
+    agent: int
     answer: str
     canonical: str
     confidence: int
@@ -123,19 +129,21 @@ class _Agent:
     role: str = "honest"
     model: str = ""
 
-    def entry(self, i: int) -> dict[str, Any]:
-        return {"agent": i, "answer": self.answer, "canonical": self.canonical,
-                "confidence": self.confidence, "reasoning": self.reasoning,
-                "correct": self.correct, "parse_error": self.parse_error,
-                "truncated": self.truncated, "role": self.role, "model": self.model}
+    def entry(self) -> dict[str, Any]:
+        """The record's entry (:class:`pear.core.record.AgentEntry`), keys in schema order."""
+        return dict(zip(AGENT_KEYS, _agent_values(self)))
 
-    def view(self, i: int) -> dict[str, Any]:
+    def view(self) -> dict[str, Any]:
         """What other agents' prompts show of this agent (``agent`` 0-indexed)."""
-        return {"agent": i, "answer": self.answer or "(no answer)", "canonical": self.canonical,
-                "confidence": self.confidence, "reasoning": self.reasoning}
+        return {"agent": self.agent, "answer": self.answer or "(no answer)",
+                "canonical": self.canonical, "confidence": self.confidence,
+                "reasoning": self.reasoning}
 
 
-@dataclass
+_agent_values = attrgetter(*AGENT_KEYS)
+
+
+@dataclass(slots=True)
 class Critique:
     """One routed edge of a round: the source's review of the target and the target's verdict."""
 
@@ -156,17 +164,16 @@ class Critique:
     parse_error: str | None = None
 
     def shown(self) -> dict[str, Any]:
-        """The critique as the target's update prompt shows it (no source confidence)."""
+        """The critique as the target's revision prompt shows it (no source confidence)."""
         return {"source": self.source, "step_loc": self.step_loc, "correction": self.correction,
                 "assessment": self.assessment}
 
     def entry(self) -> dict[str, Any]:
-        """The record's entry (:class:`pear.core.record.CritiqueEntry`), keys in field order."""
-        return {k: getattr(self, k) for k in _CRITIQUE_KEYS}
+        """The record's entry (:class:`pear.core.record.CritiqueEntry`), keys in schema order."""
+        return dict(zip(CRITIQUE_KEYS, _critique_values(self)))
 
 
-_CRITIQUE_KEYS = tuple(f.name for f in dataclasses.fields(Critique))
-"""The fields of a critique's record entry (read once; no reflection per record)."""
+_critique_values = attrgetter(*CRITIQUE_KEYS)
 
 
 @dataclass
@@ -185,6 +192,8 @@ class _Debate:
     cached_tokens: int = 0
     calls: int = 0
     truncated_calls: int = 0
+    parse_failures: int = 0
+    """Agents' and critiques' parse errors in the rounds so far."""
     failed: str | None = None
     stop_reason: str | None = None
     """Why the debate ended (:func:`pear.core.stopping.stop_reason`); None while it runs."""
@@ -215,7 +224,12 @@ class _Debate:
 class Engine:
     """Runs debates for one population of agents: one model through one backend, or (with
     ``DebateConfig.agent_models``) one backend per agent model, given as a mapping
-    ``{model name: backend}``."""
+    ``{model name: backend}``.
+
+    The main flow comes first: :meth:`run` (round 0, then the debate rounds in lockstep),
+    :meth:`_round` (the paper's round: route, critique, revise, update influence) and its
+    steps, then how a round closes and a record is written; the plumbing (identity,
+    progress, backend calls, requests, agents from parsed replies, branching) follows."""
 
     def __init__(self, backend: Backend | Mapping[str, Backend],
                  debate: DebateConfig = DebateConfig(), *,
@@ -252,15 +266,288 @@ class Engine:
         self.on_progress: Callable[[], None] | None = None
         """Called whenever ``phase``, ``calls_done`` or ``rounds_done`` changes."""
 
-    def steps(self, job: Job, first: int = 0) -> int:
-        """:func:`debate_rounds` of ``job`` under this engine's protocol."""
-        return debate_rounds(job, self.debate.rounds, first)
+    # the run ------------------------------------------------------------------
+    def run(self, jobs: Sequence[Job]) -> Iterator[dict[str, Any]]:
+        """Run ``jobs`` in lockstep; yield one record per finished debate (CoT/CoT-SC after
+        round 0, a debate after the round that ends it: the last one, or the one after
+        which its stop rule holds).  Failed debates are listed in ``failed``."""
+        debates: list[_Debate] = []
+        for d in self._round_zero(jobs):
+            if d.job.method.is_debate and not self._stops(d, 0):
+                debates.append(d)
+            else:
+                self.calls_unneeded += round_calls(self.debate, d.job, 1)
+                self._progress(rounds=self.steps(d.job, 1))
+                yield self._record(d)
+        yield from self._rounds(debates, 1)
 
-    def _progress(self, phase: str | None = None, rounds: int = 0) -> None:
-        self.phase = phase if phase is not None else self.phase
-        self.rounds_done += rounds
-        if self.on_progress is not None:
-            self.on_progress()
+    def branch(self, starts: Sequence[tuple[Job, Mapping[str, Any]]],
+               from_round: int) -> Iterator[dict[str, Any]]:
+        """Counterfactual branches: for each ``(job, parent record)``, continue the parent's
+        debate from its recorded state after round ``from_round`` (answers, confidences,
+        reasoning, influence) under ``job``'s method; rounds 0..``from_round`` are copied,
+        never re-asked.  Each later round draws from the generator a full run of ``job`` has
+        in that round (:func:`pear.core.hashing.round_seed`: nothing is replayed) and its
+        requests get the seeds of a full run, so a branch under the parent's own method
+        reproduces the parent's later rounds.  Records carry ``branched_from``;
+        their tokens and calls are what the branch spent."""
+        debates = [self._from_record(job, parent, from_round) for job, parent in starts]
+        yield from self._rounds(debates, from_round + 1)
+
+    def _round_zero(self, jobs: Sequence[Job]) -> list[_Debate]:
+        """Initial answers: one request per (seed, question, agent) needed, shared by every
+        method of that question; a routed method's base role graph is drawn from
+        (seed, question) alone, so PEAR, Random and the ablations share it (paired)."""
+        n = self.debate.n_agents
+        groups: dict[tuple, list[Job]] = defaultdict(list)
+        for job in jobs:
+            groups[(job.seed, job.question.dataset, job.question.id)].append(job)
+        reqs, owners = [], []
+        for key, gjobs in groups.items():
+            seed, dataset, qid = key
+            q = gjobs[0].question
+            n_needed = max(methods.initial_agents(j.method, n) for j in gjobs)
+            for i in range(n_needed):
+                meta = {"phase": "initial", "round": 0, "agent": i, "dataset": dataset,
+                        "question_id": qid, **_question_meta(q)}
+                reqs.append(self._request(q, prompts.initial_messages(q, i, self.style), "initial",
+                                          derive_seed(seed, "round0", dataset, qid, i, "initial"),
+                                          meta))
+                owners.append(key)
+        round0: dict[tuple, list[Completion]] = defaultdict(list)
+        self._progress(phase="round 0: initial answers")
+        for key, comp in zip(owners, self._generate(reqs)):
+            round0[key].append(comp)
+
+        out: list[_Debate] = []
+        for key, gjobs in groups.items():
+            comps = round0[key]
+            error = next((c.error for c in comps if not c.ok), None)
+            q = gjobs[0].question
+            agents = None if error else self._agents_from(
+                [parsing.parse_answer(c.text) for c in comps],
+                [c.finish_reason == "length" for c in comps], q)
+            for job in gjobs:
+                ident = self.identity(job)
+                if error:
+                    self.failed.append((ident["debate_id"], error))
+                    self.calls_unneeded += round_calls(self.debate, job, 1)
+                    self._progress(rounds=self.steps(job))
+                    continue
+                k = methods.initial_agents(job.method, n)
+                d = _Debate(job, ident, debate_seed(job.seed, job.method.name, q.dataset, q.id),
+                            agents[:k], [], np.zeros(max(k, n)))
+                for c in comps[:k]:
+                    d.charge(c)
+                if job.method.is_debate:
+                    d.base = self._base(job, n)
+                d.start_round(0)
+                self._close(d, 0, None, [])
+                out.append(d)
+        self._progress(rounds=len(out))
+        return out
+
+    def _rounds(self, debates: list[_Debate], first: int) -> Iterator[dict[str, Any]]:
+        """Rounds ``first``.. for the debates in flight, in lockstep; one record per debate
+        as it ends."""
+        for r in range(first, self.debate.rounds + 1):
+            if not debates:
+                break
+            self._round(debates, r)
+            self._progress(rounds=len(debates))
+            going = []
+            for d in debates:
+                if d.failed:
+                    self.failed.append((d.ident["debate_id"], d.failed))
+                elif self._stops(d, r):
+                    yield self._record(d)
+                else:
+                    going.append(d)
+                    continue
+                self.calls_unneeded += round_calls(self.debate, d.job, r + 1)
+                self._progress(rounds=self.steps(d.job, r + 1))  # the rounds it skips
+            debates = going  # stopped and failed debates leave the lockstep batch
+
+    # one round, as the paper states it ---------------------------------------------
+    def _round(self, debates: list[_Debate], r: int) -> None:
+        """Debate round ``r`` for every debate in flight: route (each debate's graph),
+        critique (each source reviews its targets), revise (each agent answers the critiques
+        it received and revises), update influence (from the accepted critiques); then the
+        round closes (the method's vote, the record's round entry)."""
+        for d in debates:
+            d.start_round(r)
+        self._progress(phase=f"round {r}: critiques")
+        plans = self._route(debates, r)
+        critiques = self._critique(debates, plans, r)
+        self._progress(phase=f"round {r}: revisions")
+        self._revise(debates, critiques, r)
+        self._update_influence(debates, plans, critiques)
+        for d, plan, crits in zip(debates, plans, critiques):
+            if not d.failed:
+                self._close(d, r, plan, crits)
+
+    def _route(self, debates: list[_Debate], r: int) -> list[Decision]:
+        """Each debate's graph for round ``r``: its method's router on the state after the
+        last round (:func:`pear.core.methods.route_debates`; batched routers score their
+        debates in one vectorized pass)."""
+        k = self.debate.k
+        return methods.route_debates([
+            (d.job.method, RouterState(tuple(a.canonical for a in d.agents),
+                                       tuple(a.confidence for a in d.agents),
+                                       tuple(d.influence.tolist()), d.base, round=r, k=k,
+                                       config=d.job.method.router), d.rng)
+            for d in debates])
+
+    def _critique(self, debates: list[_Debate], plans: list[Decision],
+                  r: int) -> list[list[Critique]]:
+        """Every source with out-edges reviews all of its targets in one request; per
+        debate, one :class:`Critique` per edge of its graph, in the graph's edge order."""
+        reqs, owners = [], []
+        for j, (d, plan) in enumerate(zip(debates, plans)):
+            by_source: dict[int, list[int]] = defaultdict(list)
+            for s, t in plan.edges.tolist():
+                by_source[s].append(t)
+            q, job, views = d.job.question, d.job, [a.view() for a in d.agents]
+            for s, targets in sorted(by_source.items()):
+                shown = [views[t] for t in targets]
+                meta = {"phase": "critique", "round": r, "agent": s, "dataset": q.dataset,
+                        "question_id": q.id, "debate_id": d.ident["debate_id"],
+                        "own": views[s], "targets": shown, **_question_meta(q)}
+                reqs.append(self._request(
+                    q, prompts.critique_messages(q, views[s], shown, self.style), "critique",
+                    derive_seed(job.seed, job.method.name, q.dataset, q.id, s, r, "critique"),
+                    meta, targets=targets))
+                owners.append((j, s, targets))
+        self.calls_unneeded += sum(len(d.agents) for d in debates) - len(reqs)  # no out-edges
+        out: list[list[Critique]] = [[] for _ in debates]
+        for (j, s, targets), comp in zip(owners, self._generate(reqs)):
+            d = debates[j]
+            if not d.charge(comp):
+                continue
+            parsed = parsing.parse_critique(comp.text, targets)
+            src = d.agents[s]
+            for t in targets:
+                review, tgt = parsed.reviews.get(t), d.agents[t]
+                out[j].append(Critique(
+                    source=s, target=t, source_answer=src.canonical,
+                    target_answer=tgt.canonical, source_confidence=src.confidence,
+                    target_confidence=tgt.confidence, **(review or {}),
+                    delivered=review is not None,
+                    parse_error=None if review else (parsed.parse_error or "missing review")))
+        return out
+
+    def _revise(self, debates: list[_Debate], critiques: list[list[Critique]], r: int) -> None:
+        """Every agent answers the critiques delivered to it (ACCEPT/REJECT each, recorded on
+        the critique) and revises its answer; each debate still running gets its revised
+        agents.  A revision without an answer keeps the previous answer and confidence."""
+        reqs, owners = [], []
+        for j, d in enumerate(debates):
+            if d.failed:
+                continue
+            q, job = d.job.question, d.job
+            received: list[list[Critique]] = [[] for _ in d.agents]
+            for c in critiques[j]:
+                if c.delivered:
+                    received[c.target].append(c)
+            for i, agent in enumerate(d.agents):
+                shown = [c.shown() for c in received[i]]
+                own = agent.view()
+                meta = {"phase": "revision", "round": r, "agent": i, "dataset": q.dataset,
+                        "question_id": q.id, "debate_id": d.ident["debate_id"], "own": own,
+                        "critiques": [{**s, "source_answer": c.source_answer,
+                                       "source_confidence": c.source_confidence}
+                                      for s, c in zip(shown, received[i])], **_question_meta(q)}
+                reqs.append(self._request(
+                    q, prompts.revision_messages(q, own, shown, self.style), "revision",
+                    # the seed's label predates the phase's name: seeds stay what they were
+                    derive_seed(job.seed, job.method.name, q.dataset, q.id, i, r, "update"),
+                    meta, sources=[c.source for c in received[i]]))
+                owners.append((j, i, received[i]))
+        self.calls_unneeded += sum(len(d.agents) for d in debates) - len(reqs)  # failed ones
+        revised: dict[int, tuple[list[parsing.AnswerParse], list[bool]]] = {}
+        for (j, i, received_i), comp in zip(owners, self._generate(reqs)):
+            d = debates[j]
+            if not d.charge(comp):
+                continue
+            p = parsing.parse_revision(comp.text, [c.source for c in received_i])
+            for c in received_i:
+                c.decision = p.decisions.get(c.source)
+                c.reason = p.reasons.get(c.source, "")
+                if c.decision is None:
+                    c.parse_error = f"missing decision from agent {i + 1}"
+            if not p.answer:  # documented fallback: keep the previous answer and confidence
+                prev = d.agents[i]
+                p = parsing.AnswerParse(prev.answer, prev.confidence,
+                                        p.reasoning or prev.reasoning, p.parse_error)
+            parses, truncated = revised.setdefault(j, ([], []))
+            parses.append(p)
+            truncated.append(comp.finish_reason == "length")
+        for j, (parses, truncated) in revised.items():
+            d = debates[j]
+            if not d.failed:
+                d.agents = self._agents_from(parses, truncated, d.job.question)
+
+    def _update_influence(self, debates: list[_Debate], plans: list[Decision],
+                          critiques: list[list[Critique]]) -> None:
+        """The paper's influence update of every debate still running: each source's rho
+        moves toward the share of its critiques this round that their targets accepted
+        (:func:`pear.core.router.update_influence`)."""
+        for d, plan, crits in zip(debates, plans, critiques):
+            if d.failed:
+                continue
+            # a debate still running has one critique per edge, in the graph's edge order
+            d.influence = update_influence(d.influence, plan.edges,
+                                           [c.decision == "ACCEPT" for c in crits],
+                                           d.job.method.router.beta)
+
+    # closing a round, writing a record ---------------------------------------------
+    def _close(self, d: _Debate, r: int, plan: Decision | None,
+               critiques: list[Critique]) -> None:
+        """Aggregate (the method's, by default the majority vote) and append round ``r`` to
+        the debate's record."""
+        agents = d.agents
+        winner = methods.aggregate(d.job.method, [a.canonical for a in agents],
+                                   [a.confidence for a in agents], d.rng)
+        correct = bool(winner) and next(a.correct for a in agents if a.canonical == winner)
+        d.parse_failures += sum(a.parse_error is not None for a in agents) \
+            + sum(c.parse_error is not None for c in critiques)
+        d.rounds_data.append(in_schema_order(ROUND_KEYS, {
+            "round": r, "edges": plan.edges.tolist() if plan is not None else [],
+            "router": plan.to_record() if plan is not None else None,
+            "agents": [a.entry() for a in agents],
+            "critiques": [c.entry() for c in critiques],
+            "influence": d.influence.tolist(), "vote": winner, "vote_correct": correct}))
+
+    def _stops(self, d: _Debate, r: int) -> bool:
+        """Whether debate ``d`` ends after round ``r`` (sets its ``stop_reason``)."""
+        d.stop_reason = stop_reason(
+            self.stop_rule, votes=[rd["vote"] for rd in d.rounds_data],
+            answers=[a.canonical for a in d.agents], r=r, rounds=self.debate.rounds)
+        return d.stop_reason is not None
+
+    def _record(self, d: _Debate) -> dict[str, Any]:
+        """The debate's record (:class:`pear.core.record.DebateRecord`, keys in schema order)."""
+        last, debate = d.rounds_data[-1], d.job.method.is_debate
+        values = {
+            "schema": SCHEMA_VERSION, **d.ident, "prompt_style": self.style,
+            "n_agents": len(d.agents), "rounds": len(d.rounds_data) - 1,
+            "max_rounds": self.debate.rounds if debate else 0,
+            "stop_reason": d.stop_reason if debate else None,
+            "gold_shown_to": [i for i, a in enumerate(d.agents) if a.role == "adversarial"],
+            "gold": d.job.question.gold, "rounds_data": d.rounds_data,
+            "final_answer": last["vote"], "correct": last["vote_correct"],
+            "tokens": {"prompt": d.prompt_tokens, "completion": d.completion_tokens,
+                       "cached": d.cached_tokens},
+            "calls": d.calls, "truncated_calls": d.truncated_calls,
+            "parse_failures": d.parse_failures,
+            "latency_s": round(time.perf_counter() - d.started, 4),
+            "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        }
+        if p := d.job.method.provenance():
+            values["plugin"] = p
+        if d.branched_from:
+            values["branched_from"] = d.branched_from
+        return in_schema_order(RECORD_KEYS, values)
 
     # identity ---------------------------------------------------------------
     def identity(self, job: Job) -> dict[str, Any]:
@@ -282,7 +569,23 @@ class Engine:
         bid = branch_debate_id(ident, {"debate_id": parent_id, "round": from_round})
         return {"debate_id": bid, **ident}
 
-    # backend ----------------------------------------------------------------
+    # progress -----------------------------------------------------------------
+    def steps(self, job: Job, first: int = 0) -> int:
+        """:func:`debate_rounds` of ``job`` under this engine's protocol."""
+        return debate_rounds(job, self.debate.rounds, first)
+
+    def _progress(self, phase: str | None = None, rounds: int = 0) -> None:
+        self.phase = phase if phase is not None else self.phase
+        self.rounds_done += rounds
+        if self.on_progress is not None:
+            self.on_progress()
+
+    def _completed(self) -> None:
+        """A backend finished one request (``on_completion``, see :mod:`pear.core.backend`)."""
+        self.calls_done += 1
+        self._progress()
+
+    # backend calls and requests ---------------------------------------------------
     def _generate(self, requests: list[Request]) -> list[Completion]:
         """Complete ``requests`` (of any agents): one ``generate`` call per distinct backend,
         each given its agents' requests in order, completions merged back in input order."""
@@ -316,11 +619,6 @@ class Engine:
         self._progress()
         return done
 
-    def _completed(self) -> None:
-        """A backend finished one request (``on_completion``, see :mod:`pear.core.backend`)."""
-        self.calls_done += 1
-        self._progress()
-
     def _backend_of(self, agent: int) -> Backend:
         """Agent ``agent``'s backend; the extra samples of ``sc@K`` (K > n) take the agents'
         backends in turn."""
@@ -329,66 +627,51 @@ class Engine:
     def _request(self, question: Any, messages, phase: str, seed: int, meta: dict, *,
                  targets: Sequence[int] = (), sources: Sequence[int] = ()) -> Request:
         """The request of agent ``meta["agent"]``: its role's system-prompt addition (the
-        adversary's names the gold answer) and ``meta["role"]``."""
+        adversary's names the gold answer) and ``meta["role"]``; the phase's reply schema
+        (one per phase and targets or sources, made once)."""
         role = self.debate.role(meta["agent"])
         messages = prompts.with_role(messages, role, question.gold
                                      if role == "adversarial" else None)
         schema = None
         if self.debate.json_mode:
             key = (phase, tuple(targets), tuple(sources))
-            if key not in self._schemas:
-                self._schemas[key] = prompts.schema_for(phase, self.style, self.debate.max_tokens,
-                                                        targets=targets, sources=sources)
-            schema = self._schemas[key]
+            schema = self._schemas.get(key)
+            if schema is None:
+                schema = self._schemas[key] = prompts.schema_for(
+                    phase, self.style, self.debate.max_tokens, targets=targets, sources=sources)
+        meta["role"] = role
         return Request(messages=messages, temperature=self.debate.temperature,
-                       max_tokens=self.debate.max_tokens, seed=seed, schema=schema,
-                       meta={**meta, "role": role})
+                       max_tokens=self.debate.max_tokens, seed=seed, schema=schema, meta=meta)
 
-    def _agents_from(self, parses: Sequence[parsing.AnswerParse], question: Any) -> list[_Agent]:
-        """Agents 0..len(parses)-1 from their parsed replies; a role with a fixed confidence
+    def _agents_from(self, parses: Sequence[parsing.AnswerParse], truncated: Sequence[bool],
+                     question: Any) -> list[_Agent]:
+        """Agents 0..len(parses)-1 from their parsed replies and whether each call was cut
+        at the token budget; a role with a fixed confidence
         (:data:`pear.core.config.ROLE_CONFIDENCE`) overrides the stated one."""
         task = self._task_for(question.dataset)
         answers = [p.answer or "" for p in parses]
         if hasattr(task, "judge"):  # one call: classes and grades from one equivalence
             judged = task.judge(answers, question)
-            reps, correct = list(judged.classes), list(judged.correct)
+            reps, correct = judged.classes, judged.correct
         else:
             reps = task.buckets([task.canonical(a) if a else "" for a in answers])
             correct = [bool(a) and task.grade(a, question) for a in answers]
-        roles = [self.debate.role(i) for i in range(len(parses))]
-        return [_Agent(p.answer, rep, ROLE_CONFIDENCE.get(role, p.confidence), p.reasoning,
-                       bool(p.answer) and ok, p.parse_error, role=role,
-                       model=self.agent_model_ids[i % len(self.agent_model_ids)])
-                for i, (p, rep, ok, role) in enumerate(zip(parses, reps, correct, roles))]
+        role, models = self.debate.role, self.agent_model_ids
+        out = []
+        for i, (p, rep, ok, cut) in enumerate(zip(parses, reps, correct, truncated)):
+            r = role(i)
+            out.append(_Agent(i, p.answer, rep, ROLE_CONFIDENCE.get(r, p.confidence),
+                              p.reasoning, bool(p.answer) and ok, p.parse_error, cut, r,
+                              models[i % len(models)]))
+        return out
 
-    # the run ------------------------------------------------------------------
-    def run(self, jobs: Sequence[Job]) -> Iterator[dict[str, Any]]:
-        """Run ``jobs`` in lockstep; yield one record per finished debate (CoT/CoT-SC after
-        round 0, a debate after the round that ends it: the last one, or the one after
-        which its stop rule holds).  Failed debates are listed in ``failed``."""
-        debates: list[_Debate] = []
-        for d in self._round_zero(jobs):
-            if d.job.method.is_debate and not self._stops(d, 0):
-                debates.append(d)
-            else:
-                self.calls_unneeded += round_calls(self.debate, d.job, 1)
-                self._progress(rounds=self.steps(d.job, 1))
-                yield self._record(d)
-        yield from self._rounds(debates, 1)
+    def _base(self, job: Job, n: int) -> np.ndarray:
+        """The debate's base role graph (:func:`pear.core.graphs.debate_base_graph`)."""
+        q = job.question
+        return debate_base_graph(job.seed, q.dataset, q.id, n, self.debate.k,
+                                 job.method.router.base_graph)
 
-    def branch(self, starts: Sequence[tuple[Job, Mapping[str, Any]]],
-               from_round: int) -> Iterator[dict[str, Any]]:
-        """Counterfactual branches: for each ``(job, parent record)``, continue the parent's
-        debate from its recorded state after round ``from_round`` (answers, confidences,
-        reasoning, influence) under ``job``'s method; rounds 0..``from_round`` are copied,
-        never re-asked.  Each later round draws from the generator a full run of ``job`` has
-        in that round (:func:`pear.core.hashing.round_seed`: nothing is replayed) and its
-        requests get the seeds of a full run, so a branch under the parent's own method
-        reproduces the parent's later rounds.  Records carry ``branched_from``;
-        their tokens and calls are what the branch spent."""
-        debates = [self._from_record(job, parent, from_round) for job, parent in starts]
-        yield from self._rounds(debates, from_round + 1)
-
+    # branching ------------------------------------------------------------------
     def _from_record(self, job: Job, parent: Mapping[str, Any], from_round: int) -> _Debate:
         """A debate in flight after round ``from_round`` of ``parent`` (see :meth:`branch`)."""
         if not job.method.is_debate:
@@ -400,247 +683,17 @@ class Engine:
         q, rounds = job.question, parent["rounds_data"][:from_round + 1]
         d = _Debate(job, self.branch_identity(job, parent["debate_id"], from_round),
                     debate_seed(job.seed, job.method.name, q.dataset, q.id),
-            [_Agent(a["answer"], a["canonical"], a["confidence"], a["reasoning"], a["correct"],
-                    a["parse_error"], a.get("truncated", False), a.get("role", "honest"),
-                    a.get("model", "")) for a in rounds[-1]["agents"]],
+            [_Agent(i, a["answer"], a["canonical"], a["confidence"], a["reasoning"],
+                    a["correct"], a["parse_error"], a.get("truncated", False),
+                    a.get("role", "honest"), a.get("model", ""))
+             for i, a in enumerate(rounds[-1]["agents"])],
             json.loads(json.dumps(rounds)), np.asarray(rounds[-1]["influence"], dtype=float))
+        d.parse_failures = sum(x["parse_error"] is not None for rd in rounds
+                               for x in (*rd["agents"], *rd["critiques"]))
         d.base = self._base(job, len(d.agents))
         d.branched_from = {"debate_id": parent["debate_id"], "method": parent["method"],
                            "round": from_round, "calls_copied": copied_calls(rounds)}
         return d
-
-    def _rounds(self, debates: list[_Debate], first: int) -> Iterator[dict[str, Any]]:
-        """Rounds ``first``.. for the debates in flight, in lockstep; one record per debate
-        as it ends."""
-        for r in range(first, self.debate.rounds + 1):
-            if not debates:
-                break
-            self._round(debates, r)
-            self._progress(rounds=len(debates))
-            going = []
-            for d in debates:
-                if d.failed:
-                    self.failed.append((d.ident["debate_id"], d.failed))
-                elif self._stops(d, r):
-                    yield self._record(d)
-                else:
-                    going.append(d)
-                    continue
-                self.calls_unneeded += round_calls(self.debate, d.job, r + 1)
-                self._progress(rounds=self.steps(d.job, r + 1))  # the rounds it skips
-            debates = going  # stopped and failed debates leave the lockstep batch
-
-    def _stops(self, d: _Debate, r: int) -> bool:
-        """Whether debate ``d`` ends after round ``r`` (sets its ``stop_reason``)."""
-        d.stop_reason = stop_reason(
-            self.stop_rule, votes=[rd["vote"] for rd in d.rounds_data],
-            answers=[a.canonical for a in d.agents], r=r, rounds=self.debate.rounds)
-        return d.stop_reason is not None
-
-    def _round_zero(self, jobs: Sequence[Job]) -> list[_Debate]:
-        """Initial answers: one request per (seed, question, agent) needed, shared by every
-        method of that question; a routed method's base role graph is drawn from
-        (seed, question) alone, so PEAR, Random and the ablations share it (paired)."""
-        n = self.debate.n_agents
-        groups: dict[tuple, list[Job]] = defaultdict(list)
-        for job in jobs:
-            groups[(job.seed, job.question.dataset, job.question.id)].append(job)
-        reqs, owners = [], []
-        for key, gjobs in groups.items():
-            seed, dataset, qid = key
-            q = gjobs[0].question
-            n_needed = max(methods.initial_agents(j.method, n) for j in gjobs)
-            for i in range(n_needed):
-                meta = {"phase": "initial", "round": 0, "agent": i, "dataset": dataset,
-                        "question_id": qid, **_question_meta(q)}
-                reqs.append(self._request(q, prompts.initial_messages(q, i, self.style), "initial",
-                                          derive_seed(seed, "round0", dataset, qid, i, "initial"),
-                                          meta))
-                owners.append(key)
-        round0: dict[tuple, list[Completion]] = defaultdict(list)
-        self._progress(phase="round 0: initial answers")
-        for key, comp in zip(owners, self._generate(reqs)):
-            round0[key].append(comp)
-
-        out: list[_Debate] = []
-        for key, gjobs in groups.items():
-            comps = round0[key]
-            error = next((c.error for c in comps if not c.ok), None)
-            q = gjobs[0].question
-            agents = None if error else self._agents_from(
-                [parsing.parse_answer(c.text) for c in comps], q)
-            for job in gjobs:
-                ident = self.identity(job)
-                if error:
-                    self.failed.append((ident["debate_id"], error))
-                    self.calls_unneeded += round_calls(self.debate, job, 1)
-                    self._progress(rounds=self.steps(job))
-                    continue
-                k = methods.initial_agents(job.method, n)
-                d = _Debate(job, ident, debate_seed(job.seed, job.method.name, q.dataset, q.id),
-                    [dataclasses.replace(a, truncated=c.finish_reason == "length")
-                     for a, c in zip(agents[:k], comps[:k])], [], np.zeros(max(k, n)))
-                for c in comps[:k]:
-                    d.charge(c)
-                if job.method.is_debate:
-                    d.base = self._base(job, n)
-                d.start_round(0)
-                self._close(d, 0, None, [])
-                out.append(d)
-        self._progress(rounds=len(out))
-        return out
-
-    def _base(self, job: Job, n: int) -> np.ndarray:
-        """The debate's base role graph (:func:`pear.core.graphs.debate_base_graph`)."""
-        q = job.question
-        return debate_base_graph(job.seed, q.dataset, q.id, n, self.debate.k,
-                                 job.method.router.base_graph)
-
-    def _round(self, debates: list[_Debate], r: int) -> None:
-        """One debate round for every debate in flight: route, critique, update, close."""
-        for d in debates:
-            d.start_round(r)
-        self._progress(phase=f"round {r}: critiques")
-        plans = self._route(debates, r)
-        critiques = self._critique(debates, plans, r)
-        self._progress(phase=f"round {r}: revisions")
-        updates = self._update(debates, critiques, r)
-        for d, plan, crits, parses in zip(debates, plans, critiques, updates):
-            if d.failed:
-                continue
-            d.agents = [dataclasses.replace(a, truncated=t) for a, t in
-                        zip(self._agents_from([p for p, _ in parses], d.job.question),
-                            (t for _, t in parses))]
-            accepted = {(c.source, c.target) for c in crits if c.decision == "ACCEPT"}
-            d.influence = update_influence(
-                d.influence, plan.edges, [(s, t) in accepted for s, t in plan.edges.tolist()],
-                d.job.method.router.beta)
-            self._close(d, r, plan, crits)
-
-    def _route(self, debates: list[_Debate], r: int) -> list[Any]:
-        """Each debate's graph for round ``r``: its method's router on the state after the
-        last round (:func:`pear.core.methods.route_debates`; batched routers score their
-        debates in one vectorized pass)."""
-        return methods.route_debates([
-            (d.job.method, RouterState(tuple(a.canonical for a in d.agents),
-                                       tuple(a.confidence for a in d.agents),
-                                       tuple(d.influence.tolist()), d.base, round=r,
-                                       k=self.debate.k, config=d.job.method.router), d.rng)
-            for d in debates])
-
-    def _critique(self, debates: list[_Debate], plans: list[Any], r: int) -> list[list[Critique]]:
-        """One request per source with out-edges, covering all of its targets."""
-        reqs, owners = [], []
-        for j, (d, plan) in enumerate(zip(debates, plans)):
-            by_source: dict[int, list[int]] = defaultdict(list)
-            for s, t in plan.edges.tolist():
-                by_source[s].append(t)
-            q = d.job.question
-            for s, targets in sorted(by_source.items()):
-                own = d.agents[s].view(s)
-                views = [d.agents[t].view(t) for t in targets]
-                meta = {"phase": "critique", "round": r, "agent": s, "dataset": q.dataset,
-                        "question_id": q.id, "debate_id": d.ident["debate_id"], "own": own,
-                        "targets": views, **_question_meta(q)}
-                reqs.append(self._request(
-                    q, prompts.critique_messages(q, own, views, self.style), "critique",
-                    derive_seed(d.job.seed, d.job.method.name, q.dataset, q.id, s, r, "critique"),
-                    meta, targets=targets))
-                owners.append((j, s, targets))
-        self.calls_unneeded += sum(len(d.agents) for d in debates) - len(reqs)  # no out-edges
-        out: list[list[Critique]] = [[] for _ in debates]
-        for (j, s, targets), comp in zip(owners, self._generate(reqs)):
-            d = debates[j]
-            if not d.charge(comp):
-                continue
-            parsed = parsing.parse_critique(comp.text, targets)
-            for t in targets:
-                review = parsed.reviews.get(t)
-                out[j].append(Critique(
-                    source=s, target=t, source_answer=d.agents[s].canonical,
-                    target_answer=d.agents[t].canonical, source_confidence=d.agents[s].confidence,
-                    target_confidence=d.agents[t].confidence, **(review or {}),
-                    delivered=review is not None,
-                    parse_error=None if review else (parsed.parse_error or "missing review")))
-        return out
-
-    def _update(self, debates: list[_Debate], critiques: list[list[Critique]],
-                r: int) -> list[list[tuple[parsing.AnswerParse, bool]]]:
-        """Every agent answers the critiques delivered to it (ACCEPT/REJECT each) and revises;
-        per debate, (parse, truncated) per agent."""
-        reqs, owners = [], []
-        for j, d in enumerate(debates):
-            if d.failed:
-                continue
-            q = d.job.question
-            for i in range(len(d.agents)):
-                received = [c for c in critiques[j] if c.target == i and c.delivered]
-                shown = [c.shown() for c in received]
-                own = d.agents[i].view(i)
-                meta = {"phase": "update", "round": r, "agent": i, "dataset": q.dataset,
-                        "question_id": q.id, "debate_id": d.ident["debate_id"], "own": own,
-                        "critiques": [{**c.shown(), "source_answer": c.source_answer,
-                                       "source_confidence": c.source_confidence}
-                                      for c in received], **_question_meta(q)}
-                reqs.append(self._request(
-                    q, prompts.update_messages(q, own, shown, self.style), "update",
-                    derive_seed(d.job.seed, d.job.method.name, q.dataset, q.id, i, r, "update"),
-                    meta, sources=[c.source for c in received]))
-                owners.append((j, i, received))
-        self.calls_unneeded += sum(len(d.agents) for d in debates) - len(reqs)  # failed ones
-        out: list[list[tuple[parsing.AnswerParse, bool]]] = [[] for _ in debates]
-        for (j, i, received), comp in zip(owners, self._generate(reqs)):
-            d = debates[j]
-            if not d.charge(comp):
-                continue
-            p = parsing.parse_revision(comp.text, [c.source for c in received])
-            for c in received:
-                c.decision = p.decisions.get(c.source)
-                c.reason = p.reasons.get(c.source, "")
-                if c.decision is None:
-                    c.parse_error = f"missing decision from agent {i + 1}"
-            if not p.answer:  # documented fallback: keep the previous answer and confidence
-                prev = d.agents[i]
-                p = dataclasses.replace(p, answer=prev.answer, confidence=prev.confidence,
-                                        reasoning=p.reasoning or prev.reasoning)
-            out[j].append((p, comp.finish_reason == "length"))
-        return out
-
-    def _close(self, d: _Debate, r: int, plan: Any, critiques: list[Critique]) -> None:
-        """Aggregate (the method's, by default the majority vote) and append round ``r`` to
-        the debate's record."""
-        canon = [a.canonical for a in d.agents]
-        winner = methods.aggregate(d.job.method, canon, [a.confidence for a in d.agents], d.rng)
-        won = [a for a in d.agents if a.canonical == winner]
-        edges = plan.edges if plan is not None else np.zeros((0, 2), dtype=np.int64)
-        d.rounds_data.append({
-            "round": r, "edges": np.asarray(edges).tolist(),
-            "router": plan.to_record() if plan is not None else None,
-            "agents": [a.entry(i) for i, a in enumerate(d.agents)],
-            "critiques": [c.entry() for c in critiques],
-            "influence": [float(x) for x in d.influence],
-            "vote": winner, "vote_correct": bool(winner) and won[0].correct})
-
-    def _record(self, d: _Debate) -> dict[str, Any]:
-        last = d.rounds_data[-1]
-        failures = sum(a["parse_error"] is not None for rd in d.rounds_data for a in rd["agents"])
-        failures += sum(c["parse_error"] is not None for rd in d.rounds_data for c in rd["critiques"])
-        return {
-            "schema": SCHEMA_VERSION, **d.ident, "prompt_style": self.style,
-            "n_agents": len(d.agents), "rounds": len(d.rounds_data) - 1,
-            "max_rounds": self.debate.rounds if d.job.method.is_debate else 0,
-            "stop_reason": d.stop_reason if d.job.method.is_debate else None,
-            "gold_shown_to": [i for i, a in enumerate(d.agents) if a.role == "adversarial"],
-            "gold": d.job.question.gold, "rounds_data": d.rounds_data,
-            "final_answer": last["vote"], "correct": last["vote_correct"],
-            "tokens": {"prompt": d.prompt_tokens, "completion": d.completion_tokens,
-                       "cached": d.cached_tokens},
-            "calls": d.calls, "truncated_calls": d.truncated_calls, "parse_failures": failures,
-            **({"plugin": p} if (p := d.job.method.provenance()) else {}),
-            **({"branched_from": d.branched_from} if d.branched_from else {}),
-            "latency_s": round(time.perf_counter() - d.started, 4),
-            "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        }
 
 
 def copied_calls(rounds: Sequence[Mapping[str, Any]]) -> int:

@@ -341,7 +341,7 @@ class RevisionParse(AnswerParse):
 
 
 def parse_revision(text: str, sources: Sequence[int]) -> RevisionParse:
-    """Parse an answer-update completion: the answer fields and ``critique_response``, an
+    """Parse a revision completion: the answer fields and ``critique_response``, an
     object keyed by the critics' 1-based ids (``"3"``, ``"Agent 3"``) of
     ``{"decision": "ACCEPT"|"REJECT", "reason": ...}`` (a bare decision string is accepted too).
     A missing decision is left out of ``decisions`` (neither ACCEPT nor REJECT) and flagged.

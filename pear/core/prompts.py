@@ -7,7 +7,7 @@ Two styles (``DebateConfig.prompt_style``):
   ``pear/core/templates/prompts.md`` (the appendix "Prompt Templates" and "Dataset-Specific Task
   Templates", verbatim) so that what is sent can be diffed against what the study printed.
   The system instruction goes with every call; the confidence rubric is in the initial and
-  update prompts; JSON keys are answer first (also in the schema, so constrained decoding
+  revision prompts; JSON keys are answer first (also in the schema, so constrained decoding
   generates in the study's order); the schemas require keys but never bound their length
   (the only cap is the token budget).
 * ``compact`` (our choice, for tiny CPU models only; records say which style ran): short
@@ -16,7 +16,7 @@ Two styles (``DebateConfig.prompt_style``):
 
 Rendering follows the authors' public code where the paper prints only a placeholder: a
 target is shown as ``[Participant t]`` with its answer, confidence and reasoning; a critique
-in the update prompt carries its source id, step_loc, correction and assessment (never the
+in the revision prompt carries its source id, step_loc, correction and assessment (never the
 critic's confidence).  Agents are numbered from 1 in every prompt and JSON key.
 """
 from __future__ import annotations
@@ -37,7 +37,7 @@ __all__ = [
     "problem_block",
     "initial_messages",
     "critique_messages",
-    "update_messages",
+    "revision_messages",
     "schema_for",
     "ROLE_TEXTS",
     "with_role",
@@ -52,7 +52,7 @@ _SECTIONS = {  # heading of the templates file -> template name
     "Agent System Instruction": "system",
     "Confidence Rubric": "rubric",
     "Initial Answer Template": "initial",
-    "Answer Update Template": "update",
+    "Answer Update Template": "revision",  # the study's name of the revision prompt
     "Critique Generation Template": "critique",
     "GSM8K": "gsm8k",
     "MMLU-Pro": "mmlu_pro",
@@ -86,7 +86,7 @@ _COMPACT = {  # our choice: the compact style's texts (tiny CPU models, small to
     "initial": 'You are Agent {agent_id}. Solve the problem.\n\nPROBLEM\n{question}\n\n'
                '{CONFIDENCE RUBRIC}\n\nReply with JSON: {"reasoning": "<short reasoning>", '
                '"answer": "<answer only>", "confidence": <1-5>}',
-    "update": 'You are Agent {agent_id}. Update your answer using only critiques that find a '
+    "revision": 'You are Agent {agent_id}. Update your answer using only critiques that find a '
               'real error.\n\nPROBLEM\n{question}\n\n{CONFIDENCE RUBRIC}\n\nYOUR PREVIOUS ANSWER\n'
               'Answer: {previous_answer}\nConfidence: {previous_confidence}\nReasoning: '
               '{previous_reasoning}\n\nCRITIQUES YOU RECEIVED\n{critiques}\n\nReply with JSON: '
@@ -104,7 +104,7 @@ _COMPACT = {  # our choice: the compact style's texts (tiny CPU models, small to
 
 
 def templates(style: PromptStyle = "paper") -> dict[str, str]:
-    """The template texts of ``style`` by name: ``system``, ``rubric``, ``initial``, ``update``,
+    """The template texts of ``style`` by name: ``system``, ``rubric``, ``initial``, ``revision``,
     ``critique`` and one PROBLEM block per dataset (``gsm8k``, ``math500``, ``truthfulqa``,
     ``mmlu_pro``; the compact style uses the study's PROBLEM blocks too).
 
@@ -207,13 +207,15 @@ def _critique_block(c: Mapping[str, Any]) -> str:
             f"correction: {c['correction']}\nassessment: {c['assessment']}")
 
 
-def update_messages(question: Any, own: Mapping[str, Any], critiques: Sequence[Mapping[str, Any]],
-                    style: PromptStyle = "paper") -> tuple[dict[str, str], ...]:
-    """Update phase: agent ``own['agent']`` decides ACCEPT/REJECT on each critique it received
-    (``source``, ``step_loc``, ``correction``, ``assessment``; no source confidence) and revises."""
+def revision_messages(question: Any, own: Mapping[str, Any],
+                      critiques: Sequence[Mapping[str, Any]],
+                      style: PromptStyle = "paper") -> tuple[dict[str, str], ...]:
+    """Revision phase (the study's "answer update"): agent ``own['agent']`` decides
+    ACCEPT/REJECT on each critique it received (``source``, ``step_loc``, ``correction``,
+    ``assessment``; no source confidence) and revises."""
     tpl = templates(style)
     listed = "\n\n".join(_critique_block(c) for c in critiques) or NO_CRITIQUES
-    return _messages(style, render(tpl["update"], {
+    return _messages(style, render(tpl["revision"], {
         "agent_id": own["agent"] + 1, "question": problem_block(question, style),
         "CONFIDENCE RUBRIC": tpl["rubric"], "previous_answer": own["answer"],
         "previous_confidence": own["confidence"], "previous_reasoning": own["reasoning"],
@@ -282,17 +284,17 @@ def _obj(props: dict[str, Any]) -> dict[str, Any]:
 
 def schema_for(phase: str, style: PromptStyle = "paper", max_tokens: int = 512, *,
                targets: Sequence[int] = (), sources: Sequence[int] = ()) -> dict[str, Any]:
-    """The JSON schema of a ``phase`` reply (``initial``, ``critique``, ``update``).
+    """The JSON schema of a ``phase`` reply (``initial``, ``critique``, ``revision``).
 
     ``targets`` (0-indexed) are a critique's routed targets (one review each, ``target`` one of
-    their 1-based ids); ``sources`` (0-indexed) the critics an update answers (one
+    their 1-based ids); ``sources`` (0-indexed) the critics a revision answers (one
     ``critique_response`` entry each, keyed by 1-based id).  The ``paper`` style requires the
     keys in the study's order (answer first) and bounds no length; ``compact`` puts reasoning
     first and caps free text so that a complete object fits ``max_tokens``.
 
     >>> list(schema_for("initial")["properties"])
     ['answer', 'confidence', 'reasoning']
-    >>> list(schema_for("update", sources=[2])["properties"]["critique_response"]["properties"])
+    >>> list(schema_for("revision", sources=[2])["properties"]["critique_response"]["properties"])
     ['3']
     >>> schema_for("initial", "compact", 160)["properties"]["reasoning"]["maxLength"]
     280
@@ -311,14 +313,14 @@ def schema_for(phase: str, style: PromptStyle = "paper", max_tokens: int = 512, 
             review["properties"]["correction"]["maxLength"] = per - per // 2
         n = len(targets)
         return _obj({"reviews": {"type": "array", "items": review, "minItems": n, "maxItems": n}})
-    if phase not in ("initial", "update"):
-        raise ValueError(f"unknown phase {phase!r}: choose initial, critique or update")
+    if phase not in ("initial", "revision"):
+        raise ValueError(f"unknown phase {phase!r}: choose initial, critique or revision")
     answer = {"answer": dict(_STRING), "confidence": dict(_CONFIDENCE),
               "reasoning": dict(_STRING)}
     if compact:
         answer = {"reasoning": answer["reasoning"], "answer": answer["answer"],
                   "confidence": answer["confidence"]}
-        decisions = len(sources) if phase == "update" else 0
+        decisions = len(sources) if phase == "revision" else 0
         budget = (max_tokens - JSON_OVERHEAD_TOKENS - DECISION_TOKENS * decisions) * CHARS_PER_TOKEN
         answer["reasoning"]["maxLength"] = max(16, int(budget))
         answer["answer"]["maxLength"] = 200

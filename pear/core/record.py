@@ -24,7 +24,8 @@ __all__ = [
     "SCHEMA_VERSION", "TIMING_FIELDS", "IDENTITY", "Tokens", "RouterEntry", "AgentEntry",
     "CritiqueEntry", "RoundEntry", "PluginEntry", "BranchEntry", "ImportEntry", "DebateRecord",
     "PromptStyle", "Assessment",
-    "with_defaults", "missing_fields",
+    "with_defaults", "missing_fields", "keys", "in_schema_order", "AGENT_KEYS", "CRITIQUE_KEYS",
+    "ROUTER_KEYS", "ROUND_KEYS", "RECORD_KEYS",
 ]
 
 SCHEMA_VERSION = 1
@@ -219,6 +220,48 @@ class DebateRecord(_RecordRequired, total=False):
 
 
 _CRITIQUE_TEXTS = ("step_loc", "correction", "assessment", "reason")
+_OLDER_CRITIQUE_TEXTS = ("critique", "recommended_answer")
+
+
+# ----------------------------------------------------------------- field order
+
+def keys(part: type) -> tuple[str, ...]:
+    """The keys of a record part (a TypedDict of this module) in schema order: the required
+    ones as declared, then the optional ones.
+
+    >>> keys(Tokens)
+    ('prompt', 'completion', 'cached')
+    """
+    return tuple(part.__annotations__)
+
+
+AGENT_KEYS = keys(AgentEntry)
+"""An agent entry's keys in the order the engine writes them."""
+CRITIQUE_KEYS = tuple(k for k in keys(CritiqueEntry) if k not in _OLDER_CRITIQUE_TEXTS)
+"""A critique entry's keys as the engine writes them (older records' texts left out)."""
+ROUTER_KEYS = keys(RouterEntry)
+ROUND_KEYS = keys(RoundEntry)
+RECORD_KEYS = keys(DebateRecord)
+"""A record's top-level keys in the order the engine writes them."""
+
+
+def in_schema_order(order: tuple[str, ...], values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` (one record part's fields by name) in the schema's key order ``order``
+    (:data:`RECORD_KEYS`, ...); a name the schema lacks is an error, so that what the engine
+    writes is always in the schema.
+
+    >>> in_schema_order(keys(Tokens), {"cached": 0, "prompt": 3, "completion": 1})
+    {'prompt': 3, 'completion': 1, 'cached': 0}
+    >>> in_schema_order(keys(Tokens), {"prompt": 3, "total": 4})
+    Traceback (most recent call last):
+    ...
+    ValueError: field 'total' is not in the record schema (prompt, completion, cached)
+    """
+    out = {k: values[k] for k in order if k in values}
+    if len(out) != len(values):
+        extra = next(k for k in values if k not in out)
+        raise ValueError(f"field {extra!r} is not in the record schema ({', '.join(order)})")
+    return out
 
 
 def with_defaults(record: dict[str, Any]) -> dict[str, Any]:
