@@ -305,3 +305,45 @@ def test_batched_method_routing_makes_the_one_debate_draws():
     assert len({x.edges.tobytes() for x in alone}) > 5  # the states route differently
     for x, y in zip(batched, alone):
         assert np.array_equal(x.edges, y.edges) and x.terms == y.terms
+
+
+debate_states = st.integers(3, 7).flatmap(lambda n: st.tuples(
+    st.just(n),
+    st.integers(1, n - 1),                                         # k
+    st.lists(st.sampled_from("abc"), min_size=n, max_size=n),       # answers
+    st.lists(st.integers(1, 5), min_size=n, max_size=n),            # confidences
+    st.lists(st.floats(0, 1), min_size=n, max_size=n),              # influence
+    st.sampled_from(["pear", "random", "pear_T", "pear_I", "pear_L", "pear_TI", "pear_TL",
+                     "pear_IL"]),
+    st.sampled_from([0.0, 0.05, 0.1, 1.0]),                        # tau
+    st.sampled_from([1, 7, 100]),                                   # m_max
+    st.integers(0, 2**32 - 1),                                      # the debate's seed
+))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(debate_states, min_size=1, max_size=8))
+def test_batched_routing_equals_the_one_debate_formula(debates):
+    # route() is the paper's formula for one debate; route_batch, and the method table's
+    # batched routing the engine uses, must make every debate the same draw: same edges, same
+    # router record entry, for any mix of sizes, methods, temperatures and budgets
+    from pear.core.methods import call_route, method, route_debates
+    from pear.core.router import RouteItem, route_batch
+    items = []
+    for n, k, answers, conf, rho, name, tau, m_max, seed in debates:
+        m = method(name, RouterConfig(tau=tau, m_max=m_max))
+        base = base_graph(n, k, np.random.default_rng(seed))
+        items.append((m, RouterState(tuple(answers), tuple(conf), tuple(rho), base,
+                                     config=m.router), seed))
+    alone = [route(s, np.random.default_rng(seed)) for _, s, seed in items]
+    batch = route_batch([RouteItem(s, np.random.default_rng(seed)) for _, s, seed in items])
+    table = route_debates([(m, s, np.random.default_rng(seed)) for m, s, seed in items])
+    for (m, s, seed), a in zip(items, alone):
+        assert call_route(m, s, np.random.default_rng(seed)).to_record() == a.to_record()
+    for a, b, c in zip(alone, batch, table):
+        assert a.edges.tolist() == b.edges.tolist() == c.edges.tolist()
+        assert a.to_record() == b.to_record() == c.to_record()
+    for (_, s, _), a in zip(items, alone):  # the record is the chosen graph's own score
+        ref = score(a.edges, s.answers, s.confidences, s.influence, s.config)
+        assert a.to_record()["score"] == pytest.approx(ref.score, abs=1e-12)
+        assert len(a.edges) == s.n * s.k

@@ -111,15 +111,33 @@ def templates(style: PromptStyle = "paper") -> dict[str, str]:
     >>> templates()["system"].startswith("You are a careful reasoner")
     True
     """
-    paper = _parse(str(TEMPLATES_FILE))
+    return dict(_texts(style))
+
+
+def _texts(style: str) -> Mapping[str, str]:
+    """:func:`templates` without the copy (read-only; what the prompts are rendered from)."""
+    return _styled(str(TEMPLATES_FILE), style)
+
+
+@lru_cache(maxsize=8)
+def _styled(path: str, style: str) -> dict[str, str]:
+    paper = _parse(path)
     if style == "paper":
-        return dict(paper)
+        return paper
     if style == "compact":
         return {**paper, **_COMPACT}
     raise ValueError(f"unknown prompt_style {style!r}: choose one of {', '.join(STYLES)}")
 
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z_ ]*)\}")
+
+
+@lru_cache(maxsize=64)
+def _pieces(template: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``template`` cut at its placeholders: the texts around them and their names (one
+    text more than names)."""
+    parts = _PLACEHOLDER.split(template)  # text, name, text, name, ..., text
+    return tuple(parts[0::2]), tuple(parts[1::2])
 
 
 def render(template: str, values: Mapping[str, Any]) -> str:
@@ -132,8 +150,12 @@ def render(template: str, values: Mapping[str, Any]) -> str:
     unused = [k for k in values if "{" + k + "}" not in template]
     if unused:
         raise ValueError(f"template has no placeholder {{{unused[0]}}}")
-    return _PLACEHOLDER.sub(lambda m: str(values[m.group(1)]) if m.group(1) in values
-                            else m.group(0), template)
+    texts, names = _pieces(template)
+    out = [texts[0]]
+    for name, text in zip(names, texts[1:]):
+        out.append(str(values[name]) if name in values else "{" + name + "}")
+        out.append(text)
+    return "".join(out)
 
 
 def _options(choices: Sequence[str]) -> str:
@@ -156,24 +178,31 @@ def problem_block(question: Any, style: PromptStyle = "paper") -> str:
     A. No
     B. Yes
     """
-    tpl = templates(style)
-    if question.dataset not in tpl or question.dataset in _COMPACT:
-        raise ValueError(f"unknown dataset {question.dataset!r}: no PROBLEM block for it")
-    values: dict[str, Any] = {"question": question.question.strip()}
-    if "{options}" in tpl[question.dataset]:
-        values["options"] = _options(question.choices or ())
-    return render(tpl[question.dataset], values)
+    return _problem(str(TEMPLATES_FILE), style, question.dataset, question.question,
+                    tuple(question.choices or ()))
+
+
+@lru_cache(maxsize=4096)
+def _problem(path: str, style: str, dataset: str, text: str, choices: tuple[str, ...]) -> str:
+    """:func:`problem_block`, made once per question (every request of a question shows it)."""
+    tpl = _styled(path, style)
+    if dataset not in tpl or dataset in _COMPACT:
+        raise ValueError(f"unknown dataset {dataset!r}: no PROBLEM block for it")
+    values: dict[str, Any] = {"question": text.strip()}
+    if "{options}" in tpl[dataset]:
+        values["options"] = _options(choices)
+    return render(tpl[dataset], values)
 
 
 def _messages(style: PromptStyle, user: str) -> tuple[dict[str, str], ...]:
-    return ({"role": "system", "content": templates(style)["system"]},
+    return ({"role": "system", "content": _texts(style)["system"]},
             {"role": "user", "content": user})
 
 
 def initial_messages(question: Any, agent: int,
                      style: PromptStyle = "paper") -> tuple[dict[str, str], ...]:
     """Round 0: agent ``agent`` (0-indexed; shown from 1) answers ``question`` on its own."""
-    tpl = templates(style)
+    tpl = _texts(style)
     return _messages(style, render(tpl["initial"], {
         "agent_id": agent + 1, "question": problem_block(question, style),
         "CONFIDENCE RUBRIC": tpl["rubric"]}))
@@ -191,7 +220,7 @@ def critique_messages(question: Any, own: Mapping[str, Any], targets: Sequence[M
     ``own`` and each target are views with ``agent`` (0-indexed), ``answer``, ``confidence``
     and ``reasoning``; targets are shown as ``[Participant t]`` blocks.
     """
-    tpl = templates(style)
+    tpl = _texts(style)
     return _messages(style, render(tpl["critique"], {
         "agent_id": own["agent"] + 1, "question": problem_block(question, style),
         "own_answer": own["answer"], "own_confidence": own["confidence"],
@@ -213,7 +242,7 @@ def revision_messages(question: Any, own: Mapping[str, Any],
     """Revision phase (the study's "answer update"): agent ``own['agent']`` decides
     ACCEPT/REJECT on each critique it received (``source``, ``step_loc``, ``correction``,
     ``assessment``; no source confidence) and revises."""
-    tpl = templates(style)
+    tpl = _texts(style)
     listed = "\n\n".join(_critique_block(c) for c in critiques) or NO_CRITIQUES
     return _messages(style, render(tpl["revision"], {
         "agent_id": own["agent"] + 1, "question": problem_block(question, style),

@@ -25,6 +25,7 @@ import numpy as np
 
 from pear.core.config import RouterConfig
 from pear.core.graphs import Pool, candidate_pool, subsample
+from pear.core.record import ROUTER_KEYS, in_schema_order
 
 __all__ = [
     "Terms",
@@ -128,9 +129,10 @@ class Decision:
         """The ``router`` entry of a debate record (None for fixed topologies)."""
         if self.terms is None:
             return None
-        return {"pool_size": self.pool_size, "score": self.terms.score, "T": self.terms.T,
-                "I": self.terms.I, "L": self.terms.L, "score_min": self.score_min,
-                "score_max": self.score_max}
+        t = self.terms
+        return in_schema_order(ROUTER_KEYS, {
+            "pool_size": self.pool_size, "score": t.score, "T": t.T, "I": t.I, "L": t.L,
+            "score_min": self.score_min, "score_max": self.score_max})
 
 
 class RouteItem(NamedTuple):
@@ -276,25 +278,25 @@ def selection_probabilities(scores: np.ndarray, tau: float) -> np.ndarray:
 
 def route(state: RouterState, rng: np.random.Generator,
           relabellings: Pool | None = None) -> Decision:
-    """One debate's graph, as the paper states it: draw the candidate pool, score every
-    candidate, turn the scores into selection probabilities softmax(S / tau), draw one
-    candidate with ``rng``.  :func:`route_batch` makes the same draws for many debates at
-    once (a test holds the two equal).
+    """One debate's graph, as the paper states it: the pool of relabellings of the base role
+    graph, each candidate's score S (targeted diversity, influence balancing, low-confidence
+    filtering), the selection probabilities softmax(S / tau), one draw with ``rng``.
+    :func:`route_batch` makes the same draws for many debates at once (a test holds the two
+    equal).
 
     ``relabellings`` (all distinct relabellings of the base graph, when known) saves the
     enumeration; the pool drawn from it is the same as without it.
     """
     cfg = state.config
-    pool = _draw_pool(state, rng, relabellings)                         # the candidate pool
-    terms = score_pool(pool, state.answers, state.confidences, state.influence, cfg)  # S
-    weights = _choice_weights(terms.score, terms.score.max(), np.asarray(float(cfg.tau)))
-    # selection probabilities = weights / weights.sum(); draw by inverse CDF
-    u = rng.random()
-    pick = min(int(np.searchsorted(np.cumsum(weights), u * weights.sum(), side="right")),
-               len(weights) - 1)
+    pool = _draw_pool(state, rng, relabellings)                      # pool of relabellings
+    terms = score_pool(pool, state.answers, state.confidences,       # S = a_T T~ - a_I I~
+                       state.influence, cfg)                         #     - a_L L~ per candidate
+    p = selection_probabilities(terms.score, cfg.tau)                # softmax(S / tau)
+    pick = min(int(np.searchsorted(np.cumsum(p), rng.random(), side="right")),
+               len(p) - 1)                                           # one draw (inverse CDF)
     edges = np.stack([pool.src[pick], pool.tgt[pick]], axis=1)
     edges = edges[np.argsort(edges[:, 0] * state.n + edges[:, 1], kind="stable")]
-    return Decision(edges=edges, pool_size=len(weights),
+    return Decision(edges=edges, pool_size=len(p),
                     terms=Terms(float(terms.score[pick]), float(terms.T[pick]),
                                 float(terms.I[pick]), float(terms.L[pick])),
                     score_min=float(terms.score.min()), score_max=float(terms.score.max()))
