@@ -356,7 +356,7 @@ def simulate_protocol(backend: Any, proto: Protocol, meta: Mapping[str, Any],
         this: dict[int, tuple[str, int]] = {}
         stopped = False
         for i in active:
-            m = {**meta, "phase": "initial" if r == 0 else "update", "round": r, "agent": i}
+            m = {**meta, "phase": "initial" if r == 0 else "revision", "round": r, "agent": i}
             if r == 0:
                 u = rng.random(3)
                 answer, ok = backend.solve(q, m, u[:2])
