@@ -235,3 +235,25 @@ def test_revision_prompt_never_shows_the_critics_confidence():
     props = seen[0].schema["properties"]
     assert list(props) == ["answer", "confidence", "reasoning", "critique_response"]
     assert sorted(props["critique_response"]["required"]) == ["2", "3", "4", "5"]
+
+
+def test_records_are_written_in_the_schema_order():
+    # the engine writes every part of a record in pear.core.record's order (one owner of the
+    # fields): top level, rounds, agents, critiques, router entries
+    from pear.core.record import (AGENT_KEYS, CRITIQUE_KEYS, RECORD_KEYS, ROUND_KEYS,
+                                  ROUTER_KEYS)
+    eng = Engine(SimulatedBackend(KEY), DebateConfig(rounds=2))
+    recs = list(eng.run([Job(q, method(m), 0) for q in QS[:2] for m in ("cot", "pear", "ring")]))
+    assert len(recs) == 6
+    for rec in recs:
+        assert list(rec) == [k for k in RECORD_KEYS if k in rec]
+        assert {"schema", "debate_id", "prompt_style", "max_rounds", "latency_s"} <= set(rec)
+        for rd in rec["rounds_data"]:
+            assert tuple(rd) == ROUND_KEYS
+            assert all(tuple(a) == AGENT_KEYS for a in rd["agents"])
+            assert all(tuple(c) == CRITIQUE_KEYS for c in rd["critiques"])
+            if rd["router"] is not None:
+                assert tuple(rd["router"]) == ROUTER_KEYS
+    debates = [r for r in recs if r["method"] != "cot"]
+    assert all(len(r["rounds_data"]) == 3 and r["rounds_data"][1]["critiques"] for r in debates)
+    assert sum(r["rounds_data"][1]["router"] is not None for r in debates) == 2  # PEAR's

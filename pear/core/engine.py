@@ -2,10 +2,11 @@
 
 Per batch of jobs (question x method x seed) the engine makes one ``generate`` call for the
 initial answers, then per round one for all critiques of all debates and one for all
-revisions.  Round 0 is computed once per (seed, question, agent) and shared by every method
-of that question (CoT = agent 1's initial answer, CoT-SC = vote of the n initial answers), so
-comparisons between methods are paired.  A debate whose request fails for good is dropped
-(no record), so a later run resumes it.
+revisions.  A debate round is the paper's four steps (:meth:`Engine._round`): route (each
+debate's graph), critique, revise, update influence.  Round 0 is computed once per (seed,
+question, agent) and shared by every method of that question (CoT = agent 1's initial
+answer, CoT-SC = vote of the n initial answers), so comparisons between methods are paired.
+A debate whose request fails for good is dropped (no record), so a later run resumes it.
 
 Extensions the study leaves open (``DebateConfig``; the defaults are the study's protocol):
 
@@ -91,8 +92,8 @@ def call_budget(jobs: Sequence[Job], debate: DebateConfig, first: int = 0) -> in
     """The most model calls ``jobs`` take under protocol ``debate`` from round ``first`` on:
     in round 0 one per initial answer of each (seed, question), shared by its methods as
     :meth:`Engine.run` asks them; in every debate round two per agent at most (one critique
-    request per agent with out-edges, one revision each).  What a run does not need of it the engine counts in
-    ``calls_unneeded``, so that progress in calls ends at its total."""
+    request per agent with out-edges, one revision each).  What a run does not need of it
+    the engine counts in ``calls_unneeded``, so that progress in calls ends at its total."""
     calls = 0
     if first == 0:
         initial: dict[tuple, int] = {}
