@@ -326,8 +326,8 @@ class Engine:
             error = next((c.error for c in comps if not c.ok), None)
             q = gjobs[0].question
             agents = None if error else self._agents_from(
-                [parsing.parse_answer(c.text) for c in comps],
-                [c.finish_reason == "length" for c in comps], q)
+                [parsing.parse_answer(c.text) for c in comps], q,
+                [c.finish_reason == "length" for c in comps])
             for job in gjobs:
                 ident = self.identity(job)
                 if error:
@@ -486,7 +486,7 @@ class Engine:
         for j, (parses, truncated) in revised.items():
             d = debates[j]
             if not d.failed:
-                d.agents = self._agents_from(parses, truncated, d.job.question)
+                d.agents = self._agents_from(parses, d.job.question, truncated)
 
     def _update_influence(self, debates: list[_Debate], plans: list[Decision],
                           critiques: list[list[Critique]]) -> None:
@@ -644,10 +644,10 @@ class Engine:
         return Request(messages=messages, temperature=self.debate.temperature,
                        max_tokens=self.debate.max_tokens, seed=seed, schema=schema, meta=meta)
 
-    def _agents_from(self, parses: Sequence[parsing.AnswerParse], truncated: Sequence[bool],
-                     question: Any) -> list[_Agent]:
+    def _agents_from(self, parses: Sequence[parsing.AnswerParse], question: Any,
+                     truncated: Sequence[bool] | None = None) -> list[_Agent]:
         """Agents 0..len(parses)-1 from their parsed replies and whether each call was cut
-        at the token budget; a role with a fixed confidence
+        at the token budget (default: none was); a role with a fixed confidence
         (:data:`pear.core.config.ROLE_CONFIDENCE`) overrides the stated one."""
         task = self._task_for(question.dataset)
         answers = [p.answer or "" for p in parses]
@@ -658,6 +658,7 @@ class Engine:
             reps = task.buckets([task.canonical(a) if a else "" for a in answers])
             correct = [bool(a) and task.grade(a, question) for a in answers]
         role, models = self.debate.role, self.agent_model_ids
+        truncated = truncated if truncated is not None else [False] * len(parses)
         out = []
         for i, (p, rep, ok, cut) in enumerate(zip(parses, reps, correct, truncated)):
             r = role(i)
