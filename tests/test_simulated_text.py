@@ -75,7 +75,7 @@ def test_simulated_text_is_parsed_as_a_real_models_reply():
     be = _Recording(KEY, population="grounded")
     jobs = [Job(q, method("pear"), 0) for q in QS]
     list(Engine(be, DebateConfig(rounds=2)).run(jobs))
-    checked = {"initial": 0, "critique": 0, "update": 0}
+    checked = {"initial": 0, "critique": 0, "revision": 0}
     for req, comp in be.seen:
         phase = req.meta["phase"]
         real = _real_style(json.loads(comp.text))
@@ -92,5 +92,5 @@ def test_simulated_text_is_parsed_as_a_real_models_reply():
                          parsing.parse_revision(real, sources))
             assert set(got.decisions) == set(sources)
         assert got == want and got.parse_error is None
-        checked[phase if phase in checked else "update"] += 1
+        checked[phase if phase in checked else "revision"] += 1
     assert min(checked.values()) > 10
