@@ -251,3 +251,45 @@ def test_in_memory_tables_match_the_indexed_ones(tmp_path):
             a = disk[t].reset_index(drop=True)
             b = mem.table(t).drop(columns=[c for c in ("file", "offset") if t == "debates"])
             pd.testing.assert_frame_equal(a, b, check_categorical=False)
+
+
+@pytest.mark.parametrize("drop", [False, True])
+def test_worker_processes_index_what_one_process_indexes(tmp_path, monkeypatch, drop):
+    """Blocks of 3 lines checked and laid out in forked worker processes: the same tables
+    (debates numbered across blocks, an appended part after them), the same findings, a
+    bad line dropped or named as one process would."""
+    from pear.store import indexing
+    monkeypatch.setattr(indexing, "BATCH", 3)
+    monkeypatch.setattr(indexing, "PARALLEL_LINES", 6)
+    recs = _records(17)
+    bad = dict(recs[7], seed=-1)  # an error: out of range (and no longer its own id)
+    frames, findings = {}, {}
+    for workers in (1, 2):
+        d = tmp_path / str(workers)
+        path = _write(d, recs[:7])
+        with open(path, "a") as fh:
+            fh.write(json.dumps(bad) + "\n\n")  # and a blank line (skipped)
+        _write(d, recs[8:14])
+        if not drop:
+            with pytest.raises(ValueError, match=rf"{path}:8: debate"):
+                view.index(d, workers=workers)
+            assert not (d / "view" / "manifest.json").exists()
+            continue
+        s = view.index(d, workers=workers, drop_invalid=True)
+        assert (s.debates, s.new_debates) == (13, 13)
+        _write(d, recs[14:])  # 3 more lines: fewer than PARALLEL_LINES, indexed here
+        assert view.index(d, workers=workers, drop_invalid=True).new_debates == 3
+        with pytest.warns(RuntimeWarning, match="left out 1 damaged records"):
+            v = view.load(d, update=False, drop_invalid=True)
+        frames[workers] = {t: v.table(t) for t in view.TABLES}
+        findings[workers] = json.loads((d / "view" / "manifest.json").read_text())["findings"]
+    if drop:
+        one, two = frames[1], frames[2]
+        assert one["debates"]["question_id"].tolist() == [f"q{k}" for k in range(17) if k != 7]
+        assert one["debates"]["debate"].tolist() == list(range(16))
+        for t in one:
+            pd.testing.assert_frame_equal(two[t], one[t])
+        assert findings[1]["dropped"] == 1 and findings[1]["counts"] == {
+            "identity": 1, "out_of_range": 1}
+        assert json.dumps(findings[2]).replace(str(tmp_path / "2"), str(tmp_path / "1")) \
+            == json.dumps(findings[1])

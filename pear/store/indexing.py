@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from pear.core.hashing import file_sha256
@@ -178,13 +180,15 @@ def run_dir_of(run_dir: str | os.PathLike[str]) -> Path:
 
 def index(run_dir: str | os.PathLike[str], *, verify: bool = True,
           view_dir: str | os.PathLike[str] | None = None, drop_invalid: bool = False,
-          rebuild: bool = False) -> IndexSummary:
+          rebuild: bool = False, workers: int | None = None) -> IndexSummary:
     """Bring ``<run_dir>/view/`` up to date with the records under ``run_dir`` (see the
     module docstring): nothing when fresh, a new part with the appended lines, or a full
     rebuild when the view is absent, stale or damaged (or ``rebuild``).  ``verify=False``
     skips hashing the parts (sizes are still checked); ``view_dir`` puts the view elsewhere
     than ``<run_dir>/view``.  A damaged record is an error naming file and line
-    (:class:`pear.store.validate.ValidationError`) unless ``drop_invalid``."""
+    (:class:`pear.store.validate.ValidationError`) unless ``drop_invalid``.  ``workers``:
+    processes that check and lay out the lines of a file with many new ones (None: every
+    core); the view's tables are the same for any number."""
     root = run_dir_of(run_dir)
     files = record_files(root)
     t0 = time.perf_counter()
@@ -207,7 +211,7 @@ def index(run_dir: str | os.PathLike[str], *, verify: bool = True,
         else:
             action = "updated"
         before = man.debates
-        _append(root, vdir, man, files, checker, drop_invalid)
+        _append(root, vdir, man, files, checker, drop_invalid, workers)
         if man.debates == before and action == "updated":
             action = "fresh"
     return IndexSummary(action, reason, man.debates, man.debates - before, len(files),
@@ -229,8 +233,13 @@ class _Part:
         self.tmp = {t: part_path(vdir, name, t).with_suffix(".tmp") for t in TABLES}
         self.writers: dict[str, pq.ParquetWriter] = {}
 
-    def write(self, rows: Rows) -> None:
-        for t, table in rows.tables().items():
+    def write(self, tables: dict[str, pa.Table], first_debate: int = 0) -> None:
+        """Append a batch's tables, their debates numbered from ``first_debate``."""
+        for t, table in tables.items():
+            if first_debate:
+                i = table.schema.get_field_index("debate")
+                table = table.set_column(i, "debate", pc.add(
+                    table["debate"], pa.scalar(first_debate, table.schema.field(i).type)))
             if t not in self.writers:
                 self.tmp[t].parent.mkdir(parents=True, exist_ok=True)
                 self.writers[t] = pq.ParquetWriter(self.tmp[t], SCHEMAS[t], compression="zstd")
@@ -272,38 +281,34 @@ def _file_entries(root: Path, man: Manifest, files: Sequence[Path]
 
 
 def _append(root: Path, vdir: Path, man: Manifest, files: Sequence[Path], checker: Checker,
-            drop_invalid: bool) -> None:
+            drop_invalid: bool, workers: int | None = None) -> None:
     """Check and index every line past each file's recorded offset into one new part; then
     write the manifest (atomically, last: a crash or a damaged record before it leaves the
-    old view intact)."""
+    old view intact).  Blocks of lines are checked and laid out in ``workers`` processes
+    (:func:`_blocks`); their problems and rows are taken in file order here."""
     entries, slot = _file_entries(root, man, files)
     part = _Part(vdir, f"part-{len(man.parts):05d}-{time.time_ns() % 10**12:012d}")
-    rows, added, found = Rows(), 0, Findings()
+    added, found = 0, Findings()
     try:
         for path in files:
             file_no = slot[_rel(root, path)]
             entry = entries[file_no]
             offset, lines = entry["offset"], entry["lines"]
-            for pos, line_no, line, size in scan_lines(path, offset, lines):
-                offset, lines = pos + size, line_no
-                rec, problems = checker.check_line(f"{path}:{line_no}", line, size)
-                for p in problems:
-                    found.add(p)
-                if any(KINDS[p.kind][0] == "error" for p in problems):
-                    if not drop_invalid:
-                        raise ValidationError(root, found)
-                    found.dropped += 1
-                    continue
-                if rec is None:
-                    continue
-                rows.add(rec, man.debates + added, file_no, pos, digest(rec))
-                added += 1
-                if rows.n >= BATCH:
-                    part.write(rows)
+            for block, checked, tables in _blocks(checker, path, file_no,
+                                                  scan_lines(path, offset, lines), workers):
+                offset, lines = block[-1][0] + block[-1][3], block[-1][1]
+                for problems, bad in checked:
+                    for p in problems:
+                        found.add(p)
+                    if bad:
+                        if not drop_invalid:
+                            raise ValidationError(root, found)
+                        found.dropped += 1
+                if tables is not None:
+                    part.write(tables, first_debate=man.debates + added)
+                    added += tables["debates"].num_rows
             entry.update(offset=offset, lines=lines, fingerprint=_fingerprint(path, offset))
         if added:
-            if rows.n:
-                part.write(rows)
             man.parts.append({"name": part.name, "debates": added, "tables": part.finish()})
             man.debates += added
         man.files = entries
@@ -311,3 +316,67 @@ def _append(root: Path, vdir: Path, man: Manifest, files: Sequence[Path], checke
         write_atomic(vdir / VIEW_MANIFEST, man.to_json())
     finally:
         part.discard()
+
+
+PARALLEL_LINES = 2 * BATCH
+"""New lines of a file from which their blocks are checked in worker processes (our
+choice: for fewer, starting the processes costs more than it saves)."""
+_FORKED_CHECKER: Checker | None = None
+_Block = list[tuple[int, int, "bytes | None", int]]
+
+
+def _check_block(checker: Checker, path: Path, file_no: int, block: _Block
+                 ) -> tuple[list[tuple[list[Any], bool]], dict[str, Any] | None]:
+    """One block of lines checked and laid out: per line its problems and whether one is an
+    error (such a record is not laid out), and the Arrow tables of the readable records
+    without errors, their debates numbered from 0 (None: no such record)."""
+    rows, checked = Rows(), []
+    for pos, line_no, line, size in block:
+        rec, problems = checker.check_line(f"{path}:{line_no}", line, size)
+        bad = any(KINDS[p.kind][0] == "error" for p in problems)
+        if rec is not None and not bad:
+            rows.add(rec, rows.n, file_no, pos, digest(rec))
+        checked.append((problems, bad))
+    return checked, rows.tables() if rows.n else None
+
+
+def _blocks(checker: Checker, path: Path, file_no: int, lines: Iterator[Any],
+            workers: int | None = None
+            ) -> Iterator[tuple[_Block, list[tuple[list[Any], bool]], dict[str, Any] | None]]:
+    """Each block of :data:`BATCH` ``lines`` (:func:`pear.store.findings.scan_lines`) with
+    :func:`_check_block`'s result, in order: here, or, for a file with at least
+    :data:`PARALLEL_LINES` new lines and ``workers`` > 1 (None: every core), in forked
+    worker processes, two blocks per worker in flight.  The results are those of one
+    process."""
+    global _FORKED_CHECKER
+    import itertools
+    import multiprocessing
+    from collections import deque
+    workers = len(os.sched_getaffinity(0)) if workers is None else workers
+    blocks = iter(lambda: list(itertools.islice(lines, BATCH)), [])
+    head = list(itertools.islice(blocks, PARALLEL_LINES // BATCH))
+    if workers <= 1 or len(head) < PARALLEL_LINES // BATCH:
+        for block in itertools.chain(head, blocks):
+            yield (block, *_check_block(checker, path, file_no, block))
+        return
+    rest = itertools.chain(head, blocks)
+    _FORKED_CHECKER = checker  # what the workers check with: fork copies it
+    try:
+        with multiprocessing.get_context("fork").Pool(workers) as pool:
+            pending: deque = deque()
+            for block in rest:
+                pending.append((block, pool.apply_async(_check_forked, (path, file_no, block))))
+                if len(pending) >= 2 * workers:
+                    block, result = pending.popleft()
+                    yield (block, *result.get())
+            while pending:
+                block, result = pending.popleft()
+                yield (block, *result.get())
+    finally:
+        _FORKED_CHECKER = None
+
+
+def _check_forked(path: Path, file_no: int, block: _Block) -> Any:
+    """In a worker: :func:`_check_block` with the checker of the fork."""
+    assert _FORKED_CHECKER is not None, "a worker runs only in a forked process"
+    return _check_block(_FORKED_CHECKER, path, file_no, block)
