@@ -1,6 +1,7 @@
 """Indexing a run directory's records into its columnar view (``<run_dir>/view/``), by
-streaming: one record line in memory at a time, rows flushed to Parquet every
-:data:`BATCH` debates.
+streaming: blocks of :data:`BATCH` record lines (checked and laid out in worker processes
+when a file has many new lines, two blocks per worker in flight), each block's rows flushed
+to Parquet as one row group, in file order.
 
 Freshness is checked, never assumed: ``view/manifest.json`` records, for every record file,
 how far it was indexed and a fingerprint of those bytes (head, tail and sampled blocks),
