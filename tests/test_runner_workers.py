@@ -60,3 +60,14 @@ def test_prestart_starts_one_worker_that_the_first_call_uses(monkeypatch):
     time.sleep(0.2)
     assert [w.proc for w in pool.workers if w.proc is not None] == started
     mathgrade.shutdown()
+
+
+def test_workers_get_enough_chunks_to_balance_the_grid_end():
+    exp = preset("sim", datasets=("gsm8k", "truthfulqa"), n_questions=20, seeds=(0,),
+                 full_datasets=())  # 40 groups; the preset's chunks hold 50
+    todo = jobs(exp)
+    assert runner._per_chunk(todo, exp.chunk_questions, 1) == 50  # one process: as set
+    per = runner._per_chunk(todo, exp.chunk_questions, 2)
+    sizes = [len(c) for c in runner._chunks(todo, per)]
+    assert per == 3 and len(sizes) == 14  # 40 groups in 13 chunks of 3 and one of 1
+    assert len(sizes) >= runner.CHUNKS_PER_WORKER * 2 - 2 and sum(sizes) == len(todo)

@@ -6,10 +6,11 @@ advance in lockstep through the engine), appending each finished debate at once 
 fsyncing at chunk boundaries.  Killing it at any point and running it again finishes the
 grid with no debate lost or duplicated.  Each model's records live in :func:`model_dir`.
 
-With ``workers > 1`` the chunks run in that many worker processes (forked, each with the
-engine and backend as they were at the fork), and this process alone appends their records,
-chunk by chunk in the grid's order: the records and the manifest are those of one process
-(timing fields aside), and a killed run resumes the same way.
+With ``workers > 1`` the chunks (smaller: :data:`CHUNKS_PER_WORKER` per worker, so that the
+grid's end is balanced) run in that many worker processes (forked, each with the engine and
+backend as they were at the fork), and this process alone appends their records, chunk by
+chunk in the grid's order: the records and the manifest are those of one process (timing
+fields aside; the records' order follows the chunks), and a killed run resumes the same way.
 """
 from __future__ import annotations
 
@@ -219,7 +220,7 @@ def _run_jobs(engine: Engine, all_jobs: Sequence[Job], rdir: Path, chunk_questio
     bar.skip(call_budget(all_jobs, engine.debate) - call_budget(todo, engine.debate),
              len(all_jobs) - len(todo))
     bar.follow(engine)
-    chunks = list(_chunks(todo, chunk_questions))
+    chunks = list(_chunks(todo, _per_chunk(todo, chunk_questions, workers)))
     with RecordWriter(rdir) as writer, _chunk_runner(engine, chunks, workers, math) as ran:
         for records in ran:
             for record in records:
@@ -393,6 +394,25 @@ def debate_ids(exp: Experiment, model_id: str, backend_name: str,
     if all_jobs is None:
         all_jobs = jobs(model_grid(exp, model_id))
     return [engine.debate_id(j) for j in all_jobs]
+
+
+CHUNKS_PER_WORKER = 8  # our choice: the last chunk leaves a worker idle 1/8 of its share
+
+
+def _per_chunk(todo: Sequence[Job], chunk_questions: int, workers: int) -> int:
+    """(seed, question) groups per chunk: ``chunk_questions``, or fewer with ``workers > 1``
+    so that each worker gets :data:`CHUNKS_PER_WORKER` chunks to balance the grid's end
+    (records do not depend on the chunks: a resumed run chunks what is left).
+
+    >>> from types import SimpleNamespace as NS
+    >>> todo = [NS(seed=0, question=NS(dataset="d", id=str(i))) for i in range(160)]
+    >>> _per_chunk(todo, 50, 1), _per_chunk(todo, 50, 2), _per_chunk(todo, 5, 2)
+    (50, 10, 5)
+    """
+    if workers == 1:
+        return chunk_questions
+    groups = len({(j.seed, j.question.dataset, j.question.id) for j in todo})
+    return max(1, min(chunk_questions, -(-groups // (CHUNKS_PER_WORKER * workers))))
 
 
 def _chunks(todo: Sequence[Job], per_chunk: int) -> Iterable[list[Job]]:

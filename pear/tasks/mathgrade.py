@@ -361,9 +361,12 @@ class _Pool:
         self.idle: queue.LifoQueue[_Worker] = queue.LifoQueue()
         for w in self.workers:
             self.idle.put(w)
+        self.started = threading.Event()  # no worker is being started by prestart
+        self.started.set()
 
     def call_many(self, requests: list[list[str]], timeout_s: float
                   ) -> list[tuple[Status, Any]]:
+        self.started.wait(_STARTUP_TIMEOUT_S)  # the worker prestart starts, not a second one
         worker = self.idle.get()
         try:
             return worker.call_many(requests, timeout_s)
@@ -392,16 +395,22 @@ def prestart() -> None:
     answers calls it first, so that the worker's start overlaps other work instead of
     holding up the first grading call).  Does nothing when it is already started."""
     pool = _pool()  # here, not in the thread: a fork never inherits _POOL_LOCK held
+    if not pool.started.is_set():
+        return  # being started
+    worker = pool.idle.get()
+    if worker.proc is not None:
+        pool.idle.put(worker)
+        return
+    pool.started.clear()  # a call waits for this worker instead of starting another
 
     def start() -> None:
-        worker = pool.idle.get()
         try:
-            if worker.proc is None:
-                worker._start()
+            worker._start()
         except RuntimeError:
             pass  # the first call starts it again and reports why it cannot
         finally:
             pool.idle.put(worker)
+            pool.started.set()
     threading.Thread(target=start, daemon=True).start()
 
 
