@@ -215,6 +215,8 @@ def test_worker_processes_move_the_calls_before_their_chunks_come_back(tmp_path,
         seen.append((self.calls, self.debates))
         real(self)
     monkeypatch.setattr(Progress, "_moved", spy)
+    from pear.runs import runner
+    monkeypatch.setattr(runner, "CHUNKS_PER_WORKER", 1)  # two chunks of two questions
     be = SimulatedBackend(answer_key(exp), params=SimParams(latency_s=0.05))
     s = run(exp, be, tmp_path, progress=True, workers=2)
     assert s.written == 4
