@@ -239,3 +239,20 @@ def test_default_workers_take_the_cpus_slurm_gave_the_task(monkeypatch):
     assert default_workers("simulated") == len(os.sched_getaffinity(0))
     monkeypatch.setenv("SLURM_CPUS_PER_TASK", "1")  # a launch's simulated shard asks for 1
     assert default_workers("simulated") == 1 and default_workers("vllm") == 1
+
+
+def test_the_writer_writes_what_json_would_and_refuses_what_json_cannot(tmp_path):
+    import numpy as np
+    rec = make_record([["1", "2"], ["2", "2"]], "2", question_id="a")
+    rec["rounds_data"][1]["influence"] = [np.float64(0.1) + np.float64(0.2), 1e16]
+    rec["gold"] = "é\u2028\"x\""
+    with RecordWriter(tmp_path) as w:
+        w.write(rec)
+        bad = make_record([["1"]], "1", question_id="b")
+        bad["rounds_data"][0]["agents"][0]["reasoning"] = object()
+        with pytest.raises(ValueError, match=r"refusing to write .*type object"):
+            w.write(bad)
+    line = (tmp_path / RECORDS_FILE).read_bytes()
+    assert line.count(b"\n") == 1 and b"1e16" in line  # only the good record, one line
+    assert json.loads(line) == json.loads(json.dumps(rec, default=float))
+    assert read_records(tmp_path)[0]["rounds_data"][1]["influence"] == [0.30000000000000004, 1e16]
