@@ -23,6 +23,12 @@
 # analysis library, with a 95 % bootstrap interval over questions and seeds, or the exact
 # test the claim names. The same evaluators run on the study's printed tables: the
 # internal-consistency table sets each printed claim beside what its own tables give.
+#
+# A simulated build's conclusions hang on its simulated population. The last section states
+# them across an ensemble of plausible populations (the grounded revision model refitted on
+# DyLAN's debates resampled with replacement, `pear.paper.ensemble`): the main results and
+# PEAR's gains with their range, and each claim with the share of populations in which it
+# holds, on a reduced grid run beside the build's (`<run>-ensemble/`, resumable).
 
 # %% tags=["parameters"]
 backend = "llamacpp"  # llamacpp | vllm | openai | simulated | replay
@@ -32,6 +38,9 @@ model = ""  # model path or name; empty: the backend default
 seeds = ""  # empty: the preset seeds, else e.g. 0,1,2
 n_questions = 0  # questions per dataset; 0: the preset value
 bootstrap_seed = 0  # our choice: seed of the bootstrap replicates
+ensemble_k = 20  # populations of the ensemble (issue 35: 20)
+ensemble_questions = 20  # questions per dataset of its grid (at most the build's), 1 seed
+ensemble_seed = 0  # our choice: seed of the bootstrap over real debates
 
 # %% [markdown]
 # ## Load records (subset questions and full sets)
@@ -39,7 +48,7 @@ bootstrap_seed = 0  # our choice: seed of the bootstrap replicates
 # %%
 from pear.claims import diff, evaluate as claims
 from pear.analysis import figures, report
-from pear.paper import ledger
+from pear.paper import ensemble, ledger
 
 figures.set_style()
 subset, full = ledger.load_build(backend, preset, runs_dir, model=model, seeds=seeds,
@@ -73,6 +82,35 @@ fig = ledger.plot_forest(forest, source=subset.source, mark=subset.mark)
 figures.display_figure(fig)
 
 # %% [markdown]
+# ## Across an ensemble of plausible populations
+#
+# The build's grid reduced (its datasets and the study's 14 methods, `ensemble_questions`
+# questions per dataset, its first seed, no full sets) run under `grounded` and under
+# `ensemble_k` populations drawn from the revision fit's sampling distribution (a bootstrap
+# over DyLAN's debates). A build of a real model or of imported debates has no population
+# to vary: its tables say so.
+
+# %%
+ens = ensemble.for_build(backend, preset, runs_dir, seeds=seeds, n_questions=n_questions,
+                         k=ensemble_k, questions=ensemble_questions, seed=ensemble_seed)
+print(ensemble.describe_times(ens))
+ensemble.table_main(ens)
+
+# %% [markdown]
+# PEAR's gains (accuracy points) over Random, Clique and CoT-SC, and the populations in
+# which PEAR is ahead.
+
+# %%
+ensemble.table_gains(ens)
+
+# %% [markdown]
+# Every claim: its finding under `grounded` (95 % intervals on the ensemble's grid) and the
+# populations in which it holds at their point values.
+
+# %%
+ensemble.table_claims(ens)
+
+# %% [markdown]
 # ## Save
 
 # %%
@@ -85,3 +123,9 @@ diff.save_ledger(table, "claims")  # claims.json: `pear claims-diff` compares tw
 ledger.save_html(ledger.ledger_html(table, link=ledger.site_link, title="",
                                     source=subset.caption("The claims ledger of this build:")),
                  "claims")
+report.save_table(ensemble.table_main(ens), "ensemble_main",
+                  caption=ensemble.caption_main(ens))
+report.save_table(ensemble.table_gains(ens), "ensemble_gains", digits=1,
+                  caption=ensemble.caption_gains(ens))
+report.save_table(ensemble.table_claims(ens), "ensemble_claims", digits=2,
+                  caption=ensemble.caption_claims(ens))

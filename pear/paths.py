@@ -16,7 +16,7 @@ __all__ = ["PACKAGE_DIR", "REPO_ROOT", "DATA_DIR", "BENCHMARKS_DIR", "PAPER_DIR"
            "REAL_DEBATES_DIR",
            "FIGURES_DIR", "BUILD_DIR", "NOTEBOOKS_DIR", "TEMPLATES_FILE", "RECORDS_FILE",
            "RUN_MANIFEST", "VIEW_DIR", "VIEW_MANIFEST", "CACHE_FILE", "SITE_DIR",
-           "EXECUTED_DIR", "cache_path", "studies_dir", "write_atomic", "write_json"]
+           "EXECUTED_DIR", "cache_path", "studies_dir", "ensemble_dir", "write_atomic", "write_json"]
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_ROOT = PACKAGE_DIR.parent
@@ -52,6 +52,17 @@ def studies_dir(run_dir: str | Path) -> Path:
     grid)."""
     root = Path(run_dir)
     return root.with_name(root.name + "-studies")
+
+
+def ensemble_dir(run_dir: str | Path) -> Path:
+    """Where the ensemble of simulated populations of a run is recorded
+    (:mod:`pear.paper.ensemble`): ``<run_dir>-ensemble/`` beside the run directory.
+
+    >>> ensemble_dir("data/runs/sim-simulated").name
+    'sim-simulated-ensemble'
+    """
+    root = Path(run_dir)
+    return root.with_name(root.name + "-ensemble")
 
 
 def write_atomic(path: str | os.PathLike[str], text: str) -> Path:

@@ -47,10 +47,12 @@ from pear.claims.checks import design_parts, rank_parts, router_parts, significa
 from pear.claims.values import numeric
 from pear.analysis.compare import PAPER_DIR
 from pear.claims.evidence import Source
+from pear.catalog.labels import method_order
 from pear.claims.verdicts import PartResult, describe, printed_numbers
 
 __all__ = ["VERDICTS", "KINDS", "CLAIMS_FILE", "RECOMPUTE_FILE", "PartResult", "ClaimResult",
            "load_claims", "load_recompute", "printed_numbers", "evaluate", "ledger",
+           "methods_named",
            "verdict_counts", "summarise", "fmt"]
 
 IMPORTED_SPEAK_TO = ("diag-", "rounds-")
@@ -129,6 +131,43 @@ def _resolve_sets(spec: Mapping[str, Any], raw: Mapping[str, Any]) -> dict[str, 
     if "b_each" in out and isinstance(out["b_each"], str):
         out["b_each"] = sets.get(out["b_each"], out["b_each"].split(","))
     return out
+
+
+_IMPLICIT_METHODS = {"pareto": "main", "spearman": "main", "sig": "fixed+pear"}
+"""Parts whose methods are implicit: a cost-accuracy frontier and the rank agreement are
+over the study's main table (:data:`pear.catalog.labels.MAIN_METHODS`); the significance
+test sets PEAR against the best fixed topology."""
+
+
+def methods_named(claim_id: str, raw: Mapping[str, Any] | None = None) -> tuple[str, ...]:
+    """The methods claim ``claim_id`` compares, in table order: those its parts name (sets
+    spelled out) and those a part's operation implies (:data:`_IMPLICIT_METHODS`).  A build
+    without one of them evaluates the claim on fewer methods than it names (``max:fixed``
+    on a grid without Star is the best of the others).
+
+    >>> methods_named("intro-beats-fixed-all-settings")
+    ('clique', 'star', 'chain', 'ring', 'pear')
+    >>> methods_named("abs-benchmarks-models-count")
+    ()
+    """
+    from pear.catalog.labels import MAIN_METHODS
+    from pear.core.config import FIXED_TOPOLOGIES
+    raw = raw if raw is not None else load_recompute()
+    entry = raw["claims"].get(claim_id)
+    if entry is None:
+        raise ValueError(f"unknown claim {claim_id!r}: see {CLAIMS_FILE.name}")
+    out: list[str] = []
+    for spec in entry.get("parts", []):
+        spec = _resolve_sets(spec, raw)
+        exprs = [spec[k] for k in ("a", "b", "c") if isinstance(spec.get(k), str)]
+        exprs += list(spec.get("b_each", []))
+        for e in exprs:
+            out += [m.strip() for m in e.partition(":")[2 if ":" in e else 0].split(",")
+                    if m.strip()]
+        implied = _IMPLICIT_METHODS.get(spec.get("op", ""))
+        out += list(MAIN_METHODS if implied == "main" else (*FIXED_TOPOLOGIES, "pear")
+                    if implied else ())
+    return tuple(method_order(set(out)))
 
 
 def _evaluate_part(spec: Mapping[str, Any], src: Source, raw: Mapping[str, Any],
@@ -299,7 +338,11 @@ def ledger(subset: Any = None, full: Any = None, *,
 
     ``subset``/``full``: :class:`pear.paper.study.Results` (or views) of a build; or ``build``,
     a ready :class:`pear.claims.evidence.Source`.  ``rng`` (a generator, or the seed of one)
-    draws the bootstrap replicates."""
+    draws the bootstrap replicates, ``n_boot`` of them (default
+    :data:`pear.claims.evidence.N_BOOT`); ``n_boot=0`` judges the point values alone (every
+    interval collapses to its value: a comparison holds when its value lies on the claimed
+    side, a printed number when the value rounds to it), as :mod:`pear.paper.ensemble`
+    counts claims across populations."""
     from pear.claims import evidence
     raw = load_recompute()
     claims = load_claims()
@@ -310,7 +353,7 @@ def ledger(subset: Any = None, full: Any = None, *,
         if not isinstance(rng, np.random.Generator):
             rng = np.random.default_rng(rng)
         build = evidence.build_source(subset, full, rng=rng,
-                                      n_boot=n_boot or evidence.N_BOOT)
+                                      n_boot=evidence.N_BOOT if n_boot is None else n_boot)
     paper = evidence.paper_source()
     rows = []
     for _, row in claims.iterrows():

@@ -155,7 +155,10 @@ def from_view(view: Any, *, rng: np.random.Generator, n_boot: int = N_BOOT,
               quantities: Sequence[str] | None = None) -> dict[str, Cell]:
     """Every quantity of :func:`per_debate` (or those named) as a :class:`Cell` with
     ``n_boot`` two-way bootstrap replicates drawn from ``rng``; ``net`` = ``w2r`` - ``r2w``
-    of the means, as the study's Net."""
+    of the means, as the study's Net.  ``n_boot=0``: point values only (``reps`` None, as
+    the study's tables): every interval of the ledger is then its point value."""
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 0:
+        raise ValueError(f"invalid n_boot={n_boot!r}: a number of replicates >= 0")
     df = per_debate(view)
     names = [c for c in df.columns if c not in KEYS and c != "debate"]
     if quantities is not None:
@@ -182,10 +185,12 @@ def from_view(view: Any, *, rng: np.random.Generator, n_boot: int = N_BOOT,
                 point[q][s] = _replicates(x, np.ones((1, len(seeds))),
                                           np.ones((1, len(qids))))[0]
             reps[q][:, s] = _replicates(x, ws.astype(float), wq.astype(float))
-    out = {q: Cell(settings, methods, point[q], reps[q], nq, ns) for q in names}
+    out = {q: Cell(settings, methods, point[q], reps[q] if n_boot else None, nq, ns)
+           for q in names}
     if "w2r" in out and "r2w" in out:
         w, r = out["w2r"], out["r2w"]
-        out["net"] = Cell(settings, methods, w.point - r.point, w.reps - r.reps, nq, ns)
+        out["net"] = Cell(settings, methods, w.point - r.point,
+                          w.reps - r.reps if n_boot else None, nq, ns)
     return out
 
 

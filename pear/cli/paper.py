@@ -1,13 +1,14 @@
-"""Commands on the paper's build: ``pear paper`` (every notebook) and ``pear claims-diff``
-(the claims that moved between two builds)."""
+"""Commands on the paper's build: ``pear paper`` (every notebook), ``pear claims-diff``
+(the claims that moved between two builds) and ``pear ensemble`` (a simulated build's
+conclusions across an ensemble of plausible populations)."""
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
-from pear.cli.options import DROP_HELP, add_plugin_argument, nonneg
+from pear.cli.options import DROP_HELP, add_plugin_argument, comma_list, nonneg, positive
 
-__all__ = ["add_paper", "add_claims_diff"]
+__all__ = ["add_paper", "add_claims_diff", "add_ensemble"]
 
 
 def add_paper(sub: Any) -> None:
@@ -86,3 +87,51 @@ def _ledger_of(path: str, seed: int) -> list[dict[str, Any]]:
     subset = load_results(p, exp, "subset")
     full = load_results(p, exp, "full") if exp.full_datasets else None
     return ledger_records(ledger(subset, full, rng=seed))
+
+
+def add_ensemble(sub: Any) -> None:
+    en = sub.add_parser(
+        "ensemble", help="a simulated grid under an ensemble of plausible populations",
+        description="Run (or resume) a reduced simulated grid under the grounded population "
+                    "and K populations drawn from its fit's sampling distribution (a bootstrap "
+                    "over DyLAN's debates), then print the main results and PEAR's gains with "
+                    "their range across the ensemble and the share of populations in which "
+                    "each claim of the ledger holds.")
+    en.add_argument("--k", type=int, default=None,
+                    help="bootstrap populations (default 20; growing K keeps the first draws)")
+    en.add_argument("--seed", type=nonneg, default=0, help="the bootstrap's seed (default 0)")
+    en.add_argument("--preset", default="sim", help="the grid to reduce (default: sim)")
+    en.add_argument("--n-questions", type=positive, default=None,
+                    help="questions per dataset (default 20)")
+    en.add_argument("--seeds", default="", help="run seed: the first of these ('' = preset's)")
+    en.add_argument("--methods", type=comma_list(str), default=None,
+                    help="methods (default: the study's 14; pear, random, clique and cot_sc "
+                         "needed; claims naming others are not evaluated)")
+    en.add_argument("--out", default="",
+                    help="the ensemble folder (default data/runs/<preset>-simulated-ensemble)")
+    en.add_argument("--workers", type=positive, default=None,
+                    help="processes per population's grid (default: every core)")
+    en.add_argument("--replay", action="store_true", help="run nothing: read the folder")
+    en.add_argument("--progress", action="store_true", help="a progress bar per population")
+    en.set_defaults(handler=_cmd_ensemble)
+
+
+def _cmd_ensemble(a: argparse.Namespace) -> int:
+    import pandas as pd
+
+    from pear.paper import ensemble
+    from pear.paper.study import runs_path
+    k = ensemble.DEFAULT_K if a.k is None else a.k
+    exp = ensemble.grid(a.preset, a.n_questions or ensemble.DEFAULT_QUESTIONS,
+                        seeds=a.seeds, methods=a.methods)
+    root = a.out or ensemble.ensemble_dir(runs_path("", a.preset, "simulated"))
+    ens = ensemble.run(exp, root, k, a.seed, workers=a.workers, progress=a.progress,
+                       replay=a.replay)
+    print(ensemble.describe_times(ens))
+    with pd.option_context("display.width", 200, "display.max_rows", 500,
+                           "display.max_colwidth", 80, "display.float_format", "{:.3f}".format):
+        for table, caption in ((ensemble.table_main, ensemble.caption_main),
+                               (ensemble.table_gains, ensemble.caption_gains),
+                               (ensemble.table_claims, ensemble.caption_claims)):
+            print(f"\n{caption(ens)}\n\n{table(ens).to_string()}")
+    return 0

@@ -1,0 +1,424 @@
+"""An ensemble of plausible simulated populations: how much a simulated build's conclusions
+hang on the population it simulates.
+
+The ``grounded`` population's revision model is an estimate; its sampling distribution is
+drawn by refitting it on DyLAN's debates resampled with replacement
+(:func:`pear.paper.grounding.bootstrap_populations`, seeded).  :func:`run` runs one reduced
+grid (:func:`grid`) under ``grounded`` (the point) and under each of K bootstrap populations
+(``grounded-b0`` ... ``grounded-b<K-1>``), and states across the K:
+
+* the main results: accuracy of PEAR, Random, Clique and CoT-SC per dataset
+  (:func:`table_main`: grounded's value, the ensemble's [min, max] and 5-95 %);
+* PEAR's gains over Random, Clique and CoT-SC per dataset and pooled over datasets
+  (:func:`table_gains`: the range, and the share of populations where PEAR is ahead);
+* every claim of the ledger (:func:`table_claims`): its finding under grounded (95 %
+  intervals) and the share of populations in which it holds at their point values
+  (:func:`pear.claims.evaluate.ledger` with ``n_boot=0``: a comparison on its claimed
+  side, a printed number within its rounding).
+
+Accuracy is :func:`pear.analysis.metrics.accuracy`'s, gains are
+:func:`pear.analysis.metrics.gains`' (pooled: :func:`~pear.analysis.metrics.gain_summary`'s
+overall mean), claims are the ledger's.
+
+Layout of an ensemble folder (default ``<run>-ensemble/`` beside a build's run,
+:func:`pear.paths.ensemble_dir`)::
+
+    ensemble.json              the bootstrap seed and every population's fingerprint
+    populations/<name>.json    each population as a file (its run's manifest names it)
+    <name>/                    one run directory per population (records, manifest)
+
+Every run goes through :func:`pear.runs.runner.run` (resumable, append-only, ``workers``
+processes): a second call runs only what is missing, and a larger K adds populations (the
+bootstrap's draws are sequential: the first K of a larger K are the same).
+"""
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from pear.analysis import metrics
+from pear.catalog.labels import dataset_label, method_label
+from pear.paths import ensemble_dir, write_json
+
+__all__ = ["DEFAULT_K", "DEFAULT_QUESTIONS", "POINT", "MAIN", "BASELINES", "POOLED", "Ensemble",
+           "grid", "write_populations", "run", "for_build", "table_main", "table_gains",
+           "table_claims", "caption_main", "caption_gains", "caption_claims",
+           "describe_times", "ensemble_dir"]
+
+DEFAULT_K = 20  # issue 35: K populations, default 20
+DEFAULT_QUESTIONS = 20  # our choice: the CI size (14 methods x 4 datasets x 20 questions x 1 seed)
+POINT = "grounded"
+"""The point population: the revision model fitted on all the data."""
+MAIN = ("pear", "random", "clique", "cot_sc")
+"""The methods of the main table across the ensemble."""
+BASELINES = ("random", "clique", "cot_sc")
+"""PEAR's gains are stated over these."""
+POOLED = "pooled"
+"""The dataset key of a gain pooled over datasets (their unweighted mean, the study's)."""
+RECORD = "ensemble.json"
+PERCENTILES = (5, 95)
+
+
+@dataclass
+class Ensemble:
+    """What :func:`run` found: per population (``population`` column; :data:`POINT` and the
+    bootstrap members) the accuracy of :data:`MAIN` per dataset, PEAR's gains, and the
+    claims' point findings; the point's full ledger (95 % intervals); the seconds each
+    population took and the debates it wrote.  ``note`` (tables say it) when the build has
+    nothing to vary (a real model's, or imported debates)."""
+
+    exp: Any
+    root: Path
+    seed: int
+    members: tuple[str, ...]
+    accuracy: pd.DataFrame
+    gains: pd.DataFrame
+    findings: pd.DataFrame
+    ledger: pd.DataFrame | None
+    missing: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Claim -> the methods it names that the grid does not run (not evaluated)."""
+    seconds: dict[str, float] = field(default_factory=dict)
+    written: dict[str, int] = field(default_factory=dict)
+    note: str = ""
+
+    @property
+    def k(self) -> int:
+        return len(self.members)
+
+
+# ----------------------------------------------------------------- the grid and populations
+
+def grid(preset: str = "sim", n_questions: int = DEFAULT_QUESTIONS, *, seeds: str = "",
+         methods: Sequence[str] | None = None, base: Any = None) -> Any:
+    """The reduced grid every population runs: the preset's subset grid (``base``: an
+    experiment to reduce instead) on its first seed (of ``seeds``, if given), ``n_questions``
+    per dataset (at most the base's), no full sets, and the study's methods (``methods``:
+    those; the self-consistency sizes ``sc@k`` of comparisons at equal compute left out,
+    which no claim needs).  :data:`MAIN` must be among them."""
+    from pear.core.config import METHODS
+    from pear.paper.study import experiment
+    if isinstance(n_questions, bool) or not isinstance(n_questions, (int, np.integer)) \
+            or n_questions < 1:
+        raise ValueError(f"invalid n_questions={n_questions!r}: questions per dataset >= 1")
+    exp = base if base is not None else experiment(preset, seeds=seeds, backend="simulated")
+    chosen = tuple(methods) if methods else tuple(m for m in exp.methods if m in METHODS)
+    lacking = [m for m in MAIN if m not in chosen]
+    if lacking:
+        raise ValueError(f"invalid methods {','.join(chosen)}: the ensemble's tables need "
+                         f"{', '.join(MAIN)} (missing {', '.join(lacking)})")
+    n = int(n_questions) if exp.n_questions is None else min(int(n_questions), exp.n_questions)
+    return dataclasses.replace(exp, methods=chosen, seeds=exp.seeds[:1], n_questions=n,
+                               full_datasets=())
+
+
+def _check_k(k: Any) -> int:
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"invalid k={k!r}: an ensemble needs at least one population (k >= 1)")
+    return int(k)
+
+
+def write_populations(root: str | Path, k: int = DEFAULT_K, seed: int = 0, *,
+                      grounding: Any = None) -> dict[str, Path]:
+    """The ensemble's population files under ``root/populations``: :data:`POINT` and the
+    first ``k`` bootstrap draws of ``seed``, name -> file, point first.  Files already there
+    are kept (and checked against ``root/ensemble.json``: another seed or point is an
+    error); the missing ones are written, refitting only then.  ``grounding``
+    (:class:`pear.paper.grounding.Grounding`): the fit to draw from; default the shipped
+    ``grounded`` population and, for draws, :func:`pear.paper.grounding.ground` on DyLAN's
+    corpus."""
+    from pear.backends import population as pop
+    from pear.paper import grounding as gr
+    k = _check_k(k)
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"invalid seed={seed!r}: a bootstrap seed >= 0")
+    root = Path(root)
+    pdir = root / "populations"
+    point = gr.grounded_population(grounding) if grounding is not None else pop.load(POINT)
+    names = [POINT] + [f"{POINT}-b{i}" for i in range(k)]
+    record = _read_record(root)
+    if record and (record.get("seed") != seed
+                   or record.get("point", {}).get("fingerprint") != point.fingerprint):
+        raise ValueError(
+            f"ensemble folder {str(root)!r} holds populations drawn with seed "
+            f"{record.get('seed')!r} from {POINT} {str(record.get('point', {}).get('fingerprint'))[:12]}"
+            f", not seed {seed} from {point.fingerprint[:12]}: use another folder")
+    have = {n: pop.load(pdir / f"{n}.json") for n in names if (pdir / f"{n}.json").is_file()}
+    todo = [n for n in names[1:] if n not in have]
+    if todo:
+        draws = gr.bootstrap_populations(k, seed, grounding)
+        for p in draws:
+            if p.name in todo:
+                have[p.name] = p
+    pdir.mkdir(parents=True, exist_ok=True)
+    for p in [point, *have.values()]:
+        if not (pdir / f"{p.name}.json").is_file():
+            p.write(pdir / f"{p.name}.json")
+    fingerprints = {**(record or {}).get("populations", {}),
+                    **{n: have[n].fingerprint for n in names[1:]}}
+    write_json(root / RECORD, {"seed": seed, "point": point.manifest(),
+                               "populations": fingerprints}, newline=True)
+    return {n: pdir / f"{n}.json" for n in names}
+
+
+def _read_record(root: Path) -> dict[str, Any] | None:
+    import json
+    path = root / RECORD
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as err:
+        raise ValueError(f"unreadable ensemble record {str(path)!r}: {err}") from None
+
+
+# ----------------------------------------------------------------- running and reading
+
+def run(exp: Any, root: str | Path, k: int = DEFAULT_K, seed: int = 0, *,
+        grounding: Any = None, workers: int | None = None, progress: bool = False,
+        replay: bool = False, say: Callable[[str], None] | None = print) -> Ensemble:
+    """Run (or resume) ``exp`` under :data:`POINT` and ``k`` bootstrap populations into
+    ``root`` (:func:`write_populations`; one run directory per population, through
+    :func:`pear.runs.runner.run` with ``workers`` processes, default every core), then read
+    every run: the accuracy, gains and claims of :class:`Ensemble`.  ``replay``: run
+    nothing, read what ``root`` holds.  ``say`` gets one line per population."""
+    from pear.runs.factory import default_workers, grid_backend
+    from pear.runs.runner import run as run_grid
+    k = _check_k(k)
+    root = Path(root)
+    if replay:
+        files = _recorded_populations(root, k, seed)
+    else:
+        files = write_populations(root, k, seed, grounding=grounding)
+    seconds, written, results = {}, {}, {}
+    for name, path in files.items():
+        t0 = time.perf_counter()
+        if not replay:
+            be = grid_backend("simulated", exp, extra={"population": str(path)})
+            s = run_grid(exp, be, root / name, progress=progress,
+                         workers=workers or default_workers("simulated"))
+            if not s.complete:
+                first = s.failed[0][1] if s.failed else "unknown"
+                raise RuntimeError(f"population {name}: the grid is incomplete ({len(s.failed)} "
+                                   f"debates failed; first: {first}); rerun to resume")
+            written[name] = s.written
+        results[name] = _read(exp, root / name, seed, full=name == POINT)
+        seconds[name] = time.perf_counter() - t0
+        if say:
+            say(f"{name}: {written.get(name, 0)} debates written in {seconds[name]:.1f} s "
+                f"(run and read)")
+    members = tuple(n for n in files if n != POINT)
+    from pear.claims.evaluate import load_recompute, methods_named
+    raw = load_recompute()
+    ran = set(exp.methods)
+    missing = {cid: need for cid in raw["claims"]
+               if (need := tuple(m for m in methods_named(cid, raw) if m not in ran))}
+    cat = {key: pd.concat([r[key].assign(population=n) for n, r in results.items()],
+                          ignore_index=True) for key in ("accuracy", "gains", "findings")}
+    return Ensemble(exp, root, seed, members, cat["accuracy"], cat["gains"], cat["findings"],
+                    results[POINT]["ledger"], missing, seconds, written)
+
+
+def _recorded_populations(root: Path, k: int, seed: int) -> dict[str, Path]:
+    record = _read_record(root)
+    names = [POINT] + [f"{POINT}-b{i}" for i in range(k)]
+    absent = [n for n in names if not (root / "populations" / f"{n}.json").is_file()
+              or not (root / n).is_dir()]
+    if record is None or absent or record.get("seed") != seed:
+        what = (f"no population {absent[0]!r}" if absent and record else
+                f"seed {record.get('seed')!r}, not {seed}" if record else "no ensemble")
+        raise FileNotFoundError(f"replay: {str(root)!r} holds {what}: run the ensemble first "
+                                "(a simulated build, or `pear ensemble`)")
+    return {n: root / "populations" / f"{n}.json" for n in names}
+
+
+def _read(exp: Any, run_dir: Path, seed: int, full: bool) -> dict[str, Any]:
+    """One population's run: accuracy of :data:`MAIN`, PEAR's gains over
+    :data:`BASELINES` per dataset and pooled, the claims' point findings, and (``full``)
+    the ledger with 95 % intervals."""
+    from pear.claims.evaluate import ledger
+    from pear.paper.study import load_results
+    res = load_results(run_dir, exp, "subset")
+    acc = metrics.accuracy(res.debates)
+    parts = []
+    for b in BASELINES:
+        g = metrics.gains(acc, "pear", b)
+        pooled = metrics.gain_summary(g).query("level == 'overall'")["gain"].iloc[0]
+        parts.append(pd.concat([g[["dataset", "gain"]],
+                                pd.DataFrame({"dataset": [POOLED], "gain": [pooled]})])
+                     .assign(baseline=b))
+    point = ledger(res, None, rng=seed, n_boot=0)
+    return {"accuracy": acc.loc[acc["method"].isin(MAIN), ["dataset", "method", "accuracy"]],
+            "gains": pd.concat(parts, ignore_index=True),
+            "findings": point[["id", "kind", "finding"]],
+            "ledger": ledger(res, None, rng=seed) if full else None}
+
+
+def for_build(backend: str, preset: str, runs_dir: str = "", *, seeds: str = "",
+              n_questions: int = 0, k: int = DEFAULT_K, questions: int = DEFAULT_QUESTIONS,
+              seed: int = 0, workers: int | None = None) -> Ensemble:
+    """The ensemble of a build (the notebooks' parameters): on the simulated backend run or
+    resume it into :func:`pear.paths.ensemble_dir` of the build's run, on ``replay`` read
+    it there; the grid is :func:`grid` of the build's (``questions`` per dataset, at most the
+    build's).  A build of a real model or of imported debates has no population to vary:
+    the :class:`Ensemble` is empty and says so (``note``)."""
+    from pear.paper.study import experiment, is_imported, runs_path
+    k = _check_k(k)
+    run_dir = runs_path(runs_dir, preset, backend)
+    exp = experiment(preset, seeds=seeds, n_questions=n_questions, backend=backend)
+    root = ensemble_dir(run_dir)
+    note = ""
+    if backend not in ("simulated", "replay"):
+        note = (f"this build's agents are a real model (backend {backend}): there is no "
+                "simulated population to vary")
+    elif backend == "replay" and is_imported(run_dir):
+        note = "this build replays imported debates: there is no simulated population to vary"
+    elif backend == "replay" and not (root / RECORD).is_file():
+        note = (f"no ensemble was run beside this run ({root.name} is missing): a simulated "
+                "build or `pear ensemble` runs it")
+    if note:
+        empty = pd.DataFrame()
+        return Ensemble(exp, root, seed, (), empty, empty, empty, None, note=note)
+    small = grid(base=exp, n_questions=questions)
+    return run(small, root, k, seed, workers=workers, replay=backend == "replay")
+
+
+# ----------------------------------------------------------------- tables
+
+def _spread(values: pd.Series) -> dict[str, float]:
+    lo, hi = np.percentile(values.to_numpy(float), PERCENTILES)
+    return {"Min": float(values.min()), "Max": float(values.max()),
+            f"{PERCENTILES[0]} %": float(lo), f"{PERCENTILES[1]} %": float(hi)}
+
+
+def _note(ens: Ensemble) -> pd.DataFrame:
+    return pd.DataFrame({"note": [f"Not computed: {ens.note}."]})
+
+
+def table_main(ens: Ensemble) -> pd.DataFrame:
+    """Accuracy per (dataset, method) of :data:`MAIN`: grounded's, and across the ensemble
+    its minimum, maximum and 5th/95th percentiles (over the K bootstrap populations), rows
+    in the study's table order.  (Each population is its own simulated model.)"""
+    if ens.note:
+        return _note(ens)
+    acc = ens.accuracy
+    point = acc[acc["population"] == POINT]
+    draws = acc[acc["population"] != POINT]
+    rows = []
+    for _, r in point.iterrows():
+        d = draws[(draws["dataset"] == r["dataset"]) & (draws["method"] == r["method"])]
+        rows.append({"Dataset": dataset_label(r["dataset"]), "Method": method_label(r["method"]),
+                     "Grounded": r["accuracy"], **_spread(d["accuracy"])})
+    return pd.DataFrame(rows).set_index(["Dataset", "Method"])
+
+
+def table_gains(ens: Ensemble) -> pd.DataFrame:
+    """PEAR's gain in accuracy points over each of :data:`BASELINES`, per dataset and
+    pooled over datasets: grounded's, the ensemble's [min, max] and 5th/95th percentiles,
+    and in how many of the K populations PEAR is ahead (gain > 0)."""
+    if ens.note:
+        return _note(ens)
+    g = ens.gains
+    point = g[g["population"] == POINT]
+    draws = g[g["population"] != POINT]
+    rows = []
+    for _, r in point.iterrows():
+        d = draws[(draws["baseline"] == r["baseline"]) & (draws["dataset"] == r["dataset"])]
+        ahead = int((d["gain"] > 0).sum())
+        rows.append({"Over": method_label(r["baseline"]),
+                     "Dataset": "Pooled" if r["dataset"] == POOLED
+                     else dataset_label(r["dataset"]),
+                     "Grounded": r["gain"], **_spread(d["gain"]),
+                     "PEAR ahead in": f"{ahead}/{len(d)}",
+                     "Share": ahead / len(d) if len(d) else np.nan})
+    return pd.DataFrame(rows).set_index(["Over", "Dataset"])
+
+
+def table_claims(ens: Ensemble) -> pd.DataFrame:
+    """Every claim of the ledger: its finding under grounded (the ledger's 95 % intervals
+    on this grid), whether it holds at grounded's point values, and in how many of the K
+    populations it holds at theirs (and the share), or why it is not evaluated (a method
+    the grid does not run; not covered by such a grid)."""
+    if ens.note:
+        return _note(ens)
+    f = ens.findings
+    point = f[f["population"] == POINT].set_index("id")["finding"]
+    draws = f[f["population"] != POINT]
+    rows = []
+    for _, r in ens.ledger.iterrows():
+        cid = r["id"]
+        d = draws.loc[draws["id"] == cid, "finding"]
+        judged = d[d != "not covered"]
+        held = int((judged == "supported").sum())
+        if cid in ens.missing:
+            where = (f"not evaluated: the ensemble grid does not run "
+                     f"{', '.join(method_label(m) for m in ens.missing[cid])}")
+            at_point, share = "–", np.nan
+        elif judged.empty:
+            where, at_point, share = "not covered by the ensemble grid", "–", np.nan
+        else:
+            where = f"{held}/{len(judged)}"
+            at_point = {"supported": "yes", "not covered": "–"}.get(point.get(cid), "no")
+            share = held / len(judged)
+        rows.append({"Claim": cid, "Kind": r["kind"], "Grounded finding": r["finding"],
+                     "Holds at grounded's point": at_point, "Holds in": where,
+                     "Share": share})
+    return pd.DataFrame(rows).set_index("Claim")
+
+
+def _grid_words(ens: Ensemble) -> str:
+    from pear.paper.study import describe_scope
+    e = ens.exp
+    return (f"grid: {len(e.methods)} methods x {len(e.datasets)} datasets x "
+            f"{describe_scope(e, 'subset')}")
+
+
+def _what(ens: Ensemble) -> str:
+    return (f"Across an ensemble of {ens.k} plausible simulated populations (the grounded "
+            f"revision model refitted on DyLAN's debates resampled with replacement, bootstrap "
+            f"seed {ens.seed}; {_grid_words(ens)}; simulated agents)")
+
+
+def caption_main(ens: Ensemble) -> str:
+    if ens.note:
+        return f"The main results across an ensemble of simulated populations: {ens.note}."
+    return (f"{_what(ens)}: accuracy of PEAR, Random, Clique and CoT-SC per dataset under "
+            f"grounded (the fit on all the debates), and the ensemble's minimum, maximum and "
+            f"{PERCENTILES[0]}th/{PERCENTILES[1]}th percentiles. The spread holds the "
+            "population's uncertainty and the simulation's own noise on this grid.")
+
+
+def caption_gains(ens: Ensemble) -> str:
+    if ens.note:
+        return f"PEAR's gains across an ensemble of simulated populations: {ens.note}."
+    return (f"{_what(ens)}: PEAR's gain over Random, Clique and CoT-SC in accuracy points per "
+            "dataset and pooled (the mean over datasets) under grounded, the ensemble's "
+            "range, and the populations in which PEAR is ahead (gain > 0).")
+
+
+def caption_claims(ens: Ensemble) -> str:
+    if ens.note:
+        return f"The claims across an ensemble of simulated populations: {ens.note}."
+    some = table_claims(ens)["Share"]
+    part = int(((some > 0) & (some < 1)).sum())
+    return (f"{_what(ens)}: every claim's finding under grounded (95 % intervals on this grid) "
+            "and the populations in which it holds at their point values (the ledger's "
+            "evaluators with every interval collapsed to its value: a comparison on its "
+            "claimed side, a printed number within its rounding). "
+            f"{part} claims hold in some populations and not in others: those conclusions "
+            "depend on the simulated population.")
+
+
+def describe_times(ens: Ensemble) -> str:
+    """Seconds per population (run and read; median, min, max) and in all."""
+    if not ens.seconds:
+        return ens.note or "nothing run"
+    s = np.array(list(ens.seconds.values()))
+    return (f"{len(s)} populations ({POINT} and {ens.k} bootstrap draws) in {s.sum():.0f} s: "
+            f"{np.median(s):.1f} s per population (median; {s.min():.1f}-{s.max():.1f} s), "
+            f"{sum(ens.written.values())} debates written")
