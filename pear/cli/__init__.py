@@ -1,9 +1,10 @@
 """The ``pear`` command line, one module per command family: :mod:`~pear.cli.run` (``run``,
 ``plan``, ``merge``, ``branch``, ``launch``), :mod:`~pear.cli.inspect` (``show``, ``index``,
 ``validate``, ``grade-check``, ``parity``), :mod:`~pear.cli.importing` (``import``,
-``sim-check``), :mod:`~pear.cli.paper` (``paper``, ``claims-diff``, ``ensemble``) and :mod:`~pear.cli.catalog`
-(``models``, ``methods``).  Each family adds its commands' parsers, and each parser names its
-handler; :func:`main` assembles them, loads the plug-ins and turns a user's error into one line.
+``sim-check``), :mod:`~pear.cli.paper` (``paper``, ``claims-diff``, ``ensemble``) and
+:mod:`~pear.cli.catalog` (``models``, ``methods``).  Each family adds its commands' parsers, and
+each parser names its handler; :func:`main` assembles them, loads the plug-ins and turns a
+user's error into one line.
 
 Errors a user can make (bad argument, unknown preset/dataset/method/backend, missing file,
 unreachable server) print one line naming the problem and exit with code 2.
