@@ -151,7 +151,7 @@ def methods_named(claim_id: str, raw: Mapping[str, Any] | None = None) -> tuple[
     ()
     """
     from pear.catalog.labels import MAIN_METHODS
-    from pear.core.config import FIXED_TOPOLOGIES
+    from pear.core.methods import FIXED_TOPOLOGIES
     raw = raw if raw is not None else load_recompute()
     entry = raw["claims"].get(claim_id)
     if entry is None:

@@ -101,7 +101,7 @@ def grid(preset: str = "sim", n_questions: int = DEFAULT_QUESTIONS, *, seeds: st
     per dataset (at most the base's), no full sets, and the study's methods (``methods``:
     those; the self-consistency sizes ``sc@k`` of comparisons at equal compute left out,
     which no claim needs).  :data:`MAIN` must be among them."""
-    from pear.core.config import METHODS
+    from pear.core.methods import METHODS
     from pear.paper.study import experiment
     if isinstance(n_questions, bool) or not isinstance(n_questions, (int, np.integer)) \
             or n_questions < 1:
