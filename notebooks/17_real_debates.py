@@ -28,6 +28,16 @@
 # equals the real run's, so that what is compared is the dynamics, not the skill. Imported
 # debates have no confidences, critiques or influence: nothing here uses them.
 #
+# **Leave-one-out over DyLAN's seven MATH subjects** (its whole corpus of 4,800 gpt-3.5 debates,
+# `data/real-debates/dylan-math-gpt35.tgz`, on which the shipped `grounded` population is
+# fitted): for each subject, a grounded population is fitted by the same code on the other six
+# subjects' debates only (the revision model, the subjects' round-0 accuracies and the share of
+# erring agents giving the same wrong answer) and held against the held-out subject's debates
+# with `pear sim-check` (DyLAN's protocol; only the skill matched to the subject's round-0
+# accuracy); the `study` population, fitted to none of DyLAN's debates, on the same debates is
+# the contrast. Its outcome is cached under `build/heldout/`, keyed by the corpus, the
+# package's code, the replicates and the seed.
+#
 # This notebook reads the shipped data whatever the backend and preset: it does not depend on
 # the study's runs.
 
@@ -46,13 +56,15 @@ sim_seed = 0  # the simulated population's seed (and the bootstrap's)
 population = "grounded"  # the simulated population: study | grounded | a population file
 replicates = 20  # simulations of each run (the simulated value is their mean)
 n_resamples = 2000  # bootstrap resamples
+loo_replicates = 20  # simulated replicates per held-out subject and population
+loo_subjects = ""  # comma-separated subjects to hold out; empty: all seven
 
 # %% [markdown]
 # ## Load records (import the shipped files, and du_file)
 
 # %%
 from pear.analysis import figures, report
-from pear.paper import real_debates
+from pear.paper import grounding, heldout, real_debates
 
 figures.set_style()
 runs = real_debates.shipped_runs(du_file, du_dataset, du_grading, du_model)
@@ -78,6 +90,29 @@ summary
 print("\n".join(real_debates.verdicts(analyses)))
 
 # %% [markdown]
+# ## Leave-one-out: each MATH subject held against a population fitted without it
+
+# %%
+corpus = grounding.corpus_run()
+loo = heldout.leave_one_out(corpus, replicates=loo_replicates, seed=sim_seed,
+                            subjects_=[s.strip() for s in loo_subjects.split(",") if s.strip()],
+                            n_resamples=n_resamples)
+print(heldout.describe(loo))
+loo_summary = heldout.summary(loo)
+loo_summary
+
+# %% [markdown]
+# Each fold's revision model (coefficients; the shipped `grounded` fitted on every subject is in
+# `docs/populations.md`):
+
+# %%
+loo.folds.set_index("subject").drop(columns=["fingerprint"])
+
+# %%
+loo_table = heldout.table(loo)
+loo_table
+
+# %% [markdown]
 # ## Figure
 
 # %%
@@ -96,3 +131,17 @@ report.save_table(summary, "real_debates",
                           "the mean of the replicates [the middle 95% of them]; inside = the "
                           "simulated value lies in the real interval. W2R and R2W per query "
                           "(the study's definition). Not refitted: a held-out check.")
+report.save_table(loo_table, "leave_one_out",
+                  caption="Leave-one-out over DyLAN's MATH subjects: per held-out subject, the "
+                          "real value with its 95% bootstrap interval over the subject's "
+                          "debates, and the simulated value (mean of the replicates, DyLAN's "
+                          "protocol, skill matched to the subject's round-0 accuracy) of a "
+                          "grounded population fitted without the subject's debates and of the "
+                          "study population; inside = the simulated value lies in the real "
+                          "interval.")
+report.save_table(loo_summary, "leave_one_out_summary",
+                  caption="Leave-one-out over DyLAN's MATH subjects: per held-out subject, its "
+                          "debates, the choice sets (agent rounds of the other subjects) the "
+                          "population without it was fitted on, and how many statistics' "
+                          "simulated values lie inside the real 95% interval, for the "
+                          "population fitted without the subject and for the study population.")

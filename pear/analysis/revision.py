@@ -33,7 +33,7 @@ import numpy as np
 
 from pear.backends.population import RevisionModel, skill_of
 
-__all__ = ["Transitions", "RevisionFit", "question_set", "transitions", "round0_accuracy",
+__all__ = ["Transitions", "RevisionFit", "question_set", "subject", "transitions", "round0_accuracy",
            "concat", "fit", "bootstrap", "same_wrong_answer", "choice_table"]
 
 _GOLD = "\x00gold"  # the right answer when no answer of the debate was graded right
@@ -46,11 +46,20 @@ def question_set(record: Mapping[str, Any]) -> str:
     >>> question_set({"model": "m", "dataset": "math", "imported": {"extra": {"subject": "Algebra"}}})
     'm/math/Algebra'
     """
+    topic = subject(record)
+    return "/".join([str(record.get("model", "")), str(record["dataset"])]
+                    + ([topic] if topic else []))
+
+
+def subject(record: Mapping[str, Any]) -> str | None:
+    """The subject an imported debate gives (DyLAN's MATH subjects: ``imported.extra.subject``),
+    else None.
+
+    >>> subject({"imported": {"extra": {"subject": "Geometry"}}}), subject({"dataset": "gsm8k"})
+    ('Geometry', None)
+    """
     extra = (record.get("imported") or {}).get("extra") or {}
-    parts = [str(record.get("model", "")), str(record["dataset"])]
-    if extra.get("subject"):
-        parts.append(str(extra["subject"]))
-    return "/".join(parts)
+    return str(extra["subject"]) if extra.get("subject") else None
 
 
 @dataclass

@@ -85,7 +85,8 @@ EXPECTED_OUTPUTS: dict[str, tuple[str, ...]] = {
     "15_your_method": (*_tab("your_method"), *_tab("your_method_significance"),
                        *_fig("your_method_pareto")),
     "16_counterfactual": (*_tab("counterfactual"), *_fig("counterfactual")),
-    "17_real_debates": (*_tab("real_debates"), *_fig("real_debates")),
+    "17_real_debates": (*_tab("real_debates"), *_fig("real_debates"), *_tab("leave_one_out"),
+                        *_tab("leave_one_out_summary")),
 }
 """Every file each notebook writes into the figures directory (one producer per file)."""
 

@@ -33,7 +33,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -162,22 +162,32 @@ class Grounding:
     transitions: revision.Transitions
     runs: tuple[Path, ...]
     seconds: float
+    left_out: int = 0
+    """How many debates of the runs :func:`ground`'s ``leave_out`` kept out of the fit."""
 
 
 def ground(runs: Sequence[str | os.PathLike[str]] | None = None,
-           extra: Sequence[str | os.PathLike[str]] = ()) -> Grounding:
+           extra: Sequence[str | os.PathLike[str]] = (),
+           leave_out: Callable[[Mapping[str, Any]], bool] | None = None) -> Grounding:
     """Fit the revision model and measure the same-wrong-answer share on ``runs`` (default:
-    :func:`corpus_run`) and the imported runs ``extra``."""
+    :func:`corpus_run`) and the imported runs ``extra``, without the debates for which
+    ``leave_out(record)`` is true (e.g. one subject, for a held-out check): they count in
+    nothing, neither the choice sets, nor the question sets' round-0 accuracy, nor the
+    same-wrong-answer share."""
     t0 = time.perf_counter()
     paths = tuple(Path(r) for r in (runs if runs is not None else [corpus_run()])) + \
         tuple(Path(r) for r in extra)
     parts = [records([p]) for p in paths]
+    total = sum(map(len, parts))
+    if leave_out is not None:
+        parts = [[r for r in part if not leave_out(r)] for part in parts]
     recs = [r for part in parts for r in part]
     accuracy = revision.round0_accuracy(recs)
     tr = revision.concat([revision.transitions(part, accuracy, sequential(p))
                           for p, part in zip(paths, parts)])
     share, pairs = revision.same_wrong_answer(recs)
-    return Grounding(revision.fit(tr), share, pairs, tr, paths, time.perf_counter() - t0)
+    return Grounding(revision.fit(tr), share, pairs, tr, paths, time.perf_counter() - t0,
+                     total - len(recs))
 
 
 def _grounded(g: Grounding, model: RevisionModel, se: Sequence[float] | None,
@@ -200,13 +210,15 @@ def _grounded(g: Grounding, model: RevisionModel, se: Sequence[float] | None,
                                                 n_wrong=n_wrong), coef, info)
 
 
-def grounded_population(g: Grounding | None = None) -> Population:
-    """``grounded`` from :func:`ground` (run now when not given)."""
+def grounded_population(g: Grounding | None = None, name: str = "grounded",
+                        diagnostics: Mapping[str, Any] | None = None) -> Population:
+    """``grounded`` from :func:`ground` (run now when not given), named ``name``, with
+    ``diagnostics`` added to the fit's (e.g. what was left out)."""
     g = g or ground()
-    return _grounded(g, g.fit.model, g.fit.se_cluster,
-                     diagnostics={**g.fit.diagnostics(), "revision_se_model": {
-                         f: round(float(s), 4) for f, s in zip(RevisionModel.FEATURES,
-                                                               g.fit.se)},
+    return _grounded(g, g.fit.model, g.fit.se_cluster, name,
+                     diagnostics={**(diagnostics or {}), **g.fit.diagnostics(),
+                                  "revision_se_model": {f: round(float(s), 4) for f, s in zip(
+                                      RevisionModel.FEATURES, g.fit.se)},
                                   "revision_se": "clustered by debate (sandwich)"})
 
 

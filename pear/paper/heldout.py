@@ -1,0 +1,224 @@
+"""Leave-one-out over DyLAN's MATH subjects: the grounded population held against debates it
+was not fitted on (notebook 17).
+
+For each of the subjects of DyLAN's corpus (:data:`pear.paper.grounding.CORPUS`, imported by
+:func:`pear.paper.grounding.corpus_run`; the subject is each record's
+:func:`pear.analysis.revision.subject`), a grounded population is fitted by the same code as the
+shipped ``grounded`` (:func:`pear.paper.grounding.ground` with ``leave_out``) on the debates of
+the *other* subjects only: the revision model, the question sets' round-0 accuracies and the
+same-wrong-answer share all come from them.  It is then held against the held-out subject's
+debates by ``pear sim-check`` (:func:`pear.analysis.simcheck.check` with ``records`` = that
+subject's debates: DyLAN's protocol, the skill alone matched to the subject's round-0
+accuracy).  The ``study`` population (fitted to none of DyLAN's debates) on the same debates is
+the contrast.
+
+The outcome is deterministic given the corpus, the code, the replicates and the seed, and is
+cached under ``build/heldout/`` keyed by all of them (:func:`cache_key`; the code is every
+source file of the ``pear`` package), so that a second build reads it instead of simulating
+again.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import pandas as pd
+
+from pear.analysis import dynamics, revision
+from pear.paths import BUILD_DIR, PACKAGE_DIR, write_json
+
+__all__ = ["CONTRAST", "LeaveOneOut", "subjects", "population_name", "fit_without",
+           "leave_one_out", "cache_key", "table", "summary", "describe"]
+
+CONTRAST = ("study",)
+"""The populations held against each held-out subject beside the fold's own."""
+HELDOUT = "grounded without it"
+"""The fold's population in tables: grounded, fitted without the held-out subject."""
+
+
+def subjects(records: Sequence[dict[str, Any]]) -> list[str]:
+    """The subjects of ``records`` (sorted); an error if a record gives none."""
+    out = {revision.subject(r) for r in records}
+    if None in out:
+        raise ValueError("a record gives no subject (imported.extra.subject): the leave-one-out "
+                         "runs over the subjects of DyLAN's MATH corpus")
+    return sorted(s for s in out if s)
+
+
+def population_name(subject: str) -> str:
+    """``grounded-without-<subject>`` (lower case, words joined by ``-``).
+
+    >>> population_name("Counting & Probability")
+    'grounded-without-counting-probability'
+    """
+    return "grounded-without-" + "-".join(re.findall(r"[a-z0-9]+", subject.lower()))
+
+
+def fit_without(subject: str, runs: Sequence[str | os.PathLike[str]] | None = None) -> Any:
+    """The grounded population fitted on ``runs`` (default: DyLAN's corpus) without the debates
+    of ``subject`` (:func:`pear.paper.grounding.ground` with ``leave_out``) and its
+    :class:`~pear.paper.grounding.Grounding`."""
+    from pear.paper import grounding
+    g = grounding.ground(runs, leave_out=lambda r: revision.subject(r) == subject)
+    if not g.left_out:
+        raise ValueError(f"no debate of subject {subject!r} in {[str(p) for p in g.runs]}")
+    pop = grounding.grounded_population(g, population_name(subject), diagnostics={
+        "left_out": {"subject": subject, "debates": g.left_out}})
+    return pop, g
+
+
+@dataclass(frozen=True)
+class LeaveOneOut:
+    """The outcome of :func:`leave_one_out`."""
+
+    rows: pd.DataFrame
+    """One row per (subject, population, statistic): ``real``, ``lo``, ``hi`` (95% bootstrap
+    over the subject's debates), ``debates`` (those that define it), ``simulated`` (mean over
+    the replicates), ``inside``; ``population`` is :data:`HELDOUT` or a contrast's name."""
+    folds: pd.DataFrame
+    """One row per subject: ``debates`` held out, ``fitted_debates`` and ``choices`` (choice sets)
+    of the fit without it, ``fit_s`` (reading the corpus and fitting), ``check_s`` (its
+    sim-checks), the fitted ``fingerprint`` and coefficients (one column per feature)."""
+    setting: dict[str, Any]
+    """Corpus, replicates, seed, contrast, cache key, and whether this was read from the cache."""
+
+
+def _source_digest() -> str:
+    """sha256 of every source file of the ``pear`` package (path and content)."""
+    h = hashlib.sha256()
+    for p in sorted(PACKAGE_DIR.rglob("*")):
+        if p.is_file() and p.suffix in (".py", ".md", ".json", ".toml") and \
+                "__pycache__" not in p.parts:
+            h.update(p.relative_to(PACKAGE_DIR).as_posix().encode() + b"\0")
+            h.update(p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def cache_key(corpus_sha256: str, subjects_: Sequence[str], replicates: int, seed: int,
+              contrast: Sequence[str], n_resamples: int) -> str:
+    """What the outcome depends on, hashed: the corpus file, the package's source files, the
+    subjects, replicates, seed, contrast populations (their fingerprints) and resamples."""
+    from pear.backends.population import load
+    spec = {"corpus": corpus_sha256, "code": _source_digest(), "subjects": list(subjects_),
+            "replicates": replicates, "seed": seed, "n_resamples": n_resamples,
+            "contrast": {c: load(c).fingerprint for c in contrast}}
+    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def leave_one_out(run: str | os.PathLike[str] | None = None, *, replicates: int = 20,
+                  seed: int = 0, subjects_: Sequence[str] | None = None,
+                  contrast: Sequence[str] = CONTRAST, n_resamples: int = 2000,
+                  cache: str | os.PathLike[str] | None = BUILD_DIR / "heldout"
+                  ) -> LeaveOneOut:
+    """Per subject of ``run`` (default: DyLAN's corpus, :func:`pear.paper.grounding.corpus_run`;
+    ``subjects_``: these only), the population fitted without it (:func:`fit_without`) and the
+    ``contrast`` populations held against its debates (:func:`pear.analysis.simcheck.check`,
+    ``replicates`` and ``seed``).  Read from / written to ``cache`` (None: no cache)."""
+    from pear.analysis import simcheck
+    from pear.backends.population import RevisionModel
+    from pear.paper import grounding
+    from pear.store import manifest
+    from pear.store.records import read_records
+    run = Path(run) if run is not None else grounding.corpus_run()
+    recs = read_records(run)
+    every = subjects(recs)
+    chosen = list(subjects_) if subjects_ else every
+    unknown = [s for s in chosen if s not in every]
+    if unknown:
+        raise ValueError(f"unknown subject {unknown[0]!r}: the run's subjects are "
+                         + ", ".join(every))
+    files = ((manifest.read(run) or {}).get("imported") or {}).get("files") or []
+    corpus = ",".join(f["sha256"] for f in files) or str(run)
+    key = cache_key(corpus, chosen, replicates, seed, contrast, n_resamples)
+    setting = {"run": str(run), "corpus": [f["name"] for f in files], "subjects": chosen,
+               "replicates": replicates, "seed": seed, "contrast": list(contrast),
+               "n_resamples": n_resamples, "key": key, "cached": False}
+    path = Path(cache) / f"leave-one-out-{key}.json" if cache is not None else None
+    if path is not None and path.is_file():
+        data = json.loads(path.read_text())
+        return LeaveOneOut(pd.DataFrame(data["rows"]), pd.DataFrame(data["folds"]),
+                           {**data["setting"], "cached": True, "cache": str(path)})
+    rows, folds = [], []
+    for subject in chosen:
+        t0 = time.perf_counter()
+        pop, g = fit_without(subject, [run])
+        fit_s = time.perf_counter() - t0
+        held = [r for r in recs if revision.subject(r) == subject]
+        t0 = time.perf_counter()
+        for name, population in ((HELDOUT, pop), *((c, c) for c in contrast)):
+            check = simcheck.check(run, population, replicates, seed, records=held,
+                                   n_resamples=n_resamples)
+            rows += [{"subject": subject, "population": name, **s} for s in check.statistics]
+        folds.append({"subject": subject, "debates": len(held), "fitted_debates": g.fit.n_debates,
+                      "choices": g.fit.n_choices, "fit_s": round(fit_s, 3),
+                      "check_s": round(time.perf_counter() - t0, 3),
+                      "fingerprint": pop.fingerprint,
+                      **dict(zip(RevisionModel.FEATURES, pop.revision.coef))})
+    out = LeaveOneOut(pd.DataFrame(rows), pd.DataFrame(folds), setting)
+    if path is not None:
+        write_json(path, {"rows": rows, "folds": folds, "setting": setting})
+    return out
+
+
+def _fmt(x: Any) -> str:
+    return "n/a" if x is None or x != x else f"{x:.3f}"
+
+
+def table(loo: LeaveOneOut) -> pd.DataFrame:
+    """Subject x statistic: the real value with its 95% interval, the debates that define it,
+    and per population the simulated value and whether it lies inside ("yes", "no", "n/a")."""
+    labels = {k: v for k, v in dynamics.STATISTICS.items()}
+    r = loo.rows
+    real = r.drop_duplicates(["subject", "statistic"]).set_index(["subject", "statistic"])
+    out = pd.DataFrame({
+        "real [95% CI]": [f"{_fmt(a)} [{_fmt(b)}, {_fmt(c)}]" if a is not None and a == a
+                          else "n/a" for a, b, c in zip(real["real"], real["lo"], real["hi"])],
+        "debates": real["debates"].astype(int)}, index=real.index)
+    for name in dict.fromkeys(r["population"]):
+        p = r[r["population"] == name].set_index(["subject", "statistic"]).reindex(out.index)
+        out[f"{name}: simulated"] = [_fmt(x) for x in p["simulated"]]
+        out[f"{name}: inside"] = [{True: "yes", False: "no"}.get(x, "n/a") for x in p["inside"]]
+    out.index = pd.MultiIndex.from_tuples(
+        [(s, labels.get(k, k)) for s, k in out.index], names=["subject", "statistic"])
+    return out
+
+
+def summary(loo: LeaveOneOut) -> pd.DataFrame:
+    """Per subject: the debates held out, the choice sets the population without it was fitted
+    on, and per population how many of the statistics that can be compared have their
+    simulated value inside the real interval ("k of n"); a last row over all subjects."""
+    r = loo.rows
+    folds = loo.folds.set_index("subject")
+    out = pd.DataFrame({"debates": folds["debates"].astype(int),
+                        "choice sets fitted": folds["choices"].astype(int)})
+    total: dict[str, Any] = {"debates": int(folds["debates"].sum()), "choice sets fitted": None}
+    for name in dict.fromkeys(r["population"]):
+        p = r[(r["population"] == name) & r["inside"].notna()]
+        k = p.groupby("subject")["inside"].agg(lambda x: int(sum(map(bool, x))))
+        n = p.groupby("subject")["inside"].size()
+        out[f"{name}: inside"] = [f"{k.get(s, 0)} of {n.get(s, 0)}" for s in out.index]
+        total[f"{name}: inside"] = f"{int(k.sum())} of {int(n.sum())}"
+    out = pd.concat([out, pd.DataFrame([total], index=pd.Index(["all subjects"]))])
+    out["choice sets fitted"] = out["choice sets fitted"].astype("Int64")
+    return out.rename_axis("held-out subject")
+
+
+def describe(loo: LeaveOneOut) -> str:
+    """What was fitted and checked, and how long it took (Markdown)."""
+    st, f = loo.setting, loo.folds
+    how = (f"read from the cache ({st['cache']})" if st.get("cached") else
+           f"fitted in {f['fit_s'].sum():.1f} s (each {f['fit_s'].min():.2f}-"
+           f"{f['fit_s'].max():.2f} s, reading the corpus included), checked in "
+           f"{f['check_s'].sum():.1f} s")
+    return (f"Leave-one-out over {len(f)} subjects of {', '.join(st['corpus']) or st['run']} "
+            f"({int(f['debates'].sum())} debates): per subject a grounded population fitted on "
+            f"the other subjects' debates only ({int(f['fitted_debates'].min())}-"
+            f"{int(f['fitted_debates'].max())} debates with a debate round), held against the "
+            f"subject's debates with {st['replicates']} replicates (seed {st['seed']}) beside "
+            f"{', '.join(st['contrast']) or 'no other population'}; {how}.")
