@@ -81,7 +81,8 @@ def test_the_fit_without_a_subject_never_sees_its_debates(corpus):
 def test_leave_one_out_table_has_every_subject_and_statistic(corpus, tmp_path):
     from pear.analysis import dynamics
     run, counts = corpus
-    loo = heldout.leave_one_out(run, replicates=2, seed=0, n_resamples=200, cache=tmp_path)
+    loo = heldout.leave_one_out(run, replicates=2, seed=0, n_resamples=200, cache=tmp_path,
+                                workers=2)
     assert list(loo.folds["subject"]) == ["Algebra", "Geometry"]
     assert list(loo.folds["debates"]) == [30, 30]
     # each fold fitted on the other subject's debates only
@@ -102,6 +103,11 @@ def test_leave_one_out_table_has_every_subject_and_statistic(corpus, tmp_path):
     assert s.loc["all subjects", "debates"] == 60
     n = loo.rows[(loo.rows["population"] == "study") & loo.rows["inside"].notna()]
     assert s.loc["all subjects", "study: inside"] == f"{int(n['inside'].sum())} of {len(n)}"
+    # one process or two: the same outcome
+    alone = heldout.leave_one_out(run, replicates=2, seed=0, n_resamples=200, cache=None,
+                                  workers=1)
+    assert (alone.setting["workers"], loo.setting["workers"]) == (1, 2)
+    assert alone.rows.equals(loo.rows)
     # a second call reads the cache: the same outcome, said so
     again = heldout.leave_one_out(run, replicates=2, seed=0, n_resamples=200, cache=tmp_path)
     assert again.setting["cached"] and not loo.setting["cached"]

@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import multiprocessing
 import os
 import re
 import time
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -111,23 +113,46 @@ def cache_key(corpus_sha256: str, subjects_: Sequence[str], replicates: int, see
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def _fold(run: Path, subject: str, replicates: int, seed: int, contrast: Sequence[str],
+          n_resamples: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """One subject held out: the rows of :attr:`LeaveOneOut.rows` and its fold's row."""
+    from pear.analysis import simcheck
+    from pear.backends.population import RevisionModel
+    from pear.store.records import read_records
+    t0 = time.perf_counter()
+    pop, g = fit_without(subject, [run])
+    fit_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    held = [r for r in read_records(run) if revision.subject(r) == subject]
+    rows = []
+    for name, population in ((HELDOUT, pop), *((c, c) for c in contrast)):
+        check = simcheck.check(run, population, replicates, seed, records=held,
+                               n_resamples=n_resamples)
+        rows += [{"subject": subject, "population": name, **s} for s in check.statistics]
+    return rows, {"subject": subject, "debates": len(held), "fitted_debates": g.fit.n_debates,
+                  "choices": g.fit.n_choices, "fit_s": round(fit_s, 3),
+                  "check_s": round(time.perf_counter() - t0, 3),
+                  "fingerprint": pop.fingerprint,
+                  **dict(zip(RevisionModel.FEATURES, pop.revision.coef))}
+
+
 def leave_one_out(run: str | os.PathLike[str] | None = None, *, replicates: int = 20,
                   seed: int = 0, subjects_: Sequence[str] | None = None,
                   contrast: Sequence[str] = CONTRAST, n_resamples: int = 2000,
-                  cache: str | os.PathLike[str] | None = BUILD_DIR / "heldout"
-                  ) -> LeaveOneOut:
+                  cache: str | os.PathLike[str] | None = BUILD_DIR / "heldout",
+                  workers: int | None = None) -> LeaveOneOut:
     """Per subject of ``run`` (default: DyLAN's corpus, :func:`pear.paper.grounding.corpus_run`;
     ``subjects_``: these only), the population fitted without it (:func:`fit_without`) and the
     ``contrast`` populations held against its debates (:func:`pear.analysis.simcheck.check`,
-    ``replicates`` and ``seed``).  Read from / written to ``cache`` (None: no cache)."""
-    from pear.analysis import simcheck
-    from pear.backends.population import RevisionModel
+    ``replicates`` and ``seed``).  Read from / written to ``cache`` (None: no cache).  The
+    subjects run in ``workers`` forked processes (default: every core, as a simulated run;
+    the outcome does not depend on it)."""
     from pear.paper import grounding
+    from pear.runs.factory import default_workers
     from pear.store import manifest
     from pear.store.records import read_records
     run = Path(run) if run is not None else grounding.corpus_run()
-    recs = read_records(run)
-    every = subjects(recs)
+    every = subjects(read_records(run))
     chosen = list(subjects_) if subjects_ else every
     unknown = [s for s in chosen if s not in every]
     if unknown:
@@ -144,22 +169,18 @@ def leave_one_out(run: str | os.PathLike[str] | None = None, *, replicates: int 
         data = json.loads(path.read_text())
         return LeaveOneOut(pd.DataFrame(data["rows"]), pd.DataFrame(data["folds"]),
                            {**data["setting"], "cached": True, "cache": str(path)})
-    rows, folds = [], []
-    for subject in chosen:
-        t0 = time.perf_counter()
-        pop, g = fit_without(subject, [run])
-        fit_s = time.perf_counter() - t0
-        held = [r for r in recs if revision.subject(r) == subject]
-        t0 = time.perf_counter()
-        for name, population in ((HELDOUT, pop), *((c, c) for c in contrast)):
-            check = simcheck.check(run, population, replicates, seed, records=held,
-                                   n_resamples=n_resamples)
-            rows += [{"subject": subject, "population": name, **s} for s in check.statistics]
-        folds.append({"subject": subject, "debates": len(held), "fitted_debates": g.fit.n_debates,
-                      "choices": g.fit.n_choices, "fit_s": round(fit_s, 3),
-                      "check_s": round(time.perf_counter() - t0, 3),
-                      "fingerprint": pop.fingerprint,
-                      **dict(zip(RevisionModel.FEATURES, pop.revision.coef))})
+    t0 = time.perf_counter()
+    args = [(run, s, replicates, seed, tuple(contrast), n_resamples) for s in chosen]
+    n = min(workers or default_workers("simulated"), len(chosen))
+    if n > 1:
+        with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork")) as pool:
+            done = list(pool.map(_fold, *zip(*args)))
+    else:
+        done = [_fold(*a) for a in args]
+    rows = [row for part, _ in done for row in part]
+    folds = [fold for _, fold in done]
+    setting["seconds"] = round(time.perf_counter() - t0, 1)
+    setting["workers"] = n
     out = LeaveOneOut(pd.DataFrame(rows), pd.DataFrame(folds), setting)
     if path is not None:
         write_json(path, {"rows": rows, "folds": folds, "setting": setting})
@@ -212,10 +233,12 @@ def summary(loo: LeaveOneOut) -> pd.DataFrame:
 def describe(loo: LeaveOneOut) -> str:
     """What was fitted and checked, and how long it took (Markdown)."""
     st, f = loo.setting, loo.folds
-    how = (f"read from the cache ({st['cache']})" if st.get("cached") else
-           f"fitted in {f['fit_s'].sum():.1f} s (each {f['fit_s'].min():.2f}-"
-           f"{f['fit_s'].max():.2f} s, reading the corpus included), checked in "
-           f"{f['check_s'].sum():.1f} s")
+    how = (f"each fit took {f['fit_s'].min():.2f}-{f['fit_s'].max():.2f} s (reading the corpus "
+           f"included) and each subject's sim-checks {f['check_s'].min():.1f}-"
+           f"{f['check_s'].max():.1f} s; all {len(f)} subjects {st['seconds']:.1f} s in "
+           f"{st['workers']} process{'es' if st['workers'] > 1 else ''}")
+    if st.get("cached"):
+        how = f"read from the cache {st['cache']} (when computed: {how})"
     return (f"Leave-one-out over {len(f)} subjects of {', '.join(st['corpus']) or st['run']} "
             f"({int(f['debates'].sum())} debates): per subject a grounded population fitted on "
             f"the other subjects' debates only ({int(f['fitted_debates'].min())}-"
