@@ -81,8 +81,8 @@ def test_the_fit_without_a_subject_never_sees_its_debates(corpus):
 def test_leave_one_out_table_has_every_subject_and_statistic(corpus, tmp_path):
     from pear.analysis import dynamics
     run, counts = corpus
-    loo = heldout.leave_one_out(run, replicates=2, seed=0, n_resamples=200, cache=tmp_path,
-                                workers=2)
+    loo = heldout.leave_one_out(run, replicates=2, seed=0, n_resamples=200,
+                                cache=tmp_path / "cache", workers=2)
     assert list(loo.folds["subject"]) == ["Algebra", "Geometry"]
     assert list(loo.folds["debates"]) == [30, 30]
     # each fold fitted on the other subject's debates only
@@ -109,7 +109,8 @@ def test_leave_one_out_table_has_every_subject_and_statistic(corpus, tmp_path):
     assert (alone.setting["workers"], loo.setting["workers"]) == (1, 2)
     assert alone.rows.equals(loo.rows)
     # a second call reads the cache: the same outcome, said so
-    again = heldout.leave_one_out(run, replicates=2, seed=0, n_resamples=200, cache=tmp_path)
+    again = heldout.leave_one_out(run, replicates=2, seed=0, n_resamples=200,
+                                  cache=tmp_path / "cache")
     assert again.setting["cached"] and not loo.setting["cached"]
     assert heldout.table(again).equals(tab)
     with pytest.raises(ValueError, match="unknown subject 'Calculus'"):

@@ -183,6 +183,7 @@ def leave_one_out(run: str | os.PathLike[str] | None = None, *, replicates: int 
     setting["workers"] = n
     out = LeaveOneOut(pd.DataFrame(rows), pd.DataFrame(folds), setting)
     if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
         write_json(path, {"rows": rows, "folds": folds, "setting": setting})
     return out
 
