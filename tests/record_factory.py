@@ -122,3 +122,14 @@ def arithmetic_questions(n: int) -> list[Q]:
     """``n`` GSM8K-labelled questions "What is i + 10?" with gold ``10 + i``."""
     return [Q(f"q{i}", "gsm8k", f"What is {i} + 10?", str(10 + i)) for i in range(n)]
 
+
+
+def du_chat(question: str, answers: list[str]) -> list[dict]:
+    """One agent's chat as Du et al.'s scripts write it: the question, then per round its
+    answer (and, before each later round, the others' answers as a user message)."""
+    out = [{"role": "user", "content": question}]
+    for i, a in enumerate(answers):
+        if i:
+            out.append({"role": "user", "content": "These are the other agents' answers..."})
+        out.append({"role": "assistant", "content": a})
+    return out

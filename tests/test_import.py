@@ -22,25 +22,15 @@ from pear.store.records import read_records
 from pear.store.validate import validate
 from pear.store.view import load
 from pear.tasks.benchmarks import load as load_questions
+from record_factory import du_chat
 
 GSM = load_questions("gsm8k")[:3]  # golds 18, 3, 70000
 DYLAN = REAL_DEBATES_DIR / "dylan-math500-gpt35.json.gz"
 
 
-def _chat(question: str, answers: list[str]) -> list[dict]:
-    """One agent's chat as Du et al.'s scripts write it: the question, then per round its
-    answer (and, before each later round, the others' answers as a user message)."""
-    out = [{"role": "user", "content": question}]
-    for i, a in enumerate(answers):
-        if i:
-            out.append({"role": "user", "content": "These are the other agents' answers..."})
-        out.append({"role": "assistant", "content": a})
-    return out
-
-
 def _du(debates: dict[str, tuple[list[list[str]], str]]) -> dict:
     """{question: [agent_contexts, gold]} from answers[agent][round]."""
-    return {q: [[_chat(q, a) for a in answers], gold] for q, (answers, gold) in debates.items()}
+    return {q: [[du_chat(q, a) for a in answers], gold] for q, (answers, gold) in debates.items()}
 
 
 def _write(path: Path, data) -> Path:
@@ -183,7 +173,7 @@ def test_the_shipped_dylan_debates(tmp_path):
 # ----------------------------------------------------------------- bad input
 
 def _unequal(q):
-    return {q: [[_chat(q, ["1", "2"]), _chat(q, ["1"])], "#### 3"]}
+    return {q: [[du_chat(q, ["1", "2"]), du_chat(q, ["1"])], "#### 3"]}
 
 
 @pytest.mark.parametrize("fmt, content, message", [

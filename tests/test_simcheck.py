@@ -24,22 +24,14 @@ from pear.store import manifest
 from pear.store.importing import import_files
 from pear.store.readers.dylan import PROTOCOL as DYLAN
 from pear.tasks.benchmarks import load as load_questions
+from record_factory import du_chat
 
 GSM = load_questions("gsm8k")[:6]
 KEYS = ["statistic", "real", "lo", "hi", "debates", "simulated", "inside"]
 
 
-def _chat(question: str, answers: list[str]) -> list[dict]:
-    out = [{"role": "user", "content": question}]
-    for i, a in enumerate(answers):
-        if i:
-            out.append({"role": "user", "content": "These are the other agents' answers..."})
-        out.append({"role": "assistant", "content": a})
-    return out
-
-
 def _du_file(path: Path, debates: dict[str, tuple[list[list[str]], str]]) -> Path:
-    path.write_text(json.dumps({q: [[_chat(q, a) for a in answers], gold]
+    path.write_text(json.dumps({q: [[du_chat(q, a) for a in answers], gold]
                                 for q, (answers, gold) in debates.items()}))
     return path
 
