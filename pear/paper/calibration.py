@@ -18,7 +18,6 @@ baselines, and its validation on held-out ones.
 from __future__ import annotations
 
 import dataclasses
-from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -157,7 +156,8 @@ def simulate(params: SimParams | None = None,
     from pear.runs.grid import answer_key, preset
     from pear.runs.factory import default_workers
     from pear.runs.jobs import jobs
-    from pear.runs.runner import _chunk_runner
+    from pear.runs.runner import _chunk_runner, _chunks
+    from pear.runs.together import _by_question
     from pear.tasks.benchmarks import DATASETS, load
     names = tuple(datasets) if datasets is not None else DATASETS
     n_questions = min(n_questions, *(len(load(d)) for d in names))
@@ -172,12 +172,7 @@ def simulate(params: SimParams | None = None,
                                n_agents=exp.debate.n_agents, population=population)
     engine = Engine(backend, exp.debate, task_for=tasks.get)
 
-    groups: dict[tuple, list] = defaultdict(list)  # (seed, question) -> its jobs
-    for job in jobs(exp):
-        groups[(job.seed, job.question.dataset, job.question.id)].append(job)
-    batches = list(groups.values())
-    chunks = [[j for b in batches[i:i + chunk_questions] for j in b]
-              for i in range(0, len(batches), chunk_questions)]
+    chunks = list(_chunks(_by_question(jobs(exp)), chunk_questions))  # whole (seed, question)s
 
     def records() -> Iterable[dict[str, Any]]:
         with _chunk_runner(engine, chunks, default_workers("simulated")

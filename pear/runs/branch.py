@@ -28,7 +28,7 @@ from pear.runs.grid import Experiment, grid_questions
 from pear.runs.progress import Progress
 from pear.runs import compute
 from pear.runs.provenance import close_attempt, open_manifest
-from pear.runs.runner import _chunk_runner, model_dir
+from pear.runs.runner import _chunk_runner, check_workers, model_dir
 from pear.store import manifest as manifest_io
 from pear.store.records import RecordWriter, completed_ids, iter_records
 
@@ -191,8 +191,7 @@ def write(p: BranchPlan, *, progress: bool = True, workers: int = 1) -> BranchSu
     directory holds another branch or protocol.  ``workers``: processes that run the
     chunks, as :func:`pear.runs.runner.run`'s (forked; this process alone writes, chunk by
     chunk in order): the records are the same for any number."""
-    if not (isinstance(workers, int) and workers >= 1):
-        raise ValueError(f"invalid workers={workers!r}: use a whole number of processes >= 1")
+    check_workers(workers)
     exp, engine = p.parents.exp, p.engine
     info = {"run": str(p.parents.run_dir.resolve()), "round": p.from_round,
             "parent_method": p.parents.method}

@@ -94,8 +94,7 @@ def run(exp: Experiment, backend: Any | Callable[[str], Any], out_dir: str | os.
     and each backend is built only when its turn comes and dropped afterwards (one GPU engine
     at a time); each model's grid is :func:`pear.runs.grid.model_grid`'s.
     """
-    if not (isinstance(workers, int) and workers >= 1):
-        raise ValueError(f"invalid workers={workers!r}: use a whole number of processes >= 1")
+    check_workers(workers)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     with _writer_lock(out):
@@ -413,6 +412,19 @@ def _per_chunk(todo: Sequence[Job], chunk_questions: int, workers: int) -> int:
         return chunk_questions
     groups = len({(j.seed, j.question.dataset, j.question.id) for j in todo})
     return max(1, min(chunk_questions, -(-groups // (CHUNKS_PER_WORKER * workers))))
+
+
+def check_workers(workers: Any) -> int:
+    """``workers`` (processes that run a grid's chunks), or one error naming it.
+
+    >>> check_workers(0)
+    Traceback (most recent call last):
+    ...
+    ValueError: invalid workers=0: use a whole number of processes >= 1
+    """
+    if not (isinstance(workers, int) and workers >= 1):
+        raise ValueError(f"invalid workers={workers!r}: use a whole number of processes >= 1")
+    return workers
 
 
 def _chunks(todo: Sequence[Job], per_chunk: int) -> Iterable[list[Job]]:

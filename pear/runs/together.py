@@ -34,8 +34,8 @@ from pear.runs.jobs import jobs
 from pear.runs.progress import Progress
 from pear.runs import compute
 from pear.runs.provenance import close_attempt, open_manifest
-from pear.runs.runner import (RunSummary, _chunk_runner, _chunks, _writer_lock, debate_ids,
-                              model_dir)
+from pear.runs.runner import (RunSummary, _chunk_runner, _chunks, _writer_lock, check_workers,
+                              debate_ids, model_dir)
 from pear.store import manifest as manifest_io
 from pear.store.records import RecordWriter, completed_ids
 
@@ -81,8 +81,7 @@ def run_together(grids: Mapping[str | os.PathLike[str], Experiment], backend: An
     (forked; this process alone writes, chunk by chunk in order): the records are the same
     for any number.  Grids that name models, a mixed population or a shard are refused: run those with
     :func:`pear.runs.runner.run`."""
-    if not (isinstance(workers, int) and workers >= 1):
-        raise ValueError(f"invalid workers={workers!r}: use a whole number of processes >= 1")
+    check_workers(workers)
     if not hasattr(backend, "generate"):
         raise ValueError("run_together takes one backend (one model); run grids that need a "
                          "backend per model with pear.runs.runner.run")
