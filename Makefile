@@ -88,7 +88,7 @@ lock-check: $(LOCK_VENV)/.installed
 	$(LOCK_VENV)/bin/python scripts/lock.py check
 
 test: $(VENV)/.installed
-	$(BIN)/python -m pytest -q -m "not slow and not gpu and not slurm" --doctest-modules pear tests
+	$(BIN)/python -m pytest -q --timeout 300 -m "not slow and not gpu and not slurm" --doctest-modules pear tests
 
 test-slow: $(VENV)/.installed
 	$(BIN)/python -m pytest -q -m "slow and not gpu and not vllm_cpu and not slurm" tests

@@ -293,3 +293,24 @@ def test_worker_processes_index_what_one_process_indexes(tmp_path, monkeypatch, 
             "identity": 1, "out_of_range": 1}
         assert json.dumps(findings[2]).replace(str(tmp_path / "2"), str(tmp_path / "1")) \
             == json.dumps(findings[1])
+
+
+def _die_in_worker(*args):
+    import os
+    os._exit(3)
+
+
+def test_a_worker_that_dies_is_an_error_not_a_wait(tmp_path, monkeypatch):
+    """A worker process that ends without a result (killed, crashed) stops the indexing with
+    an error at once; nothing of the view is written."""
+    from concurrent.futures.process import BrokenProcessPool
+    from pear.store import indexing
+    monkeypatch.setattr(indexing, "BATCH", 3)
+    monkeypatch.setattr(indexing, "PARALLEL_LINES", 6)
+    monkeypatch.setattr(indexing, "_check_forked", _die_in_worker)
+    _write(tmp_path, _records(9))
+    with pytest.raises(BrokenProcessPool):
+        view.index(tmp_path, workers=2)
+    assert not (tmp_path / "view" / "manifest.json").exists()
+    monkeypatch.undo()
+    assert view.index(tmp_path, workers=2).debates == 9

@@ -295,7 +295,7 @@ def _append(root: Path, vdir: Path, man: Manifest, files: Sequence[Path], checke
             file_no = slot[_rel(root, path)]
             entry = entries[file_no]
             offset, lines = entry["offset"], entry["lines"]
-            for block, checked, tables in _blocks(checker, path, file_no,
+            for block, checked, rows in _blocks(checker, path, file_no,
                                                   scan_lines(path, offset, lines), workers):
                 offset, lines = block[-1][0] + block[-1][3], block[-1][1]
                 for problems, bad in checked:
@@ -305,7 +305,8 @@ def _append(root: Path, vdir: Path, man: Manifest, files: Sequence[Path], checke
                         if not drop_invalid:
                             raise ValidationError(root, found)
                         found.dropped += 1
-                if tables is not None:
+                if rows is not None:
+                    tables = rows.tables()
                     part.write(tables, first_debate=man.debates + added)
                     added += tables["debates"].num_rows
             entry.update(offset=offset, lines=lines, fingerprint=_fingerprint(path, offset))
@@ -327,10 +328,12 @@ _Block = list[tuple[int, int, "bytes | None", int]]
 
 
 def _check_block(checker: Checker, path: Path, file_no: int, block: _Block
-                 ) -> tuple[list[tuple[list[Any], bool]], dict[str, Any] | None]:
+                 ) -> tuple[list[tuple[list[Any], bool]], Rows | None]:
     """One block of lines checked and laid out: per line its problems and whether one is an
-    error (such a record is not laid out), and the Arrow tables of the readable records
-    without errors, their debates numbered from 0 (None: no such record)."""
+    error (such a record is not laid out), and the column lists of the readable records
+    without errors, their debates numbered from 0 (None: no such record).  Plain Python
+    values: a forked worker returns them and never touches Arrow (whose threads and locks
+    a fork copies in whatever state they were)."""
     rows, checked = Rows(), []
     for pos, line_no, line, size in block:
         rec, problems = checker.check_line(f"{path}:{line_no}", line, size)
@@ -338,21 +341,22 @@ def _check_block(checker: Checker, path: Path, file_no: int, block: _Block
         if rec is not None and not bad:
             rows.add(rec, rows.n, file_no, pos, digest(rec))
         checked.append((problems, bad))
-    return checked, rows.tables() if rows.n else None
+    return checked, rows if rows.n else None
 
 
 def _blocks(checker: Checker, path: Path, file_no: int, lines: Iterator[Any],
             workers: int | None = None
-            ) -> Iterator[tuple[_Block, list[tuple[list[Any], bool]], dict[str, Any] | None]]:
+            ) -> Iterator[tuple[_Block, list[tuple[list[Any], bool]], Rows | None]]:
     """Each block of :data:`BATCH` ``lines`` (:func:`pear.store.findings.scan_lines`) with
     :func:`_check_block`'s result, in order: here, or, for a file with at least
     :data:`PARALLEL_LINES` new lines and ``workers`` > 1 (None: every core), in forked
-    worker processes, two blocks per worker in flight.  The results are those of one
-    process."""
+    worker processes, two blocks per worker in flight (a worker that dies is an error here,
+    not a wait without end).  The results are those of one process."""
     global _FORKED_CHECKER
     import itertools
     import multiprocessing
     from collections import deque
+    from concurrent.futures import ProcessPoolExecutor
     workers = len(os.sched_getaffinity(0)) if workers is None else workers
     blocks = iter(lambda: list(itertools.islice(lines, BATCH)), [])
     head = list(itertools.islice(blocks, PARALLEL_LINES // BATCH))
@@ -363,16 +367,17 @@ def _blocks(checker: Checker, path: Path, file_no: int, lines: Iterator[Any],
     rest = itertools.chain(head, blocks)
     _FORKED_CHECKER = checker  # what the workers check with: fork copies it
     try:
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
+        fork = multiprocessing.get_context("fork")
+        with ProcessPoolExecutor(workers, mp_context=fork) as pool:
             pending: deque = deque()
             for block in rest:
-                pending.append((block, pool.apply_async(_check_forked, (path, file_no, block))))
+                pending.append((block, pool.submit(_check_forked, path, file_no, block)))
                 if len(pending) >= 2 * workers:
                     block, result = pending.popleft()
-                    yield (block, *result.get())
+                    yield (block, *result.result())
             while pending:
                 block, result = pending.popleft()
-                yield (block, *result.get())
+                yield (block, *result.result())
     finally:
         _FORKED_CHECKER = None
 
