@@ -46,8 +46,8 @@ from pear.core.record import (AGENT_KEYS, CRITIQUE_KEYS, RECORD_KEYS, ROUND_KEYS
 from pear.core.router import Decision, RouterState, update_influence
 from pear.core.stopping import parse_stop, stop_reason
 
-__all__ = ["Job", "Engine", "Critique", "IdentityTask", "TaskLike", "copied_calls", "debate_rounds",
-           "call_budget", "round_calls"]
+__all__ = ["Job", "Engine", "Critique", "IdentityTask", "TaskLike", "copied_calls",
+           "recorded_parse_failures", "debate_rounds", "call_budget", "round_calls"]
 
 
 class TaskLike(Protocol):
@@ -199,6 +199,9 @@ class _Debate:
     stop_reason: str | None = None
     """Why the debate ended (:func:`pear.core.stopping.stop_reason`); None while it runs."""
     started: float = field(default_factory=time.perf_counter)
+    closed: tuple[int, int, int, int] = (0, 0, 0, 0)
+    """Tokens (prompt, completion, cached) and truncated calls charged when the last round
+    closed: what the next round costs is counted from there."""
     branched_from: dict[str, Any] | None = None
     """For a counterfactual branch: the parent debate, its method, the round branched after
     and the calls its copied rounds cost (:meth:`Engine.branch`)."""
@@ -513,12 +516,17 @@ class Engine:
         correct = bool(winner) and next(a.correct for a in agents if a.canonical == winner)
         d.parse_failures += sum(a.parse_error is not None for a in agents) \
             + sum(c.parse_error is not None for c in critiques)
+        now = (d.prompt_tokens, d.completion_tokens, d.cached_tokens, d.truncated_calls)
+        spent = [a - b for a, b in zip(now, d.closed)]
+        d.closed = now
         d.rounds_data.append(in_schema_order(ROUND_KEYS, {
             "round": r, "edges": plan.edges.tolist() if plan is not None else [],
             "router": plan.to_record() if plan is not None else None,
             "agents": [a.entry() for a in agents],
             "critiques": [c.entry() for c in critiques],
-            "influence": d.influence.tolist(), "vote": winner, "vote_correct": correct}))
+            "influence": d.influence.tolist(), "vote": winner, "vote_correct": correct,
+            "tokens": {"prompt": spent[0], "completion": spent[1], "cached": spent[2]},
+            "truncated_calls": spent[3]}))
 
     def _stops(self, d: _Debate, r: int) -> bool:
         """Whether debate ``d`` ends after round ``r`` (sets its ``stop_reason``)."""
@@ -695,8 +703,7 @@ class Engine:
                     a.get("role", "honest"), a.get("model", ""))
              for i, a in enumerate(rounds[-1]["agents"])],
             json.loads(json.dumps(rounds)), np.asarray(rounds[-1]["influence"], dtype=float))
-        d.parse_failures = sum(x["parse_error"] is not None for rd in rounds
-                               for x in (*rd["agents"], *rd["critiques"]))
+        d.parse_failures = recorded_parse_failures(rounds)
         d.base = self._base(job, len(d.agents))
         d.branched_from = {"debate_id": parent["debate_id"], "method": parent["method"],
                            "round": from_round, "calls_copied": copied_calls(rounds)}
@@ -715,6 +722,18 @@ def copied_calls(rounds: Sequence[Mapping[str, Any]]) -> int:
     for rd in rounds[1:]:
         calls += len({s for s, _ in rd["edges"]}) + len(rd["agents"])
     return calls
+
+
+def recorded_parse_failures(rounds: Sequence[Mapping[str, Any]]) -> int:
+    """The parse failures that recorded rounds count: agents' and critiques' parse errors
+    (what :meth:`Engine._close` adds up round by round).
+
+    >>> recorded_parse_failures([{"agents": [{"parse_error": None}, {"parse_error": "x"}],
+    ...                           "critiques": [{"parse_error": "y"}]}])
+    2
+    """
+    return sum(x["parse_error"] is not None for rd in rounds
+               for x in (*rd["agents"], *rd["critiques"]))
 
 
 def _agent_backends(backend: Backend | Mapping[str, Backend],

@@ -157,9 +157,7 @@ class CritiqueEntry(_CritiqueRequired, total=False):
     recommended_answer: str
 
 
-class RoundEntry(TypedDict):
-    """Round r of a debate (round 0 = the initial answers)."""
-
+class _RoundRequired(TypedDict):
     round: int
     # [source, target] pairs, 0-indexed; [] in round 0.
     edges: list[list[int]]
@@ -170,6 +168,16 @@ class RoundEntry(TypedDict):
     influence: list[float]
     vote: str
     vote_correct: bool
+
+
+class RoundEntry(_RoundRequired, total=False):
+    """Round r of a debate (round 0 = the initial answers)."""
+
+    # What this round's calls cost: the round's part of the record's ``tokens`` and
+    # ``truncated_calls`` (a record's rounds add up to them; a branch's copied rounds keep
+    # the parent's), so that a prefix of a debate has its own cost; absent in older records.
+    tokens: Tokens
+    truncated_calls: int
 
 
 class _RecordRequired(TypedDict):

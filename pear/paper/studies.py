@@ -122,7 +122,9 @@ def run_variants(backend: str, variants: Mapping[str, Experiment], runs_dir: str
     (:func:`pear.runs.together.run_together`, on every core for the simulated backend:
     :func:`pear.runs.factory.default_workers`) into ``<runs_dir>-studies/<variant>``, with
     the main run's records of their debates copied there rather than run again (e.g. the
-    reference methods of notebook 15);
+    reference methods of notebook 15).  A variant with a stop rule whose debates the main
+    run (or the variant without a stop rule) holds run whole is cut from them at its rule
+    (:mod:`pear.runs.stopped`: the same records the engine would write), not run;
     ``backend="replay"`` only reads what is there."""
     from pear.paper.build import run_experiments
     from pear.runs.factory import default_workers, grid_backend
@@ -141,8 +143,10 @@ def run_variants(backend: str, variants: Mapping[str, Experiment], runs_dir: str
     have = set(main_view.debates["debate_id"]) if main_view is not None else set()
     reused = {name: ids for name, exp in variants.items()
               if ident and (ids := recorded_in(exp, main, *ident, recorded=have))}
+    cut = _cut_from(variants, reused, main, ident, have) \
+        if be is not None and hasattr(be, "generate") else {}
     to_run = {variant_dir(runs_dir, name): exp for name, exp in variants.items()
-              if name not in reused}
+              if name not in reused and name not in cut}
     if be is not None and hasattr(be, "generate") and to_run:
         s = run_together(to_run, be, progress=progress,
                          reuse=main if main_view is not None else None,
@@ -158,6 +162,8 @@ def run_variants(backend: str, variants: Mapping[str, Experiment], runs_dir: str
         for rdir, exp in to_run.items():
             run_experiments(backend, exp, rdir, model=model, progress=progress,
                             cache=cache_path(runs_dir))
+    _derive(cut, variants, runs_dir, be, ident, progress=progress,
+            workers=default_workers(backend))
     out: dict[str, Results] = {}
     for name, exp in variants.items():
         if name in reused:
@@ -166,6 +172,51 @@ def run_variants(backend: str, variants: Mapping[str, Experiment], runs_dir: str
         else:
             out[name] = load_results(variant_dir(runs_dir, name), exp, "subset")
     return out
+
+
+def _cut_from(variants: Mapping[str, Experiment], reused: Mapping[str, Any], main: Path,
+              ident: tuple[str, str] | None, have: set[str]) -> dict[str, Path | str]:
+    """The stop-rule variants whose debates are cut from debates run whole
+    (:mod:`pear.runs.stopped`) rather than run: ``{variant: the main run}`` where the main
+    run holds them whole, ``{variant: the name of the variant run whole}`` where another
+    variant is that grid (it runs first)."""
+    from pear.runs import stopped
+    out: dict[str, Path | str] = {}
+    for name, exp in variants.items():
+        if name in reused or ident is None or (whole := stopped.unstopped(exp)) is None:
+            continue
+        if stopped.derivable(exp, main, *ident, recorded=have):
+            out[name] = main
+        elif twin := next((n for n, e in variants.items() if e == whole), None):
+            out[name] = twin
+    return out
+
+
+def _derive(cut: Mapping[str, Path | str], variants: Mapping[str, Experiment],
+            runs_dir: str | Path, be: Any, ident: tuple[str, str] | None, *,
+            progress: bool, workers: int) -> None:
+    """Write the variants of :func:`_cut_from` from the runs they are cut from; one whose
+    source cannot give them (a variant directory written before rounds carried their
+    cost) runs instead."""
+    from pear.runs import stopped
+    from pear.runs.together import run_together
+    if not cut:
+        return
+    by_source: dict[Path, dict[Path, Experiment]] = {}
+    late: dict[Path, Experiment] = {}
+    for name, src in cut.items():
+        source = src if isinstance(src, Path) else variant_dir(runs_dir, src)
+        if isinstance(src, Path) or stopped.derivable(variants[name], source, *ident):
+            by_source.setdefault(source, {})[variant_dir(runs_dir, name)] = variants[name]
+        else:
+            late[variant_dir(runs_dir, name)] = variants[name]
+    for source, grids in by_source.items():
+        n = stopped.derive(grids, source, *ident)
+        print(f"{len(grids)} variants cut at their stop rules from {str(source)!r}: {n} "
+              "debates written")
+    if late and (s := run_together(late, be, progress=progress, workers=workers)).failed:
+        raise RuntimeError(f"{len(s.failed)} debates of the stop-rule variants failed "
+                           f"(first: {s.failed[0][1]}); rerun to resume")
 
 
 # --------------------------------------------------------------------------- 09 theory

@@ -39,7 +39,8 @@ from pear.store import manifest as manifest_io
 from pear.store.records import RecordWriter, completed_ids
 from pear.tasks import mathgrade
 
-__all__ = ["run", "RunSummary", "model_dir", "Population", "LOCK_FILE", "debate_ids"]
+__all__ = ["run", "RunSummary", "model_dir", "Population", "LOCK_FILE", "debate_ids",
+           "identities"]
 
 
 def model_dir(out_dir: str | os.PathLike[str], model: str) -> Path:
@@ -384,6 +385,13 @@ def debate_ids(exp: Experiment, model_id: str, backend_name: str,
     """The debate id of each job (default: every job of ``exp``'s grid for ``model_id``,
     :func:`model_grid`) as model ``model_id`` on backend ``backend_name`` records it: ids
     need only the model id and the backend name, so no model is loaded to name them."""
+    return [i["debate_id"] for i in identities(exp, model_id, backend_name, all_jobs)]
+
+
+def identities(exp: Experiment, model_id: str, backend_name: str,
+               all_jobs: Sequence[Job] | None = None) -> list[dict[str, Any]]:
+    """The identity fields (:meth:`pear.core.engine.Engine.identity`, ``debate_id`` first)
+    of each job, as :func:`debate_ids` names them."""
 
     class _Identity:  # what Engine.identity reads from a backend
         def __init__(self) -> None:
@@ -392,7 +400,7 @@ def debate_ids(exp: Experiment, model_id: str, backend_name: str,
     engine = Engine(_Identity(), exp.debate)  # type: ignore[arg-type]
     if all_jobs is None:
         all_jobs = jobs(model_grid(exp, model_id))
-    return [engine.debate_id(j) for j in all_jobs]
+    return [engine.identity(j) for j in all_jobs]
 
 
 CHUNKS_PER_WORKER = 8  # our choice: the last chunk leaves a worker idle 1/8 of its share
