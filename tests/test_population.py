@@ -248,13 +248,50 @@ def test_dylan_reader_reads_a_tgz_of_json_files(tmp_path):
 
 def test_check_names_what_differs_from_the_shipped_files():
     """The reproducibility check (``python -m pear.paper.grounding --check``, run by CI on the
-    shipped corpus) reports a grounded population fitted on other debates, and passes study."""
+    shipped corpus) reports a grounded population fitted on other debates and each of the
+    ensemble's bootstrap draws refitted on them, and passes study."""
     from pear.paper import grounding
     tr = _synthetic(3, n_sets=300)
     g = grounding.Grounding(revision.fit(tr), 0.3, 40, tr, (), 0.0)
     problems = grounding.check(g)
-    assert len(problems) == 1 and problems[0].startswith("grounded: fingerprint")
-    assert "own: shipped" in problems[0]
+    assert len(problems) == 1 + grounding.ENSEMBLE_K
+    assert problems[0].startswith("grounded: fingerprint") and "own: shipped" in problems[0]
+    assert [p.split(":")[0] for p in problems[1:]] == \
+        [f"ensemble/grounded-b{i}" for i in range(grounding.ENSEMBLE_K)]
+    assert all("own: shipped" in p for p in problems[1:])
+
+
+def test_shipped_draws_are_the_ensembles_populations(tmp_path):
+    """The shipped bootstrap draws (data/populations/ensemble/) are what the ensemble uses
+    without a refit: the first k of seed 0 from the shipped grounded; another seed, more
+    than are shipped or another point: none (a refit); a file edited by hand: an error."""
+    from pear.paper import grounding
+    k, seed = grounding.ENSEMBLE_K, grounding.ENSEMBLE_SEED
+    shipped = grounding.shipped_draws(k, seed)
+    assert [p.name for p in shipped] == [f"grounded-b{i}" for i in range(k)]
+    assert len({p.fingerprint for p in shipped}) == k
+    point = pop.load("grounded")
+    for p in shipped:  # grounded with its revision model redrawn, nothing else
+        assert p.params == point.params and p.revision != point.revision
+        assert p.info["diagnostics"]["bootstrap"] == {"seed": seed, "draw": int(p.name[10:])}
+    assert [p.fingerprint for p in grounding.shipped_draws(3, seed)] == \
+        [p.fingerprint for p in shipped[:3]]
+    assert [p.fingerprint for p in grounding.bootstrap_populations(3, seed)] == \
+        [p.fingerprint for p in shipped[:3]]
+    assert grounding.shipped_draws(k + 1, seed) is None
+    assert grounding.shipped_draws(k, seed + 1) is None
+    # written elsewhere from another point: not the shipped grounded's draws
+    other = point.with_params(wrong_focus=0.5)
+    grounding.write_draws(shipped[:2], seed, other, where=tmp_path)
+    assert grounding.shipped_draws(2, seed, where=tmp_path) is None
+    grounding.write_draws(shipped[:2], seed, point, where=tmp_path)
+    assert [p.fingerprint for p in grounding.shipped_draws(2, seed, where=tmp_path)] == \
+        [p.fingerprint for p in shipped[:2]]
+    record = json.loads((tmp_path / "ensemble.json").read_text())
+    record["populations"]["grounded-b1"] = shipped[2].fingerprint
+    (tmp_path / "ensemble.json").write_text(json.dumps(record))
+    with pytest.raises(ValueError, match="grounded-b1.json'?: fingerprint .*ensemble.json says"):
+        grounding.shipped_draws(2, seed, where=tmp_path)
 
 
 def test_fit_says_when_the_data_do_not_identify_the_model():

@@ -3,7 +3,8 @@ hang on the population it simulates.
 
 The ``grounded`` population's revision model is an estimate; its sampling distribution is
 drawn by refitting it on DyLAN's debates resampled with replacement
-(:func:`pear.paper.grounding.bootstrap_populations`, seeded).  :func:`run` runs one reduced
+(:func:`pear.paper.grounding.bootstrap_populations`, seeded; the first 20 draws of seed 0 are
+shipped data, ``data/populations/ensemble/``).  :func:`run` runs one reduced
 grid (:func:`grid`) under ``grounded`` (the point) and under each of K bootstrap populations
 (``grounded-b0`` ... ``grounded-b<K-1>``), and states across the K:
 
@@ -130,8 +131,9 @@ def write_populations(root: str | Path, k: int = DEFAULT_K, seed: int = 0, *,
     are kept (and checked against ``root/ensemble.json``: another seed or point is an
     error); the missing ones are written, refitting only then.  ``grounding``
     (:class:`pear.paper.grounding.Grounding`): the fit to draw from; default the shipped
-    ``grounded`` population and, for draws, :func:`pear.paper.grounding.ground` on DyLAN's
-    corpus."""
+    ``grounded`` population and its shipped draws
+    (:func:`pear.paper.grounding.bootstrap_populations`; a refit on DyLAN's corpus where they
+    are not shipped)."""
     from pear.backends import population as pop
     from pear.paper import grounding as gr
     k = _check_k(k)

@@ -16,12 +16,17 @@ written from the shipped data and code, checked, and resampled.
   Coefficients are stored rounded to 3 decimals (far below their standard errors), so that the
   fingerprint does not move with a float's last bits.
 * :func:`bootstrap_populations`: K grounded populations refitted on debates resampled with
-  replacement (seeded): the fit's sampling distribution, for an ensemble.
+  replacement (seeded): the fit's sampling distribution, for an ensemble.  The first
+  :data:`ENSEMBLE_K` draws of seed :data:`ENSEMBLE_SEED` are shipped too
+  (``data/populations/ensemble/``: ``grounded-b<i>.json`` and ``ensemble.json``, the seed and
+  every fingerprint), so that an ensemble of at most that size needs neither DyLAN's corpus
+  imported nor a refit; ``--check`` refits them as well.
 
 Command line::
 
     python -m pear.paper.grounding --check   # refit; exit 1 unless the shipped files match
     python -m pear.paper.grounding --write   # rewrite data/populations/{study,grounded}.json
+                                             # and data/populations/ensemble/
     python -m pear.paper.grounding --fit --also RUN   # the fit on the corpus and an imported run
     python -m pear.paper.grounding --bootstrap 20     # time 20 bootstrap refits
 """
@@ -42,9 +47,10 @@ from pear.backends import population as pop
 from pear.backends.population import Population, RevisionModel, SimParams
 from pear.paths import BUILD_DIR, REAL_DEBATES_DIR
 
-__all__ = ["CORPUS", "CORPUS_DATASET", "CORPUS_GRADING", "CORPUS_MODEL", "corpus_run",
-           "records", "study_population", "grounded_population", "Grounding", "ground",
-           "bootstrap_populations", "sources", "check", "sequential", "main"]
+__all__ = ["CORPUS", "CORPUS_DATASET", "CORPUS_GRADING", "CORPUS_MODEL", "ENSEMBLE_DIR",
+           "ENSEMBLE_K", "ENSEMBLE_SEED", "corpus_run", "records", "study_population",
+           "grounded_population", "Grounding", "ground", "bootstrap_populations",
+           "shipped_draws", "write_draws", "sources", "check", "sequential", "main"]
 
 CORPUS = REAL_DEBATES_DIR / "dylan-math-gpt35.tgz"
 """DyLAN's whole corpus of gpt-3.5 MATH debates (MIT; ``data/real-debates/README.md``)."""
@@ -53,6 +59,14 @@ CORPUS_GRADING = "math"
 CORPUS_MODEL = "gpt-3.5-turbo-0301"
 DECIMALS = 3
 """Decimals of the stored coefficients and of ``wrong_focus``."""
+
+ENSEMBLE_DIR = pop.POPULATIONS_DIR / "ensemble"
+"""The shipped bootstrap draws of ``grounded`` (:func:`write_draws`)."""
+ENSEMBLE_K = 20  # issue 35: an ensemble of 20
+"""How many bootstrap draws are shipped."""
+ENSEMBLE_SEED = 0  # our choice
+"""The bootstrap seed of the shipped draws."""
+ENSEMBLE_RECORD = "ensemble.json"
 
 _PLUMBING = ("malformed_rate", "latency_s")
 
@@ -226,34 +240,99 @@ def bootstrap_populations(k: int = 20, seed: int = 0, g: Grounding | None = None
                           ) -> list[Population]:
     """``k`` grounded populations (``grounded-b<i>``), each with the revision model refitted on
     the debates resampled with replacement (:func:`pear.analysis.revision.bootstrap`, seeded by
-    ``seed``; the same-wrong-answer share stays the whole data's)."""
+    ``seed``; the same-wrong-answer share stays the whole data's).  Without ``g``, the shipped
+    draws when they hold these (:func:`shipped_draws`: what ``--check`` holds equal to a
+    refit), else refitted on :func:`ground`'s fit."""
+    if g is None:
+        shipped = shipped_draws(k, seed)
+        if shipped is not None:
+            return shipped
     g = g or ground()
     fits = revision.bootstrap(g.transitions, k, seed, start=g.fit.model.coef)
     return [_grounded(g, f.model, None, f"grounded-b{i}",
-                      {**f.diagnostics(), "bootstrap": {"seed": seed, "draw": i, "of": k}})
+                      {**f.diagnostics(), "bootstrap": {"seed": seed, "draw": i}})
             for i, f in enumerate(fits)]
 
 
+def _draw_name(i: int) -> str:
+    return f"grounded-b{i}"
+
+
+def shipped_draws(k: int, seed: int, where: Path | None = None) -> list[Population] | None:
+    """The first ``k`` shipped bootstrap draws of ``seed`` (``where``, default
+    :data:`ENSEMBLE_DIR`), or None when they are not shipped: another seed, more than are
+    shipped, or drawn from another ``grounded`` than the shipped one."""
+    import json
+    root = Path(where) if where is not None else ENSEMBLE_DIR
+    try:
+        record = json.loads((root / ENSEMBLE_RECORD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    names = [_draw_name(i) for i in range(k)]
+    if record.get("seed") != seed or any(n not in record.get("populations", {}) for n in names) \
+            or record.get("point", {}).get("fingerprint") != pop.load("grounded").fingerprint:
+        return None
+    draws = [pop.load(root / f"{n}.json") for n in names]
+    for p in draws:
+        if p.fingerprint != record["populations"][p.name]:
+            raise ValueError(f"shipped draw {str(root / (p.name + '.json'))!r}: fingerprint "
+                             f"{p.fingerprint[:12]}, {ENSEMBLE_RECORD} says "
+                             f"{record['populations'][p.name][:12]}")
+    return draws
+
+
+def write_draws(draws: Sequence[Population], seed: int, point: Population,
+                where: Path | None = None) -> Path:
+    """Write the bootstrap draws of ``seed`` from ``point`` as shipped data (``where``,
+    default :data:`ENSEMBLE_DIR`): one file each and the record of the seed and every
+    fingerprint.  Files of other draws there are removed."""
+    from pear.paths import write_json
+    root = Path(where) if where is not None else ENSEMBLE_DIR
+    root.mkdir(parents=True, exist_ok=True)
+    keep = {f"{p.name}.json" for p in draws} | {ENSEMBLE_RECORD}
+    for old in root.glob("*.json"):
+        if old.name not in keep:
+            old.unlink()
+    for p in draws:
+        p.write(root / f"{p.name}.json")
+    return write_json(root / ENSEMBLE_RECORD, {
+        "seed": seed, "k": len(draws), "point": point.manifest(),
+        "populations": {p.name: p.fingerprint for p in draws}}, newline=True)
+
+
+def _difference(name: str, shipped: Population, now: Population) -> str:
+    what = [f"{f}: shipped {getattr(shipped.params, f)!r}, now {getattr(now.params, f)!r}"
+            for f in (x.name for x in dataclasses.fields(SimParams))
+            if getattr(shipped.params, f) != getattr(now.params, f)]
+    if (shipped.revision is None) != (now.revision is None):
+        what.append("revision model present in one only")
+    elif shipped.revision is not None:
+        what += [f"{f}: shipped {a}, now {b}" for f, a, b in zip(
+            RevisionModel.FEATURES, shipped.revision.coef, now.revision.coef) if a != b]
+    return (f"{name}: fingerprint {shipped.fingerprint[:12]} shipped, {now.fingerprint[:12]} "
+            "from the data and code now (" + "; ".join(what) + ")")
+
+
 def check(g: Grounding | None = None) -> list[str]:
-    """What differs between the shipped population files and what the shipped data and code
-    produce now (empty: they match)."""
+    """What differs between the shipped population files (``study``, ``grounded`` and the
+    :data:`ENSEMBLE_K` bootstrap draws of :data:`ENSEMBLE_SEED`) and what the shipped data and
+    code produce now (empty: they match)."""
+    g = g or ground()
     problems = []
     for name, build in (("study", lambda: study_population()),
                         ("grounded", lambda: grounded_population(g))):
-        shipped = pop.load(name)
-        now = build()
+        shipped, now = pop.load(name), build()
         if shipped.fingerprint != now.fingerprint:
-            what = [f"{f}: shipped {getattr(shipped.params, f)!r}, now {getattr(now.params, f)!r}"
-                    for f in (x.name for x in dataclasses.fields(SimParams))
-                    if getattr(shipped.params, f) != getattr(now.params, f)]
-            if (shipped.revision is None) != (now.revision is None):
-                what.append("revision model present in one only")
-            elif shipped.revision is not None:
-                what += [f"{f}: shipped {a}, now {b}" for f, a, b in zip(
-                    RevisionModel.FEATURES, shipped.revision.coef, now.revision.coef) if a != b]
-            problems.append(f"{name}: fingerprint {shipped.fingerprint[:12]} shipped, "
-                            f"{now.fingerprint[:12]} from the data and code now ("
-                            + "; ".join(what) + ")")
+            problems.append(_difference(name, shipped, now))
+    shipped_draws_ = shipped_draws(ENSEMBLE_K, ENSEMBLE_SEED)
+    if shipped_draws_ is None:
+        return problems + [f"{ENSEMBLE_DIR.name}: the {ENSEMBLE_K} bootstrap draws of seed "
+                           f"{ENSEMBLE_SEED} of the shipped grounded are not shipped "
+                           f"({ENSEMBLE_DIR}): run --write"]
+    for shipped, now in zip(shipped_draws_,
+                            bootstrap_populations(ENSEMBLE_K, ENSEMBLE_SEED, g)):
+        if shipped.fingerprint != now.fingerprint:
+            problems.append(_difference(f"{ENSEMBLE_DIR.name}/{shipped.name}", shipped, now))
     return problems
 
 
@@ -263,9 +342,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     what = ap.add_mutually_exclusive_group(required=True)
     what.add_argument("--check", action="store_true",
                       help="refit from the shipped data and code; exit 1 unless the shipped "
-                           "population files have the same fingerprints")
+                           "population files (study, grounded and the ensemble's draws) have "
+                           "the same fingerprints")
     what.add_argument("--write", action="store_true",
-                      help="rewrite data/populations/study.json and grounded.json")
+                      help="rewrite data/populations/study.json, grounded.json and the "
+                           "ensemble's draws (data/populations/ensemble/)")
     what.add_argument("--bootstrap", type=int, metavar="K",
                       help="time K bootstrap refits and print their coefficients")
     what.add_argument("--fit", action="store_true",
@@ -297,16 +378,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if a.write:
         pop.POPULATIONS_DIR.mkdir(parents=True, exist_ok=True)
-        for p in (study_population(), grounded_population(g)):
+        point = grounded_population(g)
+        for p in (study_population(), point):
             path = p.write(pop.POPULATIONS_DIR / f"{p.name}.json")
             print(f"wrote {path} (fingerprint {p.fingerprint[:12]})")
+        draws = bootstrap_populations(ENSEMBLE_K, ENSEMBLE_SEED, g)
+        path = write_draws(draws, ENSEMBLE_SEED, point)
+        print(f"wrote {len(draws)} bootstrap draws of seed {ENSEMBLE_SEED} and {path}")
         return 0
     problems = check(g)
     for line in problems:
         print(f"population check FAILED: {line}", file=sys.stderr)
     if not problems:
-        print("population check: the shipped study and grounded files are what the shipped "
-              "data and code produce")
+        print(f"population check: the shipped study, grounded and {ENSEMBLE_K} bootstrap "
+              "files are what the shipped data and code produce")
     return 1 if problems else 0
 
 
