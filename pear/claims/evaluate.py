@@ -326,7 +326,8 @@ def summarise(parts: list[PartResult]) -> str:
 
 def ledger(subset: Any = None, full: Any = None, *,
            rng: np.random.Generator | int | None = None,
-           n_boot: int | None = None, build: Source | None = None) -> pd.DataFrame:
+           n_boot: int | None = None, build: Source | None = None,
+           paper: Source | None = None) -> pd.DataFrame:
     """One row per claim of ``claims.csv``, in its order: the claim (``id, section, kind,
     quote, printed, unit, scope``), the study's own check (``from_tables``, ``consistent``
     as transcribed; ``recomputed`` and ``table_finding`` by these evaluators from the
@@ -342,7 +343,9 @@ def ledger(subset: Any = None, full: Any = None, *,
     :data:`pear.claims.evidence.N_BOOT`); ``n_boot=0`` judges the point values alone (every
     interval collapses to its value: a comparison holds when its value lies on the claimed
     side, a printed number when the value rounds to it), as :mod:`pear.paper.ensemble`
-    counts claims across populations."""
+    counts claims across populations.  ``paper``: the study's side
+    (:func:`pear.claims.evidence.paper_source`, made here when not given; the same for every
+    build, so a caller that judges many builds makes it once)."""
     from pear.claims import evidence
     raw = load_recompute()
     claims = load_claims()
@@ -354,7 +357,7 @@ def ledger(subset: Any = None, full: Any = None, *,
             rng = np.random.default_rng(rng)
         build = evidence.build_source(subset, full, rng=rng,
                                       n_boot=evidence.N_BOOT if n_boot is None else n_boot)
-    paper = evidence.paper_source()
+    paper = paper if paper is not None else evidence.paper_source()
     rows = []
     for _, row in claims.iterrows():
         entry = raw["claims"][row["id"]]

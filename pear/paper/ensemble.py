@@ -197,6 +197,8 @@ def run(exp: Any, root: str | Path, k: int = DEFAULT_K, seed: int = 0, *,
         files = _recorded_populations(root, k, seed)
     else:
         files = write_populations(root, k, seed, grounding=grounding)
+    from pear.claims.evidence import paper_source
+    paper = paper_source()  # the study's side of every population's ledger
     seconds, written, results = {}, {}, {}
     for name, path in files.items():
         t0 = time.perf_counter()
@@ -209,7 +211,7 @@ def run(exp: Any, root: str | Path, k: int = DEFAULT_K, seed: int = 0, *,
                 raise RuntimeError(f"population {name}: the grid is incomplete ({len(s.failed)} "
                                    f"debates failed; first: {first}); rerun to resume")
             written[name] = s.written
-        results[name] = _read(exp, root / name, seed, full=name == POINT)
+        results[name] = _read(exp, root / name, seed, full=name == POINT, paper=paper)
         seconds[name] = time.perf_counter() - t0
         if say:
             say(f"{name}: {written.get(name, 0)} debates written in {seconds[name]:.1f} s "
@@ -239,10 +241,12 @@ def _recorded_populations(root: Path, k: int, seed: int) -> dict[str, Path]:
     return {n: root / "populations" / f"{n}.json" for n in names}
 
 
-def _read(exp: Any, run_dir: Path, seed: int, full: bool) -> dict[str, Any]:
+def _read(exp: Any, run_dir: Path, seed: int, full: bool, paper: Any = None
+          ) -> dict[str, Any]:
     """One population's run: accuracy of :data:`MAIN`, PEAR's gains over
     :data:`BASELINES` per dataset and pooled, the claims' point findings, and (``full``)
-    the ledger with 95 % intervals."""
+    the ledger with 95 % intervals (``paper``: the study's side of the ledger, made once by
+    the caller)."""
     from pear.claims.evaluate import ledger
     from pear.paper.study import load_results
     res = load_results(run_dir, exp, "subset")
@@ -254,11 +258,11 @@ def _read(exp: Any, run_dir: Path, seed: int, full: bool) -> dict[str, Any]:
         parts.append(pd.concat([g[["dataset", "gain"]],
                                 pd.DataFrame({"dataset": [POOLED], "gain": [pooled]})])
                      .assign(baseline=b))
-    point = ledger(res, None, rng=seed, n_boot=0)
+    point = ledger(res, None, rng=seed, n_boot=0, paper=paper)
     return {"accuracy": acc.loc[acc["method"].isin(MAIN), ["dataset", "method", "accuracy"]],
             "gains": pd.concat(parts, ignore_index=True),
             "findings": point[["id", "kind", "finding"]],
-            "ledger": ledger(res, None, rng=seed) if full else None}
+            "ledger": ledger(res, None, rng=seed, paper=paper) if full else None}
 
 
 def for_build(backend: str, preset: str, runs_dir: str = "", *, seeds: str = "",
