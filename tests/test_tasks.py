@@ -517,8 +517,8 @@ def test_engine_records_classes_and_grades_from_one_judgement() -> None:
     from pear.backends.simulated import SimulatedBackend
     engine = Engine(SimulatedBackend({}), task_for=tasks.get)
     answers = ["The answer is $\\frac{1}{2}$.", "0.5", "2", ""]
-    agents = engine._agents_from([AnswerParse(a, 4, "r") for a in answers],
-                                 question("math500", r"\frac12"))
+    [agents] = engine._agents_from([([AnswerParse(a, 4, "r") for a in answers],
+                                     question("math500", r"\frac12"), None)])
     assert [a.answer for a in agents] == answers  # the raw answer is kept
     assert [a.canonical for a in agents] == ["0.5", "0.5", "2", ""]
     assert [a.correct for a in agents] == [True, True, False, False]

@@ -324,14 +324,15 @@ class Engine:
         for key, comp in zip(owners, self._generate(reqs)):
             round0[key].append(comp)
 
+        errors = {key: next((c.error for c in round0[key] if not c.ok), None) for key in groups}
+        answered = [key for key in groups if not errors[key]]
+        initial = dict(zip(answered, self._agents_from([
+            ([parsing.parse_answer(c.text) for c in round0[key]], groups[key][0].question,
+             [c.finish_reason == "length" for c in round0[key]]) for key in answered])))
         out: list[_Debate] = []
         for key, gjobs in groups.items():
-            comps = round0[key]
-            error = next((c.error for c in comps if not c.ok), None)
+            comps, error, agents = round0[key], errors[key], initial.get(key)
             q = gjobs[0].question
-            agents = None if error else self._agents_from(
-                [parsing.parse_answer(c.text) for c in comps], q,
-                [c.finish_reason == "length" for c in comps])
             for job in gjobs:
                 ident = self.identity(job)
                 if error:
@@ -487,10 +488,11 @@ class Engine:
             parses, truncated = revised.setdefault(j, ([], []))
             parses.append(p)
             truncated.append(comp.finish_reason == "length")
-        for j, (parses, truncated) in revised.items():
-            d = debates[j]
-            if not d.failed:
-                d.agents = self._agents_from(parses, d.job.question, truncated)
+        going = [j for j in revised if not debates[j].failed]
+        batch = [(parses, debates[j].job.question, truncated)
+                 for j in going for parses, truncated in [revised[j]]]
+        for j, agents in zip(going, self._agents_from(batch)):
+            debates[j].agents = agents
 
     def _update_influence(self, debates: list[_Debate], plans: list[Decision],
                           critiques: list[list[Critique]]) -> None:
@@ -657,27 +659,39 @@ class Engine:
         return Request(messages=messages, temperature=self.debate.temperature,
                        max_tokens=self.debate.max_tokens, seed=seed, schema=schema, meta=meta)
 
-    def _agents_from(self, parses: Sequence[parsing.AnswerParse], question: Any,
-                     truncated: Sequence[bool] | None = None) -> list[_Agent]:
-        """Agents 0..len(parses)-1 from their parsed replies and whether each call was cut
-        at the token budget (default: none was); a role with a fixed confidence
-        (:data:`pear.core.config.ROLE_CONFIDENCE`) overrides the stated one."""
-        task = self._task_for(question.dataset)
-        answers = [p.answer or "" for p in parses]
-        if hasattr(task, "judge"):  # one call: classes and grades from one equivalence
-            judged = task.judge(answers, question)
-            reps, correct = judged.classes, judged.correct
-        else:
-            reps = task.buckets([task.canonical(a) if a else "" for a in answers])
-            correct = [bool(a) and task.grade(a, question) for a in answers]
+    def _agents_from(self, batch: Sequence[tuple[Sequence[parsing.AnswerParse], Any,
+                                                 Sequence[bool] | None]]) -> list[list[_Agent]]:
+        """Per ``(parses, question, truncated)`` of ``batch`` (one phase of the debates in
+        flight), agents 0..len(parses)-1 from their parsed replies and whether each call was
+        cut at the token budget (None: none was); a role with a fixed confidence
+        (:data:`pear.core.config.ROLE_CONFIDENCE`) overrides the stated one.  Each dataset's
+        answers are judged in one call (:meth:`pear.tasks.grading.Task.judge_many`)."""
+        judged: list[tuple[Sequence[str], Sequence[bool]] | None] = [None] * len(batch)
+        by_dataset: dict[str, list[int]] = defaultdict(list)
+        for j, (_, question, _) in enumerate(batch):
+            by_dataset[question.dataset].append(j)
+        for dataset, idx in by_dataset.items():
+            task = self._task_for(dataset)
+            items = [([p.answer or "" for p in batch[j][0]], batch[j][1]) for j in idx]
+            if hasattr(task, "judge"):  # classes and grades from one equivalence
+                for j, got in zip(idx, task.judge_many(items) if hasattr(task, "judge_many")
+                                  else [task.judge(a, q) for a, q in items]):
+                    judged[j] = (got.classes, got.correct)
+            else:
+                for j, (answers, q) in zip(idx, items):
+                    judged[j] = (task.buckets([task.canonical(a) if a else "" for a in answers]),
+                                 [bool(a) and task.grade(a, q) for a in answers])
         role, models = self.debate.role, self.agent_model_ids
-        truncated = truncated if truncated is not None else [False] * len(parses)
         out = []
-        for i, (p, rep, ok, cut) in enumerate(zip(parses, reps, correct, truncated)):
-            r = role(i)
-            out.append(_Agent(i, p.answer, rep, ROLE_CONFIDENCE.get(r, p.confidence),
-                              p.reasoning, bool(p.answer) and ok, p.parse_error, cut, r,
-                              models[i % len(models)]))
+        for (parses, _, truncated), (reps, correct) in zip(batch, judged):  # type: ignore[misc]
+            cut = truncated if truncated is not None else [False] * len(parses)
+            agents = []
+            for i, (p, rep, ok, c) in enumerate(zip(parses, reps, correct, cut)):
+                r = role(i)
+                agents.append(_Agent(i, p.answer, rep, ROLE_CONFIDENCE.get(r, p.confidence),
+                                     p.reasoning, bool(p.answer) and ok, p.parse_error, c, r,
+                                     models[i % len(models)]))
+            out.append(agents)
         return out
 
     def _base(self, job: Job, n: int) -> np.ndarray:

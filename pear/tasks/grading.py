@@ -76,6 +76,12 @@ class Judgement:
         return tuple(g.correct for g in self.grades)
 
 
+def _memo_key(answers: Sequence[str], question: Question) -> tuple:
+    """What a judgement depends on: the gold answer (as read and as written), the number of
+    options and the answers."""
+    return (question.gold, question.gold_raw, len(question.choices or ()), tuple(answers))
+
+
 class Task(ABC):
     """Reading, grading and equivalence of one benchmark's answers."""
 
@@ -91,7 +97,7 @@ class Task(ABC):
         A judgement is a pure function of the answers and the question's gold answer (and
         number of options), so it is memoized on them within the process (:attr:`MEMO_SIZE`
         judgements; a debate's rounds and a question's methods and seeds repeat them)."""
-        key = (question.gold, question.gold_raw, len(question.choices or ()), tuple(answers))
+        key = _memo_key(answers, question)
         memo = self.__dict__.setdefault("_memo", {})
         judged = memo.get(key)
         if judged is None:
@@ -99,6 +105,11 @@ class Task(ABC):
                 memo.clear()
             judged = memo[key] = self._judge(key[3], question)
         return judged
+
+    def judge_many(self, batch: Sequence[tuple[Sequence[str], Question]]) -> list[Judgement]:
+        """:meth:`judge` of each ``(answers, question)`` of ``batch`` (e.g. one phase of every
+        debate in flight); a grader that asks another process asks once for the batch."""
+        return [self.judge(answers, q) for answers, q in batch]
 
     MEMO_SIZE = 1 << 16  # our choice: judgements kept per task and process (cleared when full)
 
@@ -371,10 +382,7 @@ class MathTask(Task):
         may need), not one per call.
         """
         inputs = [mathgrade.mathverify_input(a) for a in answers]
-        text_of: dict[str, str] = {}  # Math-Verify input -> one raw answer written so
-        for a, key in sorted(zip(answers, inputs)):
-            if key and key not in text_of:
-                text_of[key] = a
+        text_of = _texts(answers)
         reads: dict[str, tuple[str, str]] = dict(zip(  # Math-Verify input -> (status, label)
             text_of, mathgrade.extract_all(list(text_of.values()), self.timeout_s)))
         self._prefetch(reads, text_of, question)
@@ -395,10 +403,30 @@ class MathTask(Task):
         classes = tuple(text_of[rep_of[k]].strip() if rep_of[k] else "" for k in inputs)
         return Judgement(classes, tuple(grades[rep_of[k]] for k in inputs))
 
+    def judge_many(self, batch: Sequence[tuple[Sequence[str], Question]]) -> list[Judgement]:
+        """:meth:`judge` of each ``(answers, question)`` of ``batch``, Math-Verify asked in two
+        round trips for all the judgements not memoized (the readings; then every comparison
+        and grade they may need), however many questions the batch holds."""
+        memo = self.__dict__.get("_memo", {})
+        todo = [(_texts(a), q) for a, q in batch if _memo_key(a, q) not in memo]
+        if todo:
+            every = {k: t for text_of, _ in todo for k, t in text_of.items()}
+            reads = dict(zip(every, mathgrade.extract_all(list(every.values()), self.timeout_s)))
+            mathgrade.verify_all([p for text_of, q in todo for p in self._pairs(
+                {k: reads[k] for k in text_of}, text_of, q)], self.timeout_s)
+        return super().judge_many(batch)
+
     def _prefetch(self, reads: dict[str, tuple[str, str]], text_of: dict[str, str],
                   question: Question) -> None:
         """Ask Math-Verify, in one round trip, every comparison :meth:`_judge` may make (both
         ways between answers read differently) and every grade it may give."""
+        mathgrade.verify_all(self._pairs(reads, text_of, question), self.timeout_s)
+
+    @staticmethod
+    def _pairs(reads: dict[str, tuple[str, str]], text_of: dict[str, str],
+               question: Question) -> list[tuple[str, str]]:
+        """The (gold, prediction) pairs :meth:`_judge` may ask of the answers ``text_of`` read
+        as ``reads``."""
         ok = sorted((k for k in reads if reads[k][0] == "ok"),
                     key=lambda k: (len(reads[k][1]), reads[k][1], k))
         pairs = [(text_of[a], text_of[b]) for i, a in enumerate(ok) for b in ok[i + 1:]
@@ -406,7 +434,7 @@ class MathTask(Task):
         pairs += [(b, a) for a, b in pairs]
         pairs += [(question.gold_raw, text_of[k]) for k in reads
                   if reads[k][0] not in ("unparsed", "timeout")]
-        mathgrade.verify_all(pairs, self.timeout_s)
+        return pairs
 
     def _grade(self, text: str, read_status: str, question: Question) -> Grade:
         if read_status == "timeout":
@@ -415,6 +443,16 @@ class MathTask(Task):
         if status == "unparsed":
             return Grade(False, parse_failure=True)
         return Grade(status == "ok" and ok, timeout=status == "timeout")
+
+
+def _texts(answers: Sequence[str]) -> dict[str, str]:
+    """Each Math-Verify input among ``answers`` -> one raw answer written so (the first in
+    text order, so that it does not depend on the answers' order)."""
+    text_of: dict[str, str] = {}
+    for a, key in sorted((a, mathgrade.mathverify_input(a)) for a in answers):
+        if key and key not in text_of:
+            text_of[key] = a
+    return text_of
 
 
 TASKS: dict[str, Task] = {
