@@ -79,6 +79,27 @@ def test_math_judge_asks_math_verify_in_two_round_trips(fresh_caches) -> None:
     assert len(fresh_caches) - before > 2  # unbatched: one round trip per call
 
 
+def test_judge_many_asks_math_verify_twice_for_a_whole_phase(fresh_caches) -> None:
+    """One phase of several debates on several questions: two round trips in all, the same
+    judgements as one question at a time, memoized ones not asked again."""
+    batch = [(["0.75", r"\frac{6}{8}", "7"], question("math500", r"\frac{3}{4}")),
+             (["2", r"\sqrt{4}", ""], question("math500", "2")),
+             (["x = 5", "5", r"\text{five}"], question("math500", "5")),
+             (["0.75", r"\frac{6}{8}", "7"], question("math500", r"\frac{3}{4}"))]
+    task = tasks.MathTask("math500")
+    judged = task.judge_many(batch)
+    assert len(fresh_caches) == 2  # the readings of all, then every comparison and grade
+    assert [j.correct for j in judged] == [(True, True, False), (True, True, False),
+                                           (True, True, False), (True, True, False)]
+    assert judged[0] is judged[3] and judged[2].classes[0] == judged[2].classes[1]
+    assert task.judge_many(batch[:2]) == judged[:2] and len(fresh_caches) == 2  # memoized
+    mathgrade._EXTRACTED.clear()
+    mathgrade._VERIFIED.clear()
+    alone = tasks.MathTask("math500")
+    assert [alone.judge(a, q) for a, q in batch] == judged
+    assert len(fresh_caches) == 2 + 2 * 3  # one question at a time: two round trips each
+
+
 def test_batched_calls_equal_single_calls(fresh_caches) -> None:
     pairs = [(r"\frac12", "0.5"), ("1234", "1, 234"), (r"\sqrt{2}", r"2^{1/2}"), ("x", ""),
              ("", "3"), (r"(1, 2)", r"(2, 1)"), ("Evelyn", r"\text{Evelyn}")]

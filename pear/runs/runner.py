@@ -251,8 +251,8 @@ def _chunk_runner(engine: Engine, chunks: Sequence[list[Job]], workers: int,
     next chunk as they finish one.  ``math``: each process that grades starts its
     Math-Verify worker first (:func:`pear.tasks.mathgrade.prestart`)."""
     if workers == 1 or len(chunks) <= 1:
-        if math and chunks:  # the cores this process leaves idle grade
-            mathgrade.prestart(len(os.sched_getaffinity(0)))
+        if math and chunks:
+            mathgrade.prestart()
         yield (engine.run(chunk) for chunk in chunks)
         return
     global _FORKED

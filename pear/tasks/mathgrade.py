@@ -22,9 +22,7 @@ Two parts, used by :class:`pear.tasks.grading.MathTask`:
   and replaced when a call runs over ``timeout_s``.  Workers start lazily, one per concurrent
   caller up to :data:`MAX_WORKERS`, and serve any thread; results, timeouts included, are cached.
   :func:`extract_all` and :func:`verify_all` send every uncached call of a batch in one
-  pipelined round trip (each call keeps its own timeout); a large batch is split between the
-  workers already running (:data:`SPLIT_AT`), so that a process with a core to spare grades
-  on it.
+  pipelined round trip (each call keeps its own timeout).
 
 No model text is evaluated as code: LaTeX goes through latex2sympy's parser; Math-Verify's
 expression extraction hands sympy's ``parse_expr`` only runs of digits and arithmetic operators
@@ -52,7 +50,7 @@ from pathlib import Path
 from typing import Any, Literal, Sequence
 
 __all__ = ["DEFAULT_TIMEOUT_S", "MAX_LENGTH", "MAX_DEPTH", "MAX_WORKERS", "mathverify_input",
-           "SPLIT_AT", "extract", "verify", "extract_all", "verify_all", "prestart", "shutdown"]
+           "extract", "verify", "extract_all", "verify_all", "prestart", "shutdown"]
 
 DEFAULT_TIMEOUT_S = 5.0  # our choice: a real MATH answer takes well under 0.5 s
 MAX_LENGTH = 2000  # our choice: longer answers are cut to their last MAX_LENGTH characters
@@ -60,7 +58,6 @@ MAX_EXPRESSION = 300  # our choice: a longer bare expression is not a final answ
 MAX_TEXT_ANSWER = 40  # our choice: a longer run of plain words (characters) is no \text{} answer
 MAX_DEPTH = 10  # our choice: deeper nesting is not an answer (the parser is exponential in it)
 MAX_WORKERS = min(4, os.cpu_count() or 1)  # our choice
-SPLIT_AT = 32  # our choice: calls per worker below which a batch is not split between workers
 WORKER_MEMORY_BYTES = 4 << 30  # our choice: an address-space cap so 10^{10^{10}} cannot OOM
 _STARTUP_TIMEOUT_S = 120.0
 
@@ -369,38 +366,12 @@ class _Pool:
 
     def call_many(self, requests: list[list[str]], timeout_s: float
                   ) -> list[tuple[Status, Any]]:
-        """Replies to ``requests``; a batch of at least :data:`SPLIT_AT` calls per worker is
-        split, in order, between the idle workers already running (each part its own
-        pipelined round trip, all at once)."""
-        self.started.wait(_STARTUP_TIMEOUT_S)  # the workers prestart starts, not more
-        workers = [self.idle.get()]
-        while len(requests) >= SPLIT_AT * (len(workers) + 1):
-            try:
-                more = self.idle.get_nowait()
-            except queue.Empty:
-                break
-            if more.proc is None:  # not running: starting it would cost more than it saves
-                self.idle.put(more)
-                break
-            workers.append(more)
+        self.started.wait(_STARTUP_TIMEOUT_S)  # the worker prestart starts, not a second one
+        worker = self.idle.get()
         try:
-            if len(workers) == 1:
-                return workers[0].call_many(requests, timeout_s)
-            step = -(-len(requests) // len(workers))
-            parts: list[list[tuple[Status, Any]]] = [[] for _ in workers]
-
-            def part(i: int) -> None:
-                parts[i] = workers[i].call_many(requests[i * step:(i + 1) * step], timeout_s)
-            threads = [threading.Thread(target=part, args=(i,)) for i in range(1, len(workers))]
-            for t in threads:
-                t.start()
-            part(0)
-            for t in threads:
-                t.join()
-            return [r for p in parts for r in p]
+            return worker.call_many(requests, timeout_s)
         finally:
-            for w in workers:
-                self.idle.put(w)
+            self.idle.put(worker)
 
     def stop(self) -> None:
         for w in self.workers:
@@ -419,39 +390,28 @@ def _pool() -> _Pool:
         return _POOL
 
 
-def prestart(workers: int = 1) -> None:
-    """Start up to ``workers`` of this process's workers (at most :data:`MAX_WORKERS`) in
-    the background (a run that will grade MATH answers calls it first, so that their start
-    overlaps other work instead of holding up the first grading call; a process with a core
-    to spare asks for two, which share the large batches).  Starts none that is running or
-    being started."""
+def prestart() -> None:
+    """Start this process's first worker in the background (a run that will grade MATH
+    answers calls it first, so that the worker's start overlaps other work instead of
+    holding up the first grading call).  Does nothing when it is already started."""
     pool = _pool()  # here, not in the thread: a fork never inherits _POOL_LOCK held
     if not pool.started.is_set():
         return  # being started
-    taken = []
-    for _ in range(min(workers, len(pool.workers))):
-        try:
-            taken.append(pool.idle.get_nowait())
-        except queue.Empty:
-            break
-    cold = [w for w in taken if w.proc is None]
-    for w in taken:
-        if w.proc is not None:
-            pool.idle.put(w)
-    if not cold:
+    worker = pool.idle.get()
+    if worker.proc is not None:
+        pool.idle.put(worker)
         return
-    pool.started.clear()  # a call waits for these workers instead of starting others
+    pool.started.clear()  # a call waits for this worker instead of starting another
 
-    def start(worker: _Worker) -> None:
+    def start() -> None:
         try:
             worker._start()
         except RuntimeError:
             pass  # the first call starts it again and reports why it cannot
         finally:
             pool.idle.put(worker)
-            pool.started.set()  # the first one ready serves calls
-    for w in cold:
-        threading.Thread(target=start, args=(w,), daemon=True).start()
+            pool.started.set()
+    threading.Thread(target=start, daemon=True).start()
 
 
 def shutdown() -> None:
