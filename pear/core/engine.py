@@ -256,7 +256,7 @@ class Engine:
         self.cache_hits = 0
         self.failed: list[tuple[str, str]] = []
         self._schemas: dict[tuple, dict[str, Any]] = {}
-        self._config_hashes: dict[int, tuple[Method, str]] = {}
+        self._config_hashes: dict[Method, str] = {}
         self.phase = ""
         """What the engine is doing now (``round 2: critiques``), for progress displays."""
         self.calls_done = 0
@@ -564,11 +564,12 @@ class Engine:
     # identity ---------------------------------------------------------------
     def identity(self, job: Job) -> dict[str, Any]:
         """The identity fields of ``job``'s record, including its ``debate_id``."""
-        held = self._config_hashes.get(id(job.method))
-        if held is None:  # one per method object (it is kept, so its id is not reused)
-            held = self._config_hashes[id(job.method)] = (
-                job.method, config_hash(self.debate, *job.method.hash_parts()))
-        chash = held[1]
+        m = job.method
+        try:  # once per method: a grid's jobs each hold an equal copy
+            chash = self._config_hashes.get(m) or self._config_hashes.setdefault(
+                m, config_hash(self.debate, *m.hash_parts()))
+        except TypeError:  # a method with unhashable parameters
+            chash = config_hash(self.debate, *m.hash_parts())
         ident = {"model": self.model, "backend": self.backend_name,
                  "dataset": job.question.dataset, "method": job.method.name, "seed": job.seed,
                  "question_id": job.question.id, "config_hash": chash}

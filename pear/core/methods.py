@@ -253,10 +253,24 @@ def check_edges(edges: Any, n: int, name: str = "router") -> np.ndarray:
     return e
 
 
-def accepts(fn: Callable[..., Any] | None) -> set[str] | None:
-    """The keyword parameters ``fn`` accepts (None: any, it takes ``**kwargs``)."""
+def accepts(fn: Callable[..., Any] | None) -> frozenset[str] | None:
+    """The keyword parameters ``fn`` accepts (None: any, it takes ``**kwargs``); read once
+    per function."""
+    try:
+        return _ACCEPTS[fn]
+    except KeyError:
+        taken = _ACCEPTS[fn] = _accepts(fn)
+        return taken
+    except TypeError:  # an unhashable callable
+        return _accepts(fn)
+
+
+_ACCEPTS: dict[Any, frozenset[str] | None] = {}
+
+
+def _accepts(fn: Callable[..., Any] | None) -> frozenset[str] | None:
     if fn is None:
-        return set()
+        return frozenset()
     import inspect
     try:
         sig = inspect.signature(fn)
@@ -264,8 +278,8 @@ def accepts(fn: Callable[..., Any] | None) -> set[str] | None:
         return None
     if any(p.kind is p.VAR_KEYWORD for p in sig.parameters.values()):
         return None
-    return {p.name for p in sig.parameters.values()
-            if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+    return frozenset(p.name for p in sig.parameters.values()
+                     if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD))
 
 
 def _kwargs(fn: Callable[..., Any], params: tuple[tuple[str, Any], ...]) -> dict[str, Any]:

@@ -201,6 +201,8 @@ def parse_confidence(value: Any) -> int | None:
 
 def _text(value: Any) -> str | None:
     """A field as text: strings stripped, numbers formatted, everything else None."""
+    if type(value) is str:  # the common case first
+        return value.strip()
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, int):
@@ -317,13 +319,16 @@ def parse_critique(text: str, targets: Sequence[int]) -> CritiqueParse:
     return CritiqueParse(reviews, "; ".join(problems) if problems else None)
 
 
+_DIGITS = re.compile(r"\d+")
+
+
 def _target_index(value: Any) -> int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)) and float(value).is_integer():
         return int(value) - 1
     if isinstance(value, str):
-        m = re.search(r"\d+", value)
+        m = _DIGITS.search(value)
         return int(m.group()) - 1 if m else None
     return None
 

@@ -147,10 +147,10 @@ def render(template: str, values: Mapping[str, Any]) -> str:
     >>> render('Agent {agent_id}: {"answer": "x"} {question}', {"agent_id": 2, "question": "{q}"})
     'Agent 2: {"answer": "x"} {q}'
     """
-    unused = [k for k in values if "{" + k + "}" not in template]
+    texts, names = _pieces(template)
+    unused = [k for k in values if k not in names and "{" + k + "}" not in template]
     if unused:
         raise ValueError(f"template has no placeholder {{{unused[0]}}}")
-    texts, names = _pieces(template)
     out = [texts[0]]
     for name, text in zip(names, texts[1:]):
         out.append(str(values[name]) if name in values else "{" + name + "}")
