@@ -143,3 +143,13 @@ def test_branches_on_several_processes_are_those_of_one(tmp_path):
     assert done[2] == done[1]
     with pytest.raises(ValueError, match="workers=0"):
         branch(parent, 1, ["pear"], tmp_path / "0", workers=0)
+
+
+def test_the_parents_are_the_parent_methods_records_in_file_order(parent_run):
+    """check() reads the parents' rows through the view (only those lines parsed): the
+    records are exactly the parent method's, in the order the run's file holds them."""
+    from pear.runs.branch import check
+    parents = check(parent_run, 1, ["clique"], "random")
+    want = [r for r in read_records(parent_run) if r["method"] == "random"]
+    assert parents.method == "random" and len(want) > 1
+    assert parents.records == want

@@ -30,7 +30,8 @@ from pear.runs import compute
 from pear.runs.provenance import close_attempt, open_manifest
 from pear.runs.runner import _chunk_runner, check_workers, model_dir
 from pear.store import manifest as manifest_io
-from pear.store.records import RecordWriter, completed_ids, iter_records
+from pear.store import view
+from pear.store.records import RecordWriter, completed_ids, parse_line
 
 __all__ = ["BranchSummary", "Parents", "BranchPlan", "parent_method_of", "parent_experiment",
            "check", "plan", "write", "branch"]
@@ -134,16 +135,30 @@ def check(run_dir: str | os.PathLike[str], from_round: int, methods: Sequence[st
             raise ValueError(f"invalid method {m!r} for a branch: it has no debate rounds")
     if not methods:
         raise ValueError("no methods to branch into: give --methods M[,M...]")
-    records = list(iter_records(run_dir))
-    parent = parent_method_of([r["method"] for r in records], parent_method)
+    v = view.load(run_dir, columns={"debates": ["method", "config_hash"]})
+    deb = v.debates
+    parent = parent_method_of(list(deb["method"].astype(object).unique()), parent_method)
     want_hash = config_hash(exp.debate, *method(parent, exp.router).hash_parts())
-    records = [r for r in records if r["method"] == parent]
-    other = next((r for r in records if r["config_hash"] != want_hash), None)
-    if other is not None:
+    deb = deb[(deb["method"] == parent).to_numpy()]
+    other = deb["config_hash"][(deb["config_hash"] != want_hash).to_numpy()]
+    if len(other):
         raise ValueError(f"run {str(run_dir)!r} holds {parent} debates of another protocol "
-                         f"(config hash {other['config_hash']}, its manifest's is {want_hash}): "
+                         f"(config hash {other.iloc[0]}, its manifest's is {want_hash}): "
                          "branch a run whose records match its manifest")
-    return Parents(Path(run_dir), man, exp, parent, records)
+    return Parents(Path(run_dir), man, exp, parent, _records_at(v.files, deb))
+
+
+def _records_at(files: Sequence[Path], deb: Any) -> list[dict[str, Any]]:
+    """The records of a view's debates ``deb`` (its ``file`` and ``offset`` columns into
+    ``files``), in the order the run's files and lines hold them: only those lines are
+    parsed, not the whole run."""
+    out = []
+    for f in sorted(set(deb["file"].tolist()), key=lambda f: str(files[f])):
+        with open(files[f], "rb") as fh:
+            for off in sorted(deb["offset"][(deb["file"] == f).to_numpy()].tolist()):
+                fh.seek(off)
+                out.append(parse_line(files[f], -1, fh.readline()))
+    return out
 
 
 def plan(parents: Parents, from_round: int, methods: Sequence[str],
