@@ -163,7 +163,7 @@ def run_variants(backend: str, variants: Mapping[str, Experiment], runs_dir: str
             run_experiments(backend, exp, rdir, model=model, progress=progress,
                             cache=cache_path(runs_dir))
     _derive(cut, variants, runs_dir, be, ident, progress=progress,
-            workers=default_workers(backend))
+            workers=default_workers(backend), recorded=have)
     out: dict[str, Results] = {}
     for name, exp in variants.items():
         if name in reused:
@@ -194,10 +194,10 @@ def _cut_from(variants: Mapping[str, Experiment], reused: Mapping[str, Any], mai
 
 def _derive(cut: Mapping[str, Path | str], variants: Mapping[str, Experiment],
             runs_dir: str | Path, be: Any, ident: tuple[str, str] | None, *,
-            progress: bool, workers: int) -> None:
-    """Write the variants of :func:`_cut_from` from the runs they are cut from; one whose
-    source cannot give them (a variant directory written before rounds carried their
-    cost) runs instead."""
+            progress: bool, workers: int, recorded: set[str]) -> None:
+    """Write the variants of :func:`_cut_from` from the runs they are cut from (``recorded``:
+    the main run's ids); one whose source cannot give them (a variant directory written
+    before rounds carried their cost) runs instead."""
     from pear.runs import stopped
     from pear.runs.together import run_together
     if not cut:
@@ -211,7 +211,8 @@ def _derive(cut: Mapping[str, Path | str], variants: Mapping[str, Experiment],
         else:
             late[variant_dir(runs_dir, name)] = variants[name]
     for source, grids in by_source.items():
-        n = stopped.derive(grids, source, *ident)
+        n = stopped.derive(grids, source, *ident,
+                           recorded=recorded if source == Path(runs_dir) else None)
         print(f"{len(grids)} variants cut at their stop rules from {str(source)!r}: {n} "
               "debates written")
     if late and (s := run_together(late, be, progress=progress, workers=workers)).failed:

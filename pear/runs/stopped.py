@@ -116,20 +116,22 @@ def stopped_record(record: Mapping[str, Any], rule: StopRule,
 
 
 def derive(grids: Mapping[str | os.PathLike[str], Experiment],
-           source: str | os.PathLike[str], model_id: str, backend_name: str) -> int:
+           source: str | os.PathLike[str], model_id: str, backend_name: str, *,
+           recorded: set[str] | None = None) -> int:
     """Write every stopped grid (``{run directory: experiment}``, each with a stop rule)
     from ``source``, a run directory holding every debate of each grid's :func:`unstopped`
     grid (model ``model_id`` on backend ``backend_name``), into its own directory as a run
     would (manifest of the grid's setting, the source's backend settings, append-only
     records; debates already there are skipped).  Returns the records written.  A debate
-    the source lacks is an error naming it, before anything is written."""
+    the source lacks is an error naming it, before anything is written.  ``recorded``: the
+    ids recorded in ``source``, when the caller has them (else read)."""
     src = Path(source)
     old_src = manifest_io.read(src) or {}
     settings = dict(zip(old_src.get("model_ids", []), old_src.get("backend_settings", [])))
     dirs = {Path(d): exp for d, exp in grids.items()}
     wanted: dict[str, list[tuple[Path, StopRule, dict[str, Any]]]] = defaultdict(list)
     expected, already = {}, {}
-    have_src = completed_ids(model_dir(src, model_id))
+    have_src = recorded if recorded is not None else completed_ids(model_dir(src, model_id))
     for d, exp in dirs.items():
         whole = unstopped(exp)
         if whole is None:
