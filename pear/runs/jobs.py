@@ -45,8 +45,10 @@ def shard_text(shard: tuple[int, int] | None) -> str | None:
 
 def jobs(exp: Experiment) -> list[Job]:
     """Every debate of the grid for one model (subset: all methods x seeds; full sets:
-    ``full_methods`` x ``full_seeds``), grouped by (seed, question)."""
+    ``full_methods`` x ``full_seeds``), grouped by (seed, question).  The jobs of a method
+    share one method object (the engine hashes each object's configuration once)."""
     out, seen = [], set()
+    made = {m: method(m, exp.router) for m in dict.fromkeys((*exp.methods, *exp.full_methods))}
     for q, in_subset in grid_questions(exp):
         plans = []
         if in_subset:
@@ -58,7 +60,7 @@ def jobs(exp: Experiment) -> list[Job]:
                 for m in methods:
                     if (seed, q.dataset, q.id, m) not in seen:
                         seen.add((seed, q.dataset, q.id, m))
-                        out.append(Job(q, method(m, exp.router), seed))
+                        out.append(Job(q, made[m], seed))
     out.sort(key=lambda j: (j.seed, j.question.dataset))  # stable: keeps question order
     return _shard(out, exp.shard) if exp.shard else out
 
