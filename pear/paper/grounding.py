@@ -249,7 +249,7 @@ def bootstrap_populations(k: int = 20, seed: int = 0, g: Grounding | None = None
             return shipped
     g = g or ground()
     fits = revision.bootstrap(g.transitions, k, seed, start=g.fit.model.coef)
-    return [_grounded(g, f.model, None, f"grounded-b{i}",
+    return [_grounded(g, f.model, None, _draw_name(i),
                       {**f.diagnostics(), "bootstrap": {"seed": seed, "draw": i}})
             for i, f in enumerate(fits)]
 
