@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 import gzip
 import json
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -179,3 +180,11 @@ def test_data_dir_env_override(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 def test_stable_seed_is_sha256_of_the_parts() -> None:
     assert data.stable_seed("gsm8k", 0) == 0x79D25BC32B9E5F51  # sha256(b"gsm8k:0")[:8]
     assert data.stable_seed("gsm8k", 1) != data.stable_seed("gsm8k", 0)
+
+
+def test_benchmark_files_read_the_same_without_msgspec(monkeypatch):
+    path = str(data._path("math500"))
+    fast = data._records(path)
+    monkeypatch.setitem(sys.modules, "msgspec.json", None)  # as in the numpy-only layers
+    assert data._records(path) == fast and len(fast) == 500
+    assert fast[0]["id"] and isinstance(fast[0]["answer"], str)

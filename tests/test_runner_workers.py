@@ -3,6 +3,8 @@ chunks, the records of one process with MATH answers graded in every worker and 
 revision model drawing, and each grading process's Math-Verify worker started up front."""
 from __future__ import annotations
 
+import gc
+import json
 import time
 
 from pear.backends.simulated import SimulatedBackend
@@ -31,10 +33,13 @@ def test_chunks_are_whole_question_groups_that_cover_the_grid_once():
 def test_two_workers_write_one_process_records_with_math_and_the_revision_model(tmp_path):
     exp = preset("sim", **EXP)
     out = {}
+    threshold = gc.get_threshold()
     for workers in (1, 2):
         be = SimulatedBackend(answer_key(exp), population="grounded")
         s = runner.run(exp, be, tmp_path / str(workers), progress=False, workers=workers)
         assert s.complete and s.written == len(jobs(exp))
+        # the collector runs rarely only while chunks run: as it was afterwards
+        assert gc.get_threshold() == threshold and gc.get_freeze_count() == 0
         out[workers] = [{k: v for k, v in r.items() if k not in TIMING_FIELDS}
                         for r in read_records(tmp_path / str(workers))]
     assert out[1] == out[2]
@@ -71,3 +76,18 @@ def test_workers_get_enough_chunks_to_balance_the_grid_end():
     sizes = [len(c) for c in runner._chunks(todo, per)]
     assert per == 3 and len(sizes) == 14  # 40 groups in 13 chunks of 3 and one of 1
     assert len(sizes) >= runner.CHUNKS_PER_WORKER * 2 - 2 and sum(sizes) == len(todo)
+
+
+def test_a_worker_sends_the_line_one_process_writes():
+    exp = preset("sim", **{**EXP, "datasets": ("gsm8k",), "seeds": (0,)})
+    engine = runner.Engine(SimulatedBackend(answer_key(exp)), exp.debate)
+    chunks = list(runner._chunks(jobs(exp), 1))
+    with runner._chunk_runner(engine, chunks, 1) as ran:
+        records = [r for chunk in ran for r in chunk]
+    with runner._chunk_runner(engine, chunks, 2, lines=True) as ran:
+        lines = [line for chunk in ran for line in chunk]
+    assert all(isinstance(x, bytes) and b"\n" not in x for x in lines)
+    timeless = lambda r: {k: v for k, v in r.items() if k not in TIMING_FIELDS}  # noqa: E731
+    assert [timeless(json.loads(x)) for x in lines] == [
+        timeless(json.loads(runner.encode_record(r))) for r in records]
+    assert len(lines) == len(jobs(exp))

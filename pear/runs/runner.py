@@ -15,6 +15,7 @@ fields aside; the records' order follows the chunks), and a killed run resumes t
 from __future__ import annotations
 
 import contextlib
+import gc
 import multiprocessing
 import os
 import re
@@ -36,7 +37,7 @@ from pear.runs.progress import Progress
 from pear.runs import compute
 from pear.runs.provenance import close_attempt, open_manifest
 from pear.store import manifest as manifest_io
-from pear.store.records import RecordWriter, completed_ids
+from pear.store.records import RecordWriter, completed_ids, encode_record
 from pear.tasks import mathgrade
 
 __all__ = ["run", "RunSummary", "model_dir", "Population", "LOCK_FILE", "debate_ids",
@@ -221,10 +222,11 @@ def _run_jobs(engine: Engine, all_jobs: Sequence[Job], rdir: Path, chunk_questio
              len(all_jobs) - len(todo))
     bar.follow(engine)
     chunks = list(_chunks(todo, _per_chunk(todo, chunk_questions, workers)))
-    with RecordWriter(rdir) as writer, _chunk_runner(engine, chunks, workers, math) as ran:
-        for records in ran:
-            for record in records:
-                writer.write(record)
+    with RecordWriter(rdir) as writer, \
+            _chunk_runner(engine, chunks, workers, math, lines=True) as ran:
+        for lines in ran:
+            for line in lines:
+                writer.write(line)
                 summary.written += 1
                 bar.counts(summary.written)
             writer.sync()
@@ -242,33 +244,58 @@ def _run_jobs(engine: Engine, all_jobs: Sequence[Job], rdir: Path, chunk_questio
 
 @contextlib.contextmanager
 def _chunk_runner(engine: Engine, chunks: Sequence[list[Job]], workers: int,
-                  math: bool = False) -> Iterator[Iterable[Iterable[dict[str, Any]]]]:
+                  math: bool = False, lines: bool = False) -> Iterator[Iterable[Iterable[Any]]]:
     """Per chunk in order, its records: run here (yielded as each debate ends), or with
     ``workers > 1`` by forked worker processes, at most two chunks ahead per worker (the
     engine's counts and failures are added to ``engine`` as each chunk comes back).
     Chunks are whole (seed, question) groups (:func:`_chunks`), so a question's methods,
     which share round 0, and its grading cache stay in one process; the workers take the
     next chunk as they finish one.  ``math``: each process that grades starts its
-    Math-Verify worker first (:func:`pear.tasks.mathgrade.prestart`)."""
+    Math-Verify worker first (:func:`pear.tasks.mathgrade.prestart`).  ``lines``: each
+    record comes as its line in the store (:func:`pear.store.records.encode_record`), made
+    where the debate ran (a worker sends bytes, not a record to pickle and unpickle).
+
+    While chunks run, the cyclic garbage collector runs rarely (:func:`_few_collections`)."""
     if workers == 1 or len(chunks) <= 1:
         if math and chunks:
             mathgrade.prestart()
-        yield (engine.run(chunk) for chunk in chunks)
+        with _few_collections():
+            yield ((map(encode_record, engine.run(chunk)) if lines else engine.run(chunk))
+                   for chunk in chunks)
         return
     global _FORKED
     fork = multiprocessing.get_context("fork")
     live = fork.SimpleQueue()  # the workers' calls as they complete (for progress)
-    _FORKED = (engine, chunks, live)  # what the workers run: fork copies it (not pickled)
-    pool = ProcessPoolExecutor(min(workers, len(chunks)), mp_context=fork,
-                               initializer=_exit_with, initargs=(os.getpid(), math))
+    _FORKED = (engine, chunks, live, lines)  # what the workers run: fork copies it (not pickled)
+    with _few_collections():
+        pool = ProcessPoolExecutor(min(workers, len(chunks)), mp_context=fork,
+                                   initializer=_exit_with, initargs=(os.getpid(), math))
+        try:
+            yield _collect(pool, engine, len(chunks), 2 * workers, live)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+            _FORKED = None
+
+
+@contextlib.contextmanager
+def _few_collections() -> Iterator[None]:
+    """Debates make millions of short-lived containers and no reference cycles worth
+    collecting: inside, the cyclic collector's first generation waits for
+    :data:`_GC_FIRST` new containers instead of 700 (about 15% of a simulated debate's time
+    went to collections), and what existed before is frozen (never scanned again; shared
+    with forked workers without being copied).  Reference counting frees memory as before."""
+    old = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(_GC_FIRST, *old[1:])
     try:
-        yield _collect(pool, engine, len(chunks), 2 * workers, live)
+        yield
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-        _FORKED = None
+        gc.set_threshold(*old)
+        gc.unfreeze()
 
 
-_FORKED: tuple[Engine, Sequence[list[Job]], Any] | None = None
+_GC_FIRST = 100_000  # our choice: measured in benchmarks/bench_sim.py's grids
+_FORKED: tuple[Engine, Sequence[list[Job]], Any, bool] | None = None
 _LIVE_EVERY_S = 0.5  # a worker reports its calls at most this often (progress, not records)
 _COUNTS = ("generate_calls", "requests", "tokens", "cache_hits", "calls_done", "calls_unneeded",
            "rounds_done")
@@ -286,10 +313,11 @@ def _exit_with(parent: int, math: bool = False) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def _run_chunk(i: int) -> tuple[list[dict[str, Any]], list[tuple[str, str]], dict[str, int]]:
-    """In a worker: chunk ``i``'s records, failures and the engine counts it added."""
+def _run_chunk(i: int) -> tuple[list[Any], list[tuple[str, str]], dict[str, int]]:
+    """In a worker: chunk ``i``'s records (or their lines), failures and the engine counts
+    it added."""
     assert _FORKED is not None, "a worker runs only in a forked process"
-    engine, chunks, live = _FORKED
+    engine, chunks, live, lines = _FORKED
     chunk = chunks[i]
     before = {k: getattr(engine, k) for k in _COUNTS}
     last = [0.0]
@@ -302,13 +330,13 @@ def _run_chunk(i: int) -> tuple[list[dict[str, Any]], list[tuple[str, str]], dic
                       engine.calls_unneeded - before["calls_unneeded"]))
     engine.on_progress = report
     failed_before = len(engine.failed)
-    records = list(engine.run(chunk))
+    records = list(map(encode_record, engine.run(chunk)) if lines else engine.run(chunk))
     return (records, engine.failed[failed_before:],
             {k: getattr(engine, k) - before[k] for k in _COUNTS})
 
 
 def _collect(pool: ProcessPoolExecutor, engine: Engine, n_chunks: int, ahead: int,
-             live: Any) -> Iterator[list[dict[str, Any]]]:
+             live: Any) -> Iterator[list[Any]]:
     """The chunks' records in order, ``ahead`` chunks submitted at a time.  While waiting,
     the calls the workers report (``live``) move the engine's call counts, so progress
     moves with every call; a chunk's own counts replace its reports when it comes back."""

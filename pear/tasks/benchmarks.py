@@ -113,9 +113,13 @@ def _path(name: str) -> Path:
 
 def _records(path: str) -> tuple[dict[str, Any], ...]:
     """The parsed JSONL records of one file (gzip if the name ends in ``.gz``)."""
+    try:
+        from msgspec.json import decode  # the same values as json.loads, 3x faster
+    except ImportError:  # the protocol's layers run with numpy alone
+        decode = json.loads
     opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as fh:
-        return tuple(json.loads(line) for line in fh if line.strip())
+    with opener(path, "rb") as fh:
+        return tuple(map(decode, filter(bytes.strip, fh)))
 
 
 SHUFFLED = ("truthfulqa",)
