@@ -37,7 +37,7 @@ from pear.runs.provenance import close_attempt, open_manifest
 from pear.runs.runner import (RunSummary, _chunk_runner, _chunks, _writer_lock, check_workers,
                               debate_ids, model_dir)
 from pear.store import manifest as manifest_io
-from pear.store.records import RecordWriter, completed_ids
+from pear.store.records import RecordWriter, completed_ids, line_debate_id
 
 __all__ = ["same_setting", "recorded_in", "run_together"]
 
@@ -138,11 +138,11 @@ def run_together(grids: Mapping[str | os.PathLike[str], Experiment], backend: An
         for key, engine in engines.items():
             bar.follow(engine)
             chunks = list(_chunks(_by_question(todo[key]), per_chunk))
-            with _chunk_runner(engine, chunks, workers) as ran:
-                for records in ran:
-                    for record in records:
-                        for d in owner[record["debate_id"]]:
-                            writers[d].write(record)
+            with _chunk_runner(engine, chunks, workers, lines=True) as ran:
+                for lines in ran:
+                    for line in lines:
+                        for d in owner[line_debate_id("", 0, line)]:
+                            writers[d].write(line)
                             written[d] += 1
                         bar.counts(sum(written.values()))
                     for w in writers.values():
@@ -184,7 +184,7 @@ def _copy_recorded(source: Path, dirs: Mapping[Path, Experiment], backend: Any,
     the runner writes it, so the bytes are the same)."""
     import json
 
-    from pear.store.records import iter_lines, line_debate_id, record_files
+    from pear.store.records import iter_lines, record_files
     wanted: dict[str, list[Path]] = defaultdict(list)
     for d, exp in dirs.items():
         done = completed_ids(model_dir(d, backend.model_id))
