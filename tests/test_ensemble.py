@@ -171,3 +171,16 @@ def test_a_build_without_a_population_to_vary_says_so(tmp_path):
     e = ensemble.for_build("replay", "sim", str(tmp_path / "run"))
     assert "no ensemble was run" in ensemble.table_claims(e)["note"].iloc[0]
     assert "no ensemble was run" in ensemble.caption_gains(e)
+
+
+def test_populations_run_two_at_a_time_find_what_one_at_a_time_finds(ens, tmp_path):
+    _, first, _, _ = ens  # K = 2, one population at a time
+    two = ensemble.run(EXP, tmp_path / "e", 2, 0, grounding=GROUNDING, workers=2, say=None)
+    assert two.members == first.members and sum(two.written.values()) == 3 * len(
+        list(iter_records(tmp_path / "e" / ensemble.POINT)))
+    for key in ("accuracy", "gains", "findings"):
+        pd.testing.assert_frame_equal(getattr(two, key), getattr(first, key))
+    # the ledger's parts are objects holding NaN (never equal to itself): the rest is the table
+    parts = [c for c in first.ledger.columns if c.endswith("parts")]
+    pd.testing.assert_frame_equal(two.ledger.drop(columns=parts), first.ledger.drop(columns=parts))
+    assert two.wall_s > 0 and set(two.seconds) == {ensemble.POINT, *two.members}

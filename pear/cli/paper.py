@@ -110,9 +110,10 @@ def add_ensemble(sub: Any) -> None:
     en.add_argument("--out", default="",
                     help="the ensemble folder (default data/runs/<preset>-simulated-ensemble)")
     en.add_argument("--workers", type=positive, default=None,
-                    help="processes per population's grid (default: every core)")
+                    help="populations run at once, a process each (default: every core)")
     en.add_argument("--replay", action="store_true", help="run nothing: read the folder")
-    en.add_argument("--progress", action="store_true", help="a progress bar per population")
+    en.add_argument("--progress", action="store_true",
+                    help="a progress bar per population (with --workers 1)")
     en.set_defaults(handler=_cmd_ensemble)
 
 

@@ -28,9 +28,10 @@ Layout of an ensemble folder (default ``<run>-ensemble/`` beside a build's run,
     populations/<name>.json    each population as a file (its run's manifest names it)
     <name>/                    one run directory per population (records, manifest)
 
-Every run goes through :func:`pear.runs.runner.run` (resumable, append-only, ``workers``
-processes): a second call runs only what is missing, and a larger K adds populations (the
-bootstrap's draws are sequential: the first K of a larger K are the same).
+Every run goes through :func:`pear.runs.runner.run` (resumable, append-only; ``workers``
+populations at once, a process each): a second call runs only what is missing, and a larger
+K adds populations (the bootstrap's draws are sequential: the first K of a larger K are the
+same).
 """
 from __future__ import annotations
 
@@ -87,6 +88,8 @@ class Ensemble:
     seconds: dict[str, float] = field(default_factory=dict)
     written: dict[str, int] = field(default_factory=dict)
     note: str = ""
+    wall_s: float = 0.0
+    """The seconds all populations took together (they run several at once)."""
 
     @property
     def k(self) -> int:
@@ -185,13 +188,20 @@ def run(exp: Any, root: str | Path, k: int = DEFAULT_K, seed: int = 0, *,
         grounding: Any = None, workers: int | None = None, progress: bool = False,
         replay: bool = False, say: Callable[[str], None] | None = print) -> Ensemble:
     """Run (or resume) ``exp`` under :data:`POINT` and ``k`` bootstrap populations into
-    ``root`` (:func:`write_populations`; one run directory per population, through
-    :func:`pear.runs.runner.run` with ``workers`` processes, default every core), then read
-    every run: the accuracy, gains and claims of :class:`Ensemble`.  ``replay``: run
-    nothing, read what ``root`` holds.  ``say`` gets one line per population."""
-    from pear.runs.factory import default_workers, grid_backend
-    from pear.runs.runner import run as run_grid
+    ``root`` (:func:`write_populations`; one run directory per population, each through
+    :func:`pear.runs.runner.run`), then read every run: the accuracy, gains and claims of
+    :class:`Ensemble`.  ``workers`` populations run and are read at once, each in a forked
+    process of its own that keeps its Math-Verify worker from one population to the next
+    (default every core; the records are those of one process).  ``progress``: a bar per
+    population when they run one at a time.  ``replay``: run nothing, read what ``root``
+    holds.  ``say`` gets one line per population, in order."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+    from pear.runs.factory import default_workers
+    from pear.runs.runner import check_workers
+    global _FORKED
     k = _check_k(k)
+    workers = check_workers(workers or default_workers("simulated"))
     root = Path(root)
     if replay:
         files = _recorded_populations(root, k, seed)
@@ -200,22 +210,26 @@ def run(exp: Any, root: str | Path, k: int = DEFAULT_K, seed: int = 0, *,
     from pear.claims.evidence import paper_source
     paper = paper_source()  # the study's side of every population's ledger
     seconds, written, results = {}, {}, {}
-    for name, path in files.items():
-        t0 = time.perf_counter()
-        if not replay:
-            be = grid_backend("simulated", exp, extra={"population": str(path)})
-            s = run_grid(exp, be, root / name, progress=progress,
-                         workers=workers or default_workers("simulated"))
-            if not s.complete:
-                first = s.failed[0][1] if s.failed else "unknown"
-                raise RuntimeError(f"population {name}: the grid is incomplete ({len(s.failed)} "
-                                   f"debates failed; first: {first}); rerun to resume")
-            written[name] = s.written
-        results[name] = _read(exp, root / name, seed, full=name == POINT, paper=paper)
-        seconds[name] = time.perf_counter() - t0
-        if say:
-            say(f"{name}: {written.get(name, 0)} debates written in {seconds[name]:.1f} s "
-                f"(run and read)")
+    t0 = time.perf_counter()
+    _FORKED = (exp, root, files, seed, paper, replay, progress and workers == 1)
+    pool = None
+    try:
+        if workers == 1 or len(files) == 1:
+            done: Any = map(_population, files)
+        else:
+            pool = ProcessPoolExecutor(min(workers, len(files)),
+                                       mp_context=multiprocessing.get_context("fork"))
+            done = pool.map(_population, files)
+        for name, (results[name], n, seconds[name]) in zip(files, done):
+            if not replay:
+                written[name] = n
+            if say:
+                say(f"{name}: {n} debates written in {seconds[name]:.1f} s (run and read)")
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
+        _FORKED = None
+    wall = time.perf_counter() - t0
     members = tuple(n for n in files if n != POINT)
     from pear.claims.evaluate import load_recompute, methods_named
     raw = load_recompute()
@@ -225,7 +239,31 @@ def run(exp: Any, root: str | Path, k: int = DEFAULT_K, seed: int = 0, *,
     cat = {key: pd.concat([r[key].assign(population=n) for n, r in results.items()],
                           ignore_index=True) for key in ("accuracy", "gains", "findings")}
     return Ensemble(exp, root, seed, members, cat["accuracy"], cat["gains"], cat["findings"],
-                    results[POINT]["ledger"], missing, seconds, written)
+                    results[POINT]["ledger"], missing, seconds, written, wall_s=wall)
+
+
+_FORKED: tuple[Any, ...] | None = None
+
+
+def _population(name: str) -> tuple[dict[str, Any], int, float]:
+    """Population ``name`` of the ensemble :func:`run` is running (in this process or a
+    forked one): its run (unless replaying) and :func:`_read`; the debates it wrote and the
+    seconds it took."""
+    from pear.runs.factory import grid_backend
+    from pear.runs.runner import run as run_grid
+    assert _FORKED is not None, "a population runs inside ensemble.run"
+    exp, root, files, seed, paper, replay, progress = _FORKED
+    t0, written = time.perf_counter(), 0
+    if not replay:
+        be = grid_backend("simulated", exp, extra={"population": str(files[name])})
+        s = run_grid(exp, be, root / name, progress=progress, workers=1)
+        if not s.complete:
+            first = s.failed[0][1] if s.failed else "unknown"
+            raise RuntimeError(f"population {name}: the grid is incomplete ({len(s.failed)} "
+                               f"debates failed; first: {first}); rerun to resume")
+        written = s.written
+    return (_read(exp, root / name, seed, full=name == POINT, paper=paper), written,
+            time.perf_counter() - t0)
 
 
 def _recorded_populations(root: Path, k: int, seed: int) -> dict[str, Path]:
@@ -425,6 +463,7 @@ def describe_times(ens: Ensemble) -> str:
     if not ens.seconds:
         return ens.note or "nothing run"
     s = np.array(list(ens.seconds.values()))
-    return (f"{len(s)} populations ({POINT} and {ens.k} bootstrap draws) in {s.sum():.0f} s: "
-            f"{np.median(s):.1f} s per population (median; {s.min():.1f}-{s.max():.1f} s), "
+    return (f"{len(s)} populations ({POINT} and {ens.k} bootstrap draws) in {ens.wall_s:.0f} s: "
+            f"{np.median(s):.1f} s per population (median; {s.min():.1f}-{s.max():.1f} s; "
+            f"{s.sum():.0f} s in all, several at once), "
             f"{sum(ens.written.values())} debates written")

@@ -15,7 +15,6 @@ fields aside; the records' order follows the chunks), and a killed run resumes t
 from __future__ import annotations
 
 import contextlib
-import gc
 import multiprocessing
 import os
 import re
@@ -37,7 +36,7 @@ from pear.runs.progress import Progress
 from pear.runs import compute
 from pear.runs.provenance import close_attempt, open_manifest
 from pear.store import manifest as manifest_io
-from pear.store.records import RecordWriter, completed_ids, encode_record
+from pear.store.records import RecordWriter, completed_ids, encode_record, few_collections
 from pear.tasks import mathgrade
 
 __all__ = ["run", "RunSummary", "model_dir", "Population", "LOCK_FILE", "debate_ids",
@@ -255,11 +254,12 @@ def _chunk_runner(engine: Engine, chunks: Sequence[list[Job]], workers: int,
     record comes as its line in the store (:func:`pear.store.records.encode_record`), made
     where the debate ran (a worker sends bytes, not a record to pickle and unpickle).
 
-    While chunks run, the cyclic garbage collector runs rarely (:func:`_few_collections`)."""
+    While chunks run, the cyclic garbage collector runs rarely
+    (:func:`pear.store.records.few_collections`)."""
     if workers == 1 or len(chunks) <= 1:
         if math and chunks:
             mathgrade.prestart()
-        with _few_collections():
+        with few_collections():
             yield ((map(encode_record, engine.run(chunk)) if lines else engine.run(chunk))
                    for chunk in chunks)
         return
@@ -267,7 +267,7 @@ def _chunk_runner(engine: Engine, chunks: Sequence[list[Job]], workers: int,
     fork = multiprocessing.get_context("fork")
     live = fork.SimpleQueue()  # the workers' calls as they complete (for progress)
     _FORKED = (engine, chunks, live, lines)  # what the workers run: fork copies it (not pickled)
-    with _few_collections():
+    with few_collections():
         pool = ProcessPoolExecutor(min(workers, len(chunks)), mp_context=fork,
                                    initializer=_exit_with, initargs=(os.getpid(), math))
         try:
@@ -277,24 +277,6 @@ def _chunk_runner(engine: Engine, chunks: Sequence[list[Job]], workers: int,
             _FORKED = None
 
 
-@contextlib.contextmanager
-def _few_collections() -> Iterator[None]:
-    """Debates make millions of short-lived containers and no reference cycles worth
-    collecting: inside, the cyclic collector's first generation waits for
-    :data:`_GC_FIRST` new containers instead of 700 (about 15% of a simulated debate's time
-    went to collections), and what existed before is frozen (never scanned again; shared
-    with forked workers without being copied).  Reference counting frees memory as before."""
-    old = gc.get_threshold()
-    gc.freeze()
-    gc.set_threshold(_GC_FIRST, *old[1:])
-    try:
-        yield
-    finally:
-        gc.set_threshold(*old)
-        gc.unfreeze()
-
-
-_GC_FIRST = 100_000  # our choice: measured in benchmarks/bench_sim.py's grids
 _FORKED: tuple[Engine, Sequence[list[Job]], Any, bool] | None = None
 _LIVE_EVERY_S = 0.5  # a worker reports its calls at most this often (progress, not records)
 _COUNTS = ("generate_calls", "requests", "tokens", "cache_hits", "calls_done", "calls_unneeded",

@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 from pear.core.hashing import file_sha256
 from pear.store.checks import Checker
 from pear.store.columns import SCHEMAS, TABLES, Rows
-from pear.store.records import record_files
+from pear.store.records import few_collections, record_files
 from pear.store.findings import KINDS, Findings, ValidationError, digest, scan_lines
 
 __all__ = ["VIEW_DIR", "VERSION", "BATCH", "IndexSummary", "Manifest", "index",
@@ -212,7 +212,8 @@ def index(run_dir: str | os.PathLike[str], *, verify: bool = True,
         else:
             action = "updated"
         before = man.debates
-        _append(root, vdir, man, files, checker, drop_invalid, workers)
+        with few_collections():
+            _append(root, vdir, man, files, checker, drop_invalid, workers)
         if man.debates == before and action == "updated":
             action = "fresh"
     return IndexSummary(action, reason, man.debates, man.debates - before, len(files),

@@ -6,6 +6,8 @@ memory at a time, whatever the size of the file.
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import re
 import warnings
@@ -22,6 +24,7 @@ from pear.paths import RECORDS_FILE, RUN_MANIFEST
 __all__ = [
     "RECORDS_FILE", "RecordWriter", "encode_record", "record_files", "iter_lines", "parse_line",
     "iter_records", "read_records", "read_record_at", "completed_ids", "line_debate_id",
+    "few_collections",
 ]
 
 
@@ -241,3 +244,26 @@ def line_debate_id(path: Path | str, line_no: int, line: bytes) -> str | None:
         return m.group(1).decode()
     rec = parse_line(path, line_no, line)
     return None if rec is None else rec["debate_id"]
+
+
+# ----------------------------------------------------------------- records in bulk
+
+@contextlib.contextmanager
+def few_collections() -> Iterator[None]:
+    """For work on records in bulk (running debates, indexing records): they make millions
+    of short-lived containers and no reference cycles worth collecting, so inside, the cyclic
+    collector's first generation waits for :data:`GC_FIRST` new containers instead of 700
+    (about 15% of a simulated grid's time went to collections), and what existed before is
+    frozen (never scanned again; shared with forked workers without being copied).
+    Reference counting frees memory as before; the settings are restored on the way out."""
+    old = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(GC_FIRST, *old[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*old)
+        gc.unfreeze()
+
+
+GC_FIRST = 100_000  # our choice: measured with benchmarks/bench_sim.py
