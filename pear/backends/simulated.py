@@ -112,6 +112,15 @@ def _normal(*parts: Any) -> float:
     return _NORMAL.inv_cdf(u)
 
 
+def _solve_rate(p: SimParams, dataset: str, latents: tuple[np.ndarray, np.ndarray],
+                weights: Sequence[float] | None) -> float:
+    """:meth:`SimulatedBackend.expected_solve_rate` under parameters ``p`` of agents with
+    these (skill, difficulty) ``latents``."""
+    skill, difficulty = latents
+    logits = (p.skill_sd * skill - p.difficulty_sd * difficulty) + p.ease(dataset)
+    return float(np.average(1.0 / (1.0 + np.exp(-logits)), weights=weights))
+
+
 _MASK64 = (1 << 64) - 1
 
 
@@ -232,28 +241,32 @@ class SimulatedBackend:
         answers of the agents ``(question id, agent index)`` of ``dataset`` under these
         latents (their difficulties and skills as drawn; only the final coin flips are
         averaged out)."""
+        return _solve_rate(self.params, dataset, self._latents(dataset, agents), weights)
+
+    def _latents(self, dataset: str, agents: Sequence[tuple[str, int]]
+                 ) -> tuple[np.ndarray, np.ndarray]:
+        """The standard normal skill of each agent ``(question id, agent index)`` and the
+        difficulty of its question, as :meth:`skill` and :meth:`question` draw them."""
         if not agents:
             raise ValueError("no agents to average over")
-        p = self.params
-        logits = np.array([p.skill_sd * _normal(self.seed, "skill", dataset, q, a)
-                           - p.difficulty_sd * _normal(self.seed, "difficulty", dataset, q)
-                           for q, a in agents]) + p.ease(dataset)
-        return float(np.average(1.0 / (1.0 + np.exp(-logits)), weights=weights))
+        difficulty = {q: _normal(self.seed, "difficulty", dataset, q) for q, _ in agents}
+        return (np.array([_normal(self.seed, "skill", dataset, q, a) for q, a in agents]),
+                np.array([difficulty[q] for q, _ in agents]))
 
     def matched(self, dataset: str, agents: Sequence[tuple[str, int]], rate: float,
                 weights: Sequence[float] | None = None, tol: float = 1e-4
                 ) -> "SimulatedBackend":
         """A backend of this population with ``skill_mean`` shifted (nothing else changed:
         no refit) so that :meth:`expected_solve_rate` of ``agents`` is ``rate`` (bisection;
-        ``rate`` in (0, 1))."""
+        ``rate`` in (0, 1); the agents' latents, which the shift does not move, drawn once)."""
         if not 0 < rate < 1:
             raise ValueError(f"invalid rate={rate!r}: must be in (0, 1)")
+        latents = self._latents(dataset, agents)
         lo, hi = -30.0, 30.0
         while hi - lo > tol:
             mid = (lo + hi) / 2
-            be = SimulatedBackend(self.answer_key, {"skill_mean": mid}, seed=self.seed,
-                                  n_agents=self.n_agents, population=self.population)
-            if be.expected_solve_rate(dataset, agents, weights) < rate:
+            shifted = self.population.with_params(skill_mean=mid).params
+            if _solve_rate(shifted, dataset, latents, weights) < rate:
                 lo = mid
             else:
                 hi = mid
