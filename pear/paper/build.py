@@ -361,8 +361,9 @@ def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", run
             write_results_site(site, names=kept, figures=fig_dir, notebooks=out_dir,
                                params=params, started=started, previous=previous)
             times.add("results site", time.perf_counter() - t0, "ok")
-            print(f"whole build: {times.total():.1f} s (per notebook: {times.path})",
-                  flush=True)
+            print(f"whole build: {times.wall():.1f} s ({times.total():.1f} s of notebook "
+                  f"time; {', '.join(READ_ONLY[:1] + READ_ONLY[-1:])} and those between "
+                  f"{read_only_at_once()} at a time; per notebook: {times.path})", flush=True)
         elif rc == 0:  # e.g. ONLY=09,10,11,12: the studies record beside the run, not in it
             print(f"results site skipped: no run directory {params['runs_dir']} (build "
                   "notebook 00 to record the grid)", flush=True)
@@ -375,20 +376,27 @@ def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", run
                 os.environ[k] = v
 
 
+READ_ONLY = NOTEBOOKS[1:10]
+"""Notebooks that only read the recorded run, on one core each (01-09): consecutive ones
+run :func:`read_only_at_once` at a time, each in a process of its own (their outputs do not
+depend on it; ``time per notebook`` is then each one's own wall time)."""
+
+
+def read_only_at_once() -> int:
+    """How many :data:`READ_ONLY` notebooks run at once: one per core."""
+    return len(os.sched_getaffinity(0))
+
+
 def _execute(names: Sequence[str], src_dir: Path, out_dir: Path, fig_dir: Path,
              params: Mapping[str, Any], times: BuildTimes) -> int:
-    import jupytext
-    import papermill
     print(f"pear paper: {len(names)} notebooks, backend {params['backend']}, preset "
           f"{params['preset']}, runs {params['runs_dir']}, figures {fig_dir}", flush=True)
     from pear.paper.study import is_imported
     imported = params["backend"] == "replay" and is_imported(params["runs_dir"])
     try:
-        for name in names:
-            src = src_dir / f"{name}.py"
-            if not src.is_file():
-                raise FileNotFoundError(f"notebook {name!r} not found: {src}")
-            if imported and name in NOT_FOR_IMPORTED:
+        for step in _steps(names):
+            if imported and step[0] in NOT_FOR_IMPORTED:
+                name = step[0]
                 write_not_applicable(name, fig_dir, NOT_FOR_IMPORTED[name])
                 provenance.record(fig_dir, name, EXPECTED_OUTPUTS[name], params,
                                   params["commit"])
@@ -396,30 +404,32 @@ def _execute(names: Sequence[str], src_dir: Path, out_dir: Path, fig_dir: Path,
                 print(f"skipped {name}: {NOT_FOR_IMPORTED[name]} (its outputs say so)",
                       flush=True)
                 continue
-            ipynb, executed = out_dir / "src" / f"{name}.ipynb", out_dir / f"{name}.ipynb"
-            jupytext.write(jupytext.read(src), ipynb)
-            declared = notebook_parameters(src)
-            given = {k: v for k, v in params.items() if k in declared}
-            # the runs: their progress lines (pear.runs.progress.Progress, written by the
-            # kernel every 1.5 s) relayed as each arrives, in place of papermill's cell bar
-            stream = name == NOTEBOOKS[0]
-            t0 = time.perf_counter()
-            try:
-                papermill.execute_notebook(
-                    str(ipynb), str(executed), parameters=given, kernel_name=KERNEL,
-                    progress_bar=not stream, cwd=str(REPO_ROOT),
-                    stdout_file=sys.stdout if stream else None,
-                    stderr_file=sys.stderr if stream else None,
-                    kernel_manager_class=ipc_kernel_manager())
-            except Exception as err:  # noqa: BLE001 - papermill/kernel errors end the build
-                times.add(name, time.perf_counter() - t0, "failed")
-                print(f"FAILED {name} after {time.perf_counter() - t0:.1f} s\n{err}\n"
-                      f"executed notebook: {executed}", file=sys.stderr, flush=True)
+            if len(step) == 1:
+                done = [_notebook(step[0], src_dir, out_dir, params)]
+            else:
+                import multiprocessing
+                from concurrent.futures import ProcessPoolExecutor
+                with ProcessPoolExecutor(min(len(step), read_only_at_once()),
+                                         mp_context=multiprocessing.get_context("fork")) as pool:
+                    running = [pool.submit(_notebook, n, src_dir, out_dir, params)
+                               for n in step]
+                    done = [r.result() for r in running]
+            failed = False
+            for name, (seconds, error) in zip(step, done):
+                executed = out_dir / f"{name}.ipynb"
+                if error is not None:
+                    times.add(name, seconds, "failed")
+                    print(f"FAILED {name} after {seconds:.1f} s\n{error}\n"
+                          f"executed notebook: {executed}", file=sys.stderr, flush=True)
+                    failed = True
+                    continue
+                times.add(name, seconds, "ok",
+                          grid=_grid_attempt(params) if name == NOTEBOOKS[0] else None)
+                provenance.record(fig_dir, name, EXPECTED_OUTPUTS[name], params,
+                                  params["commit"])
+                print(f"ok {name} in {seconds:.1f} s -> {executed}", flush=True)
+            if failed:
                 return 1
-            seconds = time.perf_counter() - t0
-            times.add(name, seconds, "ok", grid=_grid_attempt(params) if stream else None)
-            provenance.record(fig_dir, name, EXPECTED_OUTPUTS[name], params, params["commit"])
-            print(f"ok {name} in {seconds:.1f} s -> {executed}", flush=True)
     finally:
         print(times.table(), flush=True)
     produced = [fig_dir / f for n in names for f in EXPECTED_OUTPUTS[n]]
@@ -432,6 +442,47 @@ def _execute(names: Sequence[str], src_dir: Path, out_dir: Path, fig_dir: Path,
         print(f"missing outputs: {', '.join(p.name for p in missing)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _steps(names: Sequence[str]) -> list[list[str]]:
+    """``names`` in order, consecutive :data:`READ_ONLY` notebooks taken together."""
+    steps: list[list[str]] = []
+    for name in names:
+        if steps and name in READ_ONLY and steps[-1][-1] in READ_ONLY:
+            steps[-1].append(name)
+        else:
+            steps.append([name])
+    return steps
+
+
+def _notebook(name: str, src_dir: Path, out_dir: Path, params: Mapping[str, Any]
+              ) -> tuple[float, str | None]:
+    """Execute notebook ``name`` (jupytext to ``out_dir/src``, papermill into ``out_dir``):
+    its wall time and None, or the error that stopped it."""
+    import jupytext
+    import papermill
+    src = src_dir / f"{name}.py"
+    if not src.is_file():
+        raise FileNotFoundError(f"notebook {name!r} not found: {src}")
+    ipynb, executed = out_dir / "src" / f"{name}.ipynb", out_dir / f"{name}.ipynb"
+    jupytext.write(jupytext.read(src), ipynb)
+    declared = notebook_parameters(src)
+    given = {k: v for k, v in params.items() if k in declared}
+    # the runs: their progress lines (pear.runs.progress.Progress, written by the kernel
+    # every 1.5 s) relayed as each arrives, in place of papermill's cell bar; notebooks run
+    # together show neither
+    stream = name == NOTEBOOKS[0]
+    t0 = time.perf_counter()
+    try:
+        papermill.execute_notebook(
+            str(ipynb), str(executed), parameters=given, kernel_name=KERNEL,
+            progress_bar=not stream and name not in READ_ONLY, cwd=str(REPO_ROOT),
+            stdout_file=sys.stdout if stream else None,
+            stderr_file=sys.stderr if stream else None,
+            kernel_manager_class=ipc_kernel_manager())
+    except Exception as err:  # noqa: BLE001 - papermill/kernel errors end the build
+        return time.perf_counter() - t0, str(err)
+    return time.perf_counter() - t0, None
 
 
 TIMES_FILE = "build-times.json"
@@ -462,7 +513,8 @@ class BuildTimes:
             "runs_dir": str(params.get("runs_dir")), "n_questions": params.get("n_questions"),
             "seeds": params.get("seeds"), "commit": params.get("commit"),
             "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "cpus": os.cpu_count(), "notebooks": {}, "total_s": 0.0}
+            "cpus": os.cpu_count(), "notebooks": {}, "total_s": 0.0, "wall_s": 0.0}
+        self._t0 = time.perf_counter()
 
     def add(self, name: str, seconds: float, status: str,
             grid: Mapping[str, Any] | None = None) -> None:
@@ -471,11 +523,17 @@ class BuildTimes:
             entry["grid"] = dict(grid)
         self.data["notebooks"][name] = entry
         self.data["total_s"] = round(self.total(), 2)
+        self.data["wall_s"] = round(self.wall(), 2)
         if self.path is not None:
             write_json(self.path, self.data)
 
     def total(self) -> float:
+        """The notebooks' times added (more than :meth:`wall` when some ran at once)."""
         return sum(e["seconds"] for e in self.data["notebooks"].values())
+
+    def wall(self) -> float:
+        """Seconds since the build started."""
+        return time.perf_counter() - self._t0
 
     def table(self) -> str:
         d = self.data
