@@ -220,7 +220,8 @@ def run(exp: Any, root: str | Path, k: int = DEFAULT_K, seed: int = 0, *,
             pool = ProcessPoolExecutor(min(workers, len(files)),
                                        mp_context=multiprocessing.get_context("fork"))
             done = pool.map(_population, files)
-        for name, (results[name], n, seconds[name]) in zip(files, done):
+        for name, (result, n, took) in zip(files, done):
+            results[name], seconds[name] = result, took
             if not replay:
                 written[name] = n
             if say:
