@@ -20,7 +20,7 @@ EXP = dict(datasets=("gsm8k", "math500"), n_questions=3, seeds=(0, 1), full_data
 
 def test_chunks_are_whole_question_groups_that_cover_the_grid_once():
     all_jobs = jobs(preset("sim", **EXP))
-    chunks = list(runner._chunks(all_jobs, 2))
+    chunks = list(runner.question_chunks(all_jobs, 2))
     key = lambda j: (j.seed, j.question.dataset, j.question.id)  # noqa: E731
     groups = [{key(j) for j in c} for c in chunks]
     assert [len(g) for g in groups] == [2, 2, 2, 2, 2, 2]  # 12 (seed, question) groups
@@ -73,7 +73,7 @@ def test_workers_get_enough_chunks_to_balance_the_grid_end():
     todo = jobs(exp)
     assert runner._per_chunk(todo, exp.chunk_questions, 1) == 50  # one process: as set
     per = runner._per_chunk(todo, exp.chunk_questions, 2)
-    sizes = [len(c) for c in runner._chunks(todo, per)]
+    sizes = [len(c) for c in runner.question_chunks(todo, per)]
     assert per == 3 and len(sizes) == 14  # 40 groups in 13 chunks of 3 and one of 1
     assert len(sizes) >= runner.CHUNKS_PER_WORKER * 2 - 2 and sum(sizes) == len(todo)
 
@@ -81,10 +81,10 @@ def test_workers_get_enough_chunks_to_balance_the_grid_end():
 def test_a_worker_sends_the_line_one_process_writes():
     exp = preset("sim", **{**EXP, "datasets": ("gsm8k",), "seeds": (0,)})
     engine = runner.Engine(SimulatedBackend(answer_key(exp)), exp.debate)
-    chunks = list(runner._chunks(jobs(exp), 1))
-    with runner._chunk_runner(engine, chunks, 1) as ran:
+    chunks = list(runner.question_chunks(jobs(exp), 1))
+    with runner.chunk_runner(engine, chunks, 1) as ran:
         records = [r for chunk in ran for r in chunk]
-    with runner._chunk_runner(engine, chunks, 2, lines=True) as ran:
+    with runner.chunk_runner(engine, chunks, 2, lines=True) as ran:
         lines = [line for chunk in ran for line in chunk]
     assert all(isinstance(x, bytes) and b"\n" not in x for x in lines)
     timeless = lambda r: {k: v for k, v in r.items() if k not in TIMING_FIELDS}  # noqa: E731

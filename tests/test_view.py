@@ -314,3 +314,14 @@ def test_a_worker_that_dies_is_an_error_not_a_wait(tmp_path, monkeypatch):
     assert not (tmp_path / "view" / "manifest.json").exists()
     monkeypatch.undo()
     assert view.index(tmp_path, workers=2).debates == 9
+
+
+def test_fewer_lines_than_parallel_lines_are_indexed_here(tmp_path, monkeypatch):
+    """Two blocks of 4 new lines (fewer than PARALLEL_LINES) are checked in this process: no
+    worker is started (one that would die never runs)."""
+    from pear.store import indexing
+    monkeypatch.setattr(indexing, "BATCH", 3)
+    monkeypatch.setattr(indexing, "PARALLEL_LINES", 6)
+    monkeypatch.setattr(indexing, "_check_forked", _die_in_worker)
+    _write(tmp_path, _records(4))
+    assert view.index(tmp_path, workers=2).debates == 4

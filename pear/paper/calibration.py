@@ -156,8 +156,8 @@ def simulate(params: SimParams | None = None,
     from pear.runs.grid import answer_key, preset
     from pear.runs.factory import default_workers
     from pear.runs.jobs import jobs
-    from pear.runs.runner import _chunk_runner, _chunks
-    from pear.runs.together import _by_question
+    from pear.runs.runner import chunk_runner, question_chunks
+    from pear.runs.together import by_question
     from pear.tasks.benchmarks import DATASETS, load
     names = tuple(datasets) if datasets is not None else DATASETS
     n_questions = min(n_questions, *(len(load(d)) for d in names))
@@ -172,10 +172,10 @@ def simulate(params: SimParams | None = None,
                                n_agents=exp.debate.n_agents, population=population)
     engine = Engine(backend, exp.debate, task_for=tasks.get)
 
-    chunks = list(_chunks(_by_question(jobs(exp)), chunk_questions))  # whole (seed, question)s
+    chunks = list(question_chunks(by_question(jobs(exp)), chunk_questions))  # whole questions
 
     def records() -> Iterable[dict[str, Any]]:
-        with _chunk_runner(engine, chunks, default_workers("simulated")
+        with chunk_runner(engine, chunks, default_workers("simulated")
                            if workers is None else workers) as ran:
             for chunk in ran:
                 yield from chunk

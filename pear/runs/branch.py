@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+import msgspec
+
 from pear.core.config import config_hash
 from pear.core.engine import Engine, Job, call_budget
 from pear.methods import method, spec
@@ -28,7 +30,7 @@ from pear.runs.grid import Experiment, grid_questions
 from pear.runs.progress import Progress
 from pear.runs import compute
 from pear.runs.provenance import close_attempt, open_manifest
-from pear.runs.runner import _chunk_runner, check_workers, model_dir
+from pear.runs.runner import chunk_runner, check_workers, model_dir
 from pear.store import manifest as manifest_io
 from pear.store import view
 from pear.store.records import RecordWriter, completed_ids, parse_line
@@ -229,13 +231,14 @@ def write(p: BranchPlan, *, progress: bool = True, workers: int = 1) -> BranchSu
     step = max(1, exp.chunk_questions * len(p.methods))
     chunks = [p.todo[i:i + step] for i in range(0, len(p.todo), step)]
     with bar, RecordWriter(model_dir(p.out, engine.model)) as writer, \
-            _chunk_runner(_Branching(engine, p.from_round), chunks, workers) as ran:
-        for records in ran:
-            for record in records:
-                writer.write(record)
+            chunk_runner(_Branching(engine, p.from_round), chunks, workers, lines=True) as ran:
+        for lines in ran:
+            for line in lines:
+                writer.write(line)
+                cost = _COST.decode(line)
                 summary.written += 1
-                summary.calls += record["calls"]
-                summary.calls_copied += record["branched_from"]["calls_copied"]
+                summary.calls += cost.calls
+                summary.calls_copied += cost.branched_from.calls_copied
                 bar.counts(summary.written)
             writer.sync()
     bar.close()
@@ -256,6 +259,19 @@ def branch(run_dir: str | os.PathLike[str], from_round: int, methods: Sequence[s
     parents = check(run_dir, from_round, methods, parent_method)
     return write(plan(parents, from_round, methods, out_dir, backend=backend),
                  progress=progress, workers=workers)
+
+
+class _Copied(msgspec.Struct):
+    calls_copied: int
+
+
+class _Cost(msgspec.Struct):
+    """What a branch's summary reads of a record line (the rest of the line is skipped)."""
+    calls: int
+    branched_from: _Copied
+
+
+_COST = msgspec.json.Decoder(_Cost)
 
 
 class _Branching:

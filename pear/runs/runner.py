@@ -40,7 +40,7 @@ from pear.store.records import RecordWriter, completed_ids, encode_record, few_c
 from pear.tasks import mathgrade
 
 __all__ = ["run", "RunSummary", "model_dir", "Population", "LOCK_FILE", "debate_ids",
-           "identities"]
+           "identities", "chunk_runner", "question_chunks", "check_workers"]
 
 
 def model_dir(out_dir: str | os.PathLike[str], model: str) -> Path:
@@ -220,9 +220,9 @@ def _run_jobs(engine: Engine, all_jobs: Sequence[Job], rdir: Path, chunk_questio
     bar.skip(call_budget(all_jobs, engine.debate) - call_budget(todo, engine.debate),
              len(all_jobs) - len(todo))
     bar.follow(engine)
-    chunks = list(_chunks(todo, _per_chunk(todo, chunk_questions, workers)))
+    chunks = list(question_chunks(todo, _per_chunk(todo, chunk_questions, workers)))
     with RecordWriter(rdir) as writer, \
-            _chunk_runner(engine, chunks, workers, math, lines=True) as ran:
+            chunk_runner(engine, chunks, workers, math, lines=True) as ran:
         for lines in ran:
             for line in lines:
                 writer.write(line)
@@ -242,12 +242,12 @@ def _run_jobs(engine: Engine, all_jobs: Sequence[Job], rdir: Path, chunk_questio
 # ----------------------------------------------------------------- worker processes
 
 @contextlib.contextmanager
-def _chunk_runner(engine: Engine, chunks: Sequence[list[Job]], workers: int,
+def chunk_runner(engine: Engine, chunks: Sequence[list[Job]], workers: int,
                   math: bool = False, lines: bool = False) -> Iterator[Iterable[Iterable[Any]]]:
     """Per chunk in order, its records: run here (yielded as each debate ends), or with
     ``workers > 1`` by forked worker processes, at most two chunks ahead per worker (the
     engine's counts and failures are added to ``engine`` as each chunk comes back).
-    Chunks are whole (seed, question) groups (:func:`_chunks`), so a question's methods,
+    Chunks are whole (seed, question) groups (:func:`question_chunks`), so a question's methods,
     which share round 0, and its grading cache stay in one process; the workers take the
     next chunk as they finish one.  ``math``: each process that grades starts its
     Math-Verify worker first (:func:`pear.tasks.mathgrade.prestart`).  ``lines``: each
@@ -445,7 +445,7 @@ def check_workers(workers: Any) -> int:
     return workers
 
 
-def _chunks(todo: Sequence[Job], per_chunk: int) -> Iterable[list[Job]]:
+def question_chunks(todo: Sequence[Job], per_chunk: int) -> Iterable[list[Job]]:
     """Jobs split into batches of ``per_chunk`` (seed, question) groups, never splitting one."""
     batch: list[Job] = []
     keys: set[tuple] = set()

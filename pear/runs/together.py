@@ -34,12 +34,12 @@ from pear.runs.jobs import jobs
 from pear.runs.progress import Progress
 from pear.runs import compute
 from pear.runs.provenance import close_attempt, open_manifest
-from pear.runs.runner import (RunSummary, _chunk_runner, _chunks, _writer_lock, check_workers,
-                              debate_ids, model_dir)
+from pear.runs.runner import (RunSummary, _writer_lock, check_workers, chunk_runner,
+                              debate_ids, model_dir, question_chunks)
 from pear.store import manifest as manifest_io
 from pear.store.records import RecordWriter, completed_ids, line_debate_id
 
-__all__ = ["same_setting", "recorded_in", "run_together"]
+__all__ = ["same_setting", "recorded_in", "run_together", "by_question"]
 
 
 def same_setting(exp: Experiment, run_dir: str | os.PathLike[str], model_id: str,
@@ -137,8 +137,8 @@ def run_together(grids: Mapping[str | os.PathLike[str], Experiment], backend: An
         per_chunk = min(exp.chunk_questions for exp in dirs.values())
         for key, engine in engines.items():
             bar.follow(engine)
-            chunks = list(_chunks(_by_question(todo[key]), per_chunk))
-            with _chunk_runner(engine, chunks, workers, lines=True) as ran:
+            chunks = list(question_chunks(by_question(todo[key]), per_chunk))
+            with chunk_runner(engine, chunks, workers, lines=True) as ran:
                 for lines in ran:
                     for line in lines:
                         for d in owner[line_debate_id("", 0, line)]:
@@ -207,7 +207,7 @@ def _task_for() -> Any:
     return grading.get
 
 
-def _by_question(todo: Sequence[Job]) -> list[Job]:
+def by_question(todo: Sequence[Job]) -> list[Job]:
     """``todo`` with the jobs of each (seed, question) together, groups in first-seen order
     (every grid lists its jobs by seed, dataset and question), so that a chunk holds every
     grid's debates of its questions."""

@@ -361,7 +361,7 @@ def _blocks(checker: Checker, path: Path, file_no: int, lines: Iterator[Any],
     workers = len(os.sched_getaffinity(0)) if workers is None else workers
     blocks = iter(lambda: list(itertools.islice(lines, BATCH)), [])
     head = list(itertools.islice(blocks, PARALLEL_LINES // BATCH))
-    if workers <= 1 or len(head) < PARALLEL_LINES // BATCH:
+    if workers <= 1 or sum(map(len, head)) < PARALLEL_LINES:  # fewer lines: here
         for block in itertools.chain(head, blocks):
             yield (block, *_check_block(checker, path, file_no, block))
         return
