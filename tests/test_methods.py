@@ -344,3 +344,16 @@ def test_every_method_runs_a_small_debate(n, k):
     assert len(recs) == 2 * len(names) and not eng.failed
     for r in recs:
         assert all(0 <= s < n and 0 <= t < n for rd in r["rounds_data"] for s, t in rd["edges"])
+
+
+def _lowest_first(state, seed=0):
+    """Reads the agent index: each agent critiques the next one (not equivariant)."""
+    return [(i, (i + 1) % state.n) for i in range(state.n)][: state.n * state.k]
+
+
+def test_check_methods_in_workers_checks_plugins_and_names_the_one_that_fails(registered):
+    registered.append("tmp_by_index")
+    methods.register("tmp_by_index", _lowest_first, in_degree=None, equivariant=True)
+    testing.check_methods(["pear", "random"], workers=2)  # conforming: nothing raised
+    with pytest.raises(AssertionError, match="not permutation-equivariant.*tmp_by_index"):
+        testing.check_methods(["random", "tmp_by_index", "clique"], workers=2)
