@@ -33,9 +33,10 @@
 # prints that check.) Which parameter came from which data: `docs/populations.md`.
 
 # %% tags=["parameters"]
-backend = "llamacpp"  # llamacpp | vllm | openai | simulated | replay (not used: see above)
-preset = "smoke"  # smoke | paper | sim (not used)
-runs_dir = ""  # empty: data/runs/<preset>-<backend> (not used)
+backend = "llamacpp"  # llamacpp | vllm | openai | simulated | replay
+preset = "smoke"  # smoke | paper | sim
+runs_dir = ""  # empty: data/runs/<preset>-<backend>; where it records this grid's debates
+# under the same population (a simulated sim build), they are read there, not run again
 model = ""  # not used
 seeds = ""  # not used
 n_questions = 0  # not used
@@ -46,7 +47,7 @@ calibration_seeds = 1  # run seeds 0..calibration_seeds-1
 # ## Simulate the baselines with each population
 
 # %%
-from pear.paper import calibration
+from pear.paper import calibration, study
 from pear.analysis import figures, report
 
 figures.set_style()
@@ -54,7 +55,8 @@ populations = ["study", "grounded"]
 summaries = {p: calibration.simulate(methods=calibration.FITTED_METHODS
                                      + calibration.HELD_OUT_METHODS,
                                      n_questions=calibration_questions,
-                                     seeds=range(calibration_seeds), population=p)
+                                     seeds=range(calibration_seeds), population=p,
+                                     recorded=study.runs_path(runs_dir, preset, backend))
              for p in populations}
 calibration.describe_populations(populations)
 

@@ -360,3 +360,28 @@ def test_calibrated_defaults_meet_the_goals_on_the_evaluation_grid(evaluation_go
                    "matching its small voting gain; see docs/design.md 'Calibration on baselines only'")
 def test_calibrated_cross_answer_rate_within_tolerance(evaluation_goals):
     assert evaluation_goals["cross_answer_error"] <= 0.05
+
+
+def test_the_calibration_grid_is_read_from_a_build_that_recorded_it(tmp_path, monkeypatch):
+    """A run directory holding the grid's debates under the same population (a simulated
+    build's) is summarized instead of running them: the same summary value for value, no
+    engine started; a run of another population is not used."""
+    from pear.runs import runner
+    from pear.runs.grid import answer_key, preset
+    kw = dict(n_questions=6, datasets=("gsm8k", "math500"))
+    main = preset("sim", methods=("cot", "random", "pear"), seeds=(0, 1), full_datasets=(),
+                  **kw)
+    be = SimulatedBackend(answer_key(main), population="grounded", n_agents=main.debate.n_agents)
+    assert runner.run(main, be, tmp_path / "main", progress=False).complete
+    ran = calibration.simulate(None, ("cot", "random"), seeds=(0,), population="grounded", **kw)
+
+    def no_engine(*a, **k):
+        raise AssertionError("the grid was run, not read")
+    monkeypatch.setattr(runner, "chunk_runner", no_engine)
+    read = calibration.simulate(None, ("cot", "random"), seeds=(0,), population="grounded",
+                                recorded=tmp_path / "main", **kw)
+    pd.testing.assert_frame_equal(read, ran)
+    assert read["debates"].tolist() == [6] * 4
+    with pytest.raises(AssertionError, match="was run, not read"):  # another population
+        calibration.simulate(None, ("cot",), seeds=(0,), population="study",
+                             recorded=tmp_path / "main", **kw)

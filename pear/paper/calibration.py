@@ -18,6 +18,7 @@ baselines, and its validation on held-out ones.
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
@@ -140,7 +141,8 @@ def simulate(params: SimParams | None = None,
              seeds: Sequence[int] = (0, 1), question_seed: int = 0,
              datasets: Sequence[str] | None = None, backend_seed: int = 0,
              chunk_questions: int = 100, population: str | None = None,
-             workers: int | None = None) -> pd.DataFrame:
+             workers: int | None = None, recorded: str | os.PathLike[str] | None = None
+             ) -> pd.DataFrame:
     """:func:`summarize` of a seeded simulated grid of ``methods`` with the population
     ``population`` (a name or file, :mod:`pear.backends.population`; None: ``study``) whose
     parameters ``params`` replace when given (the ``sim`` preset's protocol, subset
@@ -148,8 +150,9 @@ def simulate(params: SimParams | None = None,
     engine in memory, its chunks of ``chunk_questions`` (seed, question) groups in
     ``workers`` forked processes as a grid's (:func:`pear.runs.runner.run`; None: every core,
     :func:`pear.runs.factory.default_workers`): the summary is the same for any number.
-    JSON schemas are not built (the simulated agents ignore them; the records are otherwise
-    those of a normal run)."""
+    ``recorded``: a run directory (a simulated build's) holding every debate of this grid
+    under the same setting (:func:`pear.runs.together.recorded_in`: protocol, population,
+    seed, data): its records of them are summarized instead of running them again."""
     from pear.tasks import grading as tasks
     from pear.backends.simulated import SimulatedBackend
     from pear.core.engine import Engine
@@ -167,9 +170,15 @@ def simulate(params: SimParams | None = None,
     if datasets is not None:
         over["datasets"] = names
     exp = preset("sim", **over)
-    exp = dataclasses.replace(exp, debate=dataclasses.replace(exp.debate, json_mode=False))
     backend = SimulatedBackend(answer_key(exp), params=params, seed=backend_seed,
                                n_agents=exp.debate.n_agents, population=population)
+    if recorded is not None:
+        from pear.runs.runner import model_dir
+        from pear.runs.together import recorded_in
+        from pear.store.records import records_of
+        ids = recorded_in(exp, recorded, backend.model_id, backend.name)
+        if ids:
+            return summarize(records_of(model_dir(recorded, backend.model_id), set(ids)))
     engine = Engine(backend, exp.debate, task_for=tasks.get)
 
     chunks = list(question_chunks(by_question(jobs(exp)), chunk_questions))  # whole questions

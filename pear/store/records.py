@@ -23,8 +23,8 @@ from pear.paths import RECORDS_FILE, RUN_MANIFEST
 
 __all__ = [
     "RECORDS_FILE", "RecordWriter", "encode_record", "record_files", "iter_lines", "parse_line",
-    "iter_records", "read_records", "read_record_at", "completed_ids", "line_debate_id",
-    "few_collections",
+    "iter_records", "records_of", "read_records", "read_record_at", "completed_ids",
+    "line_debate_id", "few_collections",
 ]
 
 
@@ -192,6 +192,17 @@ def iter_records(run_dir: str | os.PathLike[str]) -> Iterator[dict[str, Any]]:
         if path.stat().st_size > end:
             warnings.warn(f"{path}: ignoring a torn last line "
                           f"({path.stat().st_size - end} bytes)", RuntimeWarning, stacklevel=2)
+
+
+def records_of(run_dir: str | os.PathLike[str], ids: set[str]) -> Iterator[dict[str, Any]]:
+    """The records under ``run_dir`` whose debate id is in ``ids``, streamed in file order
+    (each line's id read from its start, :func:`line_debate_id`: only those lines parsed)."""
+    for path in record_files(run_dir):
+        for _, line_no, line in iter_lines(path):
+            if line_debate_id(path, line_no, line) in ids:
+                rec = parse_line(path, line_no, line)
+                if rec is not None:
+                    yield rec
 
 
 def read_records(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
