@@ -352,3 +352,34 @@ def test_the_build_says_what_each_notebook_cost(tmp_path, capsys):
     out = capsys.readouterr().out
     assert re.search(r"^  08_case_study +\d+\.\d s  ok$", out, re.M), out
     assert re.search(r"^  09_theory_checks +\d+\.\d s  failed$", out, re.M), out
+
+
+def test_a_replay_of_imported_debates_skips_what_they_cannot_answer_among_parallel_notebooks(
+        tmp_path, monkeypatch):
+    """On imported debates, 09 (read-only, so run beside 08) is skipped with its outputs saying
+    why, while 08 runs; both are in build-times.json in build order."""
+    import json
+    monkeypatch.setattr(study, "is_imported", lambda runs_dir: True)
+    src = tmp_path / "notebooks"
+    src.mkdir()
+    head = ("# ---\n# jupyter:\n#   kernelspec:\n#     display_name: Python (pear)\n"
+            "#     language: python\n#     name: pear\n# ---\n\n"
+            '# %% tags=["parameters"]\nbackend = ""\n\n')
+    fig = tmp_path / "figures"
+    fig.mkdir()
+    write = f"pathlib.Path({str(fig)!r}, 'case_study.md').write_text('x')"
+    (src / "08_case_study.py").write_text(head + f"# %%\nimport pathlib\n{write}\n")
+    (src / "09_theory_checks.py").write_text(head + "# %%\nraise ValueError('ran')\n")
+    out = tmp_path / "build"
+    (out / "src").mkdir(parents=True)
+    params = {"backend": "replay", "preset": "sim", "runs_dir": str(tmp_path / "imported"),
+              "commit": "abc"}
+    paper.ensure_kernel()
+    times = paper.BuildTimes(out / paper.TIMES_FILE, params)
+    rc = paper._execute(["08_case_study", "09_theory_checks"], src, out, fig, params, times)
+    assert rc == 0
+    notebooks = json.loads((out / paper.TIMES_FILE).read_text())["notebooks"]
+    assert [(n, e["status"]) for n, e in notebooks.items()] == [
+        ("08_case_study", "ok"), ("09_theory_checks", "skipped")]
+    assert "cannot speak to imported debates" in (fig / "theory_checks.md").read_text()
+    assert (fig / "case_study.md").read_text() == "x"

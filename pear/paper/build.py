@@ -362,7 +362,7 @@ def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", run
                                params=params, started=started, previous=previous)
             times.add("results site", time.perf_counter() - t0, "ok")
             print(f"whole build: {times.wall():.1f} s ({times.total():.1f} s of notebook "
-                  f"time; {', '.join(READ_ONLY[:1] + READ_ONLY[-1:])} and those between "
+                  f"time: notebooks {READ_ONLY[0][:2]}-{READ_ONLY[-1][:2]} ran "
                   f"{read_only_at_once()} at a time; per notebook: {times.path})", flush=True)
         elif rc == 0:  # e.g. ONLY=09,10,11,12: the studies record beside the run, not in it
             print(f"results site skipped: no run directory {params['runs_dir']} (build "
@@ -395,27 +395,29 @@ def _execute(names: Sequence[str], src_dir: Path, out_dir: Path, fig_dir: Path,
     imported = params["backend"] == "replay" and is_imported(params["runs_dir"])
     try:
         for step in _steps(names):
-            if imported and step[0] in NOT_FOR_IMPORTED:
-                name = step[0]
-                write_not_applicable(name, fig_dir, NOT_FOR_IMPORTED[name])
-                provenance.record(fig_dir, name, EXPECTED_OUTPUTS[name], params,
-                                  params["commit"])
-                times.add(name, 0.0, "skipped")
-                print(f"skipped {name}: {NOT_FOR_IMPORTED[name]} (its outputs say so)",
-                      flush=True)
-                continue
-            if len(step) == 1:
-                done = [_notebook(step[0], src_dir, out_dir, params)]
+            skipped = [n for n in step if imported and n in NOT_FOR_IMPORTED]
+            todo = [n for n in step if n not in skipped]
+            if len(todo) <= 1:
+                done = {n: _notebook(n, src_dir, out_dir, params) for n in todo}
             else:
                 import multiprocessing
                 from concurrent.futures import ProcessPoolExecutor
-                with ProcessPoolExecutor(min(len(step), read_only_at_once()),
+                with ProcessPoolExecutor(min(len(todo), read_only_at_once()),
                                          mp_context=multiprocessing.get_context("fork")) as pool:
-                    running = [pool.submit(_notebook, n, src_dir, out_dir, params)
-                               for n in step]
-                    done = [r.result() for r in running]
+                    running = {n: pool.submit(_notebook, n, src_dir, out_dir, params)
+                               for n in todo}
+                    done = {n: r.result() for n, r in running.items()}
             failed = False
-            for name, (seconds, error) in zip(step, done):
+            for name in step:  # in build order
+                if name in skipped:
+                    write_not_applicable(name, fig_dir, NOT_FOR_IMPORTED[name])
+                    provenance.record(fig_dir, name, EXPECTED_OUTPUTS[name], params,
+                                      params["commit"])
+                    times.add(name, 0.0, "skipped")
+                    print(f"skipped {name}: {NOT_FOR_IMPORTED[name]} (its outputs say so)",
+                          flush=True)
+                    continue
+                seconds, error = done[name]
                 executed = out_dir / f"{name}.ipynb"
                 if error is not None:
                     times.add(name, seconds, "failed")
