@@ -185,7 +185,7 @@ def simulate(params: SimParams | None = None,
 
     def records() -> Iterable[dict[str, Any]]:
         with chunk_runner(engine, chunks, default_workers("simulated")
-                           if workers is None else workers) as ran:
+                          if workers is None else workers) as ran:
             for chunk in ran:
                 yield from chunk
     return summarize(records())

@@ -243,7 +243,7 @@ def _run_jobs(engine: Engine, all_jobs: Sequence[Job], rdir: Path, chunk_questio
 
 @contextlib.contextmanager
 def chunk_runner(engine: Engine, chunks: Sequence[list[Job]], workers: int,
-                  math: bool = False, lines: bool = False) -> Iterator[Iterable[Iterable[Any]]]:
+                 math: bool = False, lines: bool = False) -> Iterator[Iterable[Iterable[Any]]]:
     """Per chunk in order, its records: run here (yielded as each debate ends), or with
     ``workers > 1`` by forked worker processes, at most two chunks ahead per worker (the
     engine's counts and failures are added to ``engine`` as each chunk comes back).
