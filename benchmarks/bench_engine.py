@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from pear.backends.base import Instrumented
-from pear.backends.simulated import SimulatedBackend
+from pear.sim.backend import SimulatedBackend
 from pear.catalog.labels import METHOD_LABELS
 from pear.core.config import DebateConfig
 from pear.core.methods import DEBATE_METHODS, METHODS

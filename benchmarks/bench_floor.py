@@ -74,16 +74,16 @@ def main() -> None:
                 batches.setdefault((chunk, cur["round"]), []).append(
                     (state, relabellings[key]))
             if cur["edges"]:
-                accepted = [c["decision"] == "ACCEPT" for c in cur["critiques"]]
-                influence.append((prev["influence"][:n], np.asarray(cur["edges"]), accepted))
+                pairs = [(c["source"], c["decision"] == "ACCEPT") for c in cur["critiques"]]
+                influence.append((prev["influence"][:n], pairs))
 
     def route_all() -> None:
         for items in batches.values():
             route_batch([(s, np.random.default_rng(i), rel) for i, (s, rel) in enumerate(items)])
 
     def influence_all() -> None:
-        for rho, edges, accepted in influence:
-            update_influence(rho, edges, accepted, cfg.beta)
+        for rho, pairs in influence:
+            update_influence(rho, pairs, cfg.beta)
 
     lines = [json.dumps(r, ensure_ascii=False, separators=(",", ":")) for r in records]
 

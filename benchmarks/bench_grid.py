@@ -13,7 +13,7 @@ import tempfile
 import time
 
 from pear.backends.base import Instrumented
-from pear.backends.simulated import SimParams, SimulatedBackend
+from pear.sim.backend import SimParams, SimulatedBackend
 from pear.runs.grid import answer_key, preset
 from pear.runs.jobs import jobs
 from pear.runs.runner import run

@@ -24,7 +24,7 @@ import time
 import pandas as pd
 
 from pear.paper import calibration
-from pear.backends.simulated import SimParams
+from pear.sim.backend import SimParams
 from pear.analysis.compare import load_paper, to_internal
 
 START = SimParams(  # our choice: a rough hand guess from exploratory runs

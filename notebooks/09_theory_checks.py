@@ -27,7 +27,7 @@
 
 # %% tags=["parameters"]
 backend = "llamacpp"  # llamacpp | vllm | openai | simulated | replay
-preset = "smoke"  # smoke | paper | sim | beyond (the studies grid: pear.paper.studies)
+preset = "smoke"  # smoke | paper | sim | beyond (the studies grid: pear.paper.beyond)
 runs_dir = ""  # empty: data/runs/<preset>-<backend>; variants go to <runs_dir>-studies/
 model = ""  # model path or name; empty: the backend default
 seeds = ""  # empty: the preset seeds, else e.g. 0,1,2
@@ -38,11 +38,11 @@ n_questions = 0  # questions per dataset; 0: the preset value
 
 # %%
 from pear.analysis import figures, report
-from pear.paper import study, studies
+from pear.paper import beyond, study
 
 figures.set_style()
-exp = studies.preset_experiment(preset, seeds=seeds, n_questions=n_questions)
-runs = studies.run_variants(backend, {"honest": studies.population_variants(exp)["honest"]},
+exp = beyond.preset_experiment(preset, seeds=seeds, n_questions=n_questions)
+runs = beyond.run_variants(backend, {"honest": beyond.population_variants(exp)["honest"]},
                             study.runs_path(runs_dir, preset, backend), model=model)
 res = runs["honest"]
 
@@ -50,16 +50,16 @@ res = runs["honest"]
 # ## Compute
 
 # %%
-checks = studies.theory_checks(res, exp.router, n_states=200)
-reported = studies.study_lifts()
-table = studies.theory_summary(checks, reported)
+checks = beyond.theory_checks(res, exp.router, n_states=200)
+reported = beyond.study_lifts()
+table = beyond.theory_summary(checks, reported)
 table
 
 # %% [markdown]
 # ## Figure
 
 # %%
-fig = studies.plot_theory_checks(checks, reported, source=res.source, mark=res.mark,
+fig = beyond.plot_theory_checks(checks, reported, source=res.source, mark=res.mark,
                                  simulated=res.simulated)
 figures.display_figure(fig)
 

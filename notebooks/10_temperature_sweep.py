@@ -23,7 +23,7 @@
 
 # %% tags=["parameters"]
 backend = "llamacpp"  # llamacpp | vllm | openai | simulated | replay
-preset = "smoke"  # smoke | paper | sim | beyond (the studies grid: pear.paper.studies)
+preset = "smoke"  # smoke | paper | sim | beyond (the studies grid: pear.paper.beyond)
 runs_dir = ""  # empty: data/runs/<preset>-<backend>; variants go to <runs_dir>-studies/
 model = ""  # model path or name; empty: the backend default
 seeds = ""  # empty: the preset seeds, else e.g. 0,1,2
@@ -34,11 +34,11 @@ n_questions = 0  # questions per dataset; 0: the preset value
 
 # %%
 from pear.analysis import figures, report
-from pear.paper import study, studies
+from pear.paper import beyond, study
 
 figures.set_style()
-exp = studies.preset_experiment(preset, seeds=seeds, n_questions=n_questions)
-runs = studies.run_variants(backend, studies.temperature_variants(exp),
+exp = beyond.preset_experiment(preset, seeds=seeds, n_questions=n_questions)
+runs = beyond.run_variants(backend, beyond.temperature_variants(exp),
                             study.runs_path(runs_dir, preset, backend), model=model)
 res = runs["Random"]
 
@@ -46,10 +46,10 @@ res = runs["Random"]
 # ## Compute
 
 # %%
-sweep = studies.temperature_table(runs)
+sweep = beyond.temperature_table(runs)
 table = sweep.groupby(["variant", "tau"], dropna=False, sort=False)[
     ["accuracy", "w2r", "r2w", "entropy"]].mean()
-gap = studies.consistent_taus(runs, studies.study_gap_pear_random())
+gap = beyond.consistent_taus(runs, beyond.study_gap_pear_random())
 table
 
 # %%
@@ -59,7 +59,7 @@ gap
 # ## Figure
 
 # %%
-fig = studies.plot_temperature_sweep(sweep, source=res.source, mark=res.mark,
+fig = beyond.plot_temperature_sweep(sweep, source=res.source, mark=res.mark,
                                      simulated=res.simulated)
 figures.display_figure(fig)
 

@@ -22,7 +22,7 @@
 
 # %% tags=["parameters"]
 backend = "llamacpp"  # llamacpp | vllm | openai | simulated | replay
-preset = "smoke"  # smoke | paper | sim | beyond (the studies grid: pear.paper.studies)
+preset = "smoke"  # smoke | paper | sim | beyond (the studies grid: pear.paper.beyond)
 runs_dir = ""  # empty: data/runs/<preset>-<backend>; variants go to <runs_dir>-studies/
 model = ""  # model path or name; empty: the backend default
 seeds = ""  # empty: the preset seeds, else e.g. 0,1,2
@@ -33,11 +33,11 @@ n_questions = 0  # questions per dataset; 0: the preset value
 
 # %%
 from pear.analysis import figures, report
-from pear.paper import study, studies
+from pear.paper import beyond, study
 
 figures.set_style()
-exp = studies.preset_experiment(preset, seeds=seeds, n_questions=n_questions)
-runs = studies.run_variants(backend, studies.stop_variants(exp),
+exp = beyond.preset_experiment(preset, seeds=seeds, n_questions=n_questions)
+runs = beyond.run_variants(backend, beyond.stop_variants(exp),
                             study.runs_path(runs_dir, preset, backend), model=model)
 res = runs["none"]
 
@@ -45,14 +45,14 @@ res = runs["none"]
 # ## Compute
 
 # %%
-table = studies.early_stop_table(runs)
+table = beyond.early_stop_table(runs)
 table
 
 # %% [markdown]
 # ## Figure
 
 # %%
-fig = studies.plot_early_stop(table, source=res.source, mark=res.mark,
+fig = beyond.plot_early_stop(table, source=res.source, mark=res.mark,
                               simulated=res.simulated)
 figures.display_figure(fig)
 

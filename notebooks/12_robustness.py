@@ -21,7 +21,7 @@
 
 # %% tags=["parameters"]
 backend = "llamacpp"  # llamacpp | vllm | openai | simulated | replay
-preset = "smoke"  # smoke | paper | sim | beyond (the studies grid: pear.paper.studies)
+preset = "smoke"  # smoke | paper | sim | beyond (the studies grid: pear.paper.beyond)
 runs_dir = ""  # empty: data/runs/<preset>-<backend>; variants go to <runs_dir>-studies/
 model = ""  # model path or name; empty: the backend default
 seeds = ""  # empty: the preset seeds, else e.g. 0,1,2
@@ -32,11 +32,11 @@ n_questions = 0  # questions per dataset; 0: the preset value
 
 # %%
 from pear.analysis import figures, report
-from pear.paper import study, studies
+from pear.paper import beyond, study
 
 figures.set_style()
-exp = studies.preset_experiment(preset, seeds=seeds, n_questions=n_questions)
-runs = studies.run_variants(backend, studies.population_variants(exp),
+exp = beyond.preset_experiment(preset, seeds=seeds, n_questions=n_questions)
+runs = beyond.run_variants(backend, beyond.population_variants(exp),
                             study.runs_path(runs_dir, preset, backend), model=model)
 res = runs["honest"]
 
@@ -44,14 +44,14 @@ res = runs["honest"]
 # ## Compute
 
 # %%
-table = studies.robustness_table(runs)
+table = beyond.robustness_table(runs)
 table
 
 # %% [markdown]
 # ## Figure
 
 # %%
-fig = studies.plot_robustness(table, source=res.source, mark=res.mark,
+fig = beyond.plot_robustness(table, source=res.source, mark=res.mark,
                               simulated=res.simulated)
 figures.display_figure(fig)
 

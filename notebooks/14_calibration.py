@@ -13,7 +13,7 @@
 # %% [markdown]
 # # 14 · Calibration of the simulated agents: the `study` and `grounded` populations
 #
-# How far the simulated populations (`pear.backends.population`, files in `data/populations/`)
+# How far the simulated populations (`pear.sim.population`, files in `data/populations/`)
 # can be trusted as an instrument, whatever backend the other notebooks ran.
 #
 # * `study`: every parameter fitted (`benchmarks/calibrate_simulation.py`) to the study's

@@ -28,7 +28,7 @@
 
 # %% tags=["parameters"]
 backend = "llamacpp"  # llamacpp | vllm | openai | simulated | replay
-preset = "smoke"  # smoke | paper | sim | beyond (the studies grid: pear.paper.studies)
+preset = "smoke"  # smoke | paper | sim | beyond (the studies grid: pear.paper.beyond)
 runs_dir = ""  # empty: data/runs/<preset>-<backend>; this run goes to <runs_dir>-studies/
 model = ""  # model path or name; empty: the backend default
 seeds = ""  # empty: the preset seeds, else e.g. 0,1,2

@@ -63,7 +63,7 @@ loo_subjects = ""  # comma-separated subjects to hold out; empty: all seven
 # ## Load records (import the shipped files, and du_file)
 
 # %%
-from pear.analysis import figures, report
+from pear.analysis import figures, report, simcheck
 from pear.paper import grounding, heldout, real_debates
 
 figures.set_style()
@@ -88,6 +88,13 @@ summary
 
 # %%
 print("\n".join(real_debates.verdicts(analyses)))
+
+# %% [markdown]
+# The same, one row per run (`pear sim-check RUN [RUN...] --summary`): statistics inside /
+# defined, and those outside with their side (`+` simulated above the real interval, `-` below)
+
+# %%
+print(simcheck.summary([a.check for a in analyses]))
 
 # %% [markdown]
 # ## Leave-one-out: each MATH subject held against a population fitted without it

@@ -32,6 +32,7 @@ from pear.core.config import RouterConfig
 from pear.core.graphs import base_graph
 from pear.core.methods import check_edges, lookup as spec, method
 from pear.core.router import Decision, RouterState
+from pear.parallel import fork_map
 
 __all__ = ["check_router", "check_method", "check_methods", "random_states", "recorded_states",
            "states_from_records", "RECORDED_STATES"]
@@ -203,18 +204,8 @@ def check_methods(names: Sequence[str], workers: int | None = None) -> None:
     """:func:`check_method` of every method of ``names``, ``workers`` at a time (default one
     per core) in forked processes, so plug-ins registered here are checked too; the first
     method in ``names`` that fails raises its error."""
-    import multiprocessing
-    import os
-    from concurrent.futures import ProcessPoolExecutor
-    workers = workers or len(os.sched_getaffinity(0))
-    if workers == 1 or len(names) < 2:
-        for name in names:
-            check_method(name)
-        return
-    with ProcessPoolExecutor(min(workers, len(names)),
-                             mp_context=multiprocessing.get_context("fork")) as pool:
-        for checked in [pool.submit(check_method, name) for name in names]:
-            checked.result()
+    for _ in fork_map(check_method, list(names), workers or None):
+        pass
 
 
 def _takes(fn: Callable[..., Any], key: str) -> bool:

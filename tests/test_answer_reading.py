@@ -1,7 +1,7 @@
 """Reading real agents' free-text answers as a person does: the labelled table of DyLAN's
 gpt-3.5 answers (tests/data/dylan_answers_labelled.jsonl, how it was drawn and labelled:
-tests/data/README.md) read by :func:`pear.core.parsing.final_answer` and graded by our MATH-500
-grader, and the reading on its own for every grading kind."""
+tests/data/README.md) read by :func:`pear.store.readers.answers.final_answer` and graded by
+our MATH-500 grader, and the reading on its own for every grading kind."""
 from __future__ import annotations
 
 import gzip
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pear.core.parsing import final_answer
+from pear.store.readers.answers import final_answer
 from pear.paths import REAL_DEBATES_DIR
 from pear.store.readers import reader
 from pear.store.readers.dylan import problem_text

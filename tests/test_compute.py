@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from pear import cli
-from pear.backends.simulated import SimulatedBackend
+from pear.sim.backend import SimulatedBackend
 from pear.runs import compute
 from pear.runs.grid import answer_key, preset
 from pear.runs.runner import run

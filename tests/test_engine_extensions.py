@@ -1,16 +1,15 @@
-"""Protocol extensions (issue 14): early stopping, agent roles, mixed-model populations, and
+"""Protocol extensions (issue 14): early stopping, agent roles, mixed-model panels, and
 their bad inputs on the command line."""
 import json
 
 import pytest
 
 from pear.core.backend import Completion
-from pear.backends.simulated import SimulatedBackend
+from pear.sim.backend import SimulatedBackend
 from pear.core.config import DebateConfig, config_hash
 from pear.core.methods import DEBATE_METHODS
 from pear.core.methods import method
 from pear.core.engine import Engine, Job
-from pear.core.stopping import padded_rounds
 from record_factory import arithmetic_questions
 
 
@@ -105,17 +104,6 @@ def test_stable_k_stops_when_the_vote_is_unchanged_for_k_rounds(stop, rounds, re
     assert [rd["vote"] for rd in rec["rounds_data"]] == list("abbbaa")[: rounds + 1]
     assert rec["calls"] == 5 + rounds * (5 + 5)
     assert be.calls == 1 + 2 * rounds
-
-
-def test_carry_forward_pads_a_stopped_debate_to_all_rounds():
-    _, recs = _run(ByRound(SCRIPT_VOTES), [Job(QS[0], method("ring"), 0)], rounds=5,
-                   stop="stable:2")
-    rec = recs[("q0", "ring")]
-    padded = padded_rounds(rec["rounds_data"], rec["max_rounds"])
-    assert [rd["round"] for rd in padded] == [0, 1, 2, 3, 4, 5]
-    assert [rd["vote"] for rd in padded] == list("abbbbb")
-    assert [rd["carried"] for rd in padded] == [False] * 4 + [True] * 2
-    assert padded[5]["agents"] == rec["rounds_data"][3]["agents"] and padded[5]["edges"] == []
 
 
 def test_stop_rule_is_part_of_the_identity_and_cot_records_have_no_stop_reason():
@@ -216,7 +204,7 @@ def test_real_backends_get_the_role_in_the_system_prompt_and_only_the_adversary_
             assert "ROLE" not in system or r.meta["agent"] in (0, 1)
 
 
-# mixed-model populations --------------------------------------------------------------------
+# mixed-model panels -------------------------------------------------------------------------
 
 def test_mixed_models_make_one_generate_call_per_model_per_phase():
     a = ByRound({q.id: [list("11111")] for q in QS[:3]}, model_id="model-a")

@@ -9,13 +9,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pear.analysis import metrics, revision
-from pear.backends.population import RevisionModel
+from pear.analysis import metrics
 from pear.catalog.labels import dataset_label, method_label
 from pear.claims.evaluate import ledger
 from pear.paper import ensemble, grounding
 from pear.paper.study import load_results
 from pear.runs.grid import preset
+from pear.sim import revision
+from pear.sim.population import RevisionModel
 from pear.store import manifest
 from pear.store.records import iter_records
 

@@ -31,7 +31,7 @@ def test_reproduces_the_ids():
 def test_reproduces_the_debate_id():
     from pear.runs.grid import preset
     from pear.runs.jobs import jobs
-    from pear.backends.simulated import SimulatedBackend
+    from pear.sim.backend import SimulatedBackend
     from pear.runs.grid import answer_key
     exp = preset("smoke", datasets=("gsm8k",), methods=("pear",), seeds=(1,),
                  full_datasets=())

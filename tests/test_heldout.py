@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from pear.analysis import revision
+from pear.sim import revision
 from pear.paper import grounding, heldout
 
 

@@ -13,8 +13,10 @@ PEAR = Path(__file__).resolve().parents[1] / "pear"
 
 LAYERS = {  # package -> floor; a module may import its own floor and the floors below
     "paths": 0,      # where things are (standard library only)
+    "parallel": 0,   # the usable cores and the fork map (standard library only)
     "core": 1,       # the protocol, numpy only, with the interface it calls (core.backend)
     "backends": 2,   # LLM runtimes implementing the core's Backend.generate
+    "sim": 2,        # the simulator beside them: populations, the revision model, its backend
     "methods": 3,    # pear.methods: the registry's public face and the related-work plug-ins
     "testing": 3,    # pear.testing: router conformance checks (core only)
     "tasks": 3,      # benchmarks and grading (use the core's seeds)
@@ -28,9 +30,10 @@ LAYERS = {  # package -> floor; a module may import its own floor and the floors
 }
 PEERS_APART: set[tuple[str, str]] = {
     (a, b) for a in ("tasks", "methods", "testing") for b in ("tasks", "methods", "testing")
-    if a != b}
-"""Packages on one floor that must not import each other (routers see answer classes, never
-a benchmark; the checks see only the core's protocol)."""
+    if a != b} | {("backends", "sim")}
+"""(importer, imported) packages on one floor where the import is refused (routers see answer
+classes, never a benchmark; the checks see only the core's protocol; the LLM runtimes know
+nothing of the simulator, which the backend registry names by module path only)."""
 
 
 def _module_name(path: Path) -> str:
@@ -129,7 +132,7 @@ class Block:
 sys.meta_path.insert(0, Block())
 import pear.core
 from pear import DebateConfig, Engine, Job, method
-from pear.backends.simulated import SimulatedBackend
+from pear.sim.backend import SimulatedBackend
 from pear.tasks import benchmarks, grading
 q = benchmarks.load("gsm8k", n=1)[0]
 backend = SimulatedBackend(answer_key={("gsm8k", q.id): q.gold})

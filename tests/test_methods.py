@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from pear import methods, testing
-from pear.backends.simulated import SimulatedBackend
+from pear.sim.backend import SimulatedBackend
 from pear.core.config import DebateConfig
 from pear.core.engine import Engine, Job
 from pear.tasks import benchmarks, grading
@@ -332,7 +332,7 @@ def test_an_installed_package_shows_in_pear_methods_and_the_main_table(tmp_path)
 def test_every_method_runs_a_small_debate(n, k):
     """The smoke preset's shape (3 agents, k = 1) and another: every registered method, the
     related work included, runs two rounds and gives each agent a valid answer."""
-    from pear.backends.simulated import SimulatedBackend
+    from pear.sim.backend import SimulatedBackend
     from pear.core.config import DebateConfig
     from pear.core.engine import Engine, Job
     from record_factory import arithmetic_questions

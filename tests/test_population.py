@@ -1,5 +1,5 @@
-"""Simulated populations as named, versioned data (pear.backends.population), the revision
-model fitted to real transitions (pear.analysis.revision) and the shipped files
+"""Simulated populations as named, versioned data (pear.sim.population), the revision
+model fitted to real transitions (pear.sim.revision) and the shipped files
 (pear.paper.grounding)."""
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import tarfile
 import numpy as np
 import pytest
 
-from pear.analysis import revision
-from pear.backends import population as pop
-from pear.backends.population import Population, RevisionModel, SimParams
-from pear.backends.simulated import SimulatedBackend
+from pear.sim import revision
+from pear.sim import population as pop
+from pear.sim.population import Population, RevisionModel, SimParams
+from pear.sim.backend import SimulatedBackend
 
 FEATURES = RevisionModel.FEATURES
 

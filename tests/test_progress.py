@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from pear.backends.simulated import SimulatedBackend
+from pear.sim.backend import SimulatedBackend
 from pear.core.backend import Completion
 from pear.core.config import DebateConfig
 from pear.core.engine import Engine, Job, call_budget, debate_rounds
@@ -205,7 +205,7 @@ def test_worker_processes_move_the_calls_before_their_chunks_come_back(tmp_path,
     go back and end at the run's calls."""
     import dataclasses
 
-    from pear.backends.population import SimParams
+    from pear.sim.population import SimParams
     exp = dataclasses.replace(preset("sim", datasets=("gsm8k",), methods=("pear",),
                                      n_questions=4, seeds=(0,), rounds=2), chunk_questions=2)
     seen: list[tuple[int, int]] = []

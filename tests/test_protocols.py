@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from pear.core.protocols import Drop, Protocol, Quorum
+from pear.store.readers.protocols import Drop, Protocol, Quorum
 from pear.paths import REAL_DEBATES_DIR
 from pear.store import manifest
 from pear.store.importing import import_files

@@ -7,7 +7,7 @@ import typing
 
 import pytest
 
-from pear.backends.simulated import SimulatedBackend
+from pear.sim.backend import SimulatedBackend
 from pear.core import record
 from pear.core.config import DebateConfig
 from pear.core.methods import method

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pear.backends.simulated import SimulatedBackend
+from pear.sim.backend import SimulatedBackend
 from pear.runs.grid import answer_key, preset
 from pear.runs.jobs import jobs
 from pear.runs.runner import model_dir, run
@@ -24,7 +24,7 @@ EXP = dict(datasets=("gsm8k", "truthfulqa"), n_questions=6, seeds=(0, 1), full_d
 
 RUNNER = """
 import sys
-from pear.backends.simulated import SimulatedBackend, SimParams
+from pear.sim.backend import SimulatedBackend, SimParams
 from pear.runs.grid import answer_key, preset
 from pear.runs.runner import run
 exp = preset("sim", datasets=("gsm8k", "truthfulqa"), n_questions=6, seeds=(0, 1),

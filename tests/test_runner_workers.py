@@ -7,7 +7,7 @@ import gc
 import json
 import time
 
-from pear.backends.simulated import SimulatedBackend
+from pear.sim.backend import SimulatedBackend
 from pear.runs import runner
 from pear.runs.grid import answer_key, preset
 from pear.runs.jobs import jobs

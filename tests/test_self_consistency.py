@@ -1,7 +1,7 @@
 """Self-consistency at equal compute: ``sc@K`` shares the engine's round-0 samples."""
 import pytest
 
-from pear.backends.simulated import SimulatedBackend
+from pear.sim.backend import SimulatedBackend
 from pear.core.config import DebateConfig
 from pear.core.engine import Engine, Job
 from pear.catalog.labels import method_order as ordered

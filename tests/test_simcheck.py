@@ -15,8 +15,8 @@ import pytest
 
 from pear import cli
 from pear.analysis import dynamics, simcheck
-from pear.backends.simulated import SimulatedBackend
-from pear.core.protocols import Drop, Protocol, Quorum
+from pear.sim.backend import SimulatedBackend
+from pear.store.readers.protocols import Drop, Protocol, Quorum
 from pear.paths import REAL_DEBATES_DIR
 from pear.runs.grid import answer_key, preset
 from pear.runs.runner import run
@@ -289,3 +289,36 @@ def test_bad_input_is_one_line_naming_it(du_run, tmp_path, capsys):
         out = capsys.readouterr()
         assert out.out == "" and len(out.err.strip().splitlines()) == 1, out.err
         assert out.err.startswith(f"pear: error: {message}"), out.err
+
+
+# ----------------------------------------------------------------- many runs at once
+
+def test_summary_of_several_runs_agrees_with_each_runs_check(du_run, dylan_slice, capsys):
+    runs = [str(du_run), str(dylan_slice)]
+    assert cli.main(["sim-check", *runs, "--replicates", "2", "--population", "study",
+                     "--summary"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("sim-check summary: population study (") and \
+        lines[0].endswith("2 runs")
+    total_in = total_defined = 0
+    for run in runs:
+        one = _json(capsys, run, "--replicates", "2", "--population", "study")
+        defined = [s for s in one["statistics"] if s["inside"] is not None]
+        inside = sum(s["inside"] for s in defined)
+        total_in, total_defined = total_in + inside, total_defined + len(defined)
+        row = next(line for line in lines if line.startswith(run + " "))
+        cells = row[len(run):].split()
+        assert cells[:2] == [str(one["setting"]["debates"]), f"{inside}/{len(defined)}"]
+        # every statistic outside is named with the side the simulation falls on
+        want = [s["statistic"] + ("+" if s["simulated"] > s["hi"] else "-")
+                for s in defined if not s["inside"]]
+        assert cells[2:] == (want or ["-"])
+    assert f"total: {total_in} of {total_defined} statistics inside" in "\n".join(lines)
+
+
+def test_several_runs_one_bad_is_one_error_before_anything_runs(du_run, tmp_path, capsys):
+    bad = tmp_path / "nothing-here"
+    assert cli.main(["sim-check", str(du_run), str(bad), "--summary"]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and out.err.strip() == f"pear: error: not a run directory: '{bad}' " \
+        "(no manifest.json)"

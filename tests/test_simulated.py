@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from pear.paper import calibration
-from pear.backends.simulated import SimParams, SimulatedBackend
+from pear.sim.backend import SimParams, SimulatedBackend
 from pear.core.config import DebateConfig
 from pear.core.methods import method
 from pear.core.engine import Engine, Job
@@ -377,7 +377,7 @@ def test_the_calibration_grid_is_read_from_a_build_that_recorded_it(tmp_path, mo
 
     def no_engine(*a, **k):
         raise AssertionError("the grid was run, not read")
-    monkeypatch.setattr(runner, "chunk_runner", no_engine)
+    monkeypatch.setattr(calibration, "chunk_runner", no_engine)  # where the grid would run
     read = calibration.simulate(None, ("cot", "random"), seeds=(0,), population="grounded",
                                 recorded=tmp_path / "main", **kw)
     pd.testing.assert_frame_equal(read, ran)

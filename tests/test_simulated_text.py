@@ -8,7 +8,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pear.backends.simulated import SimulatedBackend, _reply_text
+from pear.sim.backend import SimulatedBackend, _reply_text
 from pear.core import parsing
 from pear.core.config import DebateConfig
 from pear.core.engine import Engine, Job

@@ -5,9 +5,9 @@ import json
 
 import pytest
 
-from pear.backends.simulated import SimulatedBackend
+from pear.sim.backend import SimulatedBackend
 from pear.core.stopping import parse_stop
-from pear.paper import studies
+from pear.paper import beyond
 from pear.paper.study import load_results
 from pear.runs import stopped
 from pear.runs.factory import sim_population
@@ -31,11 +31,11 @@ def _backend(exp):
 def grid():
     """Three questions of GSM8K and MATH-500 x two seeds of the studies' grid, 3 rounds,
     with CoT and CoT-SC beside the debate methods."""
-    exp = studies.preset_experiment("beyond", seeds="0,1", n_questions=3)
+    exp = beyond.preset_experiment("beyond", seeds="0,1", n_questions=3)
     exp = dataclasses.replace(exp, datasets=("gsm8k", "math500"),
                               debate=dataclasses.replace(exp.debate, rounds=3))
-    return dataclasses.replace(studies.stop_variants(exp)["none"],
-                               methods=("cot", "cot_sc", *studies.STOP_METHODS))
+    return dataclasses.replace(beyond.stop_variants(exp)["none"],
+                               methods=("cot", "cot_sc", *beyond.STOP_METHODS))
 
 
 @pytest.fixture(scope="module")
@@ -63,7 +63,7 @@ def test_cut_records_are_the_engines_for_every_rule_and_method(tmp_path, grid, w
         assert n == len(engine) == 2 * 2 * 3 * 6  # seeds x datasets x questions x methods
         assert derived == engine, rule
         assert {r["method"] for r in derived.values()} == {"cot", "cot_sc",
-                                                          *studies.STOP_METHODS}
+                                                          *beyond.STOP_METHODS}
         reasons |= {(rule, r["stop_reason"], r["rounds"]) for r in derived.values()}
         m = read_manifest(cut)
         assert m["complete"] is True and m["protocol"] == read_manifest(ran)["protocol"]
@@ -116,16 +116,16 @@ def test_notebook_11s_table_is_the_same_cut_or_run(tmp_path, grid):
     one of variants the engine ran."""
     main = tmp_path / "sim-simulated"
     run(grid, _backend(grid), main, progress=False)
-    variants = studies.stop_variants(dataclasses.replace(grid, methods=studies.ROBUST_METHODS))
-    runs = studies.run_variants("simulated", variants, main)
+    variants = beyond.stop_variants(dataclasses.replace(grid, methods=beyond.ROBUST_METHODS))
+    runs = beyond.run_variants("simulated", variants, main)
     assert runs["none"].runs_dir == main
     ran = {"none": runs["none"]}
     for rule in ("consensus", "stable:1", "stable:2"):
-        d = studies.variant_dir(main, rule)
+        d = beyond.variant_dir(main, rule)
         assert runs[rule].runs_dir == d
         assert read_manifest(d)["derived_from"]["run"] == str(main)
         out = tmp_path / "ran" / rule
         run(variants[rule], _backend(grid), out, progress=False)
         ran[rule] = load_results(out, variants[rule], "subset")
-    assert studies.early_stop_table(runs).equals(studies.early_stop_table(ran))
-    assert (studies.early_stop_table(runs)["rounds"] < 3).any()
+    assert beyond.early_stop_table(runs).equals(beyond.early_stop_table(ran))
+    assert (beyond.early_stop_table(runs)["rounds"] < 3).any()

@@ -514,7 +514,7 @@ def test_fixed_canonical_classes(dataset, gold, n_options, answers, classes, cor
 def test_engine_records_classes_and_grades_from_one_judgement() -> None:
     from pear.core.engine import Engine
     from pear.core.parsing import AnswerParse
-    from pear.backends.simulated import SimulatedBackend
+    from pear.sim.backend import SimulatedBackend
     engine = Engine(SimulatedBackend({}), task_for=tasks.get)
     answers = ["The answer is $\\frac{1}{2}$.", "0.5", "2", ""]
     [agents] = engine._agents_from([([AnswerParse(a, 4, "r") for a in answers],

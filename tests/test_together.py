@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from pear.backends.simulated import SimulatedBackend
-from pear.paper import studies
+from pear.sim.backend import SimulatedBackend
+from pear.paper import beyond
 from pear.paper.study import load_results
 from pear.runs.factory import sim_population
 from pear.runs.grid import answer_key
@@ -24,7 +24,7 @@ def _content(run_dir):
 @pytest.fixture(scope="module")
 def grid():
     """Two GSM8K questions x one seed of the studies' grid, 2 rounds (fast)."""
-    exp = studies.preset_experiment("beyond", seeds="0", n_questions=2)
+    exp = beyond.preset_experiment("beyond", seeds="0", n_questions=2)
     return dataclasses.replace(exp, datasets=("gsm8k",),
                                debate=dataclasses.replace(exp.debate, rounds=2))
 
@@ -36,10 +36,10 @@ def _backend(exp):
 
 
 def test_one_pass_writes_what_separate_runs_write(tmp_path, grid):
-    taus = studies.temperature_variants(grid)
+    taus = beyond.temperature_variants(grid)
     variants = {"tau=0": taus["tau=0"], "tau=0.7": taus["tau=0.7"], "Random": taus["Random"],
-                "consensus": studies.stop_variants(grid)["consensus"],
-                "adversarial": studies.population_variants(grid)["adversarial"]}
+                "consensus": beyond.stop_variants(grid)["consensus"],
+                "adversarial": beyond.population_variants(grid)["adversarial"]}
     requests_apart = sum(run(exp, _backend(exp), tmp_path / "apart" / name,
                              progress=False).requests for name, exp in variants.items())
     together = {tmp_path / "together" / name: exp for name, exp in variants.items()}
@@ -75,12 +75,12 @@ def test_a_variant_the_main_run_recorded_is_read_from_it(tmp_path, grid):
     main_exp = dataclasses.replace(grid, methods=("cot",) + grid.methods)
     run(main_exp, _backend(main_exp), main, progress=False)
     recorded = _content(main)
-    taus = studies.temperature_variants(grid)
+    taus = beyond.temperature_variants(grid)
     variants = {k: taus[k] for k in ("tau=0.1", "tau=0.3", "Random")}
-    runs = studies.run_variants("simulated", variants, main)
+    runs = beyond.run_variants("simulated", variants, main)
     for name, method in (("tau=0.1", "pear"), ("Random", "random")):
         res = runs[name]
-        assert res.runs_dir == main and not studies.variant_dir(main, name).exists()
+        assert res.runs_dir == main and not beyond.variant_dir(main, name).exists()
         ids = set(res.debates["debate_id"])
         assert ids == {i for i, r in recorded.items() if r["method"] == method}
         assert ids == set(debate_ids(variants[name], res.models[0], "simulated"))
@@ -88,16 +88,16 @@ def test_a_variant_the_main_run_recorded_is_read_from_it(tmp_path, grid):
                 for r in res.records()}
         assert read == {i: recorded[i] for i in ids}  # the main run's records themselves
     other = runs["tau=0.3"]  # not in the main run: run into its own directory
-    assert other.runs_dir == studies.variant_dir(main, "tau=0.3")
+    assert other.runs_dir == beyond.variant_dir(main, "tau=0.3")
     assert not set(other.debates["debate_id"]) & set(recorded)
     # the studies' results are those of separate runs: the temperature table, from the
     # main run's records or from a run of the variant alone
     alone = {"tau=0.1": load_results(_run_alone(tmp_path / "alone", variants["tau=0.1"]),
                                       variants["tau=0.1"]),
              "tau=0.3": other, "Random": runs["Random"]}
-    assert studies.temperature_table(runs, n_states=20).equals(
-        studies.temperature_table(alone, n_states=20))
-    replay = studies.run_variants("replay", variants, main)
+    assert beyond.temperature_table(runs, n_states=20).equals(
+        beyond.temperature_table(alone, n_states=20))
+    replay = beyond.run_variants("replay", variants, main)
     assert set(replay["tau=0.1"].debates["debate_id"]) == set(runs["tau=0.1"].debates["debate_id"])
 
 
@@ -111,14 +111,14 @@ def test_a_main_run_of_another_setting_is_never_read(tmp_path, grid):
     other = dataclasses.replace(grid, debate=dataclasses.replace(grid.debate, rounds=1))
     run(other, _backend(other), main, progress=False)
     model_id = _backend(grid).model_id
-    honest = studies.population_variants(grid)["honest"]
+    honest = beyond.population_variants(grid)["honest"]
     assert recorded_in(honest, main, model_id, "simulated") is None  # protocol differs
-    assert recorded_in(studies.population_variants(other)["honest"], main, model_id,
+    assert recorded_in(beyond.population_variants(other)["honest"], main, model_id,
                        "simulated") is not None
-    assert recorded_in(studies.population_variants(other)["honest"], main, "another-model",
+    assert recorded_in(beyond.population_variants(other)["honest"], main, "another-model",
                        "simulated") is None
     more = dataclasses.replace(other, n_questions=3)  # a debate the main run lacks
-    assert recorded_in(studies.population_variants(more)["honest"], main, model_id,
+    assert recorded_in(beyond.population_variants(more)["honest"], main, model_id,
                        "simulated") is None
 
 
@@ -150,9 +150,9 @@ def test_a_pass_on_several_processes_writes_what_one_process_writes(tmp_path, gr
     chunks spread over the workers): every directory's records are those of one process,
     line for line in the same order (timing fields aside), and the pass's counts agree."""
     more = dataclasses.replace(grid, n_questions=4, chunk_questions=1)
-    taus = studies.temperature_variants(more)
+    taus = beyond.temperature_variants(more)
     variants = {"tau=0": taus["tau=0"], "Random": taus["Random"],
-                "consensus": studies.stop_variants(more)["consensus"]}
+                "consensus": beyond.stop_variants(more)["consensus"]}
     summaries = {}
     for workers in (1, 2, 3):
         dirs = {tmp_path / str(workers) / n: exp for n, exp in variants.items()}

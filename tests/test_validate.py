@@ -13,7 +13,7 @@ import pytest
 
 from pear.analysis import transcript
 from pear.store import view
-from pear.backends.simulated import SimulatedBackend
+from pear.sim.backend import SimulatedBackend
 from pear.cli import main
 from pear.paths import RUN_MANIFEST as MANIFEST
 from pear.runs.grid import answer_key, preset

@@ -16,7 +16,7 @@ import sys
 import pear
 assert pear.__file__.startswith(sys.argv[1]), pear.__file__
 from pear import DebateConfig, Engine, Job, method
-from pear.backends.simulated import SimulatedBackend
+from pear.sim.backend import SimulatedBackend
 from pear.tasks import grading
 from pear.tasks.benchmarks import Question
 q = Question(id="w1", dataset="gsm8k", question="What is 2 + 3?", choices=None, gold="5",

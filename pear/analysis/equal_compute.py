@@ -23,7 +23,7 @@ import pandas as pd
 
 from pear.analysis import stats
 from pear.analysis.metrics import pooled_accuracy
-from pear.catalog.labels import sort_rows
+from pear.catalog.labels import sort_rows, display
 from pear.core.methods import sc_k
 
 __all__ = ["sc_size", "sc_methods", "sc_curve", "interpolation_weights", "sc_matched",
@@ -155,7 +155,6 @@ def table_sc_matched(debates: pd.DataFrame, methods: Sequence[str] | None = None
                      n_resamples: int = 5000, seed: int = 0) -> pd.DataFrame:
     """:func:`sc_matched` with display names, indexed by (Model, Dataset, Method); an empty
     table where the records hold no self-consistency run."""
-    from pear.catalog.labels import display
     try:
         rows = sc_matched(debates, methods, n_resamples=n_resamples, seed=seed)
     except ValueError:

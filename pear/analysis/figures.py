@@ -144,7 +144,7 @@ def _annotate(fig: Figure, axes: list[Axes], title: str | None, source: str | No
 
 def annotate(fig: Figure, axes: Sequence[Axes], *, title: str | None = None,
              source: str | None = None, mark: str = "", simulated: bool = False) -> Figure:
-    """The figures' one annotation for plots made elsewhere (:mod:`pear.paper.studies`): title,
+    """The figures' one annotation for plots made elsewhere (:mod:`pear.paper.beyond`): title,
     provenance footer and the build's mark (``simulated`` adds "simulated agents") on every
     panel."""
     return _annotate(fig, list(axes), title, source, _mark_of(mark, simulated))

@@ -21,6 +21,7 @@ import pandas as pd
 
 from pear.catalog import labels
 from pear.core.methods import METHODS
+from pear.methods import plugin_names
 from pear.analysis.metrics import DIAGNOSTICS, macro_average
 
 __all__ = [
@@ -229,7 +230,6 @@ def _label_columns(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _registered() -> set[str]:
-    from pear.methods import plugin_names
     return set(plugin_names())
 
 

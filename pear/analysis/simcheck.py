@@ -1,7 +1,7 @@
 """A simulated population held against a recorded run, in that run's setting (``pear sim-check``).
 
 :func:`check` simulates the run's debates ``replicates`` times with agents of a population
-(:mod:`pear.backends.population`: ``study``, ``grounded`` or a file) and sets the statistics of
+(:mod:`pear.sim.population`: ``study``, ``grounded`` or a file) and sets the statistics of
 :data:`pear.analysis.dynamics.STATISTICS` of the simulated debates (their mean over the
 replicates) beside the real run's, each with the real run's 95% percentile bootstrap interval
 over debates and whether the simulated value lies inside it.
@@ -10,32 +10,32 @@ over debates and whether the simulated value lies inside it.
 of options: our benchmark's for our datasets, else the letters the record shows, at least A-D as
 ``pear import`` assumes), the same number of debates per question, and
 
-* for an imported run (its manifest's ``imported.protocol``, :class:`pear.core.protocols.
-  Protocol`): the source's agents, rounds, order, who hears whom, stop rule and drop.  The
-  population's decisions are driven directly, as the engine would ask them
-  (:meth:`~pear.backends.simulated.SimulatedBackend.solve` and ``confidence`` in round 0; later
-  an agent hears the latest answers of every other agent still in the debate: the previous
+* for an imported run (its manifest's ``imported.protocol``,
+  :class:`pear.store.readers.protocols.Protocol`): the source's agents, rounds, order, who hears
+  whom, stop rule and drop.  The population's decisions are driven directly, as the engine would
+  ask them (:meth:`~pear.sim.backend.SimulatedBackend.solve` and ``confidence`` in round 0;
+  later an agent hears the latest answers of every other agent still in the debate: the previous
   round's (``simultaneous``) or, for those before it in this round, this round's
-  (``sequential``), each heard answer given to the population as a critique pointing to it,
-  with its source's confidence (the ``study`` population accepts or rejects each, then revises:
+  (``sequential``), each heard answer given to the population as a critique pointing to it, with
+  its source's confidence (the ``study`` population accepts or rejects each, then revises:
   ``accept``/``revise``; a population with a revision model chooses among the candidates:
-  ``revise_choice``)).  A :class:`~pear.core.protocols.Quorum` is checked after each answer of a
-  round from its ``after``-th on, and the agents that had not answered leave the record, as in
-  the source's records.  A :class:`~pear.core.protocols.Drop`'s judge (DyLAN's LLM ranker reads
-  the four answers and keeps two) is simulated as keeping the agents whose latest answers the
-  population states with the highest confidence, ties broken at random (:data:`JUDGE`): the
-  confidence is the population's own signal of being right, the only one it has for "the
-  better answers", and nothing is added to the population for the judge; ``judge="random"``
-  keeps agents uniformly at random instead.  If the kept agents give one answer, the debate
-  ends there.
+  ``revise_choice``)).  A :class:`~pear.store.readers.protocols.Quorum` is checked after each
+  answer of a round from its ``after``-th on, and the agents that had not answered leave the
+  record, as in the source's records.  A :class:`~pear.store.readers.protocols.Drop`'s judge
+  (DyLAN's LLM ranker reads the four answers and keeps two) is simulated as keeping the agents
+  whose latest answers the population states with the highest confidence, ties broken at random
+  (:data:`JUDGE`): the confidence is the population's own signal of being right, the only one it
+  has for "the better answers", and nothing is added to the population for the judge;
+  ``judge="random"`` keeps agents uniformly at random instead.  If the kept agents give one
+  answer, the debate ends there.
 * for one of our runs (a manifest without ``imported``): PEAR's engine itself, with the run's
   methods, router and :class:`~pear.core.config.DebateConfig` from its manifest and a
-  :class:`~pear.backends.simulated.SimulatedBackend` of the population ("heard" = the sources of
+  :class:`~pear.sim.backend.SimulatedBackend` of the population ("heard" = the sources of
   the critiques an agent received).
 
 **Only the skill is matched.**  Per replicate (its own seed: other latents) and per model and
 dataset, the population's ``skill_mean`` alone is shifted
-(:meth:`~pear.backends.simulated.SimulatedBackend.matched`) so that the expected round-0
+(:meth:`~pear.sim.backend.SimulatedBackend.matched`) so that the expected round-0
 accuracy of the simulated agents (every agent a simulated debate starts with, each debate
 weighted alike) equals the run's round-0 agent accuracy; nothing is fitted on the run.
 
@@ -56,18 +56,29 @@ import numpy as np
 import pandas as pd
 
 from pear.analysis import dynamics
-from pear.backends.population import Population, load as load_population
 from pear.core.hashing import int_seed
-from pear.core.protocols import Protocol
 from pear.core.vote import vote
+from pear.sim.population import Population, load as load_population
+from pear.store.readers.protocols import Protocol
+from pear.core.engine import Engine, Job
+from pear.core.methods import method
+from pear.runs.branch import parent_experiment
+from pear.runs.grid import grid_questions
+from pear.sim.backend import SimulatedBackend
+from pear.store import manifest as manifest_io
+from pear.store.records import read_records
+from pear.store.view import from_records
+from pear.tasks.benchmarks import DATASETS, get_question
+from pear.tasks.grading import get
 
-__all__ = ["check", "SimCheck", "JUDGE", "JUDGES", "REPLICATES", "simulate_protocol"]
+__all__ = ["check", "SimCheck", "summary", "JUDGE", "JUDGES", "REPLICATES", "simulate_protocol"]
 
 REPLICATES = 20
 """Simulated replicates per check (each with its own seed: other latents)."""
 JUDGES = ("confidence", "random")
 JUDGE = "confidence"
-"""How a :class:`~pear.core.protocols.Drop`'s judge keeps agents (see the module docstring)."""
+"""How a :class:`~pear.store.readers.protocols.Drop`'s judge keeps agents (see the module
+docstring)."""
 
 
 @dataclass(frozen=True)
@@ -106,6 +117,12 @@ class SimCheck:
         return {"run": self.run, "population": self.population.manifest(),
                 "setting": self.setting, "statistics": self.statistics}
 
+    def outside(self) -> list[tuple[str, str]]:
+        """The statistics whose simulated value falls outside the real interval, each with
+        its direction: ``+`` (simulated above the interval) or ``-`` (below)."""
+        return [(s["statistic"], "+" if s["simulated"] > s["hi"] else "-")
+                for s in self.statistics if s["inside"] is False]
+
     def table(self) -> str:
         """A readable table: statistic, real [lo, hi], debates, simulated, inside."""
         def num(x: Any) -> str:
@@ -129,6 +146,43 @@ class SimCheck:
                           "inside the real 95% interval"])
 
 
+def summary(checks: Sequence[SimCheck]) -> str:
+    """One row per check (run, debates, statistics inside / defined, those outside with their
+    direction: ``+`` simulated above the real interval, ``-`` below), then the total and,
+    per statistic that falls outside anywhere, in how many runs and which way.
+
+    >>> summary([])
+    'no runs'
+    """
+    if not checks:
+        return "no runs"
+    rows = [("run", "debates", "inside", "outside (+ simulated above, - below)")]
+    total_in = total_defined = 0
+    per_stat: dict[str, Counter] = defaultdict(Counter)
+    for c in checks:
+        defined = [s for s in c.statistics if s["inside"] is not None]
+        inside = sum(bool(s["inside"]) for s in defined)
+        total_in, total_defined = total_in + inside, total_defined + len(defined)
+        out = c.outside()
+        for stat, sign in out:
+            per_stat[stat][sign] += 1
+        rows.append((c.run, str(c.setting["debates"]), f"{inside}/{len(defined)}",
+                     " ".join(f"{stat}{sign}" for stat, sign in out) or "-"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    pops = sorted({f"{c.population.name} ({c.population.fingerprint[:12]})" for c in checks})
+    lines.insert(0, f"sim-check summary: population {', '.join(pops)}, {len(checks)} runs")
+    lines.append(f"total: {total_in} of {total_defined} statistics inside the real 95% "
+                 f"interval over {len(checks)} runs")
+    for stat in dynamics.STATISTICS:
+        if per_stat.get(stat):
+            n = per_stat[stat]
+            lines.append(f"  {stat}: outside in {sum(n.values())} runs "
+                         f"({n['+']} simulated above, {n['-']} below)")
+    return "\n".join(lines)
+
+
 def check(run_dir: str | os.PathLike[str], population: str | os.PathLike[str] | Population
           = "grounded", replicates: int = REPLICATES, seed: int = 0, *,
           records: Iterable[Mapping[str, Any]] | None = None, n_resamples: int = 2000,
@@ -139,9 +193,6 @@ def check(run_dir: str | os.PathLike[str], population: str | os.PathLike[str] | 
     debates to use (default: all of them; e.g. one subject of an import).  Bad input (not a
     run, a run with one agent per debate, an unknown population, no replicates) is one
     ValueError naming the bad value."""
-    from pear.store import manifest as manifest_io
-    from pear.store.records import read_records
-    from pear.store.view import from_records
     run_dir = Path(run_dir)
     man = manifest_io.read(run_dir) if run_dir.is_dir() else None
     if man is None:
@@ -274,7 +325,6 @@ def _clip(rate: float, n: int) -> float:
 def _matched(pop: Population, key: Mapping[tuple[str, str], str], dataset: str,
              agents: Sequence[tuple[str, int]], weights: Sequence[float], rate: float,
              seed: int, n_agents: int) -> Any:
-    from pear.backends.simulated import SimulatedBackend
     base = SimulatedBackend(key, seed=seed, n_agents=n_agents, population=pop)
     return base.matched(dataset, agents, _clip(rate, len(agents)), weights)
 
@@ -284,7 +334,6 @@ def _n_choices(rec: Mapping[str, Any], grading: str) -> int:
     letters its record shows (at least A-D, as ``pear import`` assumes)."""
     if grading != "letters":
         return 0
-    from pear.tasks.benchmarks import DATASETS, get_question
     if rec["dataset"] in DATASETS:
         try:
             return len(get_question(rec["dataset"], rec["question_id"]).choices or ()) or 4
@@ -340,7 +389,7 @@ def simulate_protocol(backend: Any, proto: Protocol, meta: Mapping[str, Any],
                       rng: np.random.Generator, judge: str = JUDGE
                       ) -> list[list[tuple[int, str, bool]]]:
     """One debate of ``backend``'s population (a
-    :class:`~pear.backends.simulated.SimulatedBackend`) on the question of ``meta``
+    :class:`~pear.sim.backend.SimulatedBackend`) on the question of ``meta``
     (``dataset``, ``question_id``, ``n_choices``) under ``proto``: per recorded round, the
     recorded agents' ``(agent, answer, correct)`` in answer order (agents that left or had
     not answered when the debate stopped are not recorded, as in the source's records)."""
@@ -401,7 +450,6 @@ def _judge(active: Sequence[int], latest: Mapping[int, tuple[str, int]], keep: i
 
 
 def _experiment(man: Mapping[str, Any], run_dir: Path) -> Any:
-    from pear.runs.branch import parent_experiment
     if not man.get("experiments"):
         raise ValueError(f"not a run directory: {str(run_dir)!r} (its manifest records no "
                          "experiment and no import)")
@@ -413,10 +461,6 @@ def _simulate_engine(recs: Sequence[Mapping[str, Any]], exp: Any, pop: Populatio
                      ) -> tuple[list[dict[str, Any]], list[float]]:
     """One replicate of one of our runs: its jobs through PEAR's engine with the run's
     debate config and router, the population's agents matched per model and dataset."""
-    from pear.core.engine import Engine, Job
-    from pear.core.methods import method
-    from pear.runs.grid import grid_questions
-    from pear.tasks.grading import get
     questions = {(q.dataset, q.id): q for q, _ in grid_questions(exp)}
     groups: dict[tuple[str, str], list[Mapping[str, Any]]] = defaultdict(list)
     for r in recs:

@@ -26,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from pear.catalog.labels import dataset_label, method_label, model_label
+from pear.tasks.benchmarks import get_question
 
 __all__ = ["choose_case", "case_study", "render_transcript", "render_transcript_html",
            "debate_flags", "KIND_LABELS", "PAGE_CSS", "html_page"]
@@ -131,7 +132,6 @@ def _cell(text: Any, limit: int = 160) -> str:
 
 def _question_text(rec: dict[str, Any]) -> list[str]:
     try:
-        from pear.tasks.benchmarks import get_question
         q = get_question(rec["dataset"], rec["question_id"])
     except (ValueError, FileNotFoundError, KeyError):
         return []
@@ -260,7 +260,6 @@ def _full(text: Any, limit: int = 80) -> str:
 
 def _question_html(rec: dict[str, Any]) -> str:
     try:
-        from pear.tasks.benchmarks import get_question
         q = get_question(rec["dataset"], rec["question_id"])
     except (ValueError, FileNotFoundError, KeyError):
         return ""

@@ -18,7 +18,7 @@ BACKENDS = {
     "llamacpp": ("pear.backends.llamacpp", "LlamaCppBackend"),
     "openai": ("pear.backends.openai_compat", "OpenAIBackend"),
     "vllm": ("pear.backends.vllm", "VLLMBackend"),
-    "simulated": ("pear.backends.simulated", "SimulatedBackend"),
+    "simulated": ("pear.sim.backend", "SimulatedBackend"),
 }
 
 

@@ -50,6 +50,7 @@ from typing import Any, Sequence
 
 from pear.core.backend import BackendError, Completion, Request
 from pear.core.hashing import file_sha256
+from pear.parallel import usable_cores
 
 __all__ = ["LlamaCppBackend", "default_model_path", "schema_grammar"]
 
@@ -227,7 +228,7 @@ class LlamaCppBackend:
         self._lib, self._model, self._ctx, self._batch = lib, None, None, None
         self.model_path, self.verbose, self.version = path, verbose, llama_cpp.__version__
         self.n_ctx, self.n_batch, self.constrained, self.batch = n_ctx, n_batch, constrained, batch
-        self.n_threads = n_threads or max(1, os.cpu_count() or 1)
+        self.n_threads = n_threads or usable_cores()
         self.n_parallel = n_parallel if batch else 1
         self._sha256: str | None = None
         self._options = {"flash_attn_type": 0, **kwargs}

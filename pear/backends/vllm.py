@@ -35,6 +35,8 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from pear.core.backend import BackendError, Completion, Request
+from pear.backends.llamacpp import default_model_path
+from pear.paths import REPO_ROOT
 
 __all__ = ["VLLMBackend", "VLLM_VERSION", "REPRODUCIBILITY_ENV", "BUILDS", "Build", "installed_build", "cpu_settings",
            "release_engine", "convert_gguf", "CPU_MODEL_DIR"]
@@ -443,7 +445,6 @@ def convert_gguf(gguf: str | os.PathLike[str] | None = None,
     if (out / "model.safetensors").is_file() and (out / "tokenizer.json").is_file():
         return out
     if gguf is None:
-        from pear.backends.llamacpp import default_model_path
         gguf = default_model_path()
     src = Path(gguf)
     if not src.is_file():
@@ -477,7 +478,6 @@ def cpu_settings(model: str | None = None) -> dict[str, Any]:
     """Settings of the ``vllm-cpu`` backend name: the CPU profile on ``model`` (default: the
     converted SmolLM2-135M-Instruct, :data:`CPU_MODEL_DIR` in the checkout)."""
     if not model:
-        from pear.paths import REPO_ROOT
         folder = REPO_ROOT / CPU_MODEL_DIR
         if not (folder / "model.safetensors").is_file():
             raise FileNotFoundError(f"no converted model in {str(folder)!r}: run `make setup "

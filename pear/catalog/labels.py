@@ -31,7 +31,7 @@ __all__ = ["MAIN_METHODS", "ROUTING_VARIANTS", "DATASET_LABELS", "DATASETS", "DA
            "evidence_mark", "order_key", "sort_rows", "display", "with_plugins",
            "method_order", "method_key"]
 
-METHOD_LABELS = {
+METHOD_LABELS = {  # the one table of method labels (a plug-in's is on its registration)
     "cot": "CoT", "cot_sc": "CoT-SC", "clique": "Clique", "star": "Star", "chain": "Chain",
     "ring": "Ring", "random": "Random", "pear": "PEAR", "pear_T": "PEAR-T", "pear_I": "PEAR-I",
     "pear_L": "PEAR-L", "pear_TI": "PEAR-TI", "pear_TL": "PEAR-TL", "pear_IL": "PEAR-IL",
@@ -84,7 +84,12 @@ def method_label(name: str) -> str:
     if name in METHOD_LABELS:
         return METHOD_LABELS[name]
     k = sc_k(name)
-    return f"SC@{k}" if k is not None else _registry.label(name)
+    if k is not None:
+        return f"SC@{k}"
+    try:
+        return _registry.spec(name).label or name
+    except ValueError:  # not registered
+        return name
 
 
 def method_key(name: str) -> tuple[int, int, str]:

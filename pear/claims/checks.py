@@ -16,6 +16,8 @@ from pear.core.methods import FIXED_TOPOLOGIES
 from pear.claims.values import named
 from pear.claims.evidence import Source
 from pear.claims.verdicts import ALPHA, PartResult, decide, fixed_part, mcnemar_needed, printed_numbers
+from pear.analysis import stats, theory
+from pear.core.router import score_pool, selection_probabilities
 
 __all__ = ["significance_parts", "rank_parts", "design_parts", "router_parts"]
 
@@ -69,7 +71,6 @@ def _wilson_part(spec: Mapping[str, Any], r: _SigRow, src: Source) -> PartResult
 
 def _p_from_bc_part(spec: Mapping[str, Any], r: _SigRow, src: Source) -> PartResult | str:
     """The study's printed p recomputed from its printed b and c."""
-    from pear.analysis import stats
     if not src.paper:
         return "a statement about the study's own table"
     p = stats.mcnemar(r.b, r.c).pvalue_exact
@@ -245,8 +246,6 @@ def design_parts(spec: Mapping[str, Any], src: Source, raw: Mapping[str, Any]) -
 def router_parts(spec: Mapping[str, Any], src: Source, raw: Mapping[str, Any]) -> list[PartResult] | str:
     """Checks of this repository's router (:mod:`pear.analysis.theory`) on states logged in the
     build's PEAR debates."""
-    from pear.analysis import theory
-    from pear.core.router import score_pool, selection_probabilities
     if src.paper:
         return "not in the study's tables"
     if not src.states:

@@ -33,6 +33,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import pandas as pd
 
 from pear.paths import write_json
+from pear.analysis.report import figures_dir
 
 __all__ = ["LEDGER_FILE", "ledger_records", "save_ledger", "read_ledger", "diff", "diff_html",
            "format_diff"]
@@ -68,7 +69,6 @@ def ledger_records(ledger: pd.DataFrame) -> list[dict[str, Any]]:
 def save_ledger(ledger: pd.DataFrame, name: str = "claims",
                 out_dir: str | os.PathLike[str] | None = None) -> Path:
     """Write ``<figures>/<name>.json`` (default :data:`LEDGER_FILE`); returns its path."""
-    from pear.analysis.report import figures_dir
     out = figures_dir(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     return write_json(out / f"{name}.json", ledger_records(ledger), indent=1)

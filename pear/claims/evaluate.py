@@ -47,8 +47,10 @@ from pear.claims.checks import design_parts, rank_parts, router_parts, significa
 from pear.claims.values import numeric
 from pear.analysis.compare import PAPER_DIR
 from pear.claims.evidence import Source
-from pear.catalog.labels import method_order
+from pear.catalog.labels import method_order, MAIN_METHODS
 from pear.claims.verdicts import PartResult, describe, printed_numbers
+from pear.claims import evidence
+from pear.core.methods import FIXED_TOPOLOGIES
 
 __all__ = ["VERDICTS", "KINDS", "CLAIMS_FILE", "RECOMPUTE_FILE", "PartResult", "ClaimResult",
            "load_claims", "load_recompute", "printed_numbers", "evaluate", "ledger",
@@ -150,8 +152,6 @@ def methods_named(claim_id: str, raw: Mapping[str, Any] | None = None) -> tuple[
     >>> methods_named("abs-benchmarks-models-count")
     ()
     """
-    from pear.catalog.labels import MAIN_METHODS
-    from pear.core.methods import FIXED_TOPOLOGIES
     raw = raw if raw is not None else load_recompute()
     entry = raw["claims"].get(claim_id)
     if entry is None:
@@ -346,7 +346,6 @@ def ledger(subset: Any = None, full: Any = None, *,
     counts claims across populations.  ``paper``: the study's side
     (:func:`pear.claims.evidence.paper_source`, made here when not given; the same for every
     build, so a caller that judges many builds makes it once)."""
-    from pear.claims import evidence
     raw = load_recompute()
     claims = load_claims()
     if build is None:

@@ -28,6 +28,12 @@ import pandas as pd
 
 from pear.analysis import metrics, stats
 from pear.catalog.labels import method_order
+from pear.analysis.compare import load_paper, to_internal, paper_model
+from pear.analysis.theory import states_from_records
+from pear.core.config import RouterConfig
+from pear.store.checks import Checker
+from pear.store.indexing import VIEW_DIR, read_manifest
+from pear.store.validate import Findings
 
 __all__ = ["N_BOOT", "Cell", "Source", "per_debate", "from_view", "from_paper", "build_source",
            "paper_source", "METRIC_UNITS", "OPEN_MODELS", "PSEUDO_MODELS"]
@@ -220,7 +226,6 @@ def from_paper() -> dict[str, Mapping[str, Cell]]:
     """The study's printed tables as cells: ``subset`` (main results: ``accuracy``, and
     ``round_5`` = the final accuracy; the diagnostics averaged over the open settings as
     one setting; tokens per example as one setting) and ``full`` (the full-set table)."""
-    from pear.analysis.compare import load_paper, to_internal
     main = to_internal(load_paper("main_results"))
     acc = _table_cell(main, "accuracy", lambda r: (r.model, r.dataset))
     subset: dict[str, Cell] = {"accuracy": acc, "round_5": acc}
@@ -311,7 +316,6 @@ def _rank_rows(sub: Cell, full: Cell) -> pd.DataFrame:
 def _states(view: Any, limit: int) -> list[Any]:
     """Router states (:func:`pear.analysis.theory.states_from_records`) of up to ``limit`` rounds of
     the first PEAR debates (full records read one at a time)."""
-    from pear.analysis.theory import states_from_records
     deb = view.debates
     ids = deb.loc[(deb["method"] == "pear") & (deb["rounds"] > 0), "debate_id"].head(limit)
     records = (view.record(i) for i in ids)
@@ -340,8 +344,6 @@ def build_source(subset: Any, full: Any = None, *, rng: np.random.Generator,
                  n_boot: int = N_BOOT, router_states: int = 40) -> Source:
     """A build's side of the ledger from its subset and (optional) full-set results
     (:class:`pear.paper.study.Results`, or bare :class:`pear.store.view.View` objects)."""
-    from pear.analysis.compare import paper_model
-    from pear.core.config import RouterConfig
     sv = getattr(subset, "view", subset)
     fv = getattr(full, "view", full) if full is not None else None
     cells = from_view(sv, rng=rng, n_boot=n_boot)
@@ -369,9 +371,6 @@ def build_source(subset: Any, full: Any = None, *, rng: np.random.Generator,
                  description=getattr(subset, "label", "in-memory records"))
     root = getattr(sv, "root", None)
     if root is not None:
-        from pear.store.checks import Checker
-        from pear.store.indexing import VIEW_DIR, read_manifest
-        from pear.store.validate import Findings
         man = read_manifest(root / VIEW_DIR)
         found = Findings.from_dict(man.findings if man else {})
         src.graphs_checked = (Checker(root).debate is not None, found.counts.get("graph", 0))
@@ -381,7 +380,6 @@ def build_source(subset: Any, full: Any = None, *, rng: np.random.Generator,
 def paper_source() -> Source:
     """The study's side: its printed tables (:func:`from_paper`), significance table (N =
     the full set's size) and the rank agreement recomputed from its two accuracy tables."""
-    from pear.analysis.compare import load_paper, to_internal
     cells = from_paper()
     sig = to_internal(load_paper("significance"))
     size = {"truthfulqa": 817, "math500": 500}

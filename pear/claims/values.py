@@ -13,6 +13,8 @@ import numpy as np
 
 from pear.claims.evidence import METRIC_UNITS, PSEUDO_MODELS, Cell, Source
 from pear.claims.verdicts import PartResult, Values, decide, describe, quiet
+from pear.analysis.metrics import pareto_front
+from pear.analysis.stats import spearman_rho
 
 __all__ = ["named", "numeric"]
 
@@ -256,7 +258,6 @@ def _last_rise(spec, src: Source, keys, agg) -> Values | str:
 
 
 def _pareto(spec, src: Source, keys, agg) -> Values | str:
-    from pear.analysis.metrics import pareto_front
     acc, tok = src.cells.get("accuracy"), src.cells.get("tokens")
     if tok is None or any(k not in tok.settings for k in keys):
         return "no tokens per setting in this " + ("table" if src.paper else "build")
@@ -301,7 +302,6 @@ def _net_identity(spec, src: Source, keys, agg) -> Values | str:
 
 def _strength_gain(spec, src: Source, keys, agg) -> Values | str:
     """Spearman's rho across models between strength (mean of b) and gain (mean a - b)."""
-    from pear.analysis.stats import spearman_rho
     models = list(dict.fromkeys(k[0] for k in keys))
     if len(models) < 3:
         return f"needs at least 3 backbones; this build has {len(models)}"

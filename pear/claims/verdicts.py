@@ -16,6 +16,9 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 import numpy as np
 
+from pear.analysis.stats import ALPHA, mcnemar_sample_size  # ALPHA: intervals are 95 %
+from pear.catalog.labels import QUANTITY_LABELS, method_label
+
 if TYPE_CHECKING:
     from pear.claims.evidence import Source
 
@@ -26,7 +29,6 @@ __all__ = ["MARGINS", "TOKENS_MARGIN_REL", "ALPHA", "POWER", "PartResult", "Valu
 MARGINS = {"fraction": 0.02, "points": 2.0, "percent": 2.0, "rho": 0.1, "edges": 0.0,
            "count": 0.0, "p-value": 0.0}  # our choice: the precision a reproduction needs
 TOKENS_MARGIN_REL = 0.05  # our choice: 5 % of the printed token count
-from pear.analysis.stats import ALPHA  # noqa: E402  (intervals are 95 %)
 POWER = 0.8  # the power an inconclusive part is sized for
 _Z, _Z_POWER = 1.959964, 0.841621
 _NUMBER = re.compile(r"(?<![A-Za-z0-9.])(\d+(?:\.\d+)?)(k?)")
@@ -194,7 +196,6 @@ def decide(spec: Mapping[str, Any], v: float, lo: float, hi: float, unit: str,
 
 def mcnemar_needed(b: int, c: int, n: int, alpha: float) -> int | None:
     """Questions that give McNemar's test 80 % power at the observed discordance."""
-    from pear.analysis.stats import mcnemar_sample_size
     return mcnemar_sample_size(b, c, n, alpha, POWER)
 
 
@@ -215,7 +216,6 @@ def describe(spec: Mapping[str, Any]) -> str:
     >>> describe({"metric": "tokens", "op": "rel", "a": "pear", "b": "clique"})
     'tokens: 1 - PEAR / Clique'
     """
-    from pear.catalog.labels import QUANTITY_LABELS, method_label
     if spec.get("op") in ("sig", "spearman", "design", "router"):
         return ""   # their evaluators name them
     words = {"max": "highest", "min": "lowest", "mean": "mean of", "spread": "spread of",

@@ -19,6 +19,7 @@ from typing import Sequence
 from pear.cli import catalog, importing, inspect, paper, run
 from pear.cli.options import Parser
 from pear.runs.factory import make_backend
+from pear.core.backend import BackendError
 
 __all__ = ["main", "make_backend"]
 
@@ -42,6 +43,7 @@ def _parser() -> argparse.ArgumentParser:
 def _load_plugins(a: argparse.Namespace) -> None:
     """Import the plug-in modules (entry points, ``$PEAR_PLUGINS``, ``--plugin``); the
     variable is extended so that the notebook kernels of ``pear paper`` load them too."""
+    # start-up: loaded after parsing, so `pear --help` stays fast
     from pear.methods import PLUGINS_ENV, load_plugins
     mods = list(getattr(a, "plugin", None) or [])
     if mods:
@@ -62,7 +64,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"pear: error: {err}", file=sys.stderr)
         return 2
     except Exception as err:  # noqa: BLE001 - backend errors reach the user as one line
-        from pear.core.backend import BackendError
         if isinstance(err, BackendError):
             print(f"pear: error: {err}", file=sys.stderr)
             return 2

@@ -3,6 +3,7 @@ recorded runs: ``pear import``, ``pear sim-check``."""
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 __all__ = ["add_import", "add_sim_check"]
@@ -34,6 +35,7 @@ def add_import(sub: Any) -> None:
 
 
 def _cmd_import(a: argparse.Namespace) -> int:
+    # start-up: only this command loads it (`pear --help` stays fast)
     from pear.store.importing import import_files
     print(import_files(a.format, a.files, a.out, dataset=a.dataset, grading=a.grading,
                        model=a.model, skip_bad=a.skip_bad).report())
@@ -41,7 +43,7 @@ def _cmd_import(a: argparse.Namespace) -> int:
 
 
 def add_sim_check(sub: Any) -> None:
-    sc = sub.add_parser("sim-check", help="hold a simulated population against a recorded run",
+    sc = sub.add_parser("sim-check", help="hold a simulated population against recorded runs",
                         description="Simulate the run's debates in its setting (an imported "
                                     "run: its source's protocol from the manifest; one of "
                                     "ours: PEAR's engine with its methods and protocol) with "
@@ -49,8 +51,13 @@ def add_sim_check(sub: Any) -> None:
                                     "the run's round-0 agent accuracy, and set each dynamics "
                                     "statistic beside the run's 95%% bootstrap interval over "
                                     "debates. Bad input (not a run, a run with one agent, an "
-                                    "unknown population) is one line naming it (exit 2).")
-    sc.add_argument("run", metavar="RUN", help="a run directory (pear run or pear import)")
+                                    "unknown population) is one line naming it (exit 2), "
+                                    "before any run is simulated.")
+    sc.add_argument("runs", nargs="+", metavar="RUN",
+                    help="run directories (pear run or pear import)")
+    sc.add_argument("--summary", action="store_true",
+                    help="one row per run (statistics inside / defined, those outside and "
+                         "which way) and a total, instead of each run's table")
     sc.add_argument("--population", default="grounded", metavar="NAME|FILE",
                     help="study, grounded (default) or a population file (.json)")
     sc.add_argument("--replicates", type=int, default=20, metavar="K",
@@ -65,7 +72,20 @@ def add_sim_check(sub: Any) -> None:
 
 def _cmd_sim_check(a: argparse.Namespace) -> int:
     import json
-    from pear.analysis.simcheck import check
-    result = check(a.run, a.population, a.replicates, a.seed)
-    print(json.dumps(result.to_json(), indent=2) if a.json else result.table())
+    from pear.analysis.simcheck import check, summary  # heavy: pandas, scipy, only for this command
+    # start-up: only this command loads it (`pear --help` stays fast)
+    from pear.sim.population import load as load_population
+    from pear.store import manifest
+    for run in a.runs:  # every run and the population checked before anything is simulated
+        if not os.path.isdir(run) or manifest.read(run) is None:
+            raise ValueError(f"not a run directory: {run!r} (no manifest.json)")
+    load_population(a.population)
+    results = [check(run, a.population, a.replicates, a.seed) for run in a.runs]
+    if a.json:
+        print(json.dumps([r.to_json() for r in results] if len(results) > 1 or a.summary
+                         else results[0].to_json(), indent=2))
+    elif a.summary:
+        print(summary(results))
+    else:
+        print("\n\n".join(r.table() for r in results))
     return 0

@@ -34,11 +34,11 @@ def _cmd_show(a: argparse.Namespace) -> int:
         raise ValueError("--html and --out need --debate ID")
     if a.debate is not None:
         return _cmd_show_debate(a)
-    from pear.store.view import load
+    from pear.store.view import load  # heavy: pandas, msgspec, only for this command
     df = load(a.run_dir, drop_invalid=a.drop_invalid).debates
     if df.empty:
         raise ValueError(f"no debate records under {a.run_dir!r}")
-    from pear.catalog.labels import method_order
+    from pear.catalog.labels import method_order  # heavy: pandas, only for this command
     table = df.pivot_table(index="method", columns="dataset", values="correct", aggfunc="mean")
     table = table.reindex(method_order(table.index))
     print(f"{len(df)} debates; models: {', '.join(sorted(df['model'].unique()))}")
@@ -48,6 +48,7 @@ def _cmd_show(a: argparse.Namespace) -> int:
     cost = cost.reindex(method_order(cost.index))
     print("\nper debate: tokens, calls, parse failures")
     print(cost.round(1).to_string())
+    # start-up: only this command loads it (`pear --help` stays fast)
     from pear.runs.compute import report
     from pear.store.manifest import read
     manifest = read(a.run_dir)
@@ -57,16 +58,17 @@ def _cmd_show(a: argparse.Namespace) -> int:
 
 
 def _cmd_show_debate(a: argparse.Namespace) -> int:
-    from pear.store.view import load
+    from pear.store.view import load  # heavy: pandas, msgspec, only for this command
     view = load(a.run_dir, drop_invalid=a.drop_invalid)
     if not a.html:
+        # heavy: pandas, only for this command
         from pear.analysis.transcript import render_transcript
         if not (view.debates["debate_id"] == a.debate).any():
             raise ValueError(f"no debate {a.debate!r} among the {len(view.debates)} debates "
                              f"under {a.run_dir!r}")
         print(render_transcript(view.record(a.debate)), end="")
         return 0
-    from pear.paper.site import page_path, write_debate_page
+    from pear.paper.site import page_path, write_debate_page  # heavy: pandas, only for this command
     path = Path(a.out) if a.out else page_path(SITE_DIR, a.debate)
     print(write_debate_page(view, a.debate, path))
     return 0
@@ -84,7 +86,7 @@ def add_index(sub: Any) -> None:
 
 
 def _cmd_index(a: argparse.Namespace) -> int:
-    from pear.store.view import index, load
+    from pear.store.view import index, load  # heavy: pandas, msgspec, only for this command
     s = index(a.run_dir, drop_invalid=a.drop_invalid)
     load(a.run_dir, update=False, drop_invalid=a.drop_invalid)  # repeated ids, torn tails
     why = f" ({s.reason})" if s.reason else ""
@@ -106,7 +108,7 @@ def add_validate(sub: Any) -> None:
 
 
 def _cmd_validate(a: argparse.Namespace) -> int:
-    from pear.store.validate import validate
+    from pear.store.validate import validate  # heavy: pandas, msgspec, only for this command
     result = validate(a.run_dir)
     print(result.report())
     return 0 if result.findings.ok else 1
@@ -123,6 +125,7 @@ def add_grade_check(sub: Any) -> None:
 
 
 def _cmd_grade_check(a: argparse.Namespace) -> int:
+    # start-up: only this command loads it (`pear --help` stays fast)
     from pear.runs.gradecheck import check_run, format_report
     print(format_report(check_run(a.run_dir, examples=a.examples)))
     return 0
@@ -146,6 +149,7 @@ def add_parity(sub: Any) -> None:
 
 
 def _cmd_parity(a: argparse.Namespace) -> int:
+    # start-up: only this command loads it (`pear --help` stays fast)
     from pear.runs.parity import parity_table
     from pear.store.records import read_records
     runs: dict[str, list[dict[str, Any]]] = {}

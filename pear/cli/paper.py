@@ -36,7 +36,7 @@ def add_paper(sub: Any) -> None:
 
 
 def _cmd_paper(a: argparse.Namespace) -> int:
-    from pear.paper.build import build
+    from pear.paper.build import build  # heavy: pandas, msgspec, only for this command
     return build(backend=a.backend, preset=a.preset, model=a.model, runs=a.runs, seeds=a.seeds,
                  n_questions=a.n_questions, base_url=a.base_url, only=a.only,
                  drop_invalid=a.drop_invalid, previous=a.previous, population=a.population)
@@ -56,7 +56,7 @@ def add_claims_diff(sub: Any) -> None:
 
 
 def _cmd_claims_diff(a: argparse.Namespace) -> int:
-    from pear.claims.diff import diff, format_diff
+    from pear.claims.diff import diff, format_diff  # heavy: pandas, only for this command
     table = diff(_ledger_of(a.build_a, a.seed), _ledger_of(a.build_b, a.seed))
     print(format_diff(table, names=(a.build_a, a.build_b)))
     return 0
@@ -67,18 +67,22 @@ def _ledger_of(path: str, seed: int) -> list[dict[str, Any]]:
     directory's records with the grid its manifest recorded."""
     from pathlib import Path
 
+    # heavy: pandas, only for this command
     from pear.claims.diff import LEDGER_FILE, ledger_records, read_ledger
     p = Path(path)
     if p.is_file() or (p / LEDGER_FILE).is_file():
         return read_ledger(p)
+    # start-up: only this command loads it (`pear --help` stays fast)
     from pear.store import manifest
     man = manifest.read(p) if p.is_dir() else None
     if not man or not man.get("experiments"):
         raise FileNotFoundError(f"{path!r} is neither a figures directory with {LEDGER_FILE} "
                                 "nor a run directory with a manifest")
-    from pear.claims.evaluate import ledger
-    from pear.paper.study import load_results
+    from pear.claims.evaluate import ledger  # heavy: pandas, scipy, only for this command
+    from pear.paper.study import load_results  # heavy: pandas, msgspec, only for this command
+    # start-up: only this command loads it (`pear --help` stays fast)
     from pear.runs.grid import Experiment
+    # heavy: pandas, msgspec, only for this command
     from pear.store.validate import ValidationError, validate
     checked = validate(p)  # records from elsewhere are checked before they are trusted
     if not checked.findings.ok:
@@ -120,8 +124,8 @@ def add_ensemble(sub: Any) -> None:
 def _cmd_ensemble(a: argparse.Namespace) -> int:
     import pandas as pd
 
-    from pear.paper import ensemble
-    from pear.paper.study import runs_path
+    from pear.paper import ensemble  # heavy: pandas, only for this command
+    from pear.paper.study import runs_path  # heavy: pandas, msgspec, only for this command
     k = ensemble.DEFAULT_K if a.k is None else a.k
     exp = ensemble.grid(a.preset, a.n_questions or ensemble.DEFAULT_QUESTIONS,
                         seeds=a.seeds, methods=a.methods)

@@ -10,7 +10,9 @@ from typing import Any
 from pear.cli.options import (Parser, add_plugin_argument, comma_list, nonneg, positive,
                               positive_float)
 from pear.paths import cache_path
-from pear.runs.factory import make_backend
+from pear.runs.factory import make_backend, grid_backend, default_workers
+from pear import backends
+from pear.backends.dry import CHARS_PER_TOKEN
 
 __all__ = ["add_run", "add_plan", "add_merge", "add_branch", "add_launch"]
 
@@ -24,6 +26,7 @@ def _role(text: str) -> tuple[int, str]:
 
 
 def _shard(text: str) -> tuple[int, int]:
+    # start-up: only this command loads it (`pear --help` stays fast)
     from pear.runs.jobs import parse_shard
     try:
         return parse_shard(text)
@@ -70,7 +73,7 @@ def add_run(sub: Any) -> None:
                    help="role of one agent (numbered from 1): honest | adversarial | "
                    "overconfident | underconfident; repeatable")
     r.add_argument("--agent-models", type=comma_list(str), metavar="M1,M2,...",
-                   help="one model per agent (a mixed population; openai or llamacpp backend)")
+                   help="one model per agent (a mixed-model panel; openai or llamacpp backend)")
     r.add_argument("--model", action="append", help="model name (vllm/openai); repeatable")
     r.add_argument("--model-path", help="GGUF file for the llamacpp backend")
     r.add_argument("--base-url", action="append",
@@ -92,6 +95,7 @@ def _run_experiment(a: argparse.Namespace) -> Any:
     """The grid the arguments choose (``pear run``, ``pear plan``, each ``pear launch``
     shard): every argument named like a setting of :func:`pear.runs.grid.preset`
     (a field of the experiment or of its debate config) overrides the preset's."""
+    # start-up: only this command loads it (`pear --help` stays fast)
     from pear.runs.grid import PRESET_SETTINGS, experiment
     over = {k: v for k in PRESET_SETTINGS if (v := getattr(a, k, None)) is not None}
     if getattr(a, "no_full", False):
@@ -111,14 +115,15 @@ def _population(a: argparse.Namespace) -> str | None:
         return None
     if a.backend != "simulated":
         raise ValueError(f"--population is for the simulated backend, not {a.backend!r}")
-    from pear.backends.population import load
+    # start-up: only this command loads it (`pear --help` stays fast)
+    from pear.sim.population import load
     load(a.population)
     return a.population
 
 
 def _cmd_run(a: argparse.Namespace) -> int:
+    # start-up: only this command loads it (`pear --help` stays fast)
     from pear.runs.runner import run
-    from pear.runs.factory import grid_backend
     exp = _run_experiment(a)
     extra = {"tensor_parallel_size": a.tensor_parallel_size} \
         if a.tensor_parallel_size and a.backend == "vllm" else None
@@ -126,7 +131,6 @@ def _cmd_run(a: argparse.Namespace) -> int:
         extra = {"population": a.population}
     backend = grid_backend(a.backend, exp, model_path=a.model_path, base_urls=a.base_url,
                            cache_path=None if a.no_cache else cache_path(a.out), extra=extra)
-    from pear.runs.factory import default_workers
     summary = run(exp, backend, Path(a.out), progress=not a.quiet, stop=_stop_on_signal(),
                   workers=a.workers or default_workers(a.backend))
     if summary.stopped:
@@ -189,8 +193,7 @@ def add_plan(sub: Any) -> None:
 
 
 def _cmd_plan(a: argparse.Namespace) -> int:
-    from pear import backends
-    from pear.backends.dry import CHARS_PER_TOKEN
+    # start-up: only this command loads it (`pear --help` stays fast)
     from pear.runs.plan import estimate, format_plan
     if a.backend not in backends.BACKENDS:
         raise ValueError(f"unknown backend {a.backend!r}: choose one of "
@@ -216,6 +219,7 @@ def add_merge(sub: Any) -> None:
 
 
 def _cmd_merge(a: argparse.Namespace) -> int:
+    # start-up: only this command loads it (`pear --help` stays fast)
     from pear.runs.merge import merge
     s = merge(a.out, a.runs)
     print(f"{s.records} debates merged into {a.out} ({s.duplicates} duplicates dropped)"
@@ -259,6 +263,7 @@ def add_branch(sub: Any) -> None:
 
 
 def _cmd_branch(a: argparse.Namespace) -> int:
+    # heavy: pandas, msgspec, only for this command
     from pear.runs.branch import branch, parent_experiment
     backend = None
     if a.backend and a.backend != "simulated":
@@ -267,7 +272,6 @@ def _cmd_branch(a: argparse.Namespace) -> int:
         Path(a.out).mkdir(parents=True, exist_ok=True)
         backend = make_backend(a.backend, exp=exp, model=a.model, model_path=a.model_path,
                                base_urls=a.base_url, cache_path=cache)
-    from pear.runs.factory import default_workers
     s = branch(a.run_dir, a.from_round, a.methods, a.out, backend=backend,
                parent_method=a.parent_method, progress=not a.quiet,
                workers=a.workers or default_workers(a.backend or "simulated"))
@@ -380,6 +384,7 @@ def _run_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_launch(a: argparse.Namespace) -> int:
+    # start-up: only this command loads it (`pear --help` stays fast)
     from pear.runs import launch as L
     from pear.runs.grid import MODEL_BACKENDS
     if a.launch_command in ("status", "merge"):
@@ -406,6 +411,7 @@ def _cmd_launch(a: argparse.Namespace) -> int:
                          throughput=a.throughput, gpus_per_node=a.gpus_per_node)
     L.check_same_grid(spec)
     if a.then_paper:
+        # start-up: only this command loads it (`pear --help` stays fast)
         from pear.runs.launch.spec import paper_command
         paper = paper_command(spec)  # refused before anything is written
     if a.launch_command == "slurm" and not a.dry_run:  # the whole launch, or nothing
@@ -413,6 +419,7 @@ def _cmd_launch(a: argparse.Namespace) -> int:
                                   throttle=a.throttle, sbatch_args=a.sbatch_arg,
                                   then_paper=a.then_paper), a.partition)
     L.write_launch(spec)
+    # start-up: only this command loads it (`pear --help` stays fast)
     from pear.runs.launch.finish import describe
     print("\n".join(describe(arr) for arr in spec.arrays))
     if a.launch_command == "local":

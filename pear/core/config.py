@@ -16,18 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
 from pear.core.hashing import config_digest
+from pear.core.stopping import parse_stop
 
-__all__ = [
-    "DebateConfig",
-    "RouterConfig",
-    "config_hash",
-    "CONFIDENCE_MIN",
-    "CONFIDENCE_MAX",
-    "ROLES",
-    "ROLE_CONFIDENCE",
-    "roles_for",
-    "identity_dict",
-]
+__all__ = ["DebateConfig", "RouterConfig", "config_hash", "CONFIDENCE_MIN", "CONFIDENCE_MAX",
+           "ROLES", "ROLE_CONFIDENCE", "roles_for", "identity_dict"]
 
 CONFIDENCE_MIN = 1  # paper: integer confidence scale 1..5
 CONFIDENCE_MAX = 5  # paper
@@ -78,7 +70,7 @@ class DebateConfig:
     (an all-honest tuple is stored as ``()``).  Build it from ``AGENT=ROLE`` assignments with
     :func:`roles_for`."""
     agent_models: tuple[str, ...] = field(default=(), metadata=_OMIT_DEFAULT)  # paper: one model
-    """One model name per agent (a mixed population); ``()`` = every agent is the engine's
+    """One model name per agent (a mixed-model panel); ``()`` = every agent is the engine's
     one model."""
 
     def __post_init__(self) -> None:
@@ -94,7 +86,6 @@ class DebateConfig:
                "temperature", self.temperature, "use a value in [0, 2]")
         _check(self.prompt_style in ("paper", "compact"), "prompt_style", self.prompt_style,
                "use 'paper' (the study's templates) or 'compact' (tiny CPU models)")
-        from pear.core.stopping import parse_stop
         parse_stop(self.stop)
         object.__setattr__(self, "roles", tuple(self.roles))
         object.__setattr__(self, "agent_models", tuple(self.agent_models))

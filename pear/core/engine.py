@@ -9,34 +9,29 @@ answer, CoT-SC = vote of the n initial answers), so comparisons between methods 
 A debate whose request fails for good is dropped (no record), so a later run resumes it.
 
 Extensions the study leaves open (``DebateConfig``; the defaults are the study's protocol):
-
-* ``stop``: a debate that meets its stop rule after a round leaves the lockstep batch at once
-  and its record is yielded (``rounds`` = rounds run, ``stop_reason``; see
-  :mod:`pear.core.stopping`);
-* ``roles``: a non-honest agent gets its role's system-prompt addition
-  (:func:`pear.core.prompts.with_role`; the adversary is told the gold answer, recorded in
-  ``gold_shown_to``), ``Request.meta["role"]`` (the simulated backend's behaviour), and the
-  role's confidence is enforced on what it states (:data:`pear.core.config.ROLE_CONFIDENCE`);
-* ``agent_models``: agents are different models; every phase makes one ``generate`` call per
-  distinct backend (requests partitioned by agent model, completions merged back in order).
-
-Every agent entry of a record carries its ``role`` and ``model``.
+``stop`` (a debate that meets its stop rule leaves the lockstep batch at once:
+:mod:`pear.core.stopping`), ``roles`` (a non-honest agent gets its role's system-prompt
+addition, :func:`pear.core.prompts.with_role`, and ``Request.meta["role"]``; the adversary is
+told the gold answer, recorded in ``gold_shown_to``; :data:`pear.core.config.ROLE_CONFIDENCE`
+is enforced on what it states) and ``agent_models`` (a mixed-model panel: one ``generate``
+call per distinct backend each phase).  Every agent entry carries its ``role`` and ``model``.
 """
 from __future__ import annotations
 
 import json
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from operator import attrgetter
+from types import SimpleNamespace
 from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
 import numpy as np
 
 from pear.core import parsing, prompts
 from pear.core.backend import Backend, Completion, Request
-from pear.core.hashing import branch_debate_id, debate_id, debate_seed, derive_seed, round_seed
+from pear.core.hashing import branch_debate_id, debate_id, debate_seed, request_seed, round_seed
 from pear.core import methods
 from pear.core.config import ROLE_CONFIDENCE, DebateConfig, config_hash
 from pear.core.methods import Method
@@ -51,30 +46,25 @@ __all__ = ["Job", "Engine", "Critique", "IdentityTask", "TaskLike", "copied_call
 
 
 class TaskLike(Protocol):
-    def canonical(self, text: str) -> str: ...
-    def buckets(self, canonicals: Sequence[str]) -> list[str]: ...
-    def grade(self, prediction: str, question: Any) -> bool: ...
+    """A dataset's grading as the engine asks it (:meth:`pear.tasks.grading.Task.judge_many`):
+    per ``(answers, question)`` of one phase, each answer's ``classes`` and ``correct``."""
+
+    def judge_many(self, batch: Sequence[tuple[Sequence[str], Any]]) -> Sequence[Any]: ...
 
 
 class IdentityTask:
-    """Canonicalisation by stripping whitespace; equality of strings; gold = ``question.gold``.
-    For tests and custom tasks; the benchmarks use :func:`pear.tasks.grading.get`."""
+    """Classes = answers stripped of whitespace; correct = equal to ``question.gold``.  For
+    tests and custom tasks; the benchmarks use :func:`pear.tasks.grading.get`."""
 
-    def canonical(self, text: str) -> str:
-        return (text or "").strip()
-
-    def buckets(self, canonicals: Sequence[str]) -> list[str]:
-        return list(canonicals)
-
-    def grade(self, prediction: str, question: Any) -> bool:
-        c = self.canonical(prediction)
-        return bool(c) and c == question.gold
+    def judge_many(self, batch: Sequence[tuple[Sequence[str], Any]]) -> list[Any]:
+        classes = [tuple((a or "").strip() for a in answers) for answers, _ in batch]
+        return [SimpleNamespace(classes=c, correct=tuple(bool(x) and x == q.gold for x in c))
+                for c, (_, q) in zip(classes, batch)]
 
 
 @dataclass(frozen=True)
 class Job:
-    """One debate to run: a question (``id``, ``dataset``, ``task``, ``gold``), a method
-    (:func:`pear.core.methods.method`), a seed."""
+    """One debate to run: a question (``id``, ``dataset``, ``gold``), a method, a seed."""
 
     question: Any
     method: Method
@@ -83,17 +73,15 @@ class Job:
 
 def debate_rounds(job: Job, rounds: int, first: int = 0) -> int:
     """Debate-rounds ``job`` takes from round ``first`` on (round 0 = the initial answers) in
-    a protocol of ``rounds`` rounds: the unit of progress, which moves while debates advance
-    in lockstep and finish together."""
+    a protocol of ``rounds`` rounds: the unit of progress."""
     return rounds + 1 - first if job.method.is_debate else int(first == 0)
 
 
 def call_budget(jobs: Sequence[Job], debate: DebateConfig, first: int = 0) -> int:
     """The most model calls ``jobs`` take under protocol ``debate`` from round ``first`` on:
-    in round 0 one per initial answer of each (seed, question), shared by its methods as
-    :meth:`Engine.run` asks them; in every debate round two per agent at most (one critique
-    request per agent with out-edges, one revision each).  What a run does not need of it
-    the engine counts in ``calls_unneeded``, so that progress in calls ends at its total."""
+    one per initial answer of each (seed, question), shared by its methods; two per agent in
+    every debate round (:func:`round_calls`).  What a run does not need of it the engine
+    counts in ``calls_unneeded``, so that progress in calls ends at its total."""
     calls = 0
     if first == 0:
         initial: dict[tuple, int] = {}
@@ -226,14 +214,10 @@ class _Debate:
 
 
 class Engine:
-    """Runs debates for one population of agents: one model through one backend, or (with
-    ``DebateConfig.agent_models``) one backend per agent model, given as a mapping
-    ``{model name: backend}``.
-
-    The main flow comes first: :meth:`run` (round 0, then the debate rounds in lockstep),
-    :meth:`_round` (the paper's round: route, critique, revise, update influence) and its
-    steps, then how a round closes and a record is written; the plumbing (identity,
-    progress, backend calls, requests, agents from parsed replies, branching) follows."""
+    """Runs debates for one panel of agents: one model through one backend, or (with
+    ``DebateConfig.agent_models``, a mixed-model panel) one backend per agent model, given as
+    a mapping ``{model name: backend}``.  The main flow (:meth:`run`, :meth:`_round` and its
+    steps, closing a round) comes first, the plumbing after it."""
 
     def __init__(self, backend: Backend | Mapping[str, Backend],
                  debate: DebateConfig = DebateConfig(), *,
@@ -248,7 +232,7 @@ class Engine:
         """The model identity of every agent (agent 1 first)."""
         ids = self.agent_model_ids
         self.model = model or (ids[0] if len(set(ids)) == 1 else "+".join(ids))
-        """The population's identity: the model id, or the agents' ids joined by ``+``."""
+        """The panel's identity: the model id, or the agents' ids joined by ``+``."""
         self.backend_name = "+".join(dict.fromkeys(b.name for b in self.agent_backends))
         self.generate_calls = 0
         self.requests = 0
@@ -281,23 +265,24 @@ class Engine:
             if d.job.method.is_debate and not self._stops(d, 0):
                 debates.append(d)
             else:
-                self.calls_unneeded += round_calls(self.debate, d.job, 1)
-                self._progress(rounds=self.steps(d.job, 1))
+                self._progress(rounds=self.steps(d.job, 1),
+                               unneeded=round_calls(self.debate, d.job, 1))
                 yield self._record(d)
         yield from self._rounds(debates, 1)
 
     def branch(self, starts: Sequence[tuple[Job, Mapping[str, Any]]],
                from_round: int) -> Iterator[dict[str, Any]]:
         """Counterfactual branches: for each ``(job, parent record)``, continue the parent's
-        debate from its recorded state after round ``from_round`` (answers, confidences,
-        reasoning, influence) under ``job``'s method; rounds 0..``from_round`` are copied,
-        never re-asked.  Each later round draws from the generator a full run of ``job`` has
-        in that round (:func:`pear.core.hashing.round_seed`: nothing is replayed) and its
-        requests get the seeds of a full run, so a branch under the parent's own method
-        reproduces the parent's later rounds.  Records carry ``branched_from``;
-        their tokens and calls are what the branch spent."""
+        debate from its recorded state after round ``from_round`` under ``job``'s method;
+        rounds 0..``from_round`` are copied, never re-asked.  Later rounds draw from the
+        generators and request seeds a full run of ``job`` has (nothing is replayed), so a
+        branch under the parent's own method reproduces the parent's later rounds.  Records
+        carry ``branched_from``; their tokens and calls are the branch's own."""
+        if not (rounds := self.debate.rounds) > from_round >= 0:
+            raise ValueError(f"invalid from_round={from_round!r}: the debate has {rounds} "
+                             f"rounds; branch after round 0..{rounds - 1}")
         debates = [self._from_record(job, parent, from_round) for job, parent in starts]
-        yield from self._rounds(debates, from_round + 1)
+        return self._rounds(debates, from_round + 1)
 
     def _round_zero(self, jobs: Sequence[Job]) -> list[_Debate]:
         """Initial answers: one request per (seed, question, agent) needed, shared by every
@@ -316,7 +301,7 @@ class Engine:
                 meta = {"phase": "initial", "round": 0, "agent": i, "dataset": dataset,
                         "question_id": qid, **_question_meta(q)}
                 reqs.append(self._request(q, prompts.initial_messages(q, i, self.style), "initial",
-                                          derive_seed(seed, "round0", dataset, qid, i, "initial"),
+                                          request_seed(seed, "", dataset, qid, i, 0, "initial"),
                                           meta))
                 owners.append(key)
         round0: dict[tuple, list[Completion]] = defaultdict(list)
@@ -337,8 +322,8 @@ class Engine:
                 ident = self.identity(job)
                 if error:
                     self.failed.append((ident["debate_id"], error))
-                    self.calls_unneeded += round_calls(self.debate, job, 1)
-                    self._progress(rounds=self.steps(job))
+                    self._progress(rounds=self.steps(job),
+                                   unneeded=round_calls(self.debate, job, 1))
                     continue
                 k = methods.initial_agents(job.method, n)
                 d = _Debate(job, ident, debate_seed(job.seed, job.method.name, q.dataset, q.id),
@@ -370,32 +355,30 @@ class Engine:
                 else:
                     going.append(d)
                     continue
-                self.calls_unneeded += round_calls(self.debate, d.job, r + 1)
-                self._progress(rounds=self.steps(d.job, r + 1))  # the rounds it skips
+                self._progress(rounds=self.steps(d.job, r + 1),  # the rounds it skips
+                               unneeded=round_calls(self.debate, d.job, r + 1))
             debates = going  # stopped and failed debates leave the lockstep batch
 
     # one round, as the paper states it ---------------------------------------------
     def _round(self, debates: list[_Debate], r: int) -> None:
-        """Debate round ``r`` for every debate in flight: route (each debate's graph),
-        critique (each source reviews its targets), revise (each agent answers the critiques
-        it received and revises), update influence (from the accepted critiques); then the
-        round closes (the method's vote, the record's round entry)."""
+        """Debate round ``r`` for every debate in flight: route, critique, revise, update
+        influence; then the round closes (the method's vote, the record's round entry)."""
         for d in debates:
             d.start_round(r)
         self._progress(phase=f"round {r}: critiques")
         plans = self._route(debates, r)
         critiques = self._critique(debates, plans, r)
         self._progress(phase=f"round {r}: revisions")
-        self._revise(debates, critiques, r)
-        self._update_influence(debates, plans, critiques)
+        critiques = self._revise(debates, critiques, r)
+        self._update_influence(debates, [[(c.source, c.decision == "ACCEPT") for c in crits]
+                                         for crits in critiques])
         for d, plan, crits in zip(debates, plans, critiques):
             if not d.failed:
                 self._close(d, r, plan, crits)
 
     def _route(self, debates: list[_Debate], r: int) -> list[Decision]:
         """Each debate's graph for round ``r``: its method's router on the state after the
-        last round (:func:`pear.core.methods.route_debates`; batched routers score their
-        debates in one vectorized pass)."""
+        last round (:func:`pear.core.methods.route_debates`)."""
         k = self.debate.k
         return methods.route_debates([
             (d.job.method, RouterState(tuple(a.canonical for a in d.agents),
@@ -421,12 +404,11 @@ class Engine:
                         "own": views[s], "targets": shown, **_question_meta(q)}
                 reqs.append(self._request(
                     q, prompts.critique_messages(q, views[s], shown, self.style), "critique",
-                    derive_seed(job.seed, job.method.name, q.dataset, q.id, s, r, "critique"),
+                    request_seed(job.seed, job.method.name, q.dataset, q.id, s, r, "critique"),
                     meta, targets=targets))
                 owners.append((j, s, targets))
-        self.calls_unneeded += sum(len(d.agents) for d in debates) - len(reqs)  # no out-edges
         out: list[list[Critique]] = [[] for _ in debates]
-        for (j, s, targets), comp in zip(owners, self._generate(reqs)):
+        for (j, s, targets), comp in zip(owners, self._generate(reqs, debates)):  # no out-edges
             d = debates[j]
             if not d.charge(comp):
                 continue
@@ -442,10 +424,11 @@ class Engine:
                     parse_error=None if review else (parsed.parse_error or "missing review")))
         return out
 
-    def _revise(self, debates: list[_Debate], critiques: list[list[Critique]], r: int) -> None:
-        """Every agent answers the critiques delivered to it (ACCEPT/REJECT each, recorded on
-        the critique) and revises its answer; each debate still running gets its revised
-        agents.  A revision without an answer keeps the previous answer and confidence."""
+    def _revise(self, debates: list[_Debate], critiques: list[list[Critique]],
+                r: int) -> list[list[Critique]]:
+        """Every agent answers the critiques delivered to it and revises its answer (none:
+        it keeps its previous answer and confidence).  Returns the decisions: per debate, its
+        critiques in order, each delivered one with its target's verdict (ACCEPT/REJECT)."""
         reqs, owners = [], []
         for j, d in enumerate(debates):
             if d.failed:
@@ -465,22 +448,21 @@ class Engine:
                                       for s, c in zip(shown, received[i])], **_question_meta(q)}
                 reqs.append(self._request(
                     q, prompts.revision_messages(q, own, shown, self.style), "revision",
-                    # the seed's label predates the phase's name: seeds stay what they were
-                    derive_seed(job.seed, job.method.name, q.dataset, q.id, i, r, "update"),
+                    request_seed(job.seed, job.method.name, q.dataset, q.id, i, r, "revision"),
                     meta, sources=[c.source for c in received[i]]))
                 owners.append((j, i, received[i]))
-        self.calls_unneeded += sum(len(d.agents) for d in debates) - len(reqs)  # failed ones
         revised: dict[int, tuple[list[parsing.AnswerParse], list[bool]]] = {}
-        for (j, i, received_i), comp in zip(owners, self._generate(reqs)):
+        verdicts: dict[tuple[int, int, int], Critique] = {}
+        for (j, i, received_i), comp in zip(owners, self._generate(reqs, debates)):  # failed
             d = debates[j]
             if not d.charge(comp):
                 continue
             p = parsing.parse_revision(comp.text, [c.source for c in received_i])
-            for c in received_i:
-                c.decision = p.decisions.get(c.source)
-                c.reason = p.reasons.get(c.source, "")
-                if c.decision is None:
-                    c.parse_error = f"missing decision from agent {i + 1}"
+            miss = f"missing decision from agent {i + 1}"
+            for c in received_i:  # a delivered critique has no parse error of its own
+                verdicts[j, c.source, i] = replace(
+                    c, decision=p.decisions.get(c.source), reason=p.reasons.get(c.source, ""),
+                    parse_error=None if c.source in p.decisions else miss)
             if not p.answer:  # documented fallback: keep the previous answer and confidence
                 prev = d.agents[i]
                 p = parsing.AnswerParse(prev.answer, prev.confidence,
@@ -493,19 +475,16 @@ class Engine:
                  for j in going for parses, truncated in [revised[j]]]
         for j, agents in zip(going, self._agents_from(batch)):
             debates[j].agents = agents
+        return [[verdicts.get((j, c.source, c.target), c) for c in crits]
+                for j, crits in enumerate(critiques)]
 
-    def _update_influence(self, debates: list[_Debate], plans: list[Decision],
-                          critiques: list[list[Critique]]) -> None:
-        """The paper's influence update of every debate still running: each source's rho
-        moves toward the share of its critiques this round that their targets accepted
-        (:func:`pear.core.router.update_influence`)."""
-        for d, plan, crits in zip(debates, plans, critiques):
-            if d.failed:
-                continue
-            # a debate still running has one critique per edge, in the graph's edge order
-            d.influence = update_influence(d.influence, plan.edges,
-                                           [c.decision == "ACCEPT" for c in crits],
-                                           d.job.method.router.beta)
+    def _update_influence(self, debates: list[_Debate],
+                          decisions: list[list[tuple[int, bool]]]) -> None:
+        """The paper's influence update of every debate still running from its ``(source,
+        accepted)`` pairs, one per critique, in any order."""
+        for d, pairs in zip(debates, decisions):
+            if not d.failed:
+                d.influence = update_influence(d.influence, pairs, d.job.method.router.beta)
 
     # closing a round, writing a record ---------------------------------------------
     def _close(self, d: _Debate, r: int, plan: Decision | None,
@@ -591,9 +570,11 @@ class Engine:
         """:func:`debate_rounds` of ``job`` under this engine's protocol."""
         return debate_rounds(job, self.debate.rounds, first)
 
-    def _progress(self, phase: str | None = None, rounds: int = 0) -> None:
+    def _progress(self, phase: str | None = None, rounds: int = 0, unneeded: int = 0) -> None:
+        """The phase, debate-rounds done and calls not needed (a phase's: :meth:`_generate`)."""
         self.phase = phase if phase is not None else self.phase
         self.rounds_done += rounds
+        self.calls_unneeded += unneeded
         if self.on_progress is not None:
             self.on_progress()
 
@@ -603,9 +584,13 @@ class Engine:
         self._progress()
 
     # backend calls and requests ---------------------------------------------------
-    def _generate(self, requests: list[Request]) -> list[Completion]:
+    def _generate(self, requests: list[Request],
+                  debates: Sequence[_Debate] = ()) -> list[Completion]:
         """Complete ``requests`` (of any agents): one ``generate`` call per distinct backend,
-        each given its agents' requests in order, completions merged back in input order."""
+        each given its agents' requests in order, completions merged back in input order;
+        the one place calls are counted (with a phase's ``debates``, those it did not need)."""
+        self.calls_unneeded += sum(len(d.agents) for d in debates) - len(requests) \
+            if debates else 0
         if not requests:
             return []
         parts: dict[int, list[int]] = {}
@@ -663,31 +648,23 @@ class Engine:
     def _agents_from(self, batch: Sequence[tuple[Sequence[parsing.AnswerParse], Any,
                                                  Sequence[bool] | None]]) -> list[list[_Agent]]:
         """Per ``(parses, question, truncated)`` of ``batch`` (one phase of the debates in
-        flight), agents 0..len(parses)-1 from their parsed replies and whether each call was
-        cut at the token budget (None: none was); a role with a fixed confidence
-        (:data:`pear.core.config.ROLE_CONFIDENCE`) overrides the stated one.  Each dataset's
-        answers are judged in one call (:meth:`pear.tasks.grading.Task.judge_many`)."""
-        judged: list[tuple[Sequence[str], Sequence[bool]] | None] = [None] * len(batch)
+        flight), the agents from their parsed replies and whether each call was cut at the
+        token budget (None: none was); a role with a fixed confidence overrides the stated
+        one.  Each dataset's answers are judged in one call (``judge_many``)."""
+        judged: list[Any] = [None] * len(batch)  # per debate, its answers' judgement
         by_dataset: dict[str, list[int]] = defaultdict(list)
         for j, (_, question, _) in enumerate(batch):
             by_dataset[question.dataset].append(j)
         for dataset, idx in by_dataset.items():
-            task = self._task_for(dataset)
             items = [([p.answer or "" for p in batch[j][0]], batch[j][1]) for j in idx]
-            if hasattr(task, "judge"):  # classes and grades from one equivalence
-                for j, got in zip(idx, task.judge_many(items) if hasattr(task, "judge_many")
-                                  else [task.judge(a, q) for a, q in items]):
-                    judged[j] = (got.classes, got.correct)
-            else:
-                for j, (answers, q) in zip(idx, items):
-                    judged[j] = (task.buckets([task.canonical(a) if a else "" for a in answers]),
-                                 [bool(a) and task.grade(a, q) for a in answers])
+            for j, got in zip(idx, self._task_for(dataset).judge_many(items)):
+                judged[j] = got
         role, models = self.debate.role, self.agent_model_ids
         out = []
-        for (parses, _, truncated), (reps, correct) in zip(batch, judged):  # type: ignore[misc]
+        for (parses, _, truncated), got in zip(batch, judged):
             cut = truncated if truncated is not None else [False] * len(parses)
             agents = []
-            for i, (p, rep, ok, c) in enumerate(zip(parses, reps, correct, cut)):
+            for i, (p, rep, ok, c) in enumerate(zip(parses, got.classes, got.correct, cut)):
                 r = role(i)
                 agents.append(_Agent(i, p.answer, rep, ROLE_CONFIDENCE.get(r, p.confidence),
                                      p.reasoning, bool(p.answer) and ok, p.parse_error, c, r,

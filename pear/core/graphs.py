@@ -1,8 +1,8 @@
 """Edge sets: the base role graph, relabellings, the candidate pool, fixed topologies.
 
 Agents are 0-indexed.  An edge ``(s, t)`` means "source s critiques target t".  Edge sets are
-``int`` arrays of shape ``(m, 2)``; a candidate pool (:class:`Pool`) holds ``(M, m)`` source and target
-index arrays of M relabellings.
+``int`` arrays of shape ``(m, 2)``; a candidate pool (:class:`Pool`) holds ``(M, m)`` source and
+target index arrays of M relabellings.
 
 >>> base = base_graph(5, 2, np.random.default_rng(0))
 >>> np.bincount(base[:, 1], minlength=5).tolist()   # every role has in-degree exactly k
@@ -21,19 +21,8 @@ import numpy as np
 
 from pear.core.hashing import base_graph_seed
 
-__all__ = [
-    "base_graph",
-    "debate_base_graph",
-    "subsample",
-    "relabel",
-    "to_adjacency",
-    "to_edges",
-    "candidate_pool",
-    "Pool",
-    "distinct_relabellings",
-    "fixed_topology",
-    "TOPOLOGIES",
-]
+__all__ = ["base_graph", "debate_base_graph", "subsample", "candidate_pool", "Pool",
+           "distinct_relabellings", "fixed_topology", "TOPOLOGIES"]
 
 TOPOLOGIES = ("clique", "star", "chain", "ring")
 ENUMERATE_MAX_N = 8  # our choice: enumerate all n! relabellings up to n = 8 (40,320)
@@ -82,26 +71,6 @@ def _sorted(edges: np.ndarray) -> np.ndarray:
     return edges[np.lexsort((edges[:, 1], edges[:, 0]))] if len(edges) else edges
 
 
-def relabel(edges: np.ndarray, perm: np.ndarray) -> np.ndarray:
-    """Relabel roles by the permutation ``perm``: edge ``(s, t)`` becomes ``(perm[s], perm[t])``."""
-    perm = np.asarray(perm)
-    return _sorted(perm[np.asarray(edges)])
-
-
-def to_adjacency(edges: np.ndarray, n: int) -> np.ndarray:
-    """Boolean ``(n, n)`` adjacency matrix of an edge set."""
-    adj = np.zeros((n, n), dtype=bool)
-    e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
-    adj[e[:, 0], e[:, 1]] = True
-    return adj
-
-
-def to_edges(adj: np.ndarray) -> np.ndarray:
-    """Sorted ``(m, 2)`` edge array of a boolean adjacency matrix."""
-    s, t = np.nonzero(adj)
-    return np.stack([s, t], axis=1).astype(np.int64)
-
-
 @dataclass(frozen=True)
 class Pool:
     """A candidate pool: ``M`` relabellings of one base graph as ``(M, m)`` source and target
@@ -113,17 +82,6 @@ class Pool:
 
     def __len__(self) -> int:
         return len(self.src)
-
-    @property
-    def adjacency(self) -> np.ndarray:
-        """Boolean ``(M, n, n)`` adjacency tensor."""
-        adj = np.zeros((len(self), self.n, self.n), dtype=bool)
-        adj[np.arange(len(self))[:, None], self.src, self.tgt] = True
-        return adj
-
-    def edges(self, i: int) -> np.ndarray:
-        """Sorted ``(m, 2)`` edge array of candidate ``i``."""
-        return _sorted(np.stack([self.src[i], self.tgt[i]], axis=1))
 
     def take(self, index: np.ndarray) -> "Pool":
         return Pool(self.src[index], self.tgt[index], self.n)

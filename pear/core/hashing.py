@@ -14,8 +14,9 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Mapping
 
-__all__ = ["hex_id", "int_seed", "derive_seed", "debate_seed", "round_seed", "base_graph_seed",
-           "debate_id", "branch_debate_id", "config_digest", "stable_seed", "file_sha256"]
+__all__ = ["hex_id", "int_seed", "derive_seed", "request_seed", "debate_seed", "round_seed",
+           "base_graph_seed", "debate_id", "branch_debate_id", "config_digest", "stable_seed",
+           "file_sha256"]
 
 
 def _digest(parts: tuple[object, ...], sep: str) -> bytes:
@@ -43,6 +44,22 @@ def derive_seed(*parts: Any) -> int:
     """A 31-bit seed from any parts: per-request sampling seeds (run seed, method, question,
     agent, round, phase) and each debate's own generator."""
     return int_seed(*parts, nbytes=4, bits=31)
+
+
+def request_seed(seed: int, method: str, dataset: str, question_id: str, agent: int,
+                 round_: int, phase: str) -> int:
+    """The sampling seed of one model call: run seed, question, agent, round and phase
+    (``initial``, ``critique`` or ``revision``).  Round 0 is shared by a question's methods,
+    so its seed leaves the method out; the revision's label predates the phase's name
+    (``update``): seeds stay what they were.
+
+    >>> [request_seed(0, m, "gsm8k", "q1", 2, 0, "initial") for m in ("pear", "cot")]
+    [351798682, 351798682]
+    """
+    if phase == "initial":
+        return derive_seed(seed, "round0", dataset, question_id, agent, "initial")
+    label = {"critique": "critique", "revision": "update"}[phase]
+    return derive_seed(seed, method, dataset, question_id, agent, round_, label)
 
 
 def debate_seed(seed: int, method: str, dataset: str, question_id: str) -> int:

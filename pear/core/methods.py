@@ -3,10 +3,8 @@ votes with them (public as :mod:`pear.methods`, which adds plug-in registration 
 
 A **router** is a function ``route(state, rng) -> edges``:
 
-* ``state`` (:class:`~pear.core.router.RouterState`) is what the router may see after a round:
-  per-agent canonical answer class, confidence 1..5 and influence rho, the debate's base role
-  graph, the round being routed, n and k (and the run's PEAR settings, which other routers may
-  ignore);
+* ``state`` (:class:`~pear.core.router.RouterState`) is what the router may see after a round
+  (answer classes, confidences, influence, the base role graph, the round, n and k);
 * ``rng`` is the debate's generator for that round (the only source of randomness a router
   may use);
 * ``edges`` is an int array of shape (m, 2), one ``(source, target)`` row per critique, agents
@@ -26,6 +24,7 @@ any of them.  Looking a name up never imports anything: plug-ins are loaded expl
 """
 from __future__ import annotations
 
+import inspect
 import re
 from dataclasses import dataclass, field, replace
 from functools import partial
@@ -43,18 +42,13 @@ __all__ = [
     "Method", "RouterState", "Decision", "lookup", "method", "names", "add", "remove",
     "check_edges", "route_debates", "aggregate", "call_route", "initial_agents", "pear_route",
     "pear_route_batch",
-    "sc_k", "is_self_consistency", "SC_SIZES", "SC_MAX", "keeping",
+    "sc_k", "is_self_consistency", "SC_MAX", "keeping",
     "METHODS", "DEBATE_METHODS", "ROUTED_METHODS", "ABLATIONS", "FIXED_TOPOLOGIES",
 ]
 
 Graphs = Literal["fixed", "relabelling", "free"]
 SC_MAX = 64
 """The largest K of self-consistency ``sc@K``."""
-SC_SIZES = (10, 20, 40, 64)
-"""The ``sc@K`` the ``paper`` and ``sim`` presets add to the study's methods (equal-compute
-self-consistency; ``sc@5`` is the study's CoT-SC at n = 5).  64 reaches past a debate's cost
-(the study quotes 32.3k tokens for PEAR, about 52 CoT answers), so the comparison at a
-debate's tokens interpolates instead of holding the last K (our choice)."""
 _SC = re.compile(r"sc@([1-9][0-9]?)")
 
 
@@ -99,6 +93,9 @@ class Method:
     module: str = ""
     version: str = ""
     description: str = ""
+    label: str = ""
+    """A plug-in's display name, as given at registration ("": its name).  Readers ask
+    :func:`pear.catalog.labels.method_label`, which holds the study's own labels."""
 
     @property
     def study(self) -> bool:
@@ -271,7 +268,6 @@ _ACCEPTS: dict[Any, frozenset[str] | None] = {}
 def _accepts(fn: Callable[..., Any] | None) -> frozenset[str] | None:
     if fn is None:
         return frozenset()
-    import inspect
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):

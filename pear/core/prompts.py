@@ -27,26 +27,15 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
 
-__all__ = [
-    "PromptStyle",
-    "STYLES",
-    "TEMPLATES_FILE",
-    "ASSESSMENTS",
-    "templates",
-    "render",
-    "problem_block",
-    "initial_messages",
-    "critique_messages",
-    "revision_messages",
-    "schema_for",
-    "ROLE_TEXTS",
-    "with_role",
-]
+from pear.paths import TEMPLATES_FILE  # package data: pear/core/templates/prompts.md
+
+__all__ = ["PromptStyle", "STYLES", "TEMPLATES_FILE", "ASSESSMENTS", "templates", "render",
+           "problem_block", "initial_messages", "critique_messages", "revision_messages",
+           "schema_for", "ROLE_TEXTS", "with_role"]
 
 PromptStyle = Literal["paper", "compact"]
 STYLES = ("paper", "compact")
 ASSESSMENTS = ("Strong", "Acceptable", "Flawed")  # paper: the critique's assessment values
-from pear.paths import TEMPLATES_FILE  # noqa: E402 - package data: pear/core/templates/
 
 _SECTIONS = {  # heading of the templates file -> template name
     "Agent System Instruction": "system",

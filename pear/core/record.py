@@ -5,7 +5,7 @@
 the store (:mod:`pear.store.records`) appends and reads it, the validator decodes against it and
 the columnar view (:mod:`pear.store.columns`) derives its Arrow tables from it (a test holds the
 two equal).  Fields added after schema 1 was first written are optional (``total=False`` parts);
-:func:`with_defaults` fills them for records that predate them.
+the store fills them for records that predate them (:func:`pear.store.records.with_defaults`).
 
 ``cot`` records hold agent 0 only; ``cot_sc`` records hold the n initial answers; both have a
 single round (round 0).  A critique whose source produced no usable review is recorded with
@@ -22,9 +22,9 @@ from typing import Any, Literal, Optional, TypedDict
 
 __all__ = [
     "SCHEMA_VERSION", "TIMING_FIELDS", "IDENTITY", "Tokens", "RouterEntry", "AgentEntry",
-    "CritiqueEntry", "RoundEntry", "PluginEntry", "BranchEntry", "ImportEntry", "DebateRecord",
+    "CritiqueEntry", "RoundEntry", "PluginEntry", "BranchEntry", "DebateRecord",
     "PromptStyle", "Assessment",
-    "with_defaults", "missing_fields", "keys", "in_schema_order", "AGENT_KEYS", "CRITIQUE_KEYS",
+    "keys", "in_schema_order", "AGENT_KEYS", "CRITIQUE_KEYS",
     "ROUTER_KEYS", "ROUND_KEYS", "RECORD_KEYS",
 ]
 
@@ -83,25 +83,6 @@ class BranchEntry(TypedDict):
     calls_copied: int
 
 
-class ImportEntry(TypedDict):
-    """Where an imported debate came from (:mod:`pear.store.importing`): another framework's
-    record file, the entry in it, and what our benchmarks say of its question."""
-
-    # The reader that read it (du | dylan | ...).
-    format: str
-    # The file's name and the entry's key in it (the question text, shortened).
-    file: str
-    entry: str
-    # Whether the question was found in our benchmark by its text (id and gold are then ours).
-    matched: bool
-    # The gold answer as the file gives it.
-    file_gold: str
-    # Whether the file's gold is our benchmark's gold for our grader (None: not matched).
-    gold_agrees: Optional[bool]
-    # Other fields the file gives per debate (DyLAN: level, subject).
-    extra: dict[str, Any]
-
-
 class _AgentRequired(TypedDict):
     # 0-indexed agent.
     agent: int
@@ -125,7 +106,7 @@ class AgentEntry(_AgentRequired, total=False):
     # honest | adversarial | overconfident | underconfident (pear.core.config); absent in older
     # records.
     role: str
-    # The model that answered for this agent (mixed populations); absent in older records.
+    # The model that answered for this agent (mixed-model panels); absent in older records.
     model: str
 
 
@@ -223,11 +204,11 @@ class DebateRecord(_RecordRequired, total=False):
     # A counterfactual branch's parent (pear branch); absent for debates run whole.  Its
     # tokens and calls are the branch's own.
     branched_from: BranchEntry
-    # Where an imported debate came from (pear import); absent for debates run here.
-    imported: ImportEntry
+    # Where an imported debate came from (pear import; its parts are the import's:
+    # pear.store.importing.ImportEntry); absent for debates run here.
+    imported: dict[str, Any]
 
 
-_CRITIQUE_TEXTS = ("step_loc", "correction", "assessment", "reason")
 _OLDER_CRITIQUE_TEXTS = ("critique", "recommended_answer")
 
 
@@ -270,34 +251,3 @@ def in_schema_order(order: tuple[str, ...], values: dict[str, Any]) -> dict[str,
         extra = next(k for k in values if k not in out)
         raise ValueError(f"field {extra!r} is not in the record schema ({', '.join(order)})")
     return out
-
-
-def with_defaults(record: dict[str, Any]) -> dict[str, Any]:
-    """``record`` with the fields later schema revisions added filled in where absent
-    (in place; returned for chaining): ``prompt_style`` and ``truncated_calls`` None
-    (unknown), agents' ``truncated`` False, critiques' ``step_loc``, ``correction``,
-    ``assessment``, ``reason`` "" (older critiques keep ``critique`` and
-    ``recommended_answer``).
-
-    >>> r = with_defaults({"rounds_data": [{"agents": [{}], "critiques": [{}]}]})
-    >>> r["truncated_calls"], r["rounds_data"][0]["agents"][0]["truncated"]
-    (None, False)
-    """
-    record.setdefault("prompt_style", None)
-    record.setdefault("truncated_calls", None)
-    for rd in record.get("rounds_data", ()):
-        for a in rd.get("agents", ()):
-            a.setdefault("truncated", False)
-        for c in rd.get("critiques", ()):
-            for key in _CRITIQUE_TEXTS:
-                c.setdefault(key, "")
-    return record
-
-
-def missing_fields(record: dict[str, Any]) -> list[str]:
-    """The required top-level fields ``record`` lacks (sorted; [] for a valid record).
-
-    >>> missing_fields({"debate_id": "x"})[:3]
-    ['backend', 'calls', 'config_hash']
-    """
-    return sorted(DebateRecord.__required_keys__ - record.keys())

@@ -19,7 +19,7 @@ relabels the scores and the choice distribution.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping, NamedTuple, Sequence
+from typing import Any, Iterable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -27,18 +27,8 @@ from pear.core.config import RouterConfig
 from pear.core.graphs import Pool, candidate_pool, subsample
 from pear.core.record import ROUTER_KEYS, in_schema_order
 
-__all__ = [
-    "Terms",
-    "RouterState",
-    "Decision",
-    "score",
-    "score_pool",
-    "selection_probabilities",
-    "route",
-    "route_batch",
-    "RouteItem",
-    "update_influence",
-]
+__all__ = ["Terms", "RouterState", "Decision", "score", "score_pool", "selection_probabilities",
+           "route", "route_batch", "RouteItem", "update_influence"]
 
 
 @dataclass(frozen=True)
@@ -229,22 +219,11 @@ def _single(pool: Pool, answers: Sequence[str], confidences: Sequence[int],
     return _Group.stack([(answers, confidences, influence)], [cfg], [pool], m)
 
 
-def score_pool(pool: Pool | np.ndarray, answers: Sequence[str], confidences: Sequence[int],
-               influence: Sequence[float], cfg: RouterConfig, m: int | None = None) -> Terms:
-    """Scores of every candidate of ``pool``; the fields are ``(M,)`` arrays.
-
-    ``pool`` is a :class:`~pear.core.graphs.Pool` or a boolean ``(M, n, n)`` adjacency tensor
-    whose candidates all have m edges (true of relabellings: m = n k; ``m`` defaults to it).
-    """
-    if not isinstance(pool, Pool):
-        adj = np.asarray(pool, dtype=bool)
-        cand, s, t = np.nonzero(adj)
-        per = len(cand) // len(adj)
-        if per * len(adj) != len(cand):
-            raise ValueError("every candidate of a pool must have the same number of edges")
-        pool = Pool(s.reshape(len(adj), per), t.reshape(len(adj), per), adj.shape[1])
-    m = pool.src.shape[1] if m is None else m
-    return _terms(_single(pool, answers, confidences, influence, cfg, m))
+def score_pool(pool: Pool, answers: Sequence[str], confidences: Sequence[int],
+               influence: Sequence[float], cfg: RouterConfig) -> Terms:
+    """Scores of every candidate of ``pool`` (its candidates all have m edges, m = n k for
+    relabellings); the fields are ``(M,)`` arrays."""
+    return _terms(_single(pool, answers, confidences, influence, cfg, pool.src.shape[1]))
 
 
 def score(edges, answers: Sequence[str], confidences: Sequence[int],
@@ -358,19 +337,23 @@ def _choose(g: _Group, terms: Terms, tau: np.ndarray, u: np.ndarray) -> list[Dec
             for d, j in enumerate(pick)]
 
 
-def update_influence(influence: Sequence[float], edges: np.ndarray, accepted: Sequence[bool],
+def update_influence(influence: Sequence[float], decisions: Iterable[tuple[int, bool]],
                      beta: float) -> np.ndarray:
     """rho_s <- beta rho_s + (1 - beta) a_s with a_s = accepted critiques of s / max(1, d_out(s)).
 
-    ``accepted[i]`` says whether the critique on ``edges[i]`` was accepted.
+    ``decisions`` holds one ``(source, accepted)`` pair per critique sent, in any order: only
+    the counts per source enter (integers, so the result does not depend on the order).
 
-    >>> update_influence([0.0, 0.0], np.array([[0, 1]]), [True], 0.5).tolist()
+    >>> update_influence([0.0, 0.0], [(0, True)], 0.5).tolist()
     [0.5, 0.0]
+    >>> update_influence([0.2, 0.0], [(1, False), (0, True), (0, False)], 0.5).tolist()
+    [0.35, 0.0]
     """
     rho = np.asarray(influence, dtype=float)
-    e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
     n = len(rho)
-    d_out = np.bincount(e[:, 0], minlength=n)
-    acc = np.bincount(e[:, 0], weights=np.asarray(accepted, dtype=float), minlength=n)
-    a = acc / np.maximum(1, d_out)
-    return beta * rho + (1 - beta) * a
+    sent = np.zeros(n, dtype=np.int64)
+    kept = np.zeros(n, dtype=np.int64)
+    for source, accepted in decisions:
+        sent[source] += 1
+        kept[source] += bool(accepted)
+    return beta * rho + (1 - beta) * (kept / np.maximum(1, sent))

@@ -1,4 +1,4 @@
-"""Early stopping of debates (``DebateConfig.stop``) and the carry-forward rule for analyses.
+"""Early stopping of debates (``DebateConfig.stop``).
 
 The study runs every debate for R rounds (``none``, the default).  Two rules end a debate
 sooner; the engine checks them after round 0 (the initial answers) and after every round:
@@ -13,10 +13,9 @@ record says ``rounds`` (rounds actually run), ``max_rounds`` (R; 0 for CoT and C
 ``stop_reason`` (``consensus``, ``stable``, ``max_rounds`` when it ran all R rounds; ``None``
 for CoT and CoT-SC, which have no rounds).
 
-Round-wise analyses carry the last round forward for stopped debates (:func:`padded_rounds`),
-so that a curve over rounds 0..R averages the same debates at every round; the vote of a
-stopped debate is final.  Transition diagnostics (W2R, R2W) should use the rounds actually run
-only: a carried round has no transitions and would dilute them.
+Round-wise analyses carry a stopped debate's last round forward
+(:func:`pear.analysis.metrics.round_accuracy`), so that a curve over rounds 0..R averages the
+same debates at every round; W2R and R2W count only the rounds that ran.
 
 >>> parse_stop("stable:2")
 StopRule(kind='stable', k=2)
@@ -25,12 +24,9 @@ StopRule(kind='stable', k=2)
 """
 from __future__ import annotations
 
-from typing import Any, Literal, Mapping, NamedTuple, Sequence
+from typing import Literal, NamedTuple, Sequence
 
-__all__ = ["StopRule", "STOP_RULES", "parse_stop", "stop_reason", "padded_rounds"]
-
-STOP_RULES = ("none", "consensus", "stable:K")
-"""The accepted spellings of ``DebateConfig.stop``."""
+__all__ = ["StopRule", "parse_stop", "stop_reason"]
 
 
 class StopRule(NamedTuple):
@@ -77,23 +73,3 @@ def stop_reason(rule: StopRule, *, votes: Sequence[str], answers: Sequence[str],
         return "stable"
     return None
 
-
-def padded_rounds(rounds_data: Sequence[Mapping[str, Any]], rounds: int) -> list[dict[str, Any]]:
-    """Rounds 0..``rounds`` of a record: the rounds that ran, then the last one carried
-    forward (same agents, vote and influence; no edges or critiques; ``carried: True``).
-
-    What round-wise metrics (accuracy per round) should read for debates that stopped early:
-    ``padded_rounds(record["rounds_data"], record["max_rounds"])``.
-
-    >>> rd = [{"round": 0, "vote": "4", "vote_correct": True, "edges": [], "critiques": []}]
-    >>> [(x["round"], x["vote"], x["carried"]) for x in padded_rounds(rd, 2)]
-    [(0, '4', False), (1, '4', True), (2, '4', True)]
-    """
-    if not rounds_data:
-        raise ValueError("a record has at least round 0")
-    out = [{**rd, "carried": False} for rd in rounds_data[: rounds + 1]]
-    last = rounds_data[-1]
-    for r in range(len(out), rounds + 1):
-        out.append({**last, "round": r, "edges": [], "critiques": [], "router": None,
-                    "carried": True})
-    return out

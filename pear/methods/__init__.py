@@ -24,12 +24,12 @@ from __future__ import annotations
 from pear.core.methods import (Decision, Method, RouterState, aggregate, call_route,
                                check_edges, initial_agents, is_self_consistency, method,
                                pear_route, route_debates, sc_k)
-from pear.methods.registry import (ENTRY_POINT_GROUP, PLUGINS_ENV, label, load_plugins, names,
+from pear.methods.registry import (ENTRY_POINT_GROUP, PLUGINS_ENV, load_plugins, names,
                                    plugin_names, register, spec, unregister)
 from pear.methods import dar, group, reconcile, static  # noqa: F401 - each registers itself
 
 __all__ = [
-    "Method", "RouterState", "Decision", "register", "unregister", "spec", "names", "label",
+    "Method", "RouterState", "Decision", "register", "unregister", "spec", "names",
     "method", "plugin_names", "load_plugins", "check_edges", "call_route", "route_debates",
     "aggregate", "initial_agents", "pear_route", "ENTRY_POINT_GROUP", "PLUGINS_ENV",
     "RELATED_WORK", "is_self_consistency", "sc_k",

@@ -21,7 +21,7 @@ from pear.core.config import RouterConfig
 from pear.core.methods import FIXED_TOPOLOGIES, Graphs, Method, accepts
 
 __all__ = ["register", "unregister", "load_plugins", "spec", "names", "plugin_names",
-           "label", "ENTRY_POINT_GROUP", "PLUGINS_ENV"]
+           "ENTRY_POINT_GROUP", "PLUGINS_ENV"]
 
 ENTRY_POINT_GROUP = "pear.methods"
 """Entry-point group of outside plug-in packages: each entry names a module that registers."""
@@ -29,7 +29,6 @@ PLUGINS_ENV = "PEAR_PLUGINS"
 """Environment variable: comma-separated plug-in modules to import (``--plugin`` sets it)."""
 
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,39}")
-_LABELS: dict[str, str] = {}  # a plug-in's display name, given at registration
 _LOADING: list[tuple[str, str, str]] = []  # (origin, module, version) while a plug-in loads
 _LOADED: set[str] = set()
 
@@ -129,7 +128,8 @@ def register(name: str, route: Callable[..., Any] | None, *,
     answer (None: majority vote, ties broken with ``rng``).  ``params`` are JSON-plain values;
     they enter the config hash and the records.  ``in_degree`` and ``equivariant`` declare what
     :func:`pear.testing.check_router` holds the router to.  ``module`` (default: the module
-    defining the aggregate or route) is the provenance records carry.  Registering a name
+    defining the aggregate or route) is the provenance records carry; ``label`` its display
+    name in tables (:func:`pear.catalog.labels.method_label`).  Registering a name
     again from the same module replaces it (a re-run notebook cell); the study's names are
     never replaced.
     """
@@ -152,24 +152,15 @@ def register(name: str, route: Callable[..., Any] | None, *,
         if not any(t is None or key in t for t in takers):
             raise ValueError(f"invalid parameter {key!r} of method {name!r}: neither its route "
                              "nor its aggregate takes it as a keyword argument")
-    if label:
-        _LABELS[name] = str(label)
-    else:
-        _LABELS.pop(name, None)
     return table.add(Method(name, route, aggregate, values, agents, graphs, in_degree,
                             bool(equivariant), derive, origin=origin, module=module,
-                            version=version, description=str(description)))
+                            version=version, description=str(description),
+                            label=str(label or "")))
 
 
 def unregister(name: str) -> None:
     """Remove a plug-in method (the study's methods stay)."""
     table.remove(name)
-    _LABELS.pop(name, None)
-
-
-def label(name: str) -> str:
-    """A plug-in's display name as registered (its name when it gave none)."""
-    return _LABELS.get(name, name)
 
 
 def _load(module: str, origin: str, version: str = "", source: str = "") -> None:

@@ -22,16 +22,27 @@ import os
 import sys
 import time
 from datetime import datetime, timezone
+from functools import partial
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from pear.catalog.labels import DATASETS, method_order
+from pear.catalog.labels import DATASETS, method_order, evidence_mark
+from pear.parallel import fork_map, usable_cores
 from pear.paths import EXECUTED_DIR, SITE_DIR, cache_path, write_json
 from pear.analysis.report import FIGURES_ENV, figures_dir
-from pear.paper import provenance
-from pear.paper.study import BACKENDS, REPO_ROOT, experiment, runs_path
+from pear.paper import provenance, study
+from pear.paper.study import BACKENDS, REPO_ROOT, describe_scope, experiment, runs_path
+from pear.claims.diff import LEDGER_FILE, diff, diff_html, read_ledger
+from pear.paper.site import git_commit, build_meta, write_site
+from pear.runs.factory import default_workers, grid_backend, POPULATION_ENV, sim_population
+from pear.runs.grid import PRESETS
+from pear.runs.runner import run
+from pear.store import manifest as manifest_io
+from pear.store.records import record_files
+from pear.store.validate import ValidationError, drop_invalid_default, validate, DROP_ENV
+from pear.store.view import index, load
 
 __all__ = [
     "NOTEBOOKS", "EXPECTED_OUTPUTS", "NOT_FOR_IMPORTED", "write_not_applicable", "BACKENDS",
@@ -109,7 +120,7 @@ def write_not_applicable(name: str, fig_dir: Path, why: str) -> list[Path]:
     """Each expected output of notebook ``name`` as a note that it cannot be computed from
     imported debates and why (tables: one-line Markdown/LaTeX; figures: a figure saying
     so)."""
-    from pear.analysis import figures
+    from pear.analysis import figures  # heavy: matplotlib, only for this function
     text = f"Not computed: notebook {name} cannot speak to imported debates: {why}."
     out = []
     for f in EXPECTED_OUTPUTS[name]:
@@ -136,16 +147,11 @@ def run_experiments(backend: str, exp: Any, runs_dir: str | os.PathLike[str], *,
     that ``runs_dir`` holds records, checks every line from scratch while indexing them
     (:func:`pear.store.validate.validate`: a damaged run stops here, unless
     ``PEAR_DROP_INVALID=1``) and returns None."""
-    from pear.runs.runner import run
-    from pear.runs.factory import default_workers, grid_backend
-    from pear.store.records import record_files
-    from pear.store.view import index
     out = Path(runs_dir)
     if backend == "replay":
         if not out.is_dir() or not any(p.stat().st_size for p in record_files(out)):
             raise FileNotFoundError(f"backend 'replay' needs recorded debates, but {str(out)!r} "
                                     "holds none: pass --runs DIR of an earlier run")
-        from pear.store.validate import ValidationError, drop_invalid_default, validate
         print(f"replay: checking every record in {out} (untrusted until checked); nothing is "
               "run")
         checked = validate(out)
@@ -178,7 +184,6 @@ def _report_index(summary: Any) -> None:
 def describe_runs(runs_dir: str | os.PathLike[str]) -> pd.DataFrame:
     """Debates recorded under ``runs_dir`` (its columnar view): one row per (model,
     method), one column per dataset."""
-    from pear.store.view import load
     df = load(runs_dir, columns={"debates": ["model", "method", "dataset"]}).debates
     table = df.pivot_table(index=["model", "method"], columns="dataset", values="debate",
                            aggfunc="size", fill_value=0)
@@ -314,8 +319,6 @@ def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", run
     ``build/site``), with the claims that moved since ``previous`` (an earlier build's figures
     directory) when given.  ``population``: the simulated backend's population (a name or
     file; '' = ``$PEAR_POPULATION``, else ``grounded``), set for the kernels."""
-    from pear.runs.grid import PRESETS
-    from pear.runs.factory import POPULATION_ENV, sim_population
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
     if preset not in PRESETS:
@@ -337,10 +340,8 @@ def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", run
     if population:
         params["population"] = population
     ensure_kernel()
-    from pear.paper.site import git_commit
     params["commit"] = git_commit(REPO_ROOT)
     provenance.start(fig_dir, params, params["commit"])
-    from pear.store.validate import DROP_ENV
     env = {"MPLBACKEND": "agg", FIGURES_ENV: str(fig_dir),  # inherited by the kernels
            DROP_ENV: "1" if drop_invalid else ""}
     if population:
@@ -384,29 +385,21 @@ depend on it; ``time per notebook`` is then each one's own wall time)."""
 
 def read_only_at_once() -> int:
     """How many :data:`READ_ONLY` notebooks run at once: one per core."""
-    return len(os.sched_getaffinity(0))
+    return usable_cores()
 
 
 def _execute(names: Sequence[str], src_dir: Path, out_dir: Path, fig_dir: Path,
              params: Mapping[str, Any], times: BuildTimes) -> int:
     print(f"pear paper: {len(names)} notebooks, backend {params['backend']}, preset "
           f"{params['preset']}, runs {params['runs_dir']}, figures {fig_dir}", flush=True)
-    from pear.paper.study import is_imported
-    imported = params["backend"] == "replay" and is_imported(params["runs_dir"])
+    imported = params["backend"] == "replay" and study.is_imported(params["runs_dir"])
     try:
         for step in _steps(names):
             skipped = [n for n in step if imported and n in NOT_FOR_IMPORTED]
             todo = [n for n in step if n not in skipped]
-            if len(todo) <= 1:
-                done = {n: _notebook(n, src_dir, out_dir, params) for n in todo}
-            else:
-                import multiprocessing
-                from concurrent.futures import ProcessPoolExecutor
-                with ProcessPoolExecutor(min(len(todo), read_only_at_once()),
-                                         mp_context=multiprocessing.get_context("fork")) as pool:
-                    running = {n: pool.submit(_notebook, n, src_dir, out_dir, params)
-                               for n in todo}
-                    done = {n: r.result() for n, r in running.items()}
+            done = dict(zip(todo, fork_map(
+                partial(_notebook, src_dir=src_dir, out_dir=out_dir, params=params), todo,
+                read_only_at_once())))
             failed = False
             for name in step:  # in build order
                 if name in skipped:
@@ -515,7 +508,7 @@ class BuildTimes:
             "runs_dir": str(params.get("runs_dir")), "n_questions": params.get("n_questions"),
             "seeds": params.get("seeds"), "commit": params.get("commit"),
             "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "cpus": os.cpu_count(), "notebooks": {}, "total_s": 0.0, "wall_s": 0.0}
+            "cpus": usable_cores(), "notebooks": {}, "total_s": 0.0, "wall_s": 0.0}
         self._t0 = time.perf_counter()
 
     def add(self, name: str, seconds: float, status: str,
@@ -554,7 +547,6 @@ class BuildTimes:
 def _grid_attempt(params: Mapping[str, Any]) -> dict[str, Any] | None:
     """The run's last attempt (notebook 00's grid: its wall time and debates written), or
     None for a replay or a directory without a run manifest."""
-    from pear.store import manifest as manifest_io
     runs = Path(params["runs_dir"])
     man = manifest_io.read(runs) if params["backend"] != "replay" and runs.is_dir() else None
     attempts = (man or {}).get("attempts") or []
@@ -567,7 +559,6 @@ def previous_diff(previous: str | os.PathLike[str], figures: Path) -> str:
     """The claims that moved from a previous build (a figures directory or ledger file
     holding ``claims.json``) to this one, as the site's HTML fragment; "" when this build
     wrote no ledger."""
-    from pear.claims.diff import LEDGER_FILE, diff, diff_html, read_ledger
     if not (figures / LEDGER_FILE).is_file():
         return ""
     prev = Path(previous)
@@ -583,10 +574,6 @@ def write_results_site(site: Path, *, names: Sequence[str], figures: Path, noteb
     since; returns its ``index.html``."""
     import re
 
-    from pear.catalog.labels import evidence_mark
-    from pear.paper.site import build_meta, write_site
-    from pear.paper.study import describe_scope
-    from pear.store.view import load
     exp = experiment(params["preset"], params["seeds"], params["n_questions"],
                      params["model"], params["backend"])
     runs = Path(params["runs_dir"])

@@ -1,4 +1,4 @@
-"""Calibration of the simulated population (:mod:`pear.backends.simulated`) on the study's
+"""Calibration of the simulated population (:mod:`pear.sim.backend`) on the study's
 baselines, and its validation on held-out ones.
 
 * **Targets** (:func:`study_targets`): per dataset, the accuracy of every non-PEAR method
@@ -28,8 +28,23 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from pear.analysis.metrics import CRITIQUE_RATES
-from pear.backends.simulated import SimParams
+from pear.sim.backend import SimParams, SimulatedBackend
 from pear.core.methods import FIXED_TOPOLOGIES
+from pear.analysis import metrics
+from pear.analysis.compare import load_paper, to_internal
+from pear.analysis.figures import METHOD_COLORS
+from pear.catalog.labels import METHOD_LABELS, DATASET_LABELS
+from pear.core.engine import Engine
+from pear.runs.factory import default_workers
+from pear.runs.grid import answer_key, preset
+from pear.runs.jobs import jobs
+from pear.runs.runner import chunk_runner, question_chunks, model_dir
+from pear.runs.together import by_question, recorded_in
+from pear.store.columns import Rows, to_pandas
+from pear.store.records import records_of
+from pear.sim.population import load as load_population
+from pear.tasks import grading as tasks
+from pear.tasks.benchmarks import DATASETS, load as load_questions
 
 __all__ = [
     "FITTED_METHODS", "HELD_OUT_METHODS", "DIAGNOSTICS", "STAGES", "BOUNDS", "FitResult",
@@ -79,8 +94,6 @@ def summarize(records: Iterable[Mapping[str, Any]]) -> pd.DataFrame:
     endpoints answered differently) and ``source_confidence``.  The records are laid out in
     memory as the columnar view lays them out on disk (:class:`pear.store.columns.Rows`).
     Methods without debate rounds get NaN diagnostics (nothing to fit there)."""
-    from pear.analysis import metrics
-    from pear.store.columns import Rows, to_pandas
     rows = Rows()
     for i, rec in enumerate(records):
         rows.add(rec, i, 0, 0)
@@ -116,7 +129,6 @@ def study_targets() -> pd.DataFrame:
     averaged over datasets), ``method``, ``quantity`` (``accuracy`` or a diagnostic),
     ``study``, ``role`` (``fitted`` or ``held-out``).  Accuracies are averaged over the
     study's models; diagnostics are printed averaged over its settings."""
-    from pear.analysis.compare import load_paper, to_internal
     roles = {**{m: "fitted" for m in FITTED_METHODS}, **{m: "held-out" for m in HELD_OUT_METHODS}}
     main = to_internal(load_paper("main_results"))
     main = main[main["method"].isin(list(roles))]
@@ -144,7 +156,7 @@ def simulate(params: SimParams | None = None,
              workers: int | None = None, recorded: str | os.PathLike[str] | None = None
              ) -> pd.DataFrame:
     """:func:`summarize` of a seeded simulated grid of ``methods`` with the population
-    ``population`` (a name or file, :mod:`pear.backends.population`; None: ``study``) whose
+    ``population`` (a name or file, :mod:`pear.sim.population`; None: ``study``) whose
     parameters ``params`` replace when given (the ``sim`` preset's protocol, subset
     questions only; ``n_questions`` capped at the smallest dataset's size) run through the
     engine in memory, its chunks of ``chunk_questions`` (seed, question) groups in
@@ -153,17 +165,8 @@ def simulate(params: SimParams | None = None,
     ``recorded``: a run directory (a simulated build's) holding every debate of this grid
     under the same setting (:func:`pear.runs.together.recorded_in`: protocol, population,
     seed, data): its records of them are summarized instead of running them again."""
-    from pear.tasks import grading as tasks
-    from pear.backends.simulated import SimulatedBackend
-    from pear.core.engine import Engine
-    from pear.runs.grid import answer_key, preset
-    from pear.runs.factory import default_workers
-    from pear.runs.jobs import jobs
-    from pear.runs.runner import chunk_runner, question_chunks
-    from pear.runs.together import by_question
-    from pear.tasks.benchmarks import DATASETS, load
     names = tuple(datasets) if datasets is not None else DATASETS
-    n_questions = min(n_questions, *(len(load(d)) for d in names))
+    n_questions = min(n_questions, *(len(load_questions(d)) for d in names))
     over: dict[str, Any] = {"methods": tuple(methods), "n_questions": n_questions,
                             "seeds": tuple(seeds), "question_seed": question_seed,
                             "full_datasets": ()}
@@ -173,9 +176,6 @@ def simulate(params: SimParams | None = None,
     backend = SimulatedBackend(answer_key(exp), params=params, seed=backend_seed,
                                n_agents=exp.debate.n_agents, population=population)
     if recorded is not None:
-        from pear.runs.runner import model_dir
-        from pear.runs.together import recorded_in
-        from pear.store.records import records_of
         ids = recorded_in(exp, recorded, backend.model_id, backend.name)
         if ids:
             return summarize(records_of(model_dir(recorded, backend.model_id), set(ids)))
@@ -199,8 +199,6 @@ def residual_table(summary: pd.DataFrame, targets: pd.DataFrame | None = None) -
     study), ``role``.  ``dataset == "all"``: accuracy averaged over the datasets simulated,
     diagnostics averaged over datasets (as the study averages over its settings).  Targets
     of methods not in ``summary`` are left out."""
-    from pear.catalog.labels import METHOD_LABELS
-    from pear.catalog.labels import DATASET_LABELS
     targets = study_targets() if targets is None else targets
     sim = summary.set_index(["dataset", "method"])
     sim_all = summary.groupby("method")[["accuracy", *DIAGNOSTICS]].mean()
@@ -258,8 +256,7 @@ def populations_table(tables: Mapping[str, pd.DataFrame]) -> tuple[pd.DataFrame,
 
 def describe_populations(names: Sequence[str]) -> pd.DataFrame:
     """Per population: its fingerprint (first 12 digits) and how its agents revise."""
-    from pear.backends.population import load
-    pops = {n: load(n) for n in names}
+    pops = {n: load_population(n) for n in names}
     return pd.DataFrame({n: {"fingerprint": p.fingerprint[:12],
                              "revision": "fitted model (real debates)" if p.revision
                              else "persuasion (study's baselines)"} for n, p in pops.items()})
@@ -372,7 +369,6 @@ def plot_calibration(table: pd.DataFrame | Mapping[str, pd.DataFrame], *,
     for fitted targets, open ones for held-out targets, the diagonal for agreement and a
     band of +-0.05.  Every panel says "simulated agents".  ``table`` may map population
     names to their tables: one row of panels per population."""
-    from pear.analysis.figures import METHOD_COLORS
     tables = dict(table) if isinstance(table, Mapping) else {"": table}
     if ax is None:
         fig = Figure(figsize=(7.0, 3.3 * len(tables)), layout="constrained")
@@ -386,7 +382,6 @@ def plot_calibration(table: pd.DataFrame | Mapping[str, pd.DataFrame], *,
     table = pd.concat(tables.values())
     from matplotlib.lines import Line2D
     methods = [m for m in (*FITTED_METHODS, *HELD_OUT_METHODS) if m in set(table["method"])]
-    from pear.catalog.labels import METHOD_LABELS
     handles = [Line2D([], [], ls="", marker="o", color=METHOD_COLORS[m],
                       markerfacecolor=METHOD_COLORS[m] if m in FITTED_METHODS else "none",
                       label=f"{METHOD_LABELS[m]} ({'fitted' if m in FITTED_METHODS else 'held out'})")

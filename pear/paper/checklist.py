@@ -26,6 +26,7 @@ from pear.paths import REPO_ROOT, RUN_MANIFEST, VIEW_DIR, studies_dir
 from pear.runs.compute import clock, reproducibility, total
 from pear.store.environment import describe, lock
 from pear.store.manifest import read
+from pear.catalog.models import lookup
 
 __all__ = ["PAGE", "PROVENANCE", "build_runs", "checklist_body", "copy_provenance",
            "paper_command"]
@@ -120,8 +121,7 @@ def _notebook(site: Path, name: str, text: str) -> str:
 def _params_b(model: str, backend: str = "") -> str:
     """A model's parameters: none for simulated agents, the catalog's (model card), else
     read from its name, else unknown."""
-    from pear.catalog.labels import model_labels
-    from pear.catalog.models import lookup
+    from pear.catalog.labels import model_labels  # heavy: pandas, only for this function
     if backend == "simulated":
         return "none: simulated agents, no model"
     m = lookup(model)
@@ -188,6 +188,7 @@ def checklist_body(site: Path, *, runs_dir: str | os.PathLike[str], figures_dir:
                    params: Mapping[str, Any], repo: Path = REPO_ROOT) -> str:
     """The checklist page's HTML body for the build whose site is ``site`` (its notebooks
     and figures already written), copying the files it cites into the site."""
+    # heavy: pandas, scipy, only for this function
     from pear.analysis.stats import ALPHA, BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED
     from pear.claims.evidence import N_BOOT
     runs = build_runs(runs_dir)

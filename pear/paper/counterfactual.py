@@ -24,6 +24,8 @@ from pear.catalog.labels import method_label
 from pear.paper.study import Results
 from pear.store import view
 from pear.store.records import iter_records
+from pear.runs.branch import branch
+from pear.runs.factory import default_workers, make_backend
 
 __all__ = ["branch_dir", "run_branches", "effects", "table_effects", "plot_effects"]
 
@@ -32,8 +34,7 @@ KEYS = ["model", "dataset", "seed", "question_id"]
 
 def branch_dir(runs_dir: str | Path, from_round: int) -> Path:
     """Where the main run's branches after round ``from_round`` live (beside the studies)."""
-    from pear.paper.studies import studies_dir
-    return studies_dir(runs_dir) / f"branch-r{from_round}"
+    return paths.studies_dir(runs_dir) / f"branch-r{from_round}"
 
 
 def run_branches(backend: str, parent: Results, methods: Sequence[str], from_round: int, *,
@@ -44,15 +45,12 @@ def run_branches(backend: str, parent: Results, methods: Sequence[str], from_rou
     the simulated backend: :func:`pear.runs.factory.default_workers`); returns the
     branches' debates, their directory and the round used.  The branches share the main
     run's response cache."""
-    from pear.runs.branch import branch
-    from pear.runs.factory import default_workers
     rounds = parent.exp.debate.rounds
     r = max(0, min(int(from_round), rounds - 1))
     out = branch_dir(parent.runs_dir, r)
     if backend != "replay":
         be = None
         if backend != "simulated":
-            from pear.runs.factory import make_backend
             be = make_backend(backend, exp=parent.exp, model=model or None,
                               model_path=model or None if backend == "llamacpp" else None,
                               cache_path=paths.cache_path(parent.runs_dir))

@@ -46,7 +46,14 @@ import pandas as pd
 
 from pear.analysis import metrics
 from pear.catalog.labels import dataset_label, method_label
+from pear.parallel import fork_map
 from pear.paths import ensemble_dir, write_json
+from pear.core.methods import METHODS
+from pear.paper import grounding as gr
+from pear.paper.study import experiment, load_results, is_imported, runs_path, describe_scope
+from pear.runs.factory import default_workers, grid_backend
+from pear.runs.runner import check_workers, run as run_grid
+from pear.sim import population as pop
 
 __all__ = ["DEFAULT_K", "DEFAULT_QUESTIONS", "POINT", "MAIN", "BASELINES", "POOLED", "Ensemble",
            "grid", "write_populations", "run", "for_build", "table_main", "table_gains",
@@ -105,8 +112,6 @@ def grid(preset: str = "sim", n_questions: int = DEFAULT_QUESTIONS, *, seeds: st
     per dataset (at most the base's), no full sets, and the study's methods (``methods``:
     those; the self-consistency sizes ``sc@k`` of comparisons at equal compute left out,
     which no claim needs).  :data:`MAIN` must be among them."""
-    from pear.core.methods import METHODS
-    from pear.paper.study import experiment
     if isinstance(n_questions, bool) or not isinstance(n_questions, (int, np.integer)) \
             or n_questions < 1:
         raise ValueError(f"invalid n_questions={n_questions!r}: questions per dataset >= 1")
@@ -137,8 +142,6 @@ def write_populations(root: str | Path, k: int = DEFAULT_K, seed: int = 0, *,
     ``grounded`` population and its shipped draws
     (:func:`pear.paper.grounding.bootstrap_populations`; a refit on DyLAN's corpus where they
     are not shipped)."""
-    from pear.backends import population as pop
-    from pear.paper import grounding as gr
     k = _check_k(k)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"invalid seed={seed!r}: a bootstrap seed >= 0")
@@ -195,10 +198,6 @@ def run(exp: Any, root: str | Path, k: int = DEFAULT_K, seed: int = 0, *,
     (default every core; the records are those of one process).  ``progress``: a bar per
     population when they run one at a time.  ``replay``: run nothing, read what ``root``
     holds.  ``say`` gets one line per population, in order."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-    from pear.runs.factory import default_workers
-    from pear.runs.runner import check_workers
     global _FORKED
     k = _check_k(k)
     workers = check_workers(workers or default_workers("simulated"))
@@ -207,19 +206,13 @@ def run(exp: Any, root: str | Path, k: int = DEFAULT_K, seed: int = 0, *,
         files = _recorded_populations(root, k, seed)
     else:
         files = write_populations(root, k, seed, grounding=grounding)
-    from pear.claims.evidence import paper_source
+    from pear.claims.evidence import paper_source  # heavy: scipy, only for this function
     paper = paper_source()  # the study's side of every population's ledger
     seconds, written, results = {}, {}, {}
     t0 = time.perf_counter()
     _FORKED = (exp, root, files, seed, paper, replay, progress and workers == 1)
-    pool = None
+    done = fork_map(_population, files, workers)
     try:
-        if workers == 1 or len(files) == 1:
-            done: Any = map(_population, files)
-        else:
-            pool = ProcessPoolExecutor(min(workers, len(files)),
-                                       mp_context=multiprocessing.get_context("fork"))
-            done = pool.map(_population, files)
         for name, (result, n, took) in zip(files, done):
             results[name], seconds[name] = result, took
             if not replay:
@@ -227,11 +220,11 @@ def run(exp: Any, root: str | Path, k: int = DEFAULT_K, seed: int = 0, *,
             if say:
                 say(f"{name}: {n} debates written in {seconds[name]:.1f} s (run and read)")
     finally:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+        done.close()  # cancels the populations not yet started (after an error)
         _FORKED = None
     wall = time.perf_counter() - t0
     members = tuple(n for n in files if n != POINT)
+    # heavy: scipy, only for this function
     from pear.claims.evaluate import load_recompute, methods_named
     raw = load_recompute()
     ran = set(exp.methods)
@@ -250,8 +243,6 @@ def _population(name: str) -> tuple[dict[str, Any], int, float]:
     """Population ``name`` of the ensemble :func:`run` is running (in this process or a
     forked one): its run (unless replaying) and :func:`_read`; the debates it wrote and the
     seconds it took."""
-    from pear.runs.factory import grid_backend
-    from pear.runs.runner import run as run_grid
     assert _FORKED is not None, "a population runs inside ensemble.run"
     exp, root, files, seed, paper, replay, progress = _FORKED
     t0, written = time.perf_counter(), 0
@@ -286,8 +277,7 @@ def _read(exp: Any, run_dir: Path, seed: int, full: bool, paper: Any = None
     :data:`BASELINES` per dataset and pooled, the claims' point findings, and (``full``)
     the ledger with 95 % intervals (``paper``: the study's side of the ledger, made once by
     the caller)."""
-    from pear.claims.evaluate import ledger
-    from pear.paper.study import load_results
+    from pear.claims.evaluate import ledger  # heavy: scipy, only for this function
     res = load_results(run_dir, exp, "subset")
     acc = metrics.accuracy(res.debates)
     parts = []
@@ -312,7 +302,6 @@ def for_build(backend: str, preset: str, runs_dir: str = "", *, seeds: str = "",
     it there; the grid is :func:`grid` of the build's (``questions`` per dataset, at most the
     build's).  A build of a real model or of imported debates has no population to vary:
     the :class:`Ensemble` is empty and says so (``note``)."""
-    from pear.paper.study import experiment, is_imported, runs_path
     k = _check_k(k)
     run_dir = runs_path(runs_dir, preset, backend)
     exp = experiment(preset, seeds=seeds, n_questions=n_questions, backend=backend)
@@ -417,7 +406,6 @@ def table_claims(ens: Ensemble) -> pd.DataFrame:
 
 
 def _grid_words(ens: Ensemble) -> str:
-    from pear.paper.study import describe_scope
     e = ens.exp
     return (f"grid: {len(e.methods)} methods x {len(e.datasets)} datasets x "
             f"{describe_scope(e, 'subset')}")

@@ -1,17 +1,17 @@
 """The shipped simulated populations (``data/populations/``): ``study`` and ``grounded``,
 written from the shipped data and code, checked, and resampled.
 
-* ``study`` (:func:`study_population`): :class:`~pear.backends.population.SimParams`' defaults,
+* ``study`` (:func:`study_population`): :class:`~pear.sim.population.SimParams`' defaults,
   fitted to the study's baselines (:mod:`pear.paper.calibration`); revision by persuasion.
 * ``grounded`` (:func:`grounded_population`): the study's initial answers, confidence and
   critique acceptance (real logs have neither confidences nor critiques), with
 
-  - the revision model (:class:`~pear.backends.population.RevisionModel`) fitted by maximum
-    likelihood (:func:`pear.analysis.revision.fit`) to every debate round of DyLAN's whole
+  - the revision model (:class:`~pear.sim.population.RevisionModel`) fitted by maximum
+    likelihood (:func:`pear.sim.revision.fit`) to every debate round of DyLAN's whole
     corpus of gpt-3.5 MATH debates (:data:`CORPUS`, 4,800 debates, imported with ``pear
     import dylan`` as dataset ``math``, graded by the math kind) and any imported run given;
   - ``wrong_focus`` set so that two erring agents give the same wrong answer as often as in
-    those debates' round 0 (:func:`pear.analysis.revision.same_wrong_answer`).
+    those debates' round 0 (:func:`pear.sim.revision.same_wrong_answer`).
 
   Coefficients are stored rounded to 3 decimals (far below their standard errors), so that the
   fingerprint does not move with a float's last bits.
@@ -42,10 +42,13 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from pear.analysis import revision
-from pear.backends import population as pop
-from pear.backends.population import Population, RevisionModel, SimParams
-from pear.paths import BUILD_DIR, REAL_DEBATES_DIR
+from pear.paths import BUILD_DIR, REAL_DEBATES_DIR, PAPER_DIR, write_json
+from pear.sim import population as pop, revision
+from pear.sim.population import Population, RevisionModel, SimParams
+from pear.core.hashing import file_sha256
+from pear.store import manifest
+from pear.store.records import read_records, record_files
+import pear
 
 __all__ = ["CORPUS", "CORPUS_DATASET", "CORPUS_GRADING", "CORPUS_MODEL", "ENSEMBLE_DIR",
            "ENSEMBLE_K", "ENSEMBLE_SEED", "corpus_run", "records", "study_population",
@@ -75,8 +78,7 @@ def corpus_run(where: str | os.PathLike[str] | None = None) -> Path:
     """The run directory of :data:`CORPUS` imported (``build/imported/dylan-math-<sha>``;
     imported now unless it already holds exactly this file's import).  Debates whose gold our
     grader cannot read are left out (listed in the run's manifest)."""
-    from pear.core.hashing import file_sha256
-    from pear.paper.real_debates import imported_run
+    from pear.paper.real_debates import imported_run  # heavy: pandas, scipy, only for this function
     root = Path(where) if where else BUILD_DIR / "imported"
     return imported_run("dylan", CORPUS, root / f"dylan-math-{file_sha256(CORPUS)[:8]}",
                         dataset=CORPUS_DATASET, grading=CORPUS_GRADING, model=CORPUS_MODEL,
@@ -85,13 +87,11 @@ def corpus_run(where: str | os.PathLike[str] | None = None) -> Path:
 
 def records(runs: Sequence[str | os.PathLike[str]]) -> list[dict[str, Any]]:
     """Every record of the runs, in order."""
-    from pear.store.records import read_records
     return [r for run in runs for r in read_records(run)]
 
 
 def sequential(run: str | os.PathLike[str]) -> bool:
     """Whether the run's agents answer a round in turn (its import manifest's protocol)."""
-    from pear.store import manifest
     proto = ((manifest.read(run) or {}).get("imported") or {}).get("protocol") or {}
     return proto.get("order") == "sequential"
 
@@ -99,9 +99,6 @@ def sequential(run: str | os.PathLike[str]) -> bool:
 def _fitted_on(runs: Sequence[Path]) -> list[dict[str, Any]]:
     """The files a fit read: each run's imported files with their sha256 (or, for a run of
     ours, its record files')."""
-    from pear.core.hashing import file_sha256
-    from pear.store import manifest
-    from pear.store.records import record_files
     out = []
     for run in runs:
         m = manifest.read(run) or {}
@@ -118,7 +115,7 @@ def _fitted_on(runs: Sequence[Path]) -> list[dict[str, Any]]:
 
 def sources(grounded: bool) -> dict[str, str]:
     """Which data each parameter came from (a population file's ``sources``)."""
-    from pear.paper.calibration import STAGES
+    from pear.paper.calibration import STAGES  # heavy: pandas, matplotlib, only for this function
     fitted = {f for _, fields, _ in STAGES for f in fields}
     study = ("fitted to the study's baselines (CoT, CoT-SC and Random accuracy per dataset, "
              "Random's diagnostics: data/paper/main_results.csv, data/paper/diagnostics.csv) "
@@ -137,7 +134,7 @@ def sources(grounded: bool) -> dict[str, str]:
         out["revise_focus"] = "not used (the revision model draws another wrong answer)"
         out["recheck"] = "not used (the revision model replaces persuasion-driven revision)"
         out["revision"] = (f"fitted by maximum likelihood (conditional logit, "
-                           f"pear.analysis.revision) to every debate round of {real}")
+                           f"pear.sim.revision) to every debate round of {real}")
         for f in ("accept_agree", "accept_bias", "accept_src", "accept_tgt", "accept_right",
                   "accept_hold", "conf_base", "conf_gap", "conf_sd"):
             out[f] += " (real logs have no critiques or confidences)"
@@ -147,15 +144,12 @@ def sources(grounded: bool) -> dict[str, str]:
 
 
 def _code() -> dict[str, Any]:
-    import pear
-    return {"modules": ["pear.analysis.revision", "pear.paper.grounding",
-                        "pear.backends.population"], "pear_version": pear.__version__}
+    return {"modules": ["pear.sim.revision", "pear.paper.grounding",
+                        "pear.sim.population"], "pear_version": pear.__version__}
 
 
 def study_population() -> Population:
     """``study``: :class:`SimParams`' defaults with their provenance."""
-    from pear.core.hashing import file_sha256
-    from pear.paths import PAPER_DIR
     return Population("study", SimParams(), None, {
         "sources": sources(False), "fitted_on": [
             {"file": f"data/paper/{n}", "sha256": file_sha256(PAPER_DIR / n)}
@@ -239,7 +233,7 @@ def grounded_population(g: Grounding | None = None, name: str = "grounded",
 def bootstrap_populations(k: int = 20, seed: int = 0, g: Grounding | None = None
                           ) -> list[Population]:
     """``k`` grounded populations (``grounded-b<i>``), each with the revision model refitted on
-    the debates resampled with replacement (:func:`pear.analysis.revision.bootstrap`, seeded by
+    the debates resampled with replacement (:func:`pear.sim.revision.bootstrap`, seeded by
     ``seed``; the same-wrong-answer share stays the whole data's).  Without ``g``, the shipped
     draws when they hold these (:func:`shipped_draws`: what ``--check`` holds equal to a
     refit), else refitted on :func:`ground`'s fit."""
@@ -286,7 +280,6 @@ def write_draws(draws: Sequence[Population], seed: int, point: Population,
     """Write the bootstrap draws of ``seed`` from ``point`` as shipped data (``where``,
     default :data:`ENSEMBLE_DIR`): one file each and the record of the seed and every
     fingerprint.  Files of other draws there are removed."""
-    from pear.paths import write_json
     root = Path(where) if where is not None else ENSEMBLE_DIR
     root.mkdir(parents=True, exist_ok=True)
     keep = {f"{p.name}.json" for p in draws} | {ENSEMBLE_RECORD}

@@ -3,7 +3,7 @@ was not fitted on (notebook 17).
 
 For each of the subjects of DyLAN's corpus (:data:`pear.paper.grounding.CORPUS`, imported by
 :func:`pear.paper.grounding.corpus_run`; the subject is each record's
-:func:`pear.analysis.revision.subject`), a grounded population is fitted by the same code as the
+:func:`pear.sim.revision.subject`), a grounded population is fitted by the same code as the
 shipped ``grounded`` (:func:`pear.paper.grounding.ground` with ``leave_out``) on the debates of
 the *other* subjects only: the revision model, the question sets' round-0 accuracies and the
 same-wrong-answer share all come from them.  It is then held against the held-out subject's
@@ -21,19 +21,25 @@ from __future__ import annotations
 
 import hashlib
 import json
-import multiprocessing
 import os
 import re
 import time
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Sequence
 
 import pandas as pd
 
-from pear.analysis import dynamics, revision
+from pear.analysis import dynamics, simcheck
+from pear.parallel import fork_map
 from pear.paths import BUILD_DIR, PACKAGE_DIR, write_json
+from pear.sim import revision
+from pear.paper import grounding
+from pear.runs.factory import default_workers
+from pear.sim.population import load, RevisionModel
+from pear.store import manifest
+from pear.store.records import read_records
 
 __all__ = ["CONTRAST", "LeaveOneOut", "subjects", "population_name", "fit_without",
            "leave_one_out", "cache_key", "table", "summary", "describe"]
@@ -66,7 +72,6 @@ def fit_without(subject: str, runs: Sequence[str | os.PathLike[str]] | None = No
     """The grounded population fitted on ``runs`` (default: DyLAN's corpus) without the debates
     of ``subject`` (:func:`pear.paper.grounding.ground` with ``leave_out``) and its
     :class:`~pear.paper.grounding.Grounding`."""
-    from pear.paper import grounding
     g = grounding.ground(runs, leave_out=lambda r: revision.subject(r) == subject)
     if not g.left_out:
         raise ValueError(f"no debate of subject {subject!r} in {[str(p) for p in g.runs]}")
@@ -106,7 +111,6 @@ def cache_key(corpus_sha256: str, subjects_: Sequence[str], replicates: int, see
               contrast: Sequence[str], n_resamples: int) -> str:
     """What the outcome depends on, hashed: the corpus file, the package's source files, the
     subjects, replicates, seed, contrast populations (their fingerprints) and resamples."""
-    from pear.backends.population import load
     spec = {"corpus": corpus_sha256, "code": _source_digest(), "subjects": list(subjects_),
             "replicates": replicates, "seed": seed, "n_resamples": n_resamples,
             "contrast": {c: load(c).fingerprint for c in contrast}}
@@ -116,9 +120,6 @@ def cache_key(corpus_sha256: str, subjects_: Sequence[str], replicates: int, see
 def _fold(run: Path, subject: str, replicates: int, seed: int, contrast: Sequence[str],
           n_resamples: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """One subject held out: the rows of :attr:`LeaveOneOut.rows` and its fold's row."""
-    from pear.analysis import simcheck
-    from pear.backends.population import RevisionModel
-    from pear.store.records import read_records
     t0 = time.perf_counter()
     pop, g = fit_without(subject, [run])
     fit_s = time.perf_counter() - t0
@@ -147,10 +148,6 @@ def leave_one_out(run: str | os.PathLike[str] | None = None, *, replicates: int 
     ``replicates`` and ``seed``).  Read from / written to ``cache`` (None: no cache).  The
     subjects run in ``workers`` forked processes (default: every core, as a simulated run;
     the outcome does not depend on it)."""
-    from pear.paper import grounding
-    from pear.runs.factory import default_workers
-    from pear.store import manifest
-    from pear.store.records import read_records
     run = Path(run) if run is not None else grounding.corpus_run()
     every = subjects(read_records(run))
     chosen = list(subjects_) if subjects_ else every
@@ -170,13 +167,9 @@ def leave_one_out(run: str | os.PathLike[str] | None = None, *, replicates: int 
         return LeaveOneOut(pd.DataFrame(data["rows"]), pd.DataFrame(data["folds"]),
                            {**data["setting"], "cached": True, "cache": str(path)})
     t0 = time.perf_counter()
-    args = [(run, s, replicates, seed, tuple(contrast), n_resamples) for s in chosen]
     n = min(workers or default_workers("simulated"), len(chosen))
-    if n > 1:
-        with ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork")) as pool:
-            done = list(pool.map(_fold, *zip(*args)))
-    else:
-        done = [_fold(*a) for a in args]
+    done = list(fork_map(partial(_fold, run, replicates=replicates, seed=seed,
+                                 contrast=tuple(contrast), n_resamples=n_resamples), chosen, n))
     rows = [row for part, _ in done for row in part]
     folds = [fold for _, fold in done]
     setting["seconds"] = round(time.perf_counter() - t0, 1)

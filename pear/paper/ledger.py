@@ -16,6 +16,10 @@ import pandas as pd
 
 from pear.claims.evaluate import VERDICTS, verdict_counts
 from pear.store.validate import escape
+from pear.analysis.report import figures_dir, output_name
+from pear.catalog.labels import dataset_label, method_label, model_label
+from pear.paper import study, provenance
+from pear.paper.build import EXPECTED_OUTPUTS
 
 __all__ = ["load_build", "counts_line", "table_ledger", "table_consistency", "forest_frame",
            "plot_forest", "ledger_html", "site_link", "save_html", "caption_ledger", "caption_consistency",
@@ -30,7 +34,6 @@ def load_build(backend: str, preset: str, runs_dir: str = "", *, model: str = ""
                seeds: str = "", n_questions: int = 0) -> tuple[Any, Any]:
     """The build's subset results and its full-set results (None when the preset runs no
     full set), as :func:`pear.paper.study.results` loads them (records checked first)."""
-    from pear.paper import study
     subset = study.results(backend, preset, runs_dir, model=model, seeds=seeds,
                            n_questions=n_questions, scope="subset")
     if not subset.exp.full_datasets:
@@ -113,6 +116,7 @@ def plot_forest(df: pd.DataFrame, *, title: str | None = None, source: str | Non
     :mod:`pear.analysis.figures` shows them."""
     from matplotlib.figure import Figure
 
+    # heavy: matplotlib, only for this function
     from pear.analysis.figures import _annotate, _mark_of
     if df.empty:
         raise ValueError("no numeric claim with a printed number to plot")
@@ -181,8 +185,6 @@ def site_link(kind: str, name: str, figures: Any = None) -> str | None:
     >>> site_link("figure", "pareto", d), site_link("table", "main_results", d)
     ('figures/pareto.png', None)
     """
-    from pear.paper.build import EXPECTED_OUTPUTS
-    from pear.analysis.report import figures_dir
     if kind == "debates":
         return "debates/index.html"
     out = figures_dir(figures)
@@ -193,7 +195,6 @@ def site_link(kind: str, name: str, figures: Any = None) -> str | None:
     written = (out / f"{name}.md").is_file() or (out / name).is_file()
     if not (producer and written):
         return None
-    from pear.paper import provenance
     if provenance.read(out)["run"] is not None and not provenance.current(out, [producer])[0]:
         return None  # a table of another run's build: no link from this ledger
     return f"#{producer}"
@@ -202,7 +203,6 @@ def site_link(kind: str, name: str, figures: Any = None) -> str | None:
 def save_html(fragment: str, name: str, out_dir: Any = None) -> Any:
     """Write an HTML fragment to ``<figures>/<name>.html`` (the results site takes
     ``claims.html`` as its first section); returns the path."""
-    from pear.analysis.report import figures_dir, output_name
     out = figures_dir(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{output_name(name, 'html')}.html"
@@ -237,7 +237,6 @@ def one_line(reason: str, limit: int = 110) -> str:
 
 def _debate_label(key: str) -> str:
     """``model|dataset|method`` with the model's display name (never a file hash)."""
-    from pear.catalog.labels import dataset_label, method_label, model_label
     model, _, rest = key.partition("|")
     dataset, _, method = rest.partition("|")
     return f"{model_label(model)} / {dataset_label(dataset)} / {method_label(method)}"

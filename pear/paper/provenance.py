@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from pear.paths import write_json
+from pear.store.manifest import fingerprint
 
 __all__ = ["BUILD_FILE", "read", "start", "record", "current", "check", "describe"]
 
@@ -43,7 +44,6 @@ def _write(fig_dir: Path, data: Mapping[str, Any]) -> None:
 
 
 def _run_entry(params: Mapping[str, Any], commit: str) -> dict[str, Any]:
-    from pear.store.manifest import fingerprint
     runs = Path(params["runs_dir"]).resolve()
     return {"run_dir": str(runs), "fingerprint": fingerprint(runs) if runs.is_dir() else None,
             "preset": params.get("preset"), "backend": params.get("backend"),

@@ -21,6 +21,10 @@ import pandas as pd
 
 from pear.analysis import dynamics, simcheck
 from pear.paths import BUILD_DIR, REAL_DEBATES_DIR
+from pear.core.hashing import file_sha256
+from pear.store import manifest
+from pear.store.importing import IMPORT_VERSION, import_files
+from pear.tasks.benchmarks import sha256_files
 
 __all__ = ["SHIPPED", "Analysis", "imported_run", "shipped_runs", "analyse", "table", "verdicts",
            "plot_real_vs_simulated", "describe"]
@@ -36,14 +40,10 @@ def imported_run(fmt: str, file: str | os.PathLike[str], out: str | os.PathLike[
     """The run directory ``out`` holding ``file`` imported (imported now unless ``out``
     already holds exactly this file's import by this importer, checked by its sha256 and the
     import's version; ``skip_bad``: bad entries are left out and listed in the manifest)."""
-    from pear.store import manifest
-    from pear.core.hashing import file_sha256
-    from pear.store.importing import IMPORT_VERSION, import_files
     out, file = Path(out), Path(file)
     old = manifest.read(out) if out.is_dir() else None
     if old and old.get("imported"):
         files = old["imported"].get("files") or []
-        from pear.tasks.benchmarks import sha256_files
         if [f.get("sha256") for f in files] == [file_sha256(file)] and \
                 old["imported"].get("version") == IMPORT_VERSION and \
                 old["imported"].get("datasets") == [dataset] and \
@@ -64,7 +64,6 @@ def shipped_runs(du_file: str = "", du_dataset: str = "gsm8k", du_grading: str =
     ``build/imported``), plus ``du_file`` (a Du et al. file) when given."""
     import hashlib
     import json
-    from pear.tasks.benchmarks import sha256_files
     # one folder per benchmark data (PEAR_DATA_DIR): imports matched against other questions
     # never replace each other
     data = hashlib.sha256(json.dumps(sha256_files(), sort_keys=True).encode()).hexdigest()[:8]
@@ -103,7 +102,6 @@ def analyse(name: str, run_dir: str | os.PathLike[str], *, seed: int = 0,
             replicates: int = simcheck.REPLICATES) -> Analysis:
     """The real run's dynamics with bootstrap intervals beside ``population``'s in the
     source's protocol (:func:`pear.analysis.simcheck.check`) and McNemar's test of its vote."""
-    from pear.store import manifest
     run_dir = Path(run_dir)
     c = simcheck.check(run_dir, population, replicates, seed, n_resamples=n_resamples)
     test, test_note = dynamics.first_last_mcnemar(c.per_debate)

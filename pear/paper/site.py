@@ -53,6 +53,7 @@ from pear.catalog.labels import (DATASETS, dataset_label, method_label, method_o
 from pear.analysis.transcript import KIND_LABELS, debate_flags, html_page, render_transcript_html
 from pear.paper import checklist
 from pear.store import environment
+from pear.store.view import load
 
 __all__ = ["write_site", "build_meta", "SiteSummary", "chosen_debates", "page_path",
            "page_name", "BESIDE",
@@ -512,7 +513,6 @@ def write_site(site_dir: str | os.PathLike[str], *, figures_dir: str | os.PathLi
     shown under the claims as "Changes since the previous build".  ``params``: the build's
     parameters (backend, preset, ..., commit) for the reviewer's checklist
     (:mod:`pear.paper.checklist`, ``checklist.html``)."""
-    from pear.store.view import load
     t0 = time.perf_counter()
     site, fig_dir, nb_dir = Path(site_dir), Path(figures_dir), Path(notebooks_dir)
     if site.exists():

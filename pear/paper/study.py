@@ -31,6 +31,12 @@ from pear.analysis import metrics, report
 from pear.store import manifest, view
 from pear.catalog.labels import (MAIN_METHODS, ROUTING_VARIANTS, dataset_label, evidence_mark,
                          model_labels, with_plugins)
+from pear.methods import load_plugins, plugin_names
+from pear.runs.factory import sim_population
+from pear.runs.grid import experiment as grid_experiment, full_questions, model_grid, scope_debates
+from pear.sim.population import BUILD_DEFAULT
+from pear.store.records import read_record_at
+from pear.tasks.benchmarks import load
 
 __all__ = [
     "MAIN_METHODS", "ROUTING_VARIANTS", "with_plugins", "BACKENDS", "REPO_ROOT", "experiment", "runs_path",
@@ -53,8 +59,6 @@ def runs_path(runs_dir: str, preset: str, backend: str, population: str = "") ->
         return Path(runs_dir).expanduser().resolve()
     name = f"{preset}-{backend}"
     if backend == "simulated":
-        from pear.backends.population import BUILD_DEFAULT
-        from pear.runs.factory import sim_population
         chosen = sim_population(population or None)
         if chosen != BUILD_DEFAULT:
             name += f"-{Path(chosen).stem}"
@@ -83,7 +87,6 @@ def experiment(preset: str, seeds: str | Sequence[int] = "", n_questions: int = 
     >>> e.seeds, e.n_questions
     ((3, 4), 5)
     """
-    from pear.runs.grid import experiment as grid_experiment
     if backend and backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
     over: dict[str, Any] = {}
@@ -95,7 +98,6 @@ def experiment(preset: str, seeds: str | Sequence[int] = "", n_questions: int = 
     if n_questions:
         over["n_questions"] = int(n_questions)
     exp = grid_experiment(preset, backend=backend, models=(model,) if model else (), **over)
-    from pear.methods import load_plugins, plugin_names
     load_plugins()  # entry points and $PEAR_PLUGINS (pear paper --plugin): their methods run too
     extra = [m for m in plugin_names(("entry point", "module")) if m not in exp.methods]
     return dataclasses.replace(exp, methods=exp.methods + tuple(extra)) if extra else exp
@@ -154,7 +156,6 @@ class Results:
         order = deb.assign(**{c: deb[c].astype(str) for c in
                               ("dataset", "question_id", "method", "debate_id")}).sort_values(
             ["seed", "dataset", "question_id", "method", "debate_id"], kind="stable")
-        from pear.store.records import read_record_at
         files = self.view.files
         for did, file, offset in zip(order["debate_id"], order["file"], order["offset"]):
             yield read_record_at(files[file], int(offset)) if 0 <= file < len(files) \
@@ -220,14 +221,12 @@ def describe_scope(exp: Any, scope: str) -> str:
     >>> describe_scope(preset("smoke"), "subset")
     '1 question per dataset (question seed 0) x 1 seed'
     """
-    from pear.tasks.benchmarks import load
     if scope == "full":
         seeds = f"seed{'s' if len(exp.full_seeds) > 1 else ''} " \
                 f"{', '.join(map(str, exp.full_seeds))}"
         if exp.full_n_questions is None:
             names = ", ".join(f"{dataset_label(d)} {len(load(d))}" for d in exp.full_datasets)
             return f"full sets ({names}), {seeds}"
-        from pear.runs.grid import full_questions
         parts = [f"{len(full_questions(exp, d))}-question stand-in for the full "
                  f"{dataset_label(d)} set ({len(load(d))} questions)" for d in exp.full_datasets]
         return f"{'; '.join(parts)}, {seeds}"
@@ -244,7 +243,6 @@ def load_results(runs_dir: str | os.PathLike[str], exp: Any, scope: str = "subse
 
     A (model, dataset, method) cell of the scope without any record is an error naming it;
     debates missing inside a cell are a warning counting them."""
-    from pear.runs.grid import model_grid, scope_debates
     root = Path(runs_dir)
     if not root.is_dir():
         raise FileNotFoundError(f"run directory {str(root)!r} does not exist: run notebook "
@@ -345,7 +343,7 @@ def significance_sets(*scopes: Results) -> tuple[pd.DataFrame, pd.DataFrame]:
     (:func:`pear.analysis.report.table_significance` with a leading "Set" level); ``rows`` (with a
     ``set`` column) only the first scope that has a testable setting, the one to set
     beside the study's table (give the full set first)."""
-    from pear.analysis import stats  # scipy and statsmodels load only where a test is run
+    from pear.analysis import stats  # heavy: scipy, statsmodels, only where a test is run
     parts, tables = [], {}
     for res in scopes:
         seed = min(res.exp.full_seeds if res.scope == "full" else res.exp.seeds)

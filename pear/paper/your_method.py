@@ -20,6 +20,7 @@ import pandas as pd
 from pear.analysis import metrics, stats
 from pear.catalog.labels import method_label, method_order
 from pear.paper.study import Results
+from pear.methods import spec
 
 __all__ = ["REFERENCES", "experiment", "run", "comparison", "significance",
            "significance_table"]
@@ -31,11 +32,10 @@ Clique (every critique)."""
 
 def experiment(preset: str = "beyond", methods: Sequence[str] = (), *,
                seeds: str | Sequence[int] = "", n_questions: int = 0) -> Any:
-    """The studies' grid (:func:`pear.paper.studies.preset_experiment`) with
+    """The studies' grid (:func:`pear.paper.beyond.preset_experiment`) with
     :data:`REFERENCES` and ``methods`` (registered names; plug-ins are loaded), in table
     order."""
-    from pear.methods import spec
-    from pear.paper.studies import preset_experiment
+    from pear.paper.beyond import preset_experiment  # heavy: matplotlib, only for this function
     for m in methods:
         spec(m)  # an unknown name fails here, naming itself
     exp = preset_experiment(preset, seeds=seeds, n_questions=n_questions)
@@ -45,7 +45,7 @@ def experiment(preset: str = "beyond", methods: Sequence[str] = (), *,
 def run(backend: str, exp: Any, runs_dir: str | Path, *, model: str = "") -> Results:
     """Run (or resume; ``replay``: only read) ``exp`` into
     ``<runs_dir>-studies/your_method`` and load its debates."""
-    from pear.paper.studies import run_variants
+    from pear.paper.beyond import run_variants  # heavy: matplotlib, only for this function
     return run_variants(backend, {"your_method": exp}, runs_dir, model=model)["your_method"]
 
 

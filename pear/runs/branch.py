@@ -28,12 +28,13 @@ from pear.core.engine import Engine, Job, call_budget
 from pear.methods import method, spec
 from pear.runs.grid import Experiment, grid_questions
 from pear.runs.progress import Progress
-from pear.runs import compute
-from pear.runs.provenance import close_attempt, open_manifest
-from pear.runs.runner import chunk_runner, check_workers, model_dir
+from pear.runs.runner import check_workers, model_dir, recording
 from pear.store import manifest as manifest_io
 from pear.store import view
-from pear.store.records import RecordWriter, completed_ids, parse_line
+from pear.store.records import completed_ids, parse_line
+from pear.sim.backend import SimulatedBackend
+from pear.tasks import grading as tasks
+from pear.tasks.benchmarks import GoldAnswers
 
 __all__ = ["BranchSummary", "Parents", "BranchPlan", "parent_method_of", "parent_experiment",
            "check", "plan", "write", "branch"]
@@ -79,8 +80,6 @@ def parent_method_of(methods_present: Sequence[str], wanted: str | None = None) 
 
 
 def _simulated_backend(exp: Any, settings: Mapping[str, Any]) -> Any:
-    from pear.backends.simulated import SimulatedBackend
-    from pear.tasks.benchmarks import GoldAnswers
     recorded = settings.get("population") or {}
     be = SimulatedBackend(GoldAnswers(), params=settings.get("params"),
                           seed=settings.get("seed", 0),
@@ -168,7 +167,6 @@ def plan(parents: Parents, from_round: int, methods: Sequence[str],
     """The branches to run into ``out_dir`` (those not written yet), or one clear error:
     another model than the parents', a question outside the parent grid.  ``backend``:
     the parent's model (None: the parent's simulated agents, rebuilt from its manifest)."""
-    from pear.tasks import grading as tasks
     exp = parents.exp
     if backend is None:
         if parents.manifest["backend"] != "simulated":
@@ -212,39 +210,29 @@ def write(p: BranchPlan, *, progress: bool = True, workers: int = 1) -> BranchSu
     exp, engine = p.parents.exp, p.engine
     info = {"run": str(p.parents.run_dir.resolve()), "round": p.from_round,
             "parent_method": p.parents.method}
-    old = manifest_io.read(p.out)
-    if old is not None and {k: v for k, v in (old.get("branched_from") or {}).items()
-                            if k != "run"} != {k: v for k, v in info.items() if k != "run"}:
-        raise ValueError(f"run directory {str(p.out)!r} holds another run (branched_from "
-                         f"{old.get('branched_from')!r}); use a new --out")
-    p.out.mkdir(parents=True, exist_ok=True)  # every check passed: now write
-    bexp = dataclasses.replace(exp, methods=p.methods, full_datasets=())
-    attempt = compute.Attempt()
-    manifest = open_manifest(bexp, p.out, old, engine.backend_name, [engine.model], attempt)
-    manifest.update({"branched_from": info, "backend_settings": [engine.backend.settings()],
-                     "model_ids": [engine.model]})
-    manifest_io.write(p.out, manifest)
     summary = BranchSummary(0, p.already_done, p.skipped_stopped, 0, 0)
-    bar = Progress(call_budget([job for job, _ in p.todo], engine.debate, p.from_round + 1),
-                   len(p.todo), progress)
-    bar.follow(engine)
-    step = max(1, exp.chunk_questions * len(p.methods))
-    chunks = [p.todo[i:i + step] for i in range(0, len(p.todo), step)]
-    with bar, RecordWriter(model_dir(p.out, engine.model)) as writer, \
-            chunk_runner(_Branching(engine, p.from_round), chunks, workers, lines=True) as ran:
-        for lines in ran:
-            for line in lines:
-                writer.write(line)
-                cost = _COST.decode(line)
-                summary.written += 1
-                summary.calls += cost.calls
-                summary.calls_copied += cost.branched_from.calls_copied
-                bar.counts(summary.written)
-            writer.sync()
-    bar.close()
-    manifest["complete"] = not engine.failed
-    close_attempt(p.out, manifest, attempt, calls=engine.requests, tokens=engine.tokens,
-                  cache_hits=engine.cache_hits, debates=summary.written)
+
+    def count(line: bytes) -> None:
+        cost = _COST.decode(line)
+        summary.calls += cost.calls
+        summary.calls_copied += cost.branched_from.calls_copied
+    with recording() as rec:
+        old = rec.lock(p.out)  # a new directory: nothing below is refused
+        if old is not None and {k: v for k, v in (old.get("branched_from") or {}).items()
+                                if k != "run"} != {k: v for k, v in info.items() if k != "run"}:
+            raise ValueError(f"run directory {str(p.out)!r} holds another run (branched_from "
+                             f"{old.get('branched_from')!r}); use a new --out")
+        run = rec.open(p.out, dataclasses.replace(exp, methods=p.methods, full_datasets=()),
+                       old, engine.backend_name, [engine.model], branched_from=info,
+                       backend_settings=[engine.backend.settings()], model_ids=[engine.model])
+        bar = rec.stack.enter_context(Progress(call_budget(
+            [job for job, _ in p.todo], engine.debate, p.from_round + 1), len(p.todo), progress))
+        step = max(1, exp.chunk_questions * len(p.methods))
+        rec.append(_Branching(engine, p.from_round),
+                   [p.todo[i:i + step] for i in range(0, len(p.todo), step)], run, bar,
+                   workers=workers, each=count)
+        summary.written = run.written
+        run.manifest["complete"] = not engine.failed
     return summary
 
 

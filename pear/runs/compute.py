@@ -176,7 +176,7 @@ def report(manifest: Mapping[str, Any]) -> list[str]:
 def reproducibility(settings: Mapping[str, Any], label: str = "?"
                     ) -> list[tuple[str, Mapping[str, Any]]]:
     """(label, the settings that decide reproducibility) of one backend's settings (a
-    mixed population's are one level down, labelled by model); ``label`` when the settings
+    mixed-model panel's are one level down, labelled by model); ``label`` when the settings
     do not name their backend."""
     if "reproducibility" in settings:
         return [(str(settings.get("backend") or label), settings["reproducibility"])]

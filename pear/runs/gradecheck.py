@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from pear.core.vote import leaders
+from pear.store.records import iter_records
+from pear.tasks import benchmarks as data, mathgrade, grading as tasks
 
 __all__ = ["Change", "DatasetCheck", "regrade", "check_run", "format_report"]
 
@@ -73,7 +75,6 @@ class DatasetCheck:
 
 
 def _question(dataset: str, question_id: str, gold: str) -> Any:
-    from pear.tasks import benchmarks as data
     q = data.get_question(dataset, question_id)
     # multiple choice: the recorded letter refers to the option order the run showed
     return dataclasses.replace(q, gold=gold) if q.choices else q
@@ -82,7 +83,6 @@ def _question(dataset: str, question_id: str, gold: str) -> Any:
 def regrade(records: Iterable[dict[str, Any]], *, examples: int = 3) -> dict[str, DatasetCheck]:
     """Per dataset, how the current graders change the verdicts of ``records``; the first
     ``examples`` changed answers of each direction (wrong->right, right->wrong) are kept."""
-    from pear.tasks import mathgrade, grading as tasks
     out: dict[str, DatasetCheck] = {}
     for rec in records:
         ds = rec["dataset"]
@@ -132,7 +132,6 @@ def regrade(records: Iterable[dict[str, Any]], *, examples: int = 3) -> dict[str
 
 def check_run(run_dir: str | os.PathLike[str], *, examples: int = 3) -> dict[str, DatasetCheck]:
     """:func:`regrade` on every record under ``run_dir``."""
-    from pear.store.records import iter_records
     checks = regrade(iter_records(run_dir), examples=examples)
     if not checks:
         raise ValueError(f"no debate records under {str(run_dir)!r}")

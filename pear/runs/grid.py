@@ -16,15 +16,21 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from pear.core.config import DebateConfig, RouterConfig, identity_dict, roles_for
-from pear.core.methods import METHODS, SC_SIZES
+from pear.core.methods import METHODS
 from pear.methods import is_self_consistency, spec as method_spec
-from pear.tasks.benchmarks import DATASETS
+from pear.tasks.benchmarks import DATASETS, load
+from pear.catalog.models import expand, lookup
 
 __all__ = ["Experiment", "PRESETS", "preset", "PRESET_SETTINGS", "DEBATE_SETTINGS",
            "model_grid", "grid_questions", "subset_questions", "full_questions", "SCOPES",
            "scope_debates", "answer_key", "MODEL_BACKENDS", "experiment"]
 
 FULL_METHODS = ("cot", "cot_sc", "clique", "star", "chain", "ring", "pear")  # paper's full-set table
+SC_SIZES = (10, 20, 40, 64)
+"""The ``sc@K`` the ``paper`` and ``sim`` presets add to the study's methods (equal-compute
+self-consistency; ``sc@5`` is the study's CoT-SC at n = 5).  64 reaches past a debate's cost
+(the study quotes 32.3k tokens for PEAR, about 52 CoT answers), so the comparison at a
+debate's tokens interpolates instead of holding the last K (our choice)."""
 SC_METHODS = tuple(f"sc@{k}" for k in SC_SIZES)  # our choice
 """Self-consistency at more samples, for comparisons at equal compute (notebook 07)."""
 
@@ -138,7 +144,7 @@ PRESETS: dict[str, Experiment] = {
     # the paper grid for the simulated backend (cheap, so everything is run)
     "sim": Experiment("sim", methods=METHODS + SC_METHODS,
                       full_datasets=("truthfulqa", "math500"), chunk_questions=50),
-    # the four open studies (notebooks 09-12, pear.paper.studies): the study's protocol on 30
+    # the four open studies (notebooks 09-12, pear.paper.beyond): the study's protocol on 30
     # questions per dataset x 2 seeds, the methods those studies vary; sized so that the
     # simulated build of 09-12 takes a few minutes on 2 cores (our choice)
     "beyond": Experiment("beyond", methods=("clique", "star", "ring", "random", "pear",
@@ -179,7 +185,6 @@ def preset(name: str, **overrides: Any) -> Experiment:
     if unknown:
         raise ValueError(f"unknown experiment setting {sorted(unknown)[0]!r}")
     if overrides.get("models"):
-        from pear.catalog.models import expand
         overrides["models"] = expand(tuple(overrides["models"]))
     return _filter_full(replace(exp, **overrides), set(overrides))
 
@@ -246,7 +251,6 @@ def model_grid(exp: Experiment, model: str | None) -> Experiment:
     >>> model_grid(preset("paper"), "gpt-5.4-nano").n_questions
     100
     """
-    from pear.catalog.models import lookup
     found = lookup(model) if (model and exp.study_scope) else None
     if found is None:
         return exp
@@ -275,14 +279,12 @@ def grid_questions(exp: Experiment) -> list[tuple[Any, bool]]:
 
 def subset_questions(exp: Experiment, dataset: str) -> list[Any]:
     """The seeded subset of ``dataset`` the grid runs every method on."""
-    from pear.tasks.benchmarks import load
     return load(dataset, n=exp.n_questions, seed=exp.question_seed)
 
 
 def full_questions(exp: Experiment, dataset: str) -> list[Any]:
     """The questions of the full-set runs: the whole set, or (``full_n_questions``) a larger
     sample that contains the subset."""
-    from pear.tasks.benchmarks import load
     if exp.full_n_questions is None:
         return load(dataset)
     subset = subset_questions(exp, dataset)

@@ -27,6 +27,9 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from pear.paths import cache_path
+from pear.runs.factory import make_backend
+from pear.runs.grid import preset
+from pear.runs.runner import run
 
 __all__ = ["PHASES", "PARITY_GRID", "PhaseStats", "phase_stats", "compare", "parity_table",
            "parity_experiment", "run_side"]
@@ -206,7 +209,6 @@ def parity_table(runs: dict[str, Sequence[dict[str, Any]]]) -> tuple[str, str]:
 
 def parity_experiment(**overrides: Any) -> Any:
     """The smoke preset narrowed to :data:`PARITY_GRID` (plus ``overrides``)."""
-    from pear.runs.grid import preset
     return preset("smoke", **{**PARITY_GRID, **overrides})
 
 
@@ -214,8 +216,6 @@ def run_side(backend: str, out: str | os.PathLike[str], *, model: str | None = N
              model_path: str | None = None, base_url: str | None = None,
              **overrides: Any) -> Any:
     """Run the parity grid on one backend (as ``pear run`` builds it) into ``out``."""
-    from pear.runs.runner import run
-    from pear.runs.factory import make_backend
     exp = parity_experiment(**overrides)
     be = make_backend(backend, exp=exp, model=model, model_path=model_path,
                       base_urls=[base_url] if base_url else None,

@@ -31,6 +31,10 @@ from pear.core.engine import Engine, Job
 from pear.runs.grid import Experiment, model_grid
 from pear.runs.jobs import jobs
 from pear.store.manifest import read as read_manifest
+from pear.catalog.models import PAPER_DIR, display_name
+from pear.core.config import DebateConfig
+from pear.methods import initial_agents, method as make_method
+from pear.store.records import read_records
 
 __all__ = ["Cost", "estimate", "format_plan", "PaperCost", "paper_costs"]
 
@@ -79,7 +83,6 @@ def _key(job: Job) -> tuple:
 
 def _round0_calls(group: Sequence[Job], n_agents: int) -> int:
     """Initial-answer calls the engine makes for one (seed, question) group."""
-    from pear.methods import initial_agents
     return max(initial_agents(j.method, n_agents) for j in group)
 
 
@@ -177,7 +180,6 @@ def _sample(all_jobs: Sequence[Job], per_pair: int) -> list[Job]:
     """Whole (seed, question) groups, in grid order, until every (dataset, method) of the
     grid appears ``per_pair`` times; each sampled group also gets a CoT-SC debate (which
     measures the shared initial answers)."""
-    from pear.methods import method as make_method
     groups: dict[tuple, list[Job]] = defaultdict(list)
     for j in all_jobs:
         groups[_key(j)].append(j)
@@ -207,7 +209,6 @@ def estimate(exp: Experiment, model: str | None = None, *,
     Dry run with completions of ``fill`` x the budget, or measured averages of the run
     directory ``from_run`` (see the module docstring).  Loads no model.
     """
-    from pear.store.records import read_records
     if sample < 1:
         raise ValueError(f"invalid sample={sample!r}: use >= 1")
     grid = model_grid(exp, model)
@@ -256,11 +257,10 @@ class PaperCost:
 def paper_costs() -> list[PaperCost]:
     """The study's printed tokens per example, by method key."""
     import csv
-    from pear.catalog.labels import METHOD_LABELS
-    from pear.catalog.models import PAPER_DIR
-    keys = {label: key for key, label in METHOD_LABELS.items()}
+    from pear.catalog.labels import METHOD_NAMES  # heavy: pandas, only for this function
     with open(PAPER_DIR / "cost.csv", newline="", encoding="utf-8") as fh:
-        return [PaperCost(keys.get(r["method"], r["method"]), float(r["tokens_per_example"]))
+        return [PaperCost(METHOD_NAMES.get(r["method"], r["method"]),
+                          float(r["tokens_per_example"]))
                 for r in csv.DictReader(fh)]
 
 
@@ -290,7 +290,6 @@ def format_plan(exp: Experiment, costs: Sequence[Cost], *, backend: str,
     total = Cost("total", sum(c.debates for c in costs), sum(c.calls for c in costs),
                  sum(c.prompt_tokens for c in costs), sum(c.completion_tokens for c in costs),
                  sum(c.cached_tokens for c in costs), "", {})
-    from pear.catalog.models import display_name
     for c in list(costs) + ([total] if len(costs) > 1 else []):
         name = display_name(c.model) if c is not total else "total"
         row = f"{name[:25]:<26}{c.debates:>10,}{c.calls:>12,.0f}{_num(c.prompt_tokens):>13}" \
@@ -304,7 +303,6 @@ def format_plan(exp: Experiment, costs: Sequence[Cost], *, backend: str,
                     "and pass --throughput TOKENS_PER_S"))
     study = {p.method: p.tokens_per_example for p in paper_costs()}
     shown = [(m, costs[0].per_debate[m]) for m in study if costs and m in costs[0].per_debate]
-    from pear.core.config import DebateConfig
     paper = DebateConfig()
     if shown and (d.n_agents, d.rounds, d.max_tokens) == (paper.n_agents, paper.rounds,
                                                             paper.max_tokens):

@@ -19,6 +19,7 @@ from pear.runs import compute
 from pear.runs.grid import Experiment
 from pear.runs.jobs import shard_text
 from pear.store import environment, manifest as manifest_io
+from pear.tasks.benchmarks import sha256_files
 
 __all__ = ["open_manifest", "close_attempt"]
 
@@ -30,7 +31,6 @@ def open_manifest(exp: Experiment, out: Path, old: Mapping[str, Any] | None,
     setting are refused) and written before any debate runs; with ``attempt`` (this start
     of the run, :class:`pear.runs.compute.Attempt`), which the caller finishes, among its
     ``attempts`` and this machine among its ``hardware``."""
-    from pear.tasks.benchmarks import sha256_files
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     manifest: dict[str, Any] = {
         "protocol": exp.protocol(),

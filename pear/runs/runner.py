@@ -21,15 +21,14 @@ import re
 import sys
 import threading
 import time
-from collections import deque
-from concurrent.futures import Future, ProcessPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 from pear.core.engine import Engine, Job, call_budget
 from pear.core.hashing import hex_id
+from pear.parallel import fork_map
 from pear.runs.grid import Experiment, model_grid
 from pear.runs.jobs import jobs
 from pear.runs.progress import Progress
@@ -37,10 +36,11 @@ from pear.runs import compute
 from pear.runs.provenance import close_attempt, open_manifest
 from pear.store import manifest as manifest_io
 from pear.store.records import RecordWriter, completed_ids, encode_record, few_collections
-from pear.tasks import mathgrade
+from pear.tasks import grading as tasks, mathgrade
 
-__all__ = ["run", "RunSummary", "model_dir", "Population", "LOCK_FILE", "debate_ids",
-           "identities", "chunk_runner", "question_chunks", "check_workers"]
+__all__ = ["run", "RunSummary", "model_dir", "Panel", "LOCK_FILE", "debate_ids",
+           "identities", "chunk_runner", "question_chunks", "check_workers", "recording",
+           "Recording", "RunDir"]
 
 
 def model_dir(out_dir: str | os.PathLike[str], model: str) -> Path:
@@ -90,17 +90,14 @@ def run(exp: Experiment, backend: Any | Callable[[str], Any], out_dir: str | os.
     incomplete (``summary.stopped``); running it again resumes.
 
     ``backend`` is a Backend (one model) or a callable ``model name -> Backend`` (one per
-    entry of ``exp.models``, or one per distinct ``exp.debate.agent_models`` for a mixed
-    population, which runs as one unit).  With a callable, the models run one after another
+    entry of ``exp.models``, or one per distinct ``exp.debate.agent_models`` for a mixed-model
+    panel, which runs as one unit).  With a callable, the models run one after another
     and each backend is built only when its turn comes and dropped afterwards (one GPU engine
     at a time); each model's grid is :func:`pear.runs.grid.model_grid`'s.
     """
     check_workers(workers)
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    with _writer_lock(out):
-        return _run(exp, backend, out, progress=progress, task_for=task_for, stop=stop,
-                    workers=workers)
+    return _run(exp, backend, Path(out_dir), progress=progress, task_for=task_for, stop=stop,
+                workers=workers)
 
 
 @contextlib.contextmanager
@@ -128,31 +125,29 @@ LOCK_FILE = ".pear-run.lock"
 def _run(exp: Experiment, backend: Any, out: Path, *, progress: bool,
          task_for: Callable[[str], Any] | None, stop: Callable[[], bool] | None,
          workers: int) -> RunSummary:
-    from pear.tasks import grading as tasks
     factory = callable(backend) and not hasattr(backend, "generate")
     if exp.debate.agent_models:
         if not factory or exp.models:
-            raise ValueError("a mixed population (agent_models) needs a backend factory "
+            raise ValueError("a mixed-model panel (agent_models) needs a backend factory "
                              "(model name -> Backend) and no separate models")
-        population = Population({m: backend(m) for m in dict.fromkeys(exp.debate.agent_models)},
-                                exp.debate.agent_models)
-        backend, factory = population, False
+        panel = Panel({m: backend(m) for m in dict.fromkeys(exp.debate.agent_models)},
+                      exp.debate.agent_models)
+        backend, factory = panel, False
     names: list[str | None] = list(exp.models) if factory and exp.models else [None]
-    old = manifest_io.read(out)
-    resuming = factory and bool(exp.models) and old is not None \
-        and old.get("models") == names and len(old.get("model_ids", [])) == len(names)
-    # resuming several models: no backend is built (no model loaded) before it is needed
-    current: Any = None if resuming else (backend(names[0]) if factory else backend)
-    grid_names = names if factory and exp.models else [current.model_id]
-    attempt = compute.Attempt()
-    manifest = open_manifest(exp, out, old, old["backend"] if resuming else current.name,
-                             grid_names, attempt)
-    grid_jobs = [jobs(model_grid(exp, n)) for n in grid_names]
-    summary = RunSummary(total=sum(map(len, grid_jobs)), already_done=0, written=0,
-                         failed=[], generate_calls=0, requests=0, tokens=0, cache_hits=0)
-    bar = Progress(sum(call_budget(js, model_grid(exp, n).debate)
-                       for n, js in zip(grid_names, grid_jobs)), summary.total, progress)
-    try:
+    with recording() as rec:
+        old, summary = rec.lock(out), rec.summary
+        resuming = factory and bool(exp.models) and old is not None \
+            and old.get("models") == names and len(old.get("model_ids", [])) == len(names)
+        # resuming several models: no backend is built (no model loaded) before it is needed
+        current: Any = None if resuming else (backend(names[0]) if factory else backend)
+        grid_names = names if factory and exp.models else [current.model_id]
+        run = rec.open(out, exp, old, old["backend"] if resuming else current.name, grid_names)
+        manifest = run.manifest
+        grid_jobs = [jobs(model_grid(exp, n)) for n in grid_names]
+        summary.total = sum(map(len, grid_jobs))
+        bar = rec.stack.enter_context(Progress(sum(
+            call_budget(js, model_grid(exp, n).debate) for n, js in zip(grid_names, grid_jobs)),
+            summary.total, progress))
         for name, all_jobs in zip(names, grid_jobs):
             finished = _finished_earlier(exp, old, manifest["backend"], name, all_jobs, out) \
                 if current is None else None
@@ -171,23 +166,22 @@ def _run(exp: Experiment, backend: Any, out: Path, *, progress: bool,
             manifest["model_ids"].append(be.model_id)
             manifest_io.write(out, manifest)
             grader = task_for or tasks.get
-            engine = Engine(be.backends if isinstance(be, Population) else be,
+            engine = Engine(be.backends if isinstance(be, Panel) else be,
                             model_grid(exp, name).debate, task_for=grader)
-            math = any(isinstance(grader(d), tasks.MathTask)
-                       for d in {j.question.dataset for j in all_jobs})
-            _run_jobs(engine, all_jobs, model_dir(out, be.model_id), exp.chunk_questions, bar,
-                      summary, stop, workers, math)
+            done = completed_ids(model_dir(out, engine.model))
+            todo = [j for j in all_jobs if engine.debate_id(j) not in done]
+            summary.already_done += len(all_jobs) - len(todo)
+            bar.skip(call_budget(all_jobs, engine.debate) - call_budget(todo, engine.debate),
+                     len(all_jobs) - len(todo))
+            rec.append(engine, list(question_chunks(todo, _per_chunk(
+                todo, exp.chunk_questions, workers))), run, bar, workers=workers, stop=stop,
+                math=any(isinstance(grader(d), tasks.MathTask)  # Math-Verify started at once
+                         for d in {j.question.dataset for j in todo}))
             del be, engine
             if stop is not None and stop():
                 summary.stopped = True
                 break
-    finally:  # what this attempt cost, also when it fails; the progress lines stop
-        bar.close()
-        close_attempt(out, manifest, attempt, calls=summary.requests, tokens=summary.tokens,
-                      cache_hits=summary.cache_hits, debates=summary.written)
-    manifest["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    manifest["complete"] = summary.complete
-    manifest_io.write(out, manifest)
+        manifest["complete"] = summary.complete
     return summary
 
 
@@ -207,36 +201,105 @@ def _finished_earlier(exp: Experiment, old: Mapping[str, Any] | None, backend_na
     return None
 
 
-def _run_jobs(engine: Engine, all_jobs: Sequence[Job], rdir: Path, chunk_questions: int,
-              bar: Progress, summary: RunSummary, stop: Callable[[], bool] | None = None,
-              workers: int = 1, math: bool = False) -> None:
-    """Run the jobs not yet recorded in ``rdir``, appending each record as it finishes
-    (flushed; fsynced after every chunk), and add the engine's counts to ``summary``.
-    ``math``: some jobs are graded by Math-Verify (each grading process starts its worker
-    at once, in the background)."""
-    done = completed_ids(rdir)
-    todo = [j for j in all_jobs if engine.debate_id(j) not in done]
-    summary.already_done += len(all_jobs) - len(todo)
-    bar.skip(call_budget(all_jobs, engine.debate) - call_budget(todo, engine.debate),
-             len(all_jobs) - len(todo))
-    bar.follow(engine)
-    chunks = list(question_chunks(todo, _per_chunk(todo, chunk_questions, workers)))
-    with RecordWriter(rdir) as writer, \
-            chunk_runner(engine, chunks, workers, math, lines=True) as ran:
-        for lines in ran:
-            for line in lines:
-                writer.write(line)
-                summary.written += 1
-                bar.counts(summary.written)
-            writer.sync()
-            if stop is not None and stop():
-                summary.stopped = True
-                break
-    summary.failed += engine.failed
-    summary.generate_calls += engine.generate_calls
-    summary.requests += engine.requests
-    summary.tokens += engine.tokens
-    summary.cache_hits += engine.cache_hits
+# ----------------------------------------------------------------- the run loop
+
+@dataclass
+class RunDir:
+    """A run directory :func:`recording` writes: its manifest (``complete``: set by the caller
+    when it ends well), this attempt, its record writers (per model id), debates written."""
+
+    out: Path
+    manifest: dict[str, Any]
+    attempt: compute.Attempt
+    written: int = 0
+    writers: dict[str, RecordWriter] = field(default_factory=dict)
+
+
+_COST = {"calls": "requests", "tokens": "tokens", "cache_hits": "cache_hits"}  # attempt: engine
+
+
+class Recording:
+    """The run directories one pass writes (:func:`recording`): each locked (:meth:`lock`),
+    its manifest and this attempt opened (:meth:`open`); :meth:`append` writes the records
+    and counts in ``summary`` what each engine did."""
+
+    def __init__(self, locks: contextlib.ExitStack) -> None:
+        self.dirs: dict[Path, RunDir] = {}
+        self.summary = RunSummary(0, 0, 0, [], 0, 0, 0, 0)
+        self.locks, self.stack = locks, contextlib.ExitStack()  # writers, displays
+
+    def lock(self, out: Path) -> dict[str, Any] | None:
+        """Take ``out`` (made if missing; :func:`_writer_lock`) and read its manifest."""
+        out.mkdir(parents=True, exist_ok=True)
+        self.locks.enter_context(_writer_lock(out))
+        return manifest_io.read(out)
+
+    def open(self, out: Path, exp: Experiment, old: Mapping[str, Any] | None,
+             backend_name: str, grid_names: Sequence[Any], **extra: Any) -> RunDir:
+        """Open ``out``'s manifest (:func:`pear.runs.provenance.open_manifest`, with the
+        keys ``extra``) and this attempt."""
+        attempt = compute.Attempt()
+        manifest = {**open_manifest(exp, out, old, backend_name, grid_names, attempt), **extra}
+        manifest_io.write(out, manifest)
+        self.dirs[out] = RunDir(out, manifest, attempt)
+        return self.dirs[out]
+
+    def append(self, engine: Any, chunks: Sequence[Any],
+               where: RunDir | Callable[[bytes], Iterable[RunDir]], bar: Progress, *,
+               workers: int = 1, math: bool = False, stop: Callable[[], bool] | None = None,
+               each: Callable[[bytes], None] = lambda line: None) -> None:
+        """Run ``chunks`` (:func:`chunk_runner`), appending each record line to ``where``
+        (or each run ``where(line)`` names) under ``engine.model`` (flushed; fsynced after
+        every chunk) and passing it to ``each``; ``stop`` is asked after every chunk.  What
+        ``engine`` did (failures, calls, tokens) is counted, also when it fails."""
+        bar.follow(engine)
+        s, counts = self.summary, ("generate_calls", *_COST.values())
+        before, failed = [getattr(engine, k) for k in counts], len(engine.failed)
+        try:
+            with chunk_runner(engine, chunks, workers, math, lines=True) as ran:
+                for lines in ran:
+                    for line in lines:
+                        for run in where(line) if callable(where) else (where,):
+                            if engine.model not in run.writers:
+                                run.writers[engine.model] = self.stack.enter_context(
+                                    RecordWriter(model_dir(run.out, engine.model)))
+                            run.writers[engine.model].write(line)
+                            run.written, s.written = run.written + 1, s.written + 1
+                        each(line)
+                        bar.counts(s.written)
+                    for w in (w for run in self.dirs.values() for w in run.writers.values()):
+                        w.sync()
+                    if stop is not None and stop():
+                        s.stopped = True
+                        break
+        finally:
+            s.failed += engine.failed[failed:]
+            for k, b in zip(counts, before):
+                setattr(s, k, getattr(s, k) + getattr(engine, k) - b)
+
+
+@contextlib.contextmanager
+def recording() -> Iterator[Recording]:
+    """The one run loop (:func:`run`, :func:`pear.runs.together.run_together`, branches): a
+    :class:`Recording`, its directories locked until it ends; its writers closed, then in a
+    ``finally`` every attempt closed with its debates and its share of the pass's cost (by
+    debates received); then, unless it failed, each manifest's ``finished_at``."""
+    with contextlib.ExitStack() as locks:
+        rec = Recording(locks)
+        runs = rec.dirs.values()
+        try:
+            with rec.stack:
+                yield rec
+        finally:  # what this attempt cost, also when it fails
+            weights = [run.written for run in runs]
+            parts = {k: compute.split(getattr(rec.summary, v), weights) for k, v in _COST.items()}
+            for i, run in enumerate(runs):
+                close_attempt(run.out, run.manifest, run.attempt, weights[i] / sum(weights)
+                              if sum(weights) else 1 / len(runs), debates=run.written,
+                              **{k: v[i] for k, v in parts.items()})
+        for run in runs:
+            run.manifest["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            manifest_io.write(run.out, run.manifest)
 
 
 # ----------------------------------------------------------------- worker processes
@@ -264,16 +327,12 @@ def chunk_runner(engine: Engine, chunks: Sequence[list[Job]], workers: int,
                    for chunk in chunks)
         return
     global _FORKED
-    fork = multiprocessing.get_context("fork")
-    live = fork.SimpleQueue()  # the workers' calls as they complete (for progress)
+    live = multiprocessing.get_context("fork").SimpleQueue()  # the workers' calls (progress)
     _FORKED = (engine, chunks, live, lines)  # what the workers run: fork copies it (not pickled)
     with few_collections():
-        pool = ProcessPoolExecutor(min(workers, len(chunks)), mp_context=fork,
-                                   initializer=_exit_with, initargs=(os.getpid(), math))
         try:
-            yield _collect(pool, engine, len(chunks), 2 * workers, live)
+            yield _collect(engine, len(chunks), workers, live, math)
         finally:
-            pool.shutdown(wait=True, cancel_futures=True)
             _FORKED = None
 
 
@@ -317,17 +376,12 @@ def _run_chunk(i: int) -> tuple[list[Any], list[tuple[str, str]], dict[str, int]
             {k: getattr(engine, k) - before[k] for k in _COUNTS})
 
 
-def _collect(pool: ProcessPoolExecutor, engine: Engine, n_chunks: int, ahead: int,
-             live: Any) -> Iterator[list[Any]]:
-    """The chunks' records in order, ``ahead`` chunks submitted at a time.  While waiting,
-    the calls the workers report (``live``) move the engine's call counts, so progress
-    moves with every call; a chunk's own counts replace its reports when it comes back."""
-    pending: deque[tuple[int, Future]] = deque()
-    rest = iter(range(n_chunks))
-    for i in rest:
-        pending.append((i, pool.submit(_run_chunk, i)))
-        if len(pending) >= ahead:
-            break
+def _collect(engine: Engine, n_chunks: int, workers: int, live: Any,
+             math: bool) -> Iterator[list[Any]]:
+    """The chunks' records in order (:func:`pear.parallel.fork_map`, two chunks ahead per
+    worker).  While waiting, the calls the workers report (``live``) move the engine's call
+    counts, so progress moves with every call; a chunk's own counts replace its reports when
+    it comes back."""
     done = {"calls_done": engine.calls_done, "calls_unneeded": engine.calls_unneeded}
     in_flight: dict[int, tuple[int, int]] = {}  # chunk -> (calls done, calls unneeded)
     finished: set[int] = set()
@@ -335,29 +389,24 @@ def _collect(pool: ProcessPoolExecutor, engine: Engine, n_chunks: int, ahead: in
     def show() -> None:
         engine.calls_done = done["calls_done"] + sum(c for c, _ in in_flight.values())
         engine.calls_unneeded = done["calls_unneeded"] + sum(u for _, u in in_flight.values())
-        engine.phase = f"chunks: {len(pending)} in flight"
+        engine.phase = f"chunks: {len(finished)} of {n_chunks} done"
         if engine.on_progress is not None:
             engine.on_progress()
 
-    while pending:
-        i, future = pending.popleft()
-        while True:
-            wait([future], timeout=_LIVE_EVERY_S)
-            moved = False
-            while not live.empty():
-                j, calls, unneeded = live.get()
-                if j not in finished:  # a report can arrive after its chunk's result
-                    in_flight[j], moved = (calls, unneeded), True
-            if future.done():
-                break
-            if moved:
-                show()
-        records, failed, counts = future.result()
+    def reports() -> None:
+        moved = False
+        while not live.empty():
+            j, calls, unneeded = live.get()
+            if j not in finished:  # a report can arrive after its chunk's result
+                in_flight[j], moved = (calls, unneeded), True
+        if moved:
+            show()
+
+    results = fork_map(_run_chunk, range(n_chunks), workers, ahead=2, initializer=_exit_with,
+                       initargs=(os.getpid(), math), idle=reports, idle_s=_LIVE_EVERY_S)
+    for i, (records, failed, counts) in enumerate(results):
         finished.add(i)
         in_flight.pop(i, None)
-        for j in rest:  # keep the workers busy while this chunk is written
-            pending.append((j, pool.submit(_run_chunk, j)))
-            break
         engine.failed += failed
         for k, v in counts.items():
             if k in done:
@@ -369,8 +418,8 @@ def _collect(pool: ProcessPoolExecutor, engine: Engine, n_chunks: int, ahead: in
     engine.calls_done, engine.calls_unneeded = done["calls_done"], done["calls_unneeded"]
 
 
-class Population:
-    """A mixed population run as one unit (``{model name: backend}``, the agents' models in
+class Panel:
+    """A mixed-model panel run as one unit (``{model name: backend}``, the agents' models in
     order); it answers ``name``, ``model_id`` and ``settings()`` like one backend."""
 
     def __init__(self, backends: Mapping[str, Any], agent_models: Sequence[str]) -> None:

@@ -44,6 +44,7 @@ from pear.runs.provenance import close_attempt, open_manifest
 from pear.runs.runner import _writer_lock, identities, model_dir
 from pear.store import manifest as manifest_io
 from pear.store.records import RecordWriter, completed_ids, iter_lines, line_debate_id, record_files
+from pear.runs.together import recorded_in
 
 __all__ = ["unstopped", "derivable", "stopped_record", "derive"]
 
@@ -63,7 +64,6 @@ def derivable(exp: Experiment, source: str | os.PathLike[str], model_id: str,
     rule, ``source`` holds every debate of its :func:`unstopped` grid under the same
     setting (:func:`pear.runs.together.recorded_in`; ``recorded``: its ids, when the caller
     has them) and its records say what each round cost (its first debate's rounds do)."""
-    from pear.runs.together import recorded_in
     whole = unstopped(exp)
     if whole is None or not recorded_in(whole, source, model_id, backend_name, recorded):
         return False

@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import os
 from collections import defaultdict
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
@@ -32,12 +31,13 @@ from pear.core.engine import Engine, Job, call_budget
 from pear.runs.grid import Experiment, model_grid
 from pear.runs.jobs import jobs
 from pear.runs.progress import Progress
-from pear.runs import compute
-from pear.runs.provenance import close_attempt, open_manifest
-from pear.runs.runner import (RunSummary, _writer_lock, check_workers, chunk_runner,
-                              debate_ids, model_dir, question_chunks)
+from pear.runs.runner import (RunDir, RunSummary, check_workers, debate_ids, model_dir,
+                              question_chunks, recording)
 from pear.store import manifest as manifest_io
-from pear.store.records import RecordWriter, completed_ids, line_debate_id
+from pear.store.records import (RecordWriter, completed_ids, iter_lines, line_debate_id,
+                                record_files)
+from pear.tasks import grading
+from pear.tasks.benchmarks import sha256_files
 
 __all__ = ["same_setting", "recorded_in", "run_together", "by_question"]
 
@@ -47,7 +47,6 @@ def same_setting(exp: Experiment, run_dir: str | os.PathLike[str], model_id: str
     """Whether ``run_dir``'s manifest is of ``exp``'s setting for this model and backend
     (protocol, backend, model, data, no shard): what a resume into it would require, so
     its debates are debates ``exp`` would run wherever their ids coincide."""
-    from pear.tasks.benchmarks import sha256_files
     old = manifest_io.read(run_dir) if Path(run_dir).is_dir() else None
     if old is None or exp.shard is not None:
         return False
@@ -79,8 +78,8 @@ def run_together(grids: Mapping[str | os.PathLike[str], Experiment], backend: An
     every debate id they share, instead of being run again (counted in ``already_done``).
     ``workers``: processes that run the pass's chunks, as :func:`pear.runs.runner.run`'s
     (forked; this process alone writes, chunk by chunk in order): the records are the same
-    for any number.  Grids that name models, a mixed population or a shard are refused: run those with
-    :func:`pear.runs.runner.run`."""
+    for any number.  Grids that name models, a mixed-model panel or a shard are refused: run
+    those with :func:`pear.runs.runner.run`."""
     check_workers(workers)
     if not hasattr(backend, "generate"):
         raise ValueError("run_together takes one backend (one model); run grids that need a "
@@ -88,38 +87,24 @@ def run_together(grids: Mapping[str | os.PathLike[str], Experiment], backend: An
     dirs = {Path(d): exp for d, exp in grids.items()}
     for d, exp in dirs.items():
         if exp.models or exp.debate.agent_models or exp.shard is not None:
-            raise ValueError(f"grid for {str(d)!r} names models, a mixed population or a "
+            raise ValueError(f"grid for {str(d)!r} names models, a mixed-model panel or a "
                              "shard: run it with pear.runs.runner.run")
-    summary = RunSummary(total=0, already_done=0, written=0, failed=[], generate_calls=0,
-                         requests=0, tokens=0, cache_hits=0)
     grid = {d: jobs(model_grid(exp, backend.model_id)) for d, exp in dirs.items()}
-    engines: dict[Any, Engine] = {}
-    for exp in dirs.values():  # one engine per debate configuration: its grids run together
-        if exp.debate not in engines:
-            engines[exp.debate] = Engine(backend, exp.debate, task_for=_task_for())
+    # one engine per debate configuration: its grids run together
+    engines = {debate: Engine(backend, debate, task_for=grading.get)
+               for debate in dict.fromkeys(exp.debate for exp in dirs.values())}
     todo: dict[Any, list[Job]] = defaultdict(list)
-    owner: dict[str, list[Path]] = defaultdict(list)  # debate id -> the grids that hold it
-    already: dict[Path, int] = {}
-    with contextlib.ExitStack() as stack:
-        for d in dirs:
-            d.mkdir(parents=True, exist_ok=True)
-            stack.enter_context(_writer_lock(d))
-        manifests, attempts = {}, {d: compute.Attempt() for d in dirs}
-        written: dict[Path, int] = defaultdict(int)
-        stack.callback(_close_attempts, manifests, attempts, written, summary)
+    owner: dict[str, list[RunDir]] = defaultdict(list)  # debate id -> the grids that hold it
+    already: dict[Path, int] = defaultdict(int)
+    with recording() as rec:
         for d, exp in dirs.items():
-            m = open_manifest(exp, d, manifest_io.read(d), backend.name, [backend.model_id],
-                              attempts[d])
-            m["backend_settings"].append(backend.settings())
-            m["model_ids"].append(backend.model_id)
-            manifest_io.write(d, m)
-            manifests[d] = m
+            rec.open(d, exp, rec.lock(d), backend.name, [backend.model_id],
+                     backend_settings=[backend.settings()], model_ids=[backend.model_id])
         if reuse is not None:
             _copy_recorded(Path(reuse), {d: exp for d, exp in dirs.items() if same_setting(
                 exp, reuse, backend.model_id, backend.name)}, backend, grid)
         for d, exp in dirs.items():
             engine, done = engines[exp.debate], completed_ids(model_dir(d, backend.model_id))
-            already[d] = 0
             for j in grid[d]:
                 did = engine.debate_id(j)
                 if did in done:
@@ -127,54 +112,19 @@ def run_together(grids: Mapping[str | os.PathLike[str], Experiment], backend: An
                     continue
                 if not owner[did]:
                     todo[exp.debate].append(j)
-                owner[did].append(d)
-        summary.total = sum(map(len, grid.values()))
-        summary.already_done = sum(already.values())
-        bar = stack.enter_context(Progress(sum(call_budget(js, key) for key, js in todo.items()),
-                                           summary.total - summary.already_done, progress))
-        writers = {d: stack.enter_context(RecordWriter(model_dir(d, backend.model_id)))
-                   for d in dirs}
+                owner[did].append(rec.dirs[d])
+        summary = rec.summary
+        summary.total, summary.already_done = sum(map(len, grid.values())), sum(already.values())
+        bar = rec.stack.enter_context(Progress(sum(
+            call_budget(js, key) for key, js in todo.items()),
+            summary.total - summary.already_done, progress))
         per_chunk = min(exp.chunk_questions for exp in dirs.values())
         for key, engine in engines.items():
-            bar.follow(engine)
-            chunks = list(question_chunks(by_question(todo[key]), per_chunk))
-            with chunk_runner(engine, chunks, workers, lines=True) as ran:
-                for lines in ran:
-                    for line in lines:
-                        for d in owner[line_debate_id("", 0, line)]:
-                            writers[d].write(line)
-                            written[d] += 1
-                        bar.counts(sum(written.values()))
-                    for w in writers.values():
-                        w.sync()
-            summary.failed += engine.failed
-            summary.generate_calls += engine.generate_calls
-            summary.requests += engine.requests
-            summary.tokens += engine.tokens
-            summary.cache_hits += engine.cache_hits
-        bar.close()
-        summary.written = sum(written.values())
-        for d, m in manifests.items():
-            m["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-            m["complete"] = already[d] + written[d] == len(grid[d])
-            manifest_io.write(d, m)
+            rec.append(engine, list(question_chunks(by_question(todo[key]), per_chunk)),
+                       lambda line: owner[line_debate_id("", 0, line)], bar, workers=workers)
+        for d, run in rec.dirs.items():
+            run.manifest["complete"] = already[d] + run.written == len(grid[d])
     return summary
-
-
-def _close_attempts(manifests: Mapping[Path, dict[str, Any]],
-                    attempts: Mapping[Path, compute.Attempt], written: Mapping[Path, int],
-                    summary: RunSummary) -> None:
-    """Each grid's attempt: the pass's time, calls, tokens and cache hits split among the
-    grids in proportion to the debates each received (so that they add up to the pass's),
-    and its own debates."""
-    dirs = list(manifests)
-    weights = [written.get(d, 0) for d in dirs]
-    shares = [w / sum(weights) for w in weights] if sum(weights) else [1 / len(dirs)] * len(dirs)
-    parts = {k: compute.split(getattr(summary, attr), weights) for k, attr in
-             (("calls", "requests"), ("tokens", "tokens"), ("cache_hits", "cache_hits"))}
-    for i, d in enumerate(dirs):
-        close_attempt(d, manifests[d], attempts[d], shares[i], debates=written.get(d, 0),
-                      **{k: v[i] for k, v in parts.items()})
 
 
 def _copy_recorded(source: Path, dirs: Mapping[Path, Experiment], backend: Any,
@@ -184,7 +134,6 @@ def _copy_recorded(source: Path, dirs: Mapping[Path, Experiment], backend: Any,
     the runner writes it, so the bytes are the same)."""
     import json
 
-    from pear.store.records import iter_lines, record_files
     wanted: dict[str, list[Path]] = defaultdict(list)
     for d, exp in dirs.items():
         done = completed_ids(model_dir(d, backend.model_id))
@@ -200,11 +149,6 @@ def _copy_recorded(source: Path, dirs: Mapping[Path, Experiment], backend: Any,
             for _, line_no, line in iter_lines(path):
                 for d in wanted.pop(line_debate_id(path, line_no, line), ()):
                     writers[d].write(json.loads(line))
-
-
-def _task_for() -> Any:
-    from pear.tasks import grading
-    return grading.get
 
 
 def by_question(todo: Sequence[Job]) -> list[Job]:

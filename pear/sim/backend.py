@@ -30,7 +30,7 @@ The population (every parameter is a field of :class:`SimParams`, with its sign)
   wrong answers (the attractive one only with probability ``revise_focus``), so wrong
   agents do not settle on one answer during the debate; else it keeps its answer.
   Confidence is redrawn when the answer changes.
-* **Revision by a fitted model** (a population with a :class:`~pear.backends.population.
+* **Revision by a fitted model** (a population with a :class:`~pear.sim.population.
   RevisionModel`, e.g. ``grounded``): instead of the persuasion-driven revision above, the
   revised answer is drawn from the conditional logit over the agent's candidates (its own
   answer, each answer of the critiques it received, another right answer, another wrong
@@ -41,7 +41,7 @@ The population (every parameter is a field of :class:`SimParams`, with its sign)
 * A fraction ``malformed_rate`` of completions is truncated or junk (the parser must cope).
 
 Populations (``study``, ``grounded``, or a file) are named, versioned data:
-:mod:`pear.backends.population`.  ``SimulatedBackend(answer_key, population="grounded")``.
+:mod:`pear.sim.population`.  ``SimulatedBackend(answer_key, population="grounded")``.
 
 Draws: question and agent latents from ``(seed, dataset, question_id[, agent])``; every
 request's choices from ``(seed, request.seed)`` with a fixed number of uniforms per decision
@@ -77,10 +77,10 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from pear.backends.population import (DATASET_EASE, Population, RevisionModel, SimParams,
-                                     expected_accuracy, load, skill_of)
 from pear.core.backend import Completion, Request
 from pear.core.hashing import hex_id, int_seed
+from pear.sim.population import (DATASET_EASE, Population, RevisionModel, SimParams,
+                                 expected_accuracy, load, skill_of)
 
 __all__ = ["SimParams", "SimulatedBackend", "DATASET_EASE", "Population"]
 
@@ -136,7 +136,7 @@ class SimulatedBackend:
     """Answers every request from the simulated population; see the module docstring.
 
     ``population``: a shipped population's name (``study``, ``grounded``), a population file
-    or a :class:`Population` (None: ``study``, :data:`pear.backends.population.DEFAULT`);
+    or a :class:`Population` (None: ``study``, :data:`pear.sim.population.DEFAULT`);
     ``params``: a :class:`SimParams` that replaces the population's parameters, or a mapping
     of fields to change in them (the revision model is kept either way).
 
@@ -336,7 +336,7 @@ class SimulatedBackend:
 
     def population_skill(self, dataset: str) -> float:
         """The revision model's skill on ``dataset``: the logit of the population's expected
-        round-0 agent accuracy there (:func:`pear.backends.population.expected_accuracy`)."""
+        round-0 agent accuracy there (:func:`pear.sim.population.expected_accuracy`)."""
         s = self._skill_of.get(dataset)
         if s is None:
             s = self._skill_of[dataset] = skill_of(expected_accuracy(self.params, dataset))
@@ -345,7 +345,7 @@ class SimulatedBackend:
     def revise_choice(self, q: _Question, meta: Mapping[str, Any], u: Sequence[float]
                       ) -> tuple[str, int]:
         """The revised (answer, confidence) drawn from the population's revision model
-        (:class:`~pear.backends.population.RevisionModel`): the candidates are the agent's
+        (:class:`~pear.sim.population.RevisionModel`): the candidates are the agent's
         own answer, the answers of the critiques it received (``meta["critiques"]``), another
         right answer and another wrong one; 3 uniforms (the choice, which other wrong answer,
         the confidence of a new answer)."""

@@ -1,6 +1,6 @@
 """Simulated populations as named, versioned data: ``data/populations/<name>.json``.
 
-A population is what the simulated backend (:mod:`pear.backends.simulated`) draws its agents
+A population is what the simulated backend (:mod:`pear.sim.backend`) draws its agents
 from: the parameters of :class:`SimParams` (initial answers, confidence, critique acceptance)
 and, optionally, a :class:`RevisionModel` (what an agent answers in a debate round given its
 own previous answer and the answers it heard) fitted to real debates.  Two are shipped:
@@ -11,7 +11,7 @@ own previous answer and the answers it heard) fitted to real debates.  Two are s
 * ``grounded``: the same initial answers, confidence and acceptance, revision by the
   :class:`RevisionModel` fitted by maximum likelihood to real debates, and ``wrong_focus``
   set from the share of erring agents that give the same wrong answer in those debates
-  (:mod:`pear.analysis.revision` writes it and checks it).
+  (:mod:`pear.sim.revision` writes it and checks it).
 
 A population file holds ``name``, ``version``, ``params`` (every :class:`SimParams` field),
 ``revision`` (``null`` or ``{"features", "coef", "se"}``), ``fingerprint`` (sha256 of the
@@ -48,7 +48,7 @@ POPULATIONS_DIR = DATA_DIR / "populations"
 SHIPPED = ("study", "grounded")
 """The shipped populations."""
 DEFAULT = "study"
-"""The population of a :class:`~pear.backends.simulated.SimulatedBackend` built without one
+"""The population of a :class:`~pear.sim.backend.SimulatedBackend` built without one
 (tests, calibration, the golden records)."""
 BUILD_DEFAULT = "grounded"
 """The population of simulated runs and builds (``pear run --backend simulated``, ``make

@@ -1,5 +1,5 @@
 """The revision model fitted to real debates: what an agent answers in round r given its own
-previous answer and the answers it heard (:class:`pear.backends.population.RevisionModel`, the
+previous answer and the answers it heard (:class:`pear.sim.population.RevisionModel`, the
 one definition of the candidates and their features), by maximum likelihood.
 
 * :func:`transitions` turns debate records (ours or imported: :mod:`pear.store.importing`) into
@@ -31,7 +31,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from pear.backends.population import RevisionModel, skill_of
+from pear.sim.population import RevisionModel, skill_of
 
 __all__ = ["Transitions", "RevisionFit", "question_set", "subject", "transitions", "round0_accuracy",
            "concat", "fit", "bootstrap", "same_wrong_answer", "choice_table"]

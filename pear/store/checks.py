@@ -13,6 +13,12 @@ import msgspec
 from pear.core.vote import leaders
 from pear.store.findings import (_DECODER, _PLAIN, has_markup, MAX_FIELD_BYTES, Findings, Problem,
                            _debate_id, _in_range, graph_class)
+from pear.core.config import config_hash
+from pear.core.graphs import debate_base_graph, fixed_topology
+from pear.methods import spec, initial_agents, method
+from pear.store import manifest
+from pear.tasks.benchmarks import sha256_files, load
+from pear.tasks.grading import get
 
 __all__ = ["Checker"]
 
@@ -45,8 +51,6 @@ class Checker:
             self._read_manifest(Path(run_dir))
 
     def _read_manifest(self, root: Path) -> None:
-        from pear.core.config import config_hash
-        from pear.store import manifest
         path = manifest.path(root)
         if not path.is_file():
             self.run_findings.add(Problem("no_manifest", str(root), f"no {path.name}: config "
@@ -65,7 +69,6 @@ class Checker:
             return
         self.protocol_key = config_hash(self.debate, self.router)
         self.models = set(raw.get("models") or ())
-        from pear.tasks.benchmarks import sha256_files
         if raw.get("data_sha256") and raw["data_sha256"] != sha256_files():
             self.run_findings.add(Problem("data_changed", str(path), "data_sha256 differs "
                                           "from the benchmarks in data/benchmarks"))
@@ -112,8 +115,7 @@ class Checker:
 
     @staticmethod
     def _identity(rec: Mapping[str, Any], bad, imported: Any = ()) -> None:
-        from pear.methods import spec
-        from pear.catalog.labels import DATASETS
+        from pear.catalog.labels import DATASETS  # heavy: pandas, only for this function
         for key in _NAMES:
             if not _PLAIN.fullmatch(str(rec[key])):
                 bad("identity", f"{key} is not a plain name")
@@ -245,8 +247,6 @@ class Checker:
             bad("inconsistent", f"round {i}: vote_correct differs from its agents' correctness")
 
     def _protocol(self, rec: Mapping[str, Any], bad) -> None:
-        from pear.core.config import config_hash
-        from pear.methods import initial_agents, method
         name = rec["method"]
         params = (rec.get("plugin") or {}).get("params") or None
         try:
@@ -271,7 +271,6 @@ class Checker:
     def _check_gold(self, rec: Mapping[str, Any], bad) -> None:
         ds = rec["dataset"]
         if ds not in self._gold:
-            from pear.tasks.benchmarks import load
             try:
                 self._gold[ds] = {q.id: q.gold for q in load(ds)}
             except (ValueError, FileNotFoundError):
@@ -282,7 +281,6 @@ class Checker:
         elif gold != rec["gold"]:
             key = (ds, gold, rec["gold"])
             if key not in self._same:
-                from pear.tasks.grading import get
                 try:
                     self._same[key] = get(ds).equivalent(gold, rec["gold"])
                 except Exception:  # noqa: BLE001 - a grader failure is no proof of equality
@@ -297,7 +295,6 @@ class Checker:
         topology; ``relabelling``: a relabelling of the base role graph; ``free``: any valid
         edge set, checked under the record's body); a branch's copied rounds are its
         parent's (checked against the parent by :func:`pear.runs.branch.check_branches`)."""
-        from pear.core.graphs import debate_base_graph, fixed_topology
         n = rec["n_agents"]
         if any(not (0 <= v < n) for rd in rec["rounds_data"] for e in rd["edges"] for v in e):
             return  # out of range: named already
@@ -327,7 +324,6 @@ class Checker:
 def _own_aggregate(name: str) -> bool:
     """Whether the registered method ``name`` aggregates answers its own way (not the
     majority vote); False for unknown names (named under identity)."""
-    from pear.methods import spec
     try:
         return spec(name).aggregate is not None
     except ValueError:

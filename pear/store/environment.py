@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from pear.core.hashing import file_sha256
+from pear.parallel import usable_cores
 from pear.paths import REPO_ROOT
 
 __all__ = ["PACKAGES", "GPU_QUERY", "hardware", "gpus", "parse_nvidia_smi", "visible_gpus",
@@ -133,9 +134,8 @@ def _cpu() -> dict[str, Any]:
             core = value
             cores.add((phys, core))
     logical = os.cpu_count()
-    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else logical
     return {"model": model, "cores": len(cores) or logical, "logical": logical,
-            "usable": usable}
+            "usable": usable_cores()}
 
 
 def _memory_gb() -> float | None:

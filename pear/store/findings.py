@@ -39,6 +39,7 @@ import msgspec
 import numpy as np
 
 from pear.core.record import IDENTITY, TIMING_FIELDS, DebateRecord
+from pear.core.hashing import branch_debate_id, debate_id
 
 __all__ = ["DROP_ENV", "drop_invalid_default", "MAX_LINE_BYTES", "MAX_FIELD_BYTES", "EXAMPLES", "KINDS", "Problem", "Findings",
            "ValidationError", "has_markup", "scan_lines", "torn_tail", "escape"]
@@ -266,7 +267,6 @@ def has_markup(text: str) -> bool:
 
 
 def _debate_id(rec: Mapping[str, Any]) -> str:
-    from pear.core.hashing import branch_debate_id, debate_id
     ident = {k: rec[k] for k in IDENTITY}
     branched = rec.get("branched_from")
     return branch_debate_id(ident, branched) if branched else debate_id(ident)

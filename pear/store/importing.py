@@ -2,8 +2,8 @@
 
 A reader (:mod:`pear.store.readers`) reads each file; every debate becomes one record of the
 schema (:mod:`pear.core.record`) with, per round, each agent's full text, the final answer it
-states (:func:`pear.core.parsing.final_answer`: what a careful reader reads, units and
-trailing prose aside) as our grader for the dataset reads and grades it, the majority vote
+states (:func:`pear.store.readers.answers.final_answer`: what a careful reader reads, units
+and trailing prose aside) as our grader for the dataset reads and grades it, the majority vote
 (:func:`pear.core.vote.vote`) and the edges (everyone hears everyone in these protocols: the
 clique of the debate's size, :func:`pear.core.graphs.fixed_topology`).  Questions found in our
 benchmark by their text take our id and gold answer (the file's gold is kept in
@@ -13,8 +13,8 @@ no router and no influence; token counts are not recorded (0) and the manifest s
 
 The run directory gets a manifest (:mod:`pear.store.manifest`) whose ``imported`` part names
 the format, each file with its sha256, the model as given, the grading kind, the source's
-protocol (:class:`pear.core.protocols.Protocol`: stop rule, who hears whom and when, what an
-agent sees, who leaves; the reader's :meth:`~pear.store.readers.Reader.protocol`) and the
+protocol (:class:`pear.store.readers.protocols.Protocol`: stop rule, who hears whom and when,
+what an agent sees, who leaves; the reader's :meth:`~pear.store.readers.Reader.protocol`) and the
 counts (debates, matched, golds that disagree, bad entries).  Bad input (a file not in the format,
 agents with different round counts, an answer-less gold, truncated JSON) is one error naming
 the file and the entry, and nothing is written; with ``skip_bad`` the bad entries are left
@@ -32,28 +32,29 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence, TypedDict
 
 import numpy as np
 
 from pear.core.graphs import fixed_topology
 from pear.core.hashing import debate_id, derive_seed, file_sha256, hex_id
-from pear.core.parsing import final_answer
 from pear.core.record import SCHEMA_VERSION
 from pear.core.vote import vote
 from pear.store import environment, manifest as manifest_io
 from pear.store.readers import BadEntry, BadInput, RawDebate, reader
+from pear.store.readers.answers import final_answer
 from pear.store.readers.base import short
 from pear.store.records import RECORDS_FILE, RecordWriter
 from pear.tasks.benchmarks import DATASETS, Question, match_question, sha256_files
 from pear.tasks.grading import Task, for_kind, get, kind_of
 
-__all__ = ["ImportSummary", "import_files", "IMPORT_BACKEND", "IMPORT_METHOD", "IMPORT_VERSION"]
+__all__ = ["ImportSummary", "ImportEntry", "import_files", "IMPORT_BACKEND", "IMPORT_METHOD",
+           "IMPORT_VERSION"]
 
 IMPORT_VERSION = 2
 """What an import writes, versioned (the manifest's ``imported.version``): 2 reads each
-answer's stated final answer (:func:`pear.core.parsing.final_answer`) and records the source's
-protocol.  A cached import of another version is imported again."""
+answer's stated final answer (:func:`pear.store.readers.answers.final_answer`) and records
+the source's protocol.  A cached import of another version is imported again."""
 
 IMPORT_BACKEND = "imported"
 """The ``backend`` identity field of imported records."""
@@ -63,6 +64,26 @@ every other agent's answer each round (the clique), though without PEAR's critiq
 _NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
 _THREADS = 4  # our choice: grading threads (Math-Verify runs in its own worker processes)
 _LETTER_OPTION = re.compile(r"(?:^|[\s,:(])([A-J])\)")
+
+
+class ImportEntry(TypedDict):
+    """An imported record's ``imported`` part (:class:`pear.core.record.DebateRecord`): where
+    the debate came from, another framework's record file and the entry in it, and what our
+    benchmarks say of its question."""
+
+    # The reader that read it (du | dylan | ...).
+    format: str
+    # The file's name and the entry's key in it (the question text, shortened).
+    file: str
+    entry: str
+    # Whether the question was found in our benchmark by its text (id and gold are then ours).
+    matched: bool
+    # The gold answer as the file gives it.
+    file_gold: str
+    # Whether the file's gold is our benchmark's gold for our grader (None: not matched).
+    gold_agrees: Optional[bool]
+    # Other fields the file gives per debate (DyLAN: level, subject).
+    extra: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -165,9 +186,9 @@ def _record(raw: RawDebate, file: Path, *, fmt: str, dataset: str, task: Task, m
            "final_answer": rounds[-1]["vote"], "correct": rounds[-1]["vote_correct"],
            "tokens": {"prompt": 0, "completion": 0, "cached": 0}, "calls": n * rounds_n,
            "parse_failures": failures,
-           "imported": {"format": fmt, "file": file.name, "entry": short(raw.entry, 200),
-                        "matched": ours is not None, "file_gold": raw.gold,
-                        "gold_agrees": agrees, "extra": dict(raw.extra)}}
+           "imported": ImportEntry(format=fmt, file=file.name, entry=short(raw.entry, 200),
+                                   matched=ours is not None, file_gold=raw.gold,
+                                   gold_agrees=agrees, extra=dict(raw.extra))}
     return rec, ""
 
 

@@ -26,6 +26,7 @@ import shutil
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
@@ -44,6 +45,7 @@ __all__ = ["VIEW_DIR", "VERSION", "BATCH", "IndexSummary", "Manifest", "index",
            "read_manifest", "part_path", "run_dir_of"]
 
 from pear.paths import VIEW_DIR, VIEW_MANIFEST, write_atomic  # noqa: E402
+from pear.parallel import fork_map, usable_cores  # noqa: E402
 VERSION = 3  # 2: debates.max_rounds and debates.stop_reason (early stopping); 3: the
 # records' checks (debates.digest, the manifest's findings and protocol)
 """Bump when a table's columns or their meaning change: older views are then rebuilt."""
@@ -355,31 +357,21 @@ def _blocks(checker: Checker, path: Path, file_no: int, lines: Iterator[Any],
     not a wait without end).  The results are those of one process."""
     global _FORKED_CHECKER
     import itertools
-    import multiprocessing
-    from collections import deque
-    from concurrent.futures import ProcessPoolExecutor
-    workers = len(os.sched_getaffinity(0)) if workers is None else workers
+    workers = usable_cores() if workers is None else workers
     blocks = iter(lambda: list(itertools.islice(lines, BATCH)), [])
     head = list(itertools.islice(blocks, PARALLEL_LINES // BATCH))
     if workers <= 1 or sum(map(len, head)) < PARALLEL_LINES:  # fewer lines: here
         for block in itertools.chain(head, blocks):
             yield (block, *_check_block(checker, path, file_no, block))
         return
-    rest = itertools.chain(head, blocks)
+    rest, sent = itertools.tee(itertools.chain(head, blocks))  # each block beside its result
     _FORKED_CHECKER = checker  # what the workers check with: fork copies it
+    results = fork_map(partial(_check_forked, path, file_no), sent, workers, ahead=2)
     try:
-        fork = multiprocessing.get_context("fork")
-        with ProcessPoolExecutor(workers, mp_context=fork) as pool:
-            pending: deque = deque()
-            for block in rest:
-                pending.append((block, pool.submit(_check_forked, path, file_no, block)))
-                if len(pending) >= 2 * workers:
-                    block, result = pending.popleft()
-                    yield (block, *result.result())
-            while pending:
-                block, result = pending.popleft()
-                yield (block, *result.result())
+        for block, result in zip(rest, results):
+            yield (block, *result)
     finally:
+        results.close()
         _FORKED_CHECKER = None
 
 

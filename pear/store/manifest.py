@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from pear.paths import RUN_MANIFEST, write_json
+from pear.core.config import DebateConfig, RouterConfig
+from pear.store.records import record_files
 
 __all__ = ["RUN_MANIFEST", "CHECKED", "path", "read", "protocol", "write", "diff", "diff_keys",
            "check", "fingerprint"]
@@ -47,7 +49,6 @@ def protocol(manifest: Mapping[str, Any]) -> tuple[Any, Any]:
     >>> protocol(rec) == (DebateConfig(), RouterConfig())
     True
     """
-    from pear.core.config import DebateConfig, RouterConfig
     proto = manifest["protocol"]
     debate = dict(proto["debate"])
     for key in ("roles", "agent_models"):
@@ -109,7 +110,6 @@ def fingerprint(run_dir: str | os.PathLike[str]) -> str:
     ...
     FileNotFoundError: run directory '/nonexistent' does not exist
     """
-    from pear.store.records import record_files
     root = Path(run_dir)
     files = record_files(root)
     man = {k: v for k, v in (read(root) or {}).items() if k not in VOLATILE}

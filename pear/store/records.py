@@ -18,13 +18,13 @@ import msgspec
 
 from pear.core.record import (IDENTITY, SCHEMA_VERSION, TIMING_FIELDS, AgentEntry,  # noqa: F401
                               Assessment, CritiqueEntry, DebateRecord, PromptStyle, RoundEntry,
-                              RouterEntry, Tokens, missing_fields, with_defaults)
+                              RouterEntry, Tokens)
 from pear.paths import RECORDS_FILE, RUN_MANIFEST
 
 __all__ = [
     "RECORDS_FILE", "RecordWriter", "encode_record", "record_files", "iter_lines", "parse_line",
     "iter_records", "records_of", "read_records", "read_record_at", "completed_ids",
-    "line_debate_id", "few_collections",
+    "line_debate_id", "few_collections", "with_defaults",
 ]
 
 
@@ -215,6 +215,33 @@ def read_records(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
             seen.add(rec["debate_id"])
             out.append(rec)
     return out
+
+
+_CRITIQUE_TEXTS = ("step_loc", "correction", "assessment", "reason")
+"""The critique texts of schema 1's later revision (older critiques have ``critique`` and
+``recommended_answer`` instead)."""
+
+
+def with_defaults(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` with the fields later schema revisions added filled in where absent
+    (in place; returned for chaining): ``prompt_style`` and ``truncated_calls`` None
+    (unknown), agents' ``truncated`` False, critiques' ``step_loc``, ``correction``,
+    ``assessment``, ``reason`` "" (older critiques keep ``critique`` and
+    ``recommended_answer``).
+
+    >>> r = with_defaults({"rounds_data": [{"agents": [{}], "critiques": [{}]}]})
+    >>> r["truncated_calls"], r["rounds_data"][0]["agents"][0]["truncated"]
+    (None, False)
+    """
+    record.setdefault("prompt_style", None)
+    record.setdefault("truncated_calls", None)
+    for rd in record.get("rounds_data", ()):
+        for a in rd.get("agents", ()):
+            a.setdefault("truncated", False)
+        for c in rd.get("critiques", ()):
+            for key in _CRITIQUE_TEXTS:
+                c.setdefault(key, "")
+    return record
 
 
 def read_record_at(path: str | os.PathLike[str], offset: int) -> dict[str, Any]:

@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Any
 
 from pear.store import indexing, view
-from pear.store.findings import (DROP_ENV, KINDS, Findings, ValidationError,  # noqa: F401
-                                 drop_invalid_default, escape)
+from pear.store.findings import (DROP_ENV, KINDS, Findings, Problem,  # noqa: F401
+                                 ValidationError, drop_invalid_default, escape)
+from pear.store.manifest import read as read_manifest
+from pear.store.records import iter_records
 
 __all__ = ["Validation", "validate", "check_branches", "ValidationError", "Findings", "KINDS",
            "escape", "drop_invalid_default", "DROP_ENV"]
@@ -70,9 +72,6 @@ def check_branches(run_dir: str | os.PathLike[str]) -> Findings:
     run): every branched record's copied rounds (0..R) equal its parent debate's, and the
     parent run and debate exist.  Empty findings for any other run."""
     import json
-    from pear.store.findings import Problem
-    from pear.store.manifest import read as read_manifest
-    from pear.store.records import iter_records
     root = Path(run_dir)
     found = Findings()
     info = (read_manifest(root) or {}).get("branched_from")

@@ -41,6 +41,7 @@ from pear.store.indexing import (VIEW_DIR, IndexSummary, Manifest, index, part_p
 from pear.store.records import read_record_at, with_defaults
 from pear.store.findings import (Findings, Problem, ValidationError, digest, drop_invalid_default,
                            torn_tail)
+from pear.store.checks import Checker
 
 __all__ = ["VIEW_DIR", "TABLES", "SCHEMAS", "IndexSummary", "View", "index", "load",
            "from_records", "findings"]
@@ -208,7 +209,6 @@ def findings(view: View, man: Manifest) -> Findings:
     """Everything the checks know of ``view``'s run: the indexed lines' findings, the torn
     tails of its record files, and debate ids recorded more than once (the same contents:
     a warning; different contents: an error)."""
-    from pear.store.checks import Checker
     out = Findings.from_dict(man.findings)
     if view.root is not None:
         out = Checker(view.root).run_findings.merge(out)

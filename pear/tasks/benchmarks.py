@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 
 from pear.core.hashing import file_sha256, stable_seed
+from pear.paths import BENCHMARKS_DIR
 
 
 __all__ = [
@@ -93,7 +94,6 @@ def data_dir() -> Path:
     env = os.environ.get(ENV_VAR)
     if env:
         return Path(env).expanduser().resolve()
-    from pear.paths import BENCHMARKS_DIR
     return BENCHMARKS_DIR
 
 

@@ -49,6 +49,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal, Sequence
 
+from pear.parallel import usable_cores
+
 __all__ = ["DEFAULT_TIMEOUT_S", "MAX_LENGTH", "MAX_DEPTH", "MAX_WORKERS", "mathverify_input",
            "extract", "verify", "extract_all", "verify_all", "prestart", "shutdown"]
 
@@ -57,7 +59,7 @@ MAX_LENGTH = 2000  # our choice: longer answers are cut to their last MAX_LENGTH
 MAX_EXPRESSION = 300  # our choice: a longer bare expression is not a final answer (no answer)
 MAX_TEXT_ANSWER = 40  # our choice: a longer run of plain words (characters) is no \text{} answer
 MAX_DEPTH = 10  # our choice: deeper nesting is not an answer (the parser is exponential in it)
-MAX_WORKERS = min(4, os.cpu_count() or 1)  # our choice
+MAX_WORKERS = min(4, usable_cores())  # our choice
 WORKER_MEMORY_BYTES = 4 << 30  # our choice: an address-space cap so 10^{10^{10}} cannot OOM
 _STARTUP_TIMEOUT_S = 120.0
 

@@ -5,7 +5,7 @@ except for timing fields, so a refactor of the engine or router that changes the
 protocol (a graph, a vote, a token count, a seed) fails loudly.
 
 Regenerate the file (only when a change of the protocol or of the simulated population is
-intended, e.g. after recalibrating ``pear/backends/simulated.py``) from the repository root::
+intended, e.g. after recalibrating ``pear/sim/backend.py``) from the repository root::
 
     PYTHONPATH=$PWD python -m tests.golden
 
@@ -42,7 +42,7 @@ def generate() -> list[dict[str, Any]]:
     """Every record of the golden grid (2 datasets x 3 questions x all 14 methods x 1 seed,
     n=5, R=2, the default protocol otherwise), timing fields removed, in engine order."""
     from pear.tasks import grading as tasks
-    from pear.backends.simulated import SimParams, SimulatedBackend
+    from pear.sim.backend import SimParams, SimulatedBackend
     from pear.core.engine import Engine
     from pear.core.methods import METHODS
     from pear.runs.grid import answer_key, preset

@@ -13,6 +13,7 @@ from pathlib import Path
 from pear.store.manifest import read as read_manifest
 from pear.runs.launch.spec import Launch, ModelArray, shard_dir, shard_done
 from pear.runs.merge import merge
+from pear.runs.launch.slurm import merge_state, queue_states
 
 __all__ = ["ShardStatus", "LaunchStatus", "status", "format_status", "merge_launch",
            "resubmit_command"]
@@ -74,7 +75,6 @@ def _restarts(d: Path) -> tuple[int, str | None, str | None]:
 
 def status(launch: Launch, *, queue: bool = True) -> LaunchStatus:
     """The launch's progress from its run directories (and ``squeue``, when there is one)."""
-    from pear.runs.launch.slurm import merge_state, queue_states
     states = queue_states(launch) if queue else {}
     out = LaunchStatus(merge_state=merge_state(launch) if queue else None)
     starts, ends = [], []

@@ -29,6 +29,8 @@ from pear.runs.grid import Experiment, model_grid
 from pear.runs.jobs import shard_sizes
 from pear.store.manifest import read as read_manifest
 from pear.store.records import completed_ids
+from pear.backends.dry import CHARS_PER_TOKEN
+from pear.runs.plan import estimate
 
 __all__ = ["ModelArray", "Launch", "plan_launch", "shard_dir", "shard_command", "paper_command",
            "read_launch", "write_launch", "check_same_grid", "shard_done", "merge_mem_mb",
@@ -127,7 +129,6 @@ def record_kb(exp: Experiment) -> int:
     ...                                            rounds=1, k=1, max_tokens=112)))
     (195, 21)
     """
-    from pear.backends.dry import CHARS_PER_TOKEN
     d = exp.debate
     text_kb = 2 * d.max_tokens * CHARS_PER_TOKEN / 1024
     return math.ceil((d.rounds + 1) * d.n_agents * (text_kb + AGENT_ROUND_KB))
@@ -175,7 +176,6 @@ def plan_launch(exp: Experiment, run_args: Sequence[str], out: str | os.PathLike
                              f"{gpu_kind}) but --gpus-per-node is {gpus_per_node}")
         hours = None
         if res.gpus:
-            from pear.runs.plan import estimate
             hours = estimate(exp, model).gpu_hours(throughput or
                                                    GPU_KINDS[gpu_kind].tokens_per_s)
         n = shards

@@ -1,6 +1,8 @@
 """Readers of other debate frameworks' records, one file per format, behind one interface
 (:class:`pear.store.readers.base.Reader`); :mod:`pear.store.importing` turns what they read
-into PEAR records.
+into PEAR records.  Beside them: how each source's debates ran
+(:mod:`pear.store.readers.protocols`) and the final answer their agents' free text states
+(:mod:`pear.store.readers.answers`).
 
 >>> sorted(READERS)
 ['du', 'dylan']

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Iterator
 
-from pear.core.protocols import Protocol
+from pear.store.readers.protocols import Protocol
 
 __all__ = ["RawDebate", "BadEntry", "BadInput", "Reader", "load_json", "load_archive",
            "agent_texts", "gold_text", "short", "debate"]

@@ -14,8 +14,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-from pear.core.protocols import Protocol
 from pear.store.readers.base import BadEntry, RawDebate, Reader, debate
+from pear.store.readers.protocols import Protocol
 
 __all__ = ["DuReader", "DU_SOURCE"]
 

@@ -14,8 +14,8 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
-from pear.core.protocols import Drop, Protocol, Quorum
 from pear.store.readers.base import BadEntry, RawDebate, Reader, debate
+from pear.store.readers.protocols import Drop, Protocol, Quorum
 
 __all__ = ["DylanReader", "problem_text", "PROTOCOL"]
 

@@ -5,23 +5,23 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pear.paper import studies
+from pear.paper import beyond
 from pear.paths import DATA_DIR
 from pear.paper.study import load_results
 
 
 @pytest.fixture(scope="module")
 def tiny():
-    return studies.preset_experiment("beyond", seeds="0", n_questions=2)
+    return beyond.preset_experiment("beyond", seeds="0", n_questions=2)
 
 
 def test_variants_change_one_setting_and_keep_the_grid(tiny):
-    temps = studies.temperature_variants(tiny)
-    assert [v.router.tau for k, v in temps.items() if k != "Random"] == list(studies.TAUS)
+    temps = beyond.temperature_variants(tiny)
+    assert [v.router.tau for k, v in temps.items() if k != "Random"] == list(beyond.TAUS)
     assert temps["Random"].methods == ("random",)
-    stops = studies.stop_variants(tiny)
-    assert [v.debate.stop for v in stops.values()] == list(studies.STOP_RULES)
-    pops = studies.population_variants(tiny)
+    stops = beyond.stop_variants(tiny)
+    assert [v.debate.stop for v in stops.values()] == list(beyond.STOP_RULES)
+    pops = beyond.population_variants(tiny)
     assert pops["honest"].debate.roles == ()
     assert pops["adversarial"].debate.roles[1] == "adversarial"
     for group in (temps, stops, pops):
@@ -36,53 +36,53 @@ def test_variants_are_recorded_beside_the_run_never_inside_it(tmp_path, tiny):
     from pear.store.records import read_records
     main = tmp_path / "sim-simulated"
     exp = dataclasses.replace(tiny, datasets=("gsm8k",))
-    variant = {"consensus": studies.stop_variants(exp)["consensus"]}
-    res = studies.run_variants("simulated", variant, main)["consensus"]
+    variant = {"consensus": beyond.stop_variants(exp)["consensus"]}
+    res = beyond.run_variants("simulated", variant, main)["consensus"]
     where = tmp_path / "sim-simulated-studies" / "consensus"
-    assert studies.variant_dir(main, "consensus") == where
+    assert beyond.variant_dir(main, "consensus") == where
     assert not main.exists() and sorted(p.name for p in tmp_path.iterdir()) == \
         ["sim-simulated-studies"]
     recs = read_records(where)
-    assert len(recs) == len(res.debates) == 2 * len(studies.STOP_METHODS)
+    assert len(recs) == len(res.debates) == 2 * len(beyond.STOP_METHODS)
 
 
 def test_smoke_studies_grid_is_one_dataset_and_seed():
-    exp = studies.preset_experiment("smoke")
+    exp = beyond.preset_experiment("smoke")
     assert exp.datasets == ("gsm8k",) and exp.seeds == (0,) and exp.debate.n_agents == 3
 
 
 def test_study_numbers_come_from_the_printed_tables():
-    lifts = studies.study_lifts()
+    lifts = beyond.study_lifts()
     assert lifts["source_confidence"] == pytest.approx(0.172)
     assert lifts["cross_answer"] == pytest.approx(0.178)
     t = pd.read_csv(DATA_DIR / "paper/main_results.csv") \
         .pivot_table(index=["dataset", "model"], columns="method", values="accuracy")
-    gap = studies.study_gap_pear_random()
+    gap = beyond.study_gap_pear_random()
     assert gap == pytest.approx(0.057417, abs=1e-6)
     assert gap == pytest.approx((t["PEAR"] - t["Random"]).mean())
 
 
 def test_tables_from_simulated_runs(tmp_path, tiny):
     exp = dataclasses.replace(tiny, datasets=("gsm8k", "truthfulqa"))
-    stops = studies.run_variants("simulated", studies.stop_variants(exp), tmp_path)
-    table = studies.early_stop_table(stops)
+    stops = beyond.run_variants("simulated", beyond.stop_variants(exp), tmp_path)
+    table = beyond.early_stop_table(stops)
     assert len(table) == 16 and table["pareto"].any()
     full = table[table["stop"] == "none"]
     assert (full["rounds"] == exp.debate.rounds).all() and full["mcnemar_p_vs_full"].isna().all()
     early = table[table["stop"] != "none"]
     assert (early["tokens_per_example"].to_numpy() <=
             np.tile(full["tokens_per_example"].to_numpy(), 3) + 1e-9).all()
-    pops = studies.run_variants("simulated", studies.population_variants(exp), tmp_path)
-    rob = studies.robustness_table(pops)
+    pops = beyond.run_variants("simulated", beyond.population_variants(exp), tmp_path)
+    rob = beyond.robustness_table(pops)
     adv = rob[rob["population"] == "adversarial"]
-    assert len(adv) == len(studies.ROBUST_METHODS) and adv["drop"].notna().all()
+    assert len(adv) == len(beyond.ROBUST_METHODS) and adv["drop"].notna().all()
     assert (adv["low"] <= adv["drop"]).all() and (adv["drop"] <= adv["high"]).all()
-    checks = studies.theory_checks(pops["honest"], exp.router, n_states=20)
+    checks = beyond.theory_checks(pops["honest"], exp.router, n_states=20)
     assert len(checks) == 20
     assert checks["equivariance_score"].max() < 1e-12
     assert checks["I_spread_circulant"].max() < 1e-12
     # rerunning is a resume: nothing new is written, the same tables come back
-    again = studies.early_stop_table(studies.run_variants("replay", studies.stop_variants(exp),
+    again = beyond.early_stop_table(beyond.run_variants("replay", beyond.stop_variants(exp),
                                                           tmp_path))
     assert again.equals(table)
 
@@ -90,12 +90,12 @@ def test_tables_from_simulated_runs(tmp_path, tiny):
 def test_round_curves_carry_a_stopped_debates_last_vote(tmp_path, tiny):
     from pear.analysis import metrics
     exp = dataclasses.replace(tiny, datasets=("gsm8k",), n_questions=6)
-    runs = studies.run_variants("simulated", {"consensus": studies.stop_variants(exp)[
+    runs = beyond.run_variants("simulated", {"consensus": beyond.stop_variants(exp)[
         "consensus"]}, tmp_path)
     res = runs["consensus"]
     assert (res.debates["rounds"] < exp.debate.rounds).any()  # some debates stopped
     curves = metrics.round_accuracy(res.debates, res.rounds)
     final = metrics.accuracy(res.debates).set_index("method")["accuracy"]
     last = curves[curves["round"] == exp.debate.rounds].set_index("method")["accuracy"]
-    assert set(last.index) == set(studies.STOP_METHODS)
+    assert set(last.index) == set(beyond.STOP_METHODS)
     assert np.allclose(last.reindex(final.index), final)

@@ -1,6 +1,7 @@
-"""Four studies the paper leaves open (notebooks 09-12): theory checks on router states, the
-routing temperature sweep, early stopping, and robustness to adversarial or miscalibrated
-agents.
+"""The studies beyond the paper, four questions it leaves open (notebooks 09-12): theory
+checks on router states, the routing temperature sweep, early stopping, and robustness to
+adversarial or miscalibrated agents.  (The paper's own study, the debates of a scope that
+notebooks 01-08 read, is :mod:`pear.paper.study`.)
 
 Each study is a set of named *variants* of one grid (the ``beyond`` preset by default): the
 same questions and seeds, with one setting changed (the router's temperature, the stop rule,
@@ -30,14 +31,19 @@ from pear.analysis.figures import METHOD_COLORS, annotate
 from pear.catalog.labels import dataset_label
 from pear.paths import cache_path, studies_dir
 from pear.store.records import iter_records
-from pear.paper.study import Results, load_results
+from pear.paper.study import Results, load_results, experiment
 from pear.store import manifest, view
+from pear.analysis.compare import load_paper
+from pear.paper.build import run_experiments
+from pear.runs import stopped
+from pear.runs.factory import default_workers, grid_backend
+from pear.runs.together import recorded_in, run_together
 
 __all__ = [
     "TAUS", "STOP_RULES", "POPULATIONS", "preset_experiment", "temperature_variants",
     "stop_variants", "population_variants", "run_variants", "variant_dir", "theory_checks",
     "theory_summary", "temperature_table", "consistent_taus", "early_stop_table",
-    "robustness_table", "studies_dir", "study_gap_pear_random", "study_lifts",
+    "robustness_table", "study_gap_pear_random", "study_lifts",
     "plot_theory_checks", "plot_temperature_sweep",
     "plot_early_stop", "plot_robustness",
 ]
@@ -65,7 +71,6 @@ def preset_experiment(name: str = "beyond", seeds: str | Sequence[int] = "",
     another preset's protocol and questions with the studies' methods (``smoke``: one
     dataset, GSM8K, one seed and :data:`SMOKE_METHODS`, so that the CPU build stays short);
     ``seeds`` and ``n_questions`` override as in every notebook."""
-    from pear.paper.study import experiment
     exp = experiment(name, seeds=seeds, n_questions=n_questions)
     if name == "smoke":
         return dataclasses.replace(exp, datasets=("gsm8k",), methods=SMOKE_METHODS,
@@ -126,9 +131,6 @@ def run_variants(backend: str, variants: Mapping[str, Experiment], runs_dir: str
     run (or the variant without a stop rule) holds run whole is cut from them at its rule
     (:mod:`pear.runs.stopped`: the same records the engine would write), not run;
     ``backend="replay"`` only reads what is there."""
-    from pear.paper.build import run_experiments
-    from pear.runs.factory import default_workers, grid_backend
-    from pear.runs.together import recorded_in, run_together
     main = Path(runs_dir)
     be, ident = None, None  # the backend and its (model id, name): the debates' identity
     if backend == "replay":  # the main run's identity: what its records were run with
@@ -180,7 +182,6 @@ def _cut_from(variants: Mapping[str, Experiment], reused: Mapping[str, Any], mai
     (:mod:`pear.runs.stopped`) rather than run: ``{variant: the main run}`` where the main
     run holds them whole, ``{variant: the name of the variant run whole}`` where another
     variant is that grid (it runs first)."""
-    from pear.runs import stopped
     out: dict[str, Path | str] = {}
     for name, exp in variants.items():
         if name in reused or ident is None or (whole := stopped.unstopped(exp)) is None:
@@ -198,8 +199,6 @@ def _derive(cut: Mapping[str, Path | str], variants: Mapping[str, Experiment],
     """Write the variants of :func:`_cut_from` from the runs they are cut from (``recorded``:
     the main run's ids); one whose source cannot give them (a variant directory written
     before rounds carried their cost) runs instead."""
-    from pear.runs import stopped
-    from pear.runs.together import run_together
     if not cut:
         return
     by_source: dict[Path, dict[Path, Experiment]] = {}
@@ -287,7 +286,6 @@ def theory_summary(checks: pd.DataFrame, study_lifts: Mapping[str, float]) -> pd
 def study_lifts() -> dict[str, float]:
     """The study's PEAR-minus-Random difference in source confidence and cross-answer rate,
     computed from its diagnostics table (``data/paper/diagnostics.csv``)."""
-    from pear.analysis.compare import load_paper
     d = load_paper("diagnostics").set_index("method")
     return {q: float(d.loc["PEAR", q] - d.loc["Random", q])
             for q in ("source_confidence", "cross_answer")}
@@ -339,7 +337,6 @@ def consistent_taus(runs: Mapping[str, Results], study_gap: float, *,
 def study_gap_pear_random() -> float:
     """The study's mean accuracy of PEAR minus Random over its main-results settings
     (``data/paper/main_results.csv``), in accuracy units."""
-    from pear.analysis.compare import load_paper
     t = load_paper("main_results")
     m = t.groupby("method")["accuracy"].mean()
     return float(m["PEAR"] - m["Random"])

@@ -1,0 +1,76 @@
+"""Work on several cores, defined once: how many cores this process may use
+(:func:`usable_cores`) and mapping a function over items in forked worker processes
+(:func:`fork_map`).
+
+A leaf module (standard library only) beside :mod:`pear.paths` that every layer may import.
+
+>>> usable_cores() >= 1
+True
+>>> list(fork_map(abs, [-2, 1, -3], workers=1))
+[2, 1, 3]
+"""
+from __future__ import annotations
+
+import itertools
+import multiprocessing
+import os
+from collections import deque
+from concurrent.futures import Future, ProcessPoolExecutor, wait
+from typing import Any, Callable, Iterable, Iterator, TypeVar
+
+__all__ = ["usable_cores", "fork_map"]
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def usable_cores() -> int:
+    """The cores this process may run on: its CPU affinity (what ``taskset``, cgroups' cpusets
+    and Slurm leave it), else the machine's logical CPUs; at least 1."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def fork_map(fn: Callable[[T], R], items: Iterable[T], workers: int | None = None, *,
+             ahead: int | None = None, initializer: Callable[..., Any] | None = None,
+             initargs: tuple = (), idle: Callable[[], Any] | None = None,
+             idle_s: float = 0.5) -> Iterator[R]:
+    """``fn(item)`` for each of ``items``, yielded in the order of ``items``.
+
+    With ``workers`` > 1 (None: :func:`usable_cores`) and at least two items, the calls run in
+    up to ``workers`` forked worker processes (no more than there are items, when ``items``
+    has a length).  The workers inherit this process as it is when the first result is asked
+    for: module globals set before then reach them without pickling; ``fn`` and each item
+    are pickled to a worker, its result back.  Each item is submitted as soon as it is read;
+    with ``ahead``, at most ``ahead`` calls per worker are in flight (a long or lazy iterator
+    of large items); ``initializer(*initargs)`` runs first in each worker, and ``idle()`` here
+    every ``idle_s`` seconds while a result is awaited (say, to show the workers' progress).
+    Otherwise the calls run here, one at a time.  A call that fails raises
+    its error here, in its turn; the calls not yet started are then cancelled, as they are
+    when the caller stops early (closes the iterator)."""
+    workers = usable_cores() if workers is None else int(workers)
+    if hasattr(items, "__len__"):
+        workers = min(workers, len(items))  # type: ignore[arg-type]
+    items = iter(items)
+    head = list(itertools.islice(items, 2))
+    if workers < 2 or len(head) < 2:
+        yield from map(fn, itertools.chain(head, items))
+        return
+    def result(future: Future) -> R:
+        while idle is not None and not wait([future], timeout=idle_s).done:
+            idle()
+        return future.result()
+
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
+                               initializer=initializer, initargs=initargs)
+    try:
+        pending: deque = deque()
+        for item in itertools.chain(head, items):
+            pending.append(pool.submit(fn, item))
+            if ahead is not None and len(pending) >= ahead * workers:
+                yield result(pending.popleft())
+        while pending:
+            yield result(pending.popleft())
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
