@@ -86,8 +86,11 @@ lock: $(LOCK_VENV)/.installed
 lock-check: $(LOCK_VENV)/.installed
 	$(LOCK_VENV)/bin/python scripts/lock.py check
 
+# the fast suite on every core (at most 4; pytest-xdist, a test file per worker: tests share no
+# state but the kernel spec, which tests/conftest.py installs first)
 test: $(VENV)/.installed
-	$(BIN)/python -m pytest -q --timeout 300 -m "not slow and not gpu and not slurm" --doctest-modules pear tests
+	$(BIN)/python -m pytest -q -n auto --maxprocesses 4 --dist loadfile --timeout 300 \
+	  -m "not slow and not gpu and not slurm" --doctest-modules pear tests
 
 test-slow: $(VENV)/.installed
 	$(BIN)/python -m pytest -q -m "slow and not gpu and not vllm_cpu and not slurm" tests

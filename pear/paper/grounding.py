@@ -22,9 +22,17 @@ written from the shipped data and code, checked, and resampled.
   every fingerprint), so that an ensemble of at most that size needs neither DyLAN's corpus
   imported nor a refit; ``--check`` refits them as well.
 
+DyLAN's corpus is imported once per machine (``build/imported/``); a first build writes that
+run from its shipped graded copy (:data:`GRADED`) instead of grading its 57,000 answers again,
+and ``--check`` holds that copy equal to an import from scratch.
+
 Command line::
 
-    python -m pear.paper.grounding --check   # refit; exit 1 unless the shipped files match
+    python -m pear.paper.grounding --check   # import the corpus from scratch and refit; exit 1
+                                             # unless the shipped graded import and population
+                                             # files match
+    python -m pear.paper.grounding --write-graded  # import the corpus from scratch and rewrite
+                                             # its graded copy, data/real-debates/graded/
     python -m pear.paper.grounding --write   # rewrite data/populations/{study,grounded}.json
                                              # and data/populations/ensemble/
     python -m pear.paper.grounding --fit --also RUN   # the fit on the corpus and an imported run
@@ -35,6 +43,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -42,16 +51,17 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from pear.paths import BUILD_DIR, REAL_DEBATES_DIR, PAPER_DIR, write_json
+from pear.paths import BUILD_DIR, REAL_DEBATES_DIR, REPO_ROOT, PAPER_DIR, write_json
 from pear.sim import population as pop, revision
 from pear.sim.population import Population, RevisionModel, SimParams
 from pear.core.hashing import file_sha256
-from pear.store import manifest
+from pear.store import manifest, shipped as shipped_import
 from pear.store.records import read_records, record_files
 import pear
 
-__all__ = ["CORPUS", "CORPUS_DATASET", "CORPUS_GRADING", "CORPUS_MODEL", "ENSEMBLE_DIR",
-           "ENSEMBLE_K", "ENSEMBLE_SEED", "corpus_run", "records", "study_population",
+__all__ = ["CORPUS", "CORPUS_DATASET", "CORPUS_GRADING", "CORPUS_MODEL", "GRADED",
+           "ENSEMBLE_DIR", "ENSEMBLE_K", "ENSEMBLE_SEED", "corpus_run", "write_graded",
+           "check_graded", "records", "study_population",
            "grounded_population", "Grounding", "ground", "bootstrap_populations",
            "shipped_draws", "write_draws", "sources", "check", "sequential", "main"]
 
@@ -60,6 +70,10 @@ CORPUS = REAL_DEBATES_DIR / "dylan-math-gpt35.tgz"
 CORPUS_DATASET = "math"
 CORPUS_GRADING = "math"
 CORPUS_MODEL = "gpt-3.5-turbo-0301"
+GRADED = REAL_DEBATES_DIR / "graded" / "dylan-math-gpt35"
+"""The shipped graded copy of :data:`CORPUS`'s import (:mod:`pear.store.shipped`: its manifest
+and its records xz-compressed), written by ``--write-graded`` and held equal to a fresh import
+by ``--check``; derived from DyLAN's records (MIT, ``data/real-debates/LICENSE-DyLAN``)."""
 DECIMALS = 3
 """Decimals of the stored coefficients and of ``wrong_focus``."""
 
@@ -74,15 +88,45 @@ ENSEMBLE_RECORD = "ensemble.json"
 _PLUMBING = ("malformed_rate", "latency_s")
 
 
-def corpus_run(where: str | os.PathLike[str] | None = None) -> Path:
-    """The run directory of :data:`CORPUS` imported (``build/imported/dylan-math-<sha>``;
-    imported now unless it already holds exactly this file's import).  Debates whose gold our
-    grader cannot read are left out (listed in the run's manifest)."""
+def corpus_run(where: str | os.PathLike[str] | None = None, *, corpus: Path = CORPUS,
+               graded: Path | None = GRADED, fresh: bool = False) -> Path:
+    """The run directory of ``corpus`` (:data:`CORPUS`) imported
+    (``build/imported/dylan-math-<sha>``, under ``where`` when given): kept when it already
+    holds exactly this file's import, else written from the shipped graded copy ``graded``
+    (:data:`GRADED`) when that is exactly this import (no grading: seconds), else imported now
+    (minutes: Math-Verify grades every answer).  ``fresh``: imported now whatever is there or
+    shipped.  Debates whose gold our grader cannot read are left out (listed in the run's
+    manifest)."""
     from pear.paper.real_debates import imported_run  # heavy: pandas, scipy, only for this function
     root = Path(where) if where else BUILD_DIR / "imported"
-    return imported_run("dylan", CORPUS, root / f"dylan-math-{file_sha256(CORPUS)[:8]}",
-                        dataset=CORPUS_DATASET, grading=CORPUS_GRADING, model=CORPUS_MODEL,
-                        skip_bad=True)
+    out = root / f"dylan-math-{file_sha256(corpus)[:8]}"
+    if fresh and out.exists():
+        shutil.rmtree(out)
+    return imported_run("dylan", corpus, out, dataset=CORPUS_DATASET, grading=CORPUS_GRADING,
+                        model=CORPUS_MODEL, skip_bad=True, shipped=None if fresh else graded)
+
+
+def write_graded(dest: Path = GRADED, *, corpus: Path = CORPUS,
+                 where: str | os.PathLike[str] | None = None) -> Path:
+    """Import ``corpus`` from scratch (:func:`corpus_run` with ``fresh``, under ``where``) and
+    ship the run as its graded copy ``dest`` (:func:`pear.store.shipped.write`)."""
+    return shipped_import.write(corpus_run(where, corpus=corpus, fresh=True), dest)
+
+
+def check_graded(run: str | os.PathLike[str], dest: Path = GRADED) -> list[str]:
+    """What differs between the shipped graded copy ``dest`` and ``run``, an import of the
+    corpus from scratch (empty: the shipped copy is what the code produces;
+    :func:`pear.store.shipped.differences`: timing, wall-clock and environment fields aside)."""
+    if shipped_import.read_manifest(dest) is None:
+        return [f"{dest}: no graded copy of {CORPUS.name} is shipped there"]
+    return [f"{_shown(dest)}: {d}" for d in shipped_import.differences(dest, run)]
+
+
+def _shown(path: Path) -> str:
+    try:
+        return Path(path).resolve().relative_to(REPO_ROOT).as_posix()
+    except ValueError:
+        return str(path)
 
 
 def records(runs: Sequence[str | os.PathLike[str]]) -> list[dict[str, Any]]:
@@ -334,9 +378,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                                  .split("\n\n")[0])
     what = ap.add_mutually_exclusive_group(required=True)
     what.add_argument("--check", action="store_true",
-                      help="refit from the shipped data and code; exit 1 unless the shipped "
-                           "population files (study, grounded and the ensemble's draws) have "
-                           "the same fingerprints")
+                      help="import DyLAN's corpus from scratch and refit from it; exit 1 unless "
+                           "the shipped graded import has the same records and the shipped "
+                           "population files (study, grounded and the ensemble's draws) the "
+                           "same fingerprints")
+    what.add_argument("--write-graded", action="store_true",
+                      help=f"import DyLAN's corpus from scratch and rewrite its shipped graded "
+                           f"copy ({_shown(GRADED)})")
     what.add_argument("--write", action="store_true",
                       help="rewrite data/populations/study.json, grounded.json and the "
                            "ensemble's draws (data/populations/ensemble/)")
@@ -352,7 +400,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     for run in a.also:
         if not Path(run, "manifest.json").is_file():
             ap.error(f"--also {run!r} is not a run directory (no manifest.json)")
-    g = ground(extra=() if a.check else a.also)
+    if a.write_graded:
+        t0 = time.perf_counter()
+        dest = write_graded()
+        sizes = ", ".join(f"{p.name} {p.stat().st_size:,} bytes" for p in sorted(dest.iterdir()))
+        print(f"wrote {_shown(dest)} ({sizes}) from an import from scratch in "
+              f"{time.perf_counter() - t0:.0f} s")
+        return 0
+    graded: list[str] = []
+    if a.check:  # the corpus imported from scratch, never from the shipped copy it checks
+        t0 = time.perf_counter()
+        run = corpus_run(fresh=True)
+        graded = check_graded(run)
+        print(f"imported {CORPUS.name} from scratch in {time.perf_counter() - t0:.0f} s "
+              f"({run}); shipped graded copy: {'DIFFERS' if graded else 'the same records'}")
+        g = ground(runs=[run])
+    else:
+        g = ground(extra=a.also)
     print(f"fit: {g.fit.n_choices} choice sets of {g.fit.n_debates} debates in "
           f"{g.fit.seconds:.2f} s (with reading: {g.seconds:.1f} s); same wrong answer "
           f"{g.same_wrong:.3f} of {g.wrong_pairs} pairs of erring agents")
@@ -380,12 +444,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"wrote {len(draws)} bootstrap draws of seed {ENSEMBLE_SEED} and {path}")
         return 0
     problems = check(g)
+    for line in graded:
+        print(f"graded import check FAILED: {line}", file=sys.stderr)
+    if graded:
+        print(f"graded import check: {_shown(GRADED)} is not what the code produces now; if "
+              "the change is intended, rewrite it with `python -m pear.paper.grounding "
+              "--write-graded`", file=sys.stderr)
+    else:
+        print(f"graded import check: {_shown(GRADED)} holds the records an import from scratch "
+              "writes")
     for line in problems:
         print(f"population check FAILED: {line}", file=sys.stderr)
     if not problems:
         print(f"population check: the shipped study, grounded and {ENSEMBLE_K} bootstrap "
               "files are what the shipped data and code produce")
-    return 1 if problems else 0
+    return 1 if problems or graded else 0
 
 
 if __name__ == "__main__":

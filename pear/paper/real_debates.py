@@ -12,6 +12,7 @@ simulated too (the agents need only each question's gold and number of options).
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -21,9 +22,8 @@ import pandas as pd
 
 from pear.analysis import dynamics, simcheck
 from pear.paths import BUILD_DIR, REAL_DEBATES_DIR
-from pear.core.hashing import file_sha256
-from pear.store import manifest
-from pear.store.importing import IMPORT_VERSION, import_files
+from pear.store import manifest, shipped as shipped_import
+from pear.store.importing import import_files, same_import
 from pear.tasks.benchmarks import sha256_files
 
 __all__ = ["SHIPPED", "Analysis", "imported_run", "shipped_runs", "analyse", "table", "verdicts",
@@ -36,22 +36,25 @@ SHIPPED = {"dylan-math500": ("dylan", "dylan-math500-gpt35.json.gz", "math500",
 
 def imported_run(fmt: str, file: str | os.PathLike[str], out: str | os.PathLike[str], *,
                  dataset: str, model: str = "", grading: str | None = None,
-                 skip_bad: bool = False) -> Path:
-    """The run directory ``out`` holding ``file`` imported (imported now unless ``out``
-    already holds exactly this file's import by this importer, checked by its sha256 and the
-    import's version; ``skip_bad``: bad entries are left out and listed in the manifest)."""
+                 skip_bad: bool = False,
+                 shipped: str | os.PathLike[str] | None = None) -> Path:
+    """The run directory ``out`` holding ``file`` imported: kept when ``out`` already holds
+    exactly this import (:func:`pear.store.importing.same_import`: the file's sha256, the
+    importer's version, the dataset, the model, our benchmarks), else written from the shipped
+    graded copy ``shipped`` (:mod:`pear.store.shipped`) when its manifest says it is exactly this
+    import, else imported now (``skip_bad``: bad entries are left out and listed in the
+    manifest)."""
     out, file = Path(out), Path(file)
-    old = manifest.read(out) if out.is_dir() else None
-    if old and old.get("imported"):
-        files = old["imported"].get("files") or []
-        if [f.get("sha256") for f in files] == [file_sha256(file)] and \
-                old["imported"].get("version") == IMPORT_VERSION and \
-                old["imported"].get("datasets") == [dataset] and \
-                old.get("data_sha256") == sha256_files():  # matched against these benchmarks
-            return out
+    same = dict(dataset=dataset, grading=grading, model=model)
+    if out.is_dir() and same_import(manifest.read(out), fmt, [file], **same):
+        return out
     if out.exists():
-        import shutil
         shutil.rmtree(out)
+    if shipped is not None:
+        ship = shipped_import.read_manifest(shipped)
+        if same_import(ship, fmt, [file], **same) and \
+                (skip_bad or not ship["imported"].get("bad_count")):  # type: ignore[index]
+            return shipped_import.restore(shipped, out, [file])
     import_files(fmt, [file], out, dataset=dataset, grading=grading, model=model,
                  skip_bad=skip_bad)
     return out

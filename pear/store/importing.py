@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Optional, Sequence, TypedDict
+from typing import Any, Mapping, Optional, Sequence, TypedDict
 
 import numpy as np
 
@@ -48,8 +48,8 @@ from pear.store.records import RECORDS_FILE, RecordWriter
 from pear.tasks.benchmarks import DATASETS, Question, match_question, sha256_files
 from pear.tasks.grading import Task, for_kind, get, kind_of
 
-__all__ = ["ImportSummary", "ImportEntry", "import_files", "IMPORT_BACKEND", "IMPORT_METHOD",
-           "IMPORT_VERSION"]
+__all__ = ["ImportSummary", "ImportEntry", "import_files", "same_import", "IMPORT_BACKEND",
+           "IMPORT_METHOD", "IMPORT_VERSION"]
 
 IMPORT_VERSION = 2
 """What an import writes, versioned (the manifest's ``imported.version``): 2 reads each
@@ -190,6 +190,26 @@ def _record(raw: RawDebate, file: Path, *, fmt: str, dataset: str, task: Task, m
                                    matched=ours is not None, file_gold=raw.gold,
                                    gold_agrees=agrees, extra=dict(raw.extra))}
     return rec, ""
+
+
+def same_import(man: Mapping[str, Any] | None, fmt: str,
+                files: Sequence[str | os.PathLike[str]], *, dataset: str,
+                grading: str | None = None, model: str = "") -> bool:
+    """Whether the run manifest ``man`` records exactly the import :func:`import_files` would
+    write now with these arguments: the same files (by sha256), importer version
+    (:data:`IMPORT_VERSION`), format, dataset, model, grading kind (when given) and our
+    benchmarks (``data_sha256``, the questions it matched against).  What a cached or shipped
+    import must be to be used instead of importing again."""
+    imp = (man or {}).get("imported")
+    if not imp:
+        return False
+    return ([f.get("sha256") for f in imp.get("files") or []]
+            == [file_sha256(f) for f in files]
+            and imp.get("version") == IMPORT_VERSION and imp.get("format") == fmt
+            and imp.get("datasets") == [dataset]
+            and imp.get("model") == (model or f"{fmt}-import")
+            and (grading is None or imp.get("grading") == grading)
+            and man.get("data_sha256") == sha256_files())  # type: ignore[union-attr]
 
 
 def import_files(fmt: str, files: Sequence[str | os.PathLike[str]],

@@ -1,0 +1,19 @@
+"""Shared by the whole suite.
+
+The fast suite runs on two worker processes (pytest-xdist, ``make test``): every test writes
+only under its own ``tmp_path`` (nothing in the checkout's build/, figures/ or data/runs/),
+binds its servers to a free port, and starts its own Math-Verify and engine processes.  The one
+thing the workers share is the ``pear`` Jupyter kernel spec in this environment, which notebook
+tests install when missing: installing it replaces its folder, so it is installed once here, in
+the controlling process, before any worker starts.
+"""
+import importlib.util
+
+
+def pytest_configure(config):
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller has done it
+        return
+    if importlib.util.find_spec("ipykernel") is not None:
+        from pear.paper.build import ensure_kernel
+
+        ensure_kernel()
