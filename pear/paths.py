@@ -7,16 +7,20 @@ outside a checkout (a wheel) has no repository, and only the functions that need
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
+import tempfile
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 __all__ = ["PACKAGE_DIR", "REPO_ROOT", "DATA_DIR", "BENCHMARKS_DIR", "PAPER_DIR", "RUNS_DIR",
            "REAL_DEBATES_DIR",
            "FIGURES_DIR", "BUILD_DIR", "NOTEBOOKS_DIR", "TEMPLATES_FILE", "RECORDS_FILE",
            "RUN_MANIFEST", "VIEW_DIR", "VIEW_MANIFEST", "CACHE_FILE", "SITE_DIR",
-           "EXECUTED_DIR", "cache_path", "studies_dir", "ensemble_dir", "write_atomic", "write_json"]
+           "EXECUTED_DIR", "cache_path", "studies_dir", "ensemble_dir", "write_atomic",
+           "write_json", "new_dir"]
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_ROOT = PACKAGE_DIR.parent
@@ -82,6 +86,31 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
     finally:
         tmp.unlink(missing_ok=True)
     return p
+
+
+@contextlib.contextmanager
+def new_dir(path: str | os.PathLike[str], label: str = "writing") -> Iterator[Path]:
+    """A directory written whole or not at all: the block fills a temporary folder beside
+    ``path`` (``.<name>.<label>-...``), which replaces ``path`` (absent, or an empty folder)
+    when the block ends, and is removed if it fails.
+
+    >>> root = Path(tempfile.mkdtemp())
+    >>> with new_dir(root / "run") as tmp:
+    ...     _ = (tmp / "a.txt").write_text("one")
+    >>> sorted(f.name for f in root.iterdir()), (root / "run" / "a.txt").read_text()
+    (['run'], 'one')
+    """
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.{label}-", dir=out.parent))
+    try:
+        yield tmp
+        if out.exists():
+            out.rmdir()  # empty, or this raises and nothing is replaced
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
 
 
 def write_json(path: str | os.PathLike[str], data: Any, *, indent: int = 2,

@@ -3,14 +3,13 @@ after checking that their manifests agree; ``pear merge`` calls :func:`merge`.""
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from pear.paths import new_dir
 from pear.runs import compute
 from pear.runs.jobs import parse_shard
 from pear.store.manifest import CHECKED, RUN_MANIFEST as MANIFEST, diff_keys, read as read_manifest, write as write_manifest
@@ -56,20 +55,12 @@ def merge(out_dir: str | os.PathLike[str],
     shards = [m.get("shard") for m in manifests]
     missing = _missing_shards(shards)
     by_dir, duplicates = _read_records(run_dirs)  # read and check everything before writing
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.merging-", dir=out.parent))
-    try:
+    with new_dir(out, "merging") as tmp:  # out: absent or empty (checked above)
         for sub, records in sorted(by_dir.items()):
             with RecordWriter(tmp / sub) as writer:
                 for rec in records.values():
                     writer.write(rec)
         write_manifest(tmp, _merged_manifest(run_dirs, manifests, missing))
-        if out.exists():
-            out.rmdir()  # empty (checked above)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return MergeSummary(records=sum(len(r) for r in by_dir.values()), duplicates=duplicates,
                         shards=[s for s in shards if s], missing_shards=missing)
 

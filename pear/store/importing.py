@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -40,6 +39,7 @@ from pear.core.graphs import fixed_topology
 from pear.core.hashing import debate_id, derive_seed, file_sha256, hex_id
 from pear.core.record import SCHEMA_VERSION
 from pear.core.vote import vote
+from pear.paths import new_dir
 from pear.store import environment, manifest as manifest_io
 from pear.store.readers import BadEntry, BadInput, RawDebate, reader
 from pear.store.readers.answers import final_answer
@@ -274,10 +274,7 @@ def import_files(fmt: str, files: Sequence[str | os.PathLike[str]],
     assert protocol is not None  # set by the first debate read
     matched = sum(r["imported"]["matched"] for r in records)
     disagree = sum(r["imported"]["gold_agrees"] is False for r in records)
-    tmp = out.parent / f".{out.name}.importing-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
-    try:
+    with new_dir(out, "importing") as tmp:
         with RecordWriter(tmp) as w:
             for rec in records:
                 w.write(rec)
@@ -309,12 +306,5 @@ def import_files(fmt: str, files: Sequence[str | os.PathLike[str]],
                         "calls": sum(int(r.get("calls") or 0) for r in records),
                         "tokens": None, "cache_hits": 0, "debates": len(records)},
         })
-        if out.exists():
-            out.rmdir()
-        out.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     assert (out / RECORDS_FILE).is_file()
     return ImportSummary(out, len(records), matched, disagree, bad, time.perf_counter() - t0)

@@ -33,7 +33,7 @@ from typing import Any, Iterator, Mapping
 import msgspec
 
 from pear.core.record import TIMING_FIELDS
-from pear.paths import RECORDS_FILE, REPO_ROOT
+from pear.paths import RECORDS_FILE, REPO_ROOT, new_dir
 from pear.store import manifest as manifest_io
 from pear.store.records import record_files
 
@@ -144,11 +144,7 @@ def restore(dest: str | os.PathLike[str], out: str | os.PathLike[str],
         "path": _relative(str(dest)), "sha256": ship["sha256"],
         "note": "written from the shipped graded copy of this import, not graded here; its "
                 "'versions', 'lock', 'command' and times are those of the import that wrote it"}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.parent / f".{out.name}.restoring-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    try:
+    with new_dir(out, "restoring") as tmp:
         digest, size = hashlib.sha256(), 0
         with lzma.open(dest / RECORDS_XZ, "rb") as fin, open(tmp / RECORDS_FILE, "wb") as fout:
             while chunk := fin.read(_CHUNK):
@@ -162,10 +158,6 @@ def restore(dest: str | os.PathLike[str], out: str | os.PathLike[str],
                              f"{digest.hexdigest()[:12]}) are not the ones its manifest names "
                              f"({ship['bytes']} bytes, {ship['sha256'][:12]})")
         manifest_io.write(tmp, man)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out
 
 
