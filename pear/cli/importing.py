@@ -18,8 +18,11 @@ def add_import(sub: Any) -> None:
                                     "benchmark by their text take our ids and gold. Bad input "
                                     "is an error naming the file and the entry (exit 2) and "
                                     "nothing is written, unless --skip-bad.")
-    im.add_argument("format", choices=("du", "dylan"), help="the files' format")
-    im.add_argument("files", nargs="+", metavar="FILE", help="record files (.json or .json.gz)")
+    im.add_argument("format", choices=("du", "dylan", "dylan-mmlu"),
+                    help="the files' format (dylan-mmlu: DyLAN's MMLU JSON Lines, question and "
+                         "gold from the <archive stem>-key.tsv beside the archive)")
+    im.add_argument("files", nargs="+", metavar="FILE",
+                    help="record files (.json, .json.gz or .tgz)")
     im.add_argument("--out", required=True, help="new run directory")
     im.add_argument("--dataset", default="math500",
                     help="one of ours (mmlu_pro, truthfulqa, gsm8k, math500; default math500) "

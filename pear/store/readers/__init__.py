@@ -5,17 +5,19 @@ into PEAR records.  Beside them: how each source's debates ran
 (:mod:`pear.store.readers.answers`).
 
 >>> sorted(READERS)
-['du', 'dylan']
+['du', 'dylan', 'dylan-mmlu']
 """
 from __future__ import annotations
 
 from pear.store.readers.base import BadEntry, BadInput, RawDebate, Reader
 from pear.store.readers.du import DuReader
 from pear.store.readers.dylan import DylanReader
+from pear.store.readers.dylan_mmlu import DylanMmluReader
 
 __all__ = ["READERS", "reader", "Reader", "RawDebate", "BadEntry", "BadInput"]
 
-READERS: dict[str, Reader] = {r.name: r for r in (DuReader(), DylanReader())}
+READERS: dict[str, Reader] = {r.name: r for r in (DuReader(), DylanReader(),
+                                                   DylanMmluReader())}
 """Format name -> its reader."""
 
 
