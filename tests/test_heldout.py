@@ -71,8 +71,18 @@ def test_the_fit_without_a_subject_never_sees_its_debates(corpus):
     np.testing.assert_allclose(g.fit.model.coef, alone.model.coef, atol=1e-6)
     # and it is another fit than the one on both subjects: Geometry's agents give new answers
     both = grounding.ground([run])
+    tr = both.transitions
     new = revision.RevisionModel.FEATURES.index("new")
-    assert g.fit.model.coef[new] < both.fit.model.coef[new] - 1.0
+    starts = list(tr.starts) + [len(tr.group)]
+    real, fitted, alone_p = [], [], []
+    for k, (a, b) in enumerate(zip(starts, starts[1:])):
+        if tr.qset[k] == "m/math/Geometry":
+            is_new = tr.X[a:b, new] == 1
+            real.append(tr.chosen[a:b][is_new].any())
+            fitted.append(both.fit.model.probabilities(tr.X[a:b])[is_new].sum())
+            alone_p.append(g.fit.model.probabilities(tr.X[a:b])[is_new].sum())
+    assert np.mean(fitted) == pytest.approx(np.mean(real), abs=0.02) and np.mean(real) > 0.5
+    assert np.mean(alone_p) < np.mean(real) - 0.3
     assert g.same_wrong < both.same_wrong
     with pytest.raises(ValueError, match="no debate of subject 'Calculus'"):
         heldout.fit_without("Calculus", [run])

@@ -59,7 +59,8 @@ def test_bad_population_is_one_clear_error(tmp_path):
     bad.write_text(json.dumps(data))
     with pytest.raises(ValueError, match="fingerprint .* does not match"):
         pop.load(str(bad))
-    good = Population("mine", SimParams(wrong_focus=0.5), RevisionModel((1, 2, 3, 4, 5, 6)))
+    good = Population("mine", SimParams(wrong_focus=0.5),
+                      RevisionModel((1, 2, 3, 4, 5, 6, 7, 8, 9, 10), 0.5))
     path = good.write(tmp_path / "ok.json")
     back = pop.load(str(path))
     assert back.fingerprint == good.fingerprint and back.revision == good.revision
@@ -77,17 +78,26 @@ def test_shipped_study_file_is_what_the_code_writes():
 def test_design_names_candidates_and_features():
     names, X = RevisionModel.design("4", ["5", "5", "4", ""], gold="7", round=2, skill=0.5)
     assert names == ["4", "5", RevisionModel.NEW_RIGHT, RevisionModel.NEW_WRONG]
-    np.testing.assert_allclose(X, [[1, 1 / 3, 0, 0, 0, 1],     # own, held by 1 of 3 heard
-                                   [0, 2 / 3, 0, 0, 0, 0],     # heard twice
-                                   [0, 0, 1, 0.5, 1, 0],       # another, right
-                                   [0, 0, 0, 0, 1, 0]])        # another, wrong
+    np.testing.assert_allclose(X, [[1, 1 / 3, 0, 0, 0, 1, 0, 0, 0.5, 0],  # own, 1 of 3 heard
+                                   [0, 2 / 3, 0, 0, 0, 0, 0, 0, 0, 0],      # heard twice
+                                   [0, 0, 1, 0.5, 1, 0, 0, 1, 0, 0.5],      # another, right
+                                   [0, 0, 0, 0, 1, 0, 0, 0, 0, 0.5]])       # another, wrong
     names, X = RevisionModel.design(None, ["5"], gold="5", round=1, skill=-1.0)
     assert names == ["5", RevisionModel.NEW_WRONG]
-    np.testing.assert_allclose(X, [[0, 1, 1, -1, 0, 0], [0, 0, 0, 0, 1, 0]])
+    np.testing.assert_allclose(X, [[0, 1, 1, -1, 0, 0, 0, 0, 0, 0],
+                                   [0, 0, 0, 0, 1, 0, 0, 0, 0, -1]])
+    names, X = RevisionModel.design("5", ["5"], gold="5", round=3, skill=2.0)
+    assert names == ["5", RevisionModel.NEW_WRONG]  # own right: own_x_right, own_x_skill
+    np.testing.assert_allclose(X, [[1, 1, 1, 2, 0, 2, 1, 0, 2, 0],
+                                   [0, 0, 0, 0, 1, 0, 0, 0, 0, 2]])
 
 
-def test_backend_draws_revisions_with_the_models_probabilities():
-    model = RevisionModel((1.0, 2.0, 0.5, 0.0, -1.0, 0.0))
+@pytest.mark.parametrize("weight", [1.0, 0.5])
+def test_backend_draws_revisions_with_the_models_probabilities(weight):
+    """The simulator draws from the fitted model's probabilities on the same choice set (one
+    definition of the candidates, of "heard" and of skill); a critique weight below 1
+    discounts ``share`` (PEAR's protocol as an assumption) and nothing else."""
+    model = RevisionModel((1.0, 2.0, 0.5, 0.3, -1.0, 0.0, 1.2, -2.0, -0.2, -0.3), weight)
     p = Population("t", SimParams(), model)
     be = SimulatedBackend({("gsm8k", "q"): "18"}, population=p)
     q = be.question({"dataset": "gsm8k", "question_id": "q"})
@@ -96,7 +106,12 @@ def test_backend_draws_revisions_with_the_models_probabilities():
             "critiques": [{"source_answer": "18"}, {"source_answer": "18"},
                           {"source_answer": "17"}]}
     names, X = model.design("19", ["18", "18", "17"], "18", 1, be.population_skill("gsm8k"))
-    want = dict(zip(names, model.probabilities(X)))
+    X[:, FEATURES.index("share")] *= weight
+    want = dict(zip(names, RevisionModel(model.coef).probabilities(X)))
+    if weight != 1:
+        assert want["18"] < dict(zip(names, model.probabilities(
+            RevisionModel.design("19", ["18", "18", "17"], "18", 1,
+                                 be.population_skill("gsm8k"))[1])))["18"]
     rng = np.random.default_rng(0)
     n = 20000
     got: dict[str, int] = {}
@@ -113,11 +128,11 @@ def test_backend_draws_revisions_with_the_models_probabilities():
 def _synthetic(seed: int, n_sets: int = 1500) -> revision.Transitions:
     rng = np.random.default_rng(seed)
     X, chosen, group = [], [], []
-    beta = np.array([1.5, 2.0, 0.8, 0.4, -1.0, 0.3])
+    beta = np.array([1.5, 2.0, 0.8, 0.4, -1.0, 0.3, 1.0, -1.0, -0.2, -0.3])
     for g in range(n_sets):
         heard = list(rng.choice(["a", "b", "c"], size=rng.integers(1, 5)))
-        _, x = RevisionModel.design(str(rng.choice(["a", "b"])), heard, "a",
-                                    int(rng.integers(1, 4)), float(rng.normal()))
+        _, x = RevisionModel.design(str(rng.choice(["a", "b"])), heard,
+                                    str(rng.choice(["a", "d"])), int(rng.integers(1, 4)), float(rng.normal()))
         v = x @ beta
         p = np.exp(v - v.max())
         p /= p.sum()
@@ -177,14 +192,14 @@ def test_transitions_from_records():
     sets = [(tr.X[a:b], tr.chosen[a:b]) for a, b in zip(starts, starts[1:])]
     # agent 0 keeps its right answer; heard 2 and 3
     X0, y0 = sets[0]
-    np.testing.assert_allclose(X0[0], [1, 0, 1, skill, 0, 0])
+    np.testing.assert_allclose(X0[0], [1, 0, 1, skill, 0, 0, 1, 0, skill, 0])
     assert y0.tolist() == [True, False, False, False]
     # agent 1 adopts 1 (right, heard once of two)
     X1, y1 = sets[1]
-    np.testing.assert_allclose(X1[y1][0], [0, 0.5, 1, skill, 0, 0])
+    np.testing.assert_allclose(X1[y1][0], [0, 0.5, 1, skill, 0, 0, 0, 0, 0, 0])
     # agent 2 produces another wrong answer
     X2, y2 = sets[2]
-    np.testing.assert_allclose(X2[y2][0], [0, 0, 0, 0, 1, 0])
+    np.testing.assert_allclose(X2[y2][0], [0, 0, 0, 0, 1, 0, 0, 0, 0, skill])
 
 
 def test_same_wrong_answer_share():
@@ -205,7 +220,7 @@ def test_fit_recovers_the_simulated_populations_revision_model():
     from pear.runs.grid import answer_key, preset
     from pear.runs.jobs import jobs
     from pear.tasks import grading
-    truth = RevisionModel((2.0, 2.5, 1.0, 0.5, -2.0, 0.5))
+    truth = RevisionModel((2.0, 2.5, 1.0, 0.5, -2.0, 0.5, 1.0, -1.0, -0.3, 0.3))
     exp = preset("sim", datasets=("gsm8k", "math500"), methods=("clique",), n_questions=60,
                  seeds=(0,), rounds=3, full_datasets=())
     exp = dataclasses.replace(exp, debate=dataclasses.replace(exp.debate, json_mode=False))
@@ -308,10 +323,10 @@ def test_clustered_standard_errors_match_the_bootstrap_over_debates():
     rng = np.random.default_rng(5)
     base = _synthetic(4, n_sets=1800)
     X = base.X.copy()
-    debate = np.arange(base.n_choices) // 6  # 300 debates of 6 choice sets
+    debate = np.arange(base.n_choices) // 9  # 200 debates of 9 choice sets
     shift = rng.normal(0, 3.0, debate.max() + 1)[debate][base.group]  # a debate's own stickiness
     chosen = np.zeros_like(base.chosen)
-    beta = np.array([1.5, 2.0, 0.8, 0.4, -1.0, 0.3])
+    beta = np.array([1.5, 2.0, 0.8, 0.4, -1.0, 0.3, 1.0, -1.0, -0.2, -0.3])
     for a, b in zip(base.starts, list(base.starts[1:]) + [len(base.group)]):
         v = X[a:b] @ beta + shift[a:b] * X[a:b, 0]
         p = np.exp(v - v.max())
@@ -350,3 +365,45 @@ def test_sequential_agents_hear_this_rounds_answers_of_those_before_them():
     both = revision.concat([simultaneous, sequential])
     assert both.n_choices == 4 and both.group.tolist() == sorted(both.group.tolist())
     assert both.debate.tolist() == [0, 0, 1, 1]
+
+
+def test_transitions_read_the_answers_a_prompt_quoted():
+    """An import's ``heard`` entries (DyLAN quotes agents a ranker dropped) are the heard set:
+    three answers, one of them from an agent the record does not keep."""
+    def agent(i, canon, ok, heard=None):
+        a = {"agent": i, "answer": canon, "canonical": canon, "correct": ok}
+        if heard is not None:
+            a["heard"] = [{"canonical": c, "correct": k} for c, k in heard]
+        return a
+    rec = {"debate_id": "d", "model": "m", "dataset": "math", "rounds_data": [
+        {"agents": [agent(0, "3", False), agent(1, "4", True)], "edges": []},
+        {"agents": [agent(0, "4", True, [("4", True), ("5", False), ("5", False)]),
+                    agent(1, "4", True, [("3", False), ("5", False), ("5", False)])],
+         "edges": [[1, 0], [0, 1]]}]}
+    tr = revision.transitions([rec], accuracy={"m/math": 0.5})
+    assert tr.n_choices == 2
+    first = tr.X[tr.group == 0]
+    # agent 0: own 3 (wrong), heard 4 (right) once and 5 twice, another wrong
+    np.testing.assert_allclose(first[:, FEATURES.index("share")], [0, 1 / 3, 2 / 3, 0])
+    np.testing.assert_allclose(first[:, FEATURES.index("right")], [0, 1, 0, 0])
+    assert first[tr.chosen[tr.group == 0], FEATURES.index("right")].tolist() == [1]
+    del rec["rounds_data"][1]["agents"][0]["heard"], rec["rounds_data"][1]["agents"][1]["heard"]
+    edges_only = revision.transitions([rec], accuracy={"m/math": 0.5})
+    assert edges_only.X[edges_only.group == 0][:, FEATURES.index("share")].tolist() == [0, 1, 0]
+
+
+def test_predictive_table_holds_a_model_against_data_drawn_from_it():
+    """On choice sets whose choices the model itself drew, every situation's predicted
+    shares are the real ones within sampling error; a model without ``own_x_right`` is
+    caught keeping a right answer too rarely."""
+    tr = _synthetic(3, 6000)
+    beta = np.array([1.5, 2.0, 0.8, 0.4, -1.0, 0.3, 1.0, -1.0, -0.2, -0.3])
+    table = revision.predictive_table(tr, RevisionModel(tuple(beta)))
+    assert table["n"].sum() == 6000
+    shares = table[["keep", "adopt", "another"]].sum(axis=1)
+    np.testing.assert_allclose(shares, 1.0)
+    np.testing.assert_allclose(table[["keep_pred", "adopt_pred", "another_pred"]].sum(axis=1), 1.0)
+    assert table["z_right"].abs().max() < 4, table
+    wrong = revision.predictive_table(tr, RevisionModel(tuple(np.r_[beta[:6], 0, beta[7:]])))
+    gap = wrong.loc["right", "keep"] - wrong.loc["right", "keep_pred"]
+    assert gap["other"] > 0.05 and gap["split"] > 0.05, gap

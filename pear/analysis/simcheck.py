@@ -14,8 +14,9 @@ of options: our benchmark's for our datasets, else the letters the record shows,
   :class:`pear.store.readers.protocols.Protocol`): the source's agents, rounds, order, who hears
   whom, stop rule and drop.  The population's decisions are driven directly, as the engine would
   ask them (:meth:`~pear.sim.backend.SimulatedBackend.solve` and ``confidence`` in round 0;
-  later an agent hears the latest answers of every other agent still in the debate: the previous
-  round's (``simultaneous``) or, for those before it in this round, this round's
+  later an agent hears the latest answers of every other agent still in the debate (or, for
+  a protocol that ``hears="all_answered"``, every other agent that answered, dropped ones
+  too): the previous round's (``simultaneous``) or, for those before it in this round, this round's
   (``sequential``), each heard answer given to the population as a critique pointing to it, with
   its source's confidence (the ``study`` population accepts or rejects each, then revises:
   ``accept``/``revise``; a population with a revision model chooses among the candidates:
@@ -412,8 +413,9 @@ def simulate_protocol(backend: Any, proto: Protocol, meta: Mapping[str, Any],
                 this[i] = (answer, backend.confidence(ok, m, u[2]))
             else:
                 own = {"answer": prev[i][0], "canonical": prev[i][0], "confidence": prev[i][1]}
+                peers = prev if proto.hears == "all_answered" else active  # dropped ones too
                 heard = [(j, this[j] if proto.order == "sequential" and j in this else prev[j])
-                         for j in active if j != i]
+                         for j in peers if j != i]
                 m.update(own=own, critiques=[
                     {"source": j, "source_answer": a, "source_confidence": c}
                     for j, (a, c) in heard])
@@ -425,8 +427,9 @@ def simulate_protocol(backend: Any, proto: Protocol, meta: Mapping[str, Any],
                     this[i] = backend.revise(q, m, accepted, rng.random(5))
             if proto.stop is not None:
                 top = Counter(a for a, _ in this.values()).most_common(1)[0][1]
-                if proto.stop.reached(answered=len(this), agreeing=top):
-                    stopped = True
+                if proto.stop.reached(answered=len(this), agreeing=top) and not (
+                        proto.stop.miss and rng.random() < proto.stop.miss):
+                    stopped = True  # (a source whose check misses some quorums misses as often)
                     break
         history.append(this)
         prev = {**prev, **this}

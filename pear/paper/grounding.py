@@ -63,7 +63,8 @@ __all__ = ["CORPUS", "CORPUS_DATASET", "CORPUS_GRADING", "CORPUS_MODEL", "GRADED
            "ENSEMBLE_DIR", "ENSEMBLE_K", "ENSEMBLE_SEED", "corpus_run", "write_graded",
            "check_graded", "records", "study_population",
            "grounded_population", "Grounding", "ground", "bootstrap_populations",
-           "shipped_draws", "write_draws", "sources", "check", "sequential", "main"]
+           "shipped_draws", "write_draws", "sources", "check", "sequential", "main",
+           "CRITIQUE_WEIGHTS"]
 
 CORPUS = REAL_DEBATES_DIR / "dylan-math-gpt35.tgz"
 """DyLAN's whole corpus of gpt-3.5 MATH debates (MIT; ``data/real-debates/README.md``)."""
@@ -179,6 +180,10 @@ def sources(grounded: bool) -> dict[str, str]:
         out["recheck"] = "not used (the revision model replaces persuasion-driven revision)"
         out["revision"] = (f"fitted by maximum likelihood (conditional logit, "
                            f"pear.sim.revision) to every debate round of {real}")
+        out["critique_weight"] = ("our choice (1: a received critique counts like a peer's "
+                                  "answer heard in full); no real log has critiques: the "
+                                  "ensemble's draws span 1 and 0.5 (pear.paper.grounding."
+                                  "CRITIQUE_WEIGHTS)")
         for f in ("accept_agree", "accept_bias", "accept_src", "accept_tgt", "accept_right",
                   "accept_hold", "conf_base", "conf_gap", "conf_sd"):
             out[f] += " (real logs have no critiques or confidences)"
@@ -247,7 +252,7 @@ def _grounded(g: Grounding, model: RevisionModel, se: Sequence[float] | None,
               ) -> Population:
     base = SimParams()
     focus, n_wrong = pop.wrong_answers_for(g.same_wrong, base.n_wrong)
-    coef = RevisionModel(tuple(round(c, DECIMALS) for c in model.coef))
+    coef = RevisionModel(tuple(round(c, DECIMALS) for c in model.coef), model.critique_weight)
     info: dict[str, Any] = {
         "sources": sources(True), "fitted_on": _fitted_on(g.runs), "code": _code(),
         "diagnostics": {**(diagnostics or {}),
@@ -274,11 +279,21 @@ def grounded_population(g: Grounding | None = None, name: str = "grounded",
                                   "revision_se": "clustered by debate (sandwich)"})
 
 
+CRITIQUE_WEIGHTS = (1.0, 0.5)
+"""The ensemble's draws of PEAR's protocol mapping (:attr:`pear.sim.population.RevisionModel.
+critique_weight`): draw i maps a received critique to "heard" with weight
+``CRITIQUE_WEIGHTS[i % 2]`` (a peer's answer quoted in full, or discounted by half); ``grounded``
+itself uses 1.  Our choice: no real log we hold has critiques, so the mapping is an assumption
+the ensemble spans, not a fitted value."""
+
+
 def bootstrap_populations(k: int = 20, seed: int = 0, g: Grounding | None = None
                           ) -> list[Population]:
     """``k`` grounded populations (``grounded-b<i>``), each with the revision model refitted on
     the debates resampled with replacement (:func:`pear.sim.revision.bootstrap`, seeded by
-    ``seed``; the same-wrong-answer share stays the whole data's).  Without ``g``, the shipped
+    ``seed``; the same-wrong-answer share stays the whole data's; the spread of the skill
+    interactions is the strength dependence's) and PEAR's protocol mapped with the critique
+    weight :data:`CRITIQUE_WEIGHTS` ``[i % 2]``: an ensemble over both.  Without ``g``, the shipped
     draws when they hold these (:func:`shipped_draws`: what ``--check`` holds equal to a
     refit), else refitted on :func:`ground`'s fit."""
     if g is None:
@@ -287,8 +302,9 @@ def bootstrap_populations(k: int = 20, seed: int = 0, g: Grounding | None = None
             return shipped
     g = g or ground()
     fits = revision.bootstrap(g.transitions, k, seed, start=g.fit.model.coef)
-    return [_grounded(g, f.model, None, _draw_name(i),
-                      {**f.diagnostics(), "bootstrap": {"seed": seed, "draw": i}})
+    return [_grounded(g, dataclasses.replace(
+        f.model, critique_weight=CRITIQUE_WEIGHTS[i % len(CRITIQUE_WEIGHTS)]), None,
+        _draw_name(i), {**f.diagnostics(), "bootstrap": {"seed": seed, "draw": i}})
             for i, f in enumerate(fits)]
 
 
@@ -345,7 +361,9 @@ def _difference(name: str, shipped: Population, now: Population) -> str:
         what.append("revision model present in one only")
     elif shipped.revision is not None:
         what += [f"{f}: shipped {a}, now {b}" for f, a, b in zip(
-            RevisionModel.FEATURES, shipped.revision.coef, now.revision.coef) if a != b]
+            RevisionModel.FEATURES + ("critique_weight",),
+            shipped.revision.coef + (shipped.revision.critique_weight,),
+            now.revision.coef + (now.revision.critique_weight,)) if a != b]
     return (f"{name}: fingerprint {shipped.fingerprint[:12]} shipped, {now.fingerprint[:12]} "
             "from the data and code now (" + "; ".join(what) + ")")
 
@@ -373,6 +391,40 @@ def check(g: Grounding | None = None) -> list[str]:
     return problems
 
 
+IN_SAMPLE_MIN = 100
+"""Choice sets a situation needs for :func:`in_sample` to hold it (our choice)."""
+IN_SAMPLE_TOLERANCE = 0.08
+"""The largest gap between a real and a predicted share (keep, adopt, produce another) of a
+situation that :func:`in_sample` accepts (our choice: a few points; the sampling error of a
+situation of 100 choice sets is about 0.05)."""
+
+
+def in_sample(g: Grounding, replicates: int = 20, seed: int = 0) -> tuple[Any, Any, list[str]]:
+    """The fit held against its own data: the choice level (:func:`pear.sim.revision.
+    predictive_table` of ``grounded`` refitted on ``g``'s choice sets) and the debate level
+    (every debate of the corpus simulated under its own protocol, :func:`pear.analysis.
+    simcheck.check`, with the population :func:`grounded_population` writes); and what fails:
+    a situation of at least :data:`IN_SAMPLE_MIN` choice sets whose real share of keeping,
+    adopting or producing another answer is more than :data:`IN_SAMPLE_TOLERANCE` from the
+    predicted one, or whose share ending right is more than 4 standard deviations from it."""
+    from pear.analysis import simcheck  # heavy: pandas and the simulator, only for this function
+    point = grounded_population(g)
+    table = revision.predictive_table(g.transitions, point.revision)
+    problems = []
+    for (own, heard), row in table.iterrows():
+        if row["n"] < IN_SAMPLE_MIN:
+            continue
+        for k in ("keep", "adopt", "another"):
+            if abs(row[k] - row[f"{k}_pred"]) > IN_SAMPLE_TOLERANCE:
+                problems.append(f"own answer {own}, heard {heard} ({row['n']:.0f} choice sets):"
+                                f" {k} {row[k]:.3f} real, {row[f'{k}_pred']:.3f} predicted")
+        if abs(row["z_right"]) > 4:
+            problems.append(f"own answer {own}, heard {heard}: ended right {row['right']:.3f} "
+                            f"real, {row['right_pred']:.3f} predicted (z {row['z_right']:+.1f})")
+    debates = simcheck.check(g.runs[0], point, replicates, seed)
+    return table, debates, problems
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pear.paper.grounding", description=__doc__
                                  .split("\n\n")[0])
@@ -392,6 +444,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                       help="time K bootstrap refits and print their coefficients")
     what.add_argument("--fit", action="store_true",
                       help="print the fit (on the corpus and the --also runs) and stop")
+    what.add_argument("--in-sample", action="store_true",
+                      help="hold the fit against its own data: the choice level per situation "
+                           "and the corpus's debates simulated under their own protocol; exit "
+                           "1 when a situation's choices are off (pear.paper.grounding."
+                           "in_sample)")
     ap.add_argument("--also", nargs="+", default=[], metavar="RUN",
                     help="imported runs (or runs of ours) to fit on besides DyLAN's corpus "
                          "(--fit, --write, --bootstrap; --check reads the shipped data only)")
@@ -424,6 +481,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(g.fit.diagnostics())
     if a.fit:
         return 0
+    if a.in_sample:
+        t0 = time.perf_counter()
+        table, debates, problems = in_sample(g)
+        print("the choice level, real and predicted, per situation (own answer x heard):")
+        print(table.round(3).to_string())
+        print(f"the corpus simulated under its own protocol ({debates.setting.get('replicates')} "
+              "replicates):")
+        print(debates.table())
+        print(f"in-sample check in {time.perf_counter() - t0:.0f} s: " + (
+            "every situation's choices as predicted" if not problems else
+            f"{len(problems)} gaps"))
+        for line in problems:
+            print(f"in-sample check FAILED: {line}", file=sys.stderr)
+        return 1 if problems else 0
     if a.bootstrap:
         t0 = time.perf_counter()
         pops = bootstrap_populations(a.bootstrap, a.seed, g)

@@ -182,6 +182,8 @@ class SimulatedBackend:
                                  if k != "latency_s"}  # latency is not part of the model
         if self.revision is not None:
             ident["revision"] = list(self.revision.coef)
+            if self.revision.critique_weight != 1.0:  # ids of weight-1 runs stay as they were
+                ident["critique_weight"] = self.revision.critique_weight
         blob = json.dumps(ident, sort_keys=True)
         return f"simulated-{hex_id(blob, n=10, sep='')}-s{self.seed}"
 
@@ -358,7 +360,8 @@ class SimulatedBackend:
         cdf = self._cdfs.get(key)
         if cdf is None:  # RevisionModel.design's features; a choice set's shape recurs
             X = RevisionModel.features(key[0], key[1], self.population_skill(key[2]))
-            cdf = self._cdfs[key] = np.cumsum(self.revision.probabilities(X)).tolist()
+            cdf = self._cdfs[key] = np.cumsum(self.revision.probabilities(X, critiques=True)
+                                              ).tolist()
         pick = names[min(len(names) - 1, bisect.bisect_right(cdf, u[0] * cdf[-1]))]
         if pick == RevisionModel.NEW_RIGHT:
             pick = q.gold

@@ -235,21 +235,38 @@ class RevisionModel:
     accuracy on the question set, centred at 0 = 50%: a stronger population recognises the
     right answer more), and the round.
 
-    >>> m = RevisionModel((2.0, 3.0, 1.0, 0.5, -2.0, 0.3))
+    >>> m = RevisionModel((2.0, 3.0, 1.0, 0.5, -2.0, 0.3, 1.5, -3.0, 0.0, 0.0))
     >>> X = m.design(own="4", heard=["5", "5"], gold="5", round=1, skill=0.0)[1]
-    >>> [list(map(float, row)) for row in X]  # own 4, heard 5 (right), another wrong
-    [[1.0, 0.0, 0.0, 0.0, 0.0, 0.0], [0.0, 1.0, 1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0, 1.0, 0.0]]
+    >>> [list(map(int, row)) for row in X]  # own 4, heard 5 (right), another wrong
+    [[1, 0, 0, 0, 0, 0, 0, 0, 0, 0], [0, 1, 1, 0, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 1, 0, 0, 0, 0, 0]]
     """
 
     coef: tuple[float, ...]
     """One coefficient per feature, in :attr:`FEATURES` order."""
+    critique_weight: float = 1.0
+    """PEAR's protocol stated as an assumption (no real log has critiques): how a received
+    critique maps to "heard" in a simulated debate.  Its source's answer counts in ``share``
+    with this weight: 1 = like a peer's answer quoted in full, as DyLAN's agents hear them (the
+    fitted coefficients' own setting); 0.5 = discounted, a critique moving an agent half as
+    much as hearing that answer from a peer.  Not fitted; one of the ensemble's dimensions
+    (:mod:`pear.paper.grounding`)."""
     FEATURES: ClassVar[tuple[str, ...]] = ("own", "share", "right", "right_x_skill", "new",
-                                           "own_x_round")
+                                           "own_x_round", "own_x_right", "new_x_right",
+                                           "own_x_skill", "new_x_skill")
     """``own``: j is the agent's previous answer; ``share``: the share of the answers it heard
     that are j (0..1); ``right``: j is right (from the gold); ``right_x_skill``: ``right`` times
     the population's skill (logit of its round-0 agent accuracy on the question set);
     ``new``: j is another answer (neither its own nor heard); ``own_x_round``: ``own`` times
-    ``round - 1`` (agents may hold on more in later rounds)."""
+    ``round - 1`` (agents may hold on more in later rounds); ``own_x_right``: j is its own
+    answer and right (an agent recognises its own right answer apart from a heard one: without
+    it one ``right`` term serves own, heard and new answers, and the fit matches only the total
+    of right picks); ``new_x_right``: j is another answer and right (finding a right answer
+    nobody holds is harder than recognising a right answer one hears or holds: with one
+    ``right`` term for all three, a wrong agent among wrong peers found the right answer three
+    times as often in the model as in DyLAN's debates, and one hearing it adopted it too
+    rarely); ``own_x_skill``, ``new_x_skill``: ``own`` and ``new`` times the skill (how
+    the tendency to keep one's answer and to produce another one varies with the model's
+    strength and the question set's difficulty)."""
     NEW_RIGHT: ClassVar[str] = "\x00another right answer"
     NEW_WRONG: ClassVar[str] = "\x00another wrong answer"
     """The candidate names of "another answer" (never an answer's text)."""
@@ -260,7 +277,11 @@ class RevisionModel:
                              f"{len(self.FEATURES)} features {', '.join(self.FEATURES)}")
         if not all(math.isfinite(c) for c in self.coef):
             raise ValueError(f"invalid RevisionModel coef {self.coef!r}: must be finite")
+        if not (isinstance(self.critique_weight, (int, float)) and 0 <= self.critique_weight <= 1):
+            raise ValueError(f"invalid RevisionModel critique_weight={self.critique_weight!r}: "
+                             "must be in [0, 1]")
         object.__setattr__(self, "coef", tuple(float(c) for c in self.coef))
+        object.__setattr__(self, "critique_weight", float(self.critique_weight))
 
     @classmethod
     def design(cls, own: str | None, heard: Sequence[str], gold: str | None, round: int,
@@ -324,18 +345,24 @@ class RevisionModel:
         for j, (c, ok, is_new) in enumerate(zip(counts, right, new)):
             is_own = has_own and j == 0
             X[j] = (is_own, c / n_heard if n_heard else 0.0, ok, ok * skill, is_new,
-                    is_own * (round - 1))
+                    is_own * (round - 1), is_own * ok, is_new * ok, is_own * skill,
+                    is_new * skill)
         return X
 
-    def probabilities(self, X: np.ndarray) -> np.ndarray:
-        """The choice probabilities of the candidates with features ``X``."""
+    def probabilities(self, X: np.ndarray, critiques: bool = False) -> np.ndarray:
+        """The choice probabilities of the candidates with features ``X`` (``critiques``: the
+        answers were heard as critiques, so ``share`` counts with :attr:`critique_weight`)."""
+        if critiques and self.critique_weight != 1.0:
+            X = X.copy()
+            X[:, self.FEATURES.index("share")] *= self.critique_weight
         v = X @ np.asarray(self.coef)
         e = np.exp(v - v.max())
         return e / e.sum()
 
     def as_dict(self, se: Sequence[float] | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {"features": list(self.FEATURES),
-                               "coef": dict(zip(self.FEATURES, self.coef))}
+                               "coef": dict(zip(self.FEATURES, self.coef)),
+                               "critique_weight": self.critique_weight}
         if se is not None:
             out["se"] = dict(zip(self.FEATURES, map(float, se)))
         return out
@@ -346,7 +373,8 @@ class RevisionModel:
         if feats != list(cls.FEATURES):
             raise ValueError(f"invalid revision model: features {feats!r}, expected "
                              f"{list(cls.FEATURES)!r}")
-        return cls(tuple(float(d["coef"][f]) for f in cls.FEATURES))
+        return cls(tuple(float(d["coef"][f]) for f in cls.FEATURES),
+                   float(d.get("critique_weight", 1.0)))
 
 
 def skill_of(accuracy: float) -> float:
@@ -361,12 +389,14 @@ def skill_of(accuracy: float) -> float:
 
 def fingerprint(params: SimParams, revision: RevisionModel | None) -> str:
     """sha256 (hex) of the parameters that define the agents' behaviour: every
-    :class:`SimParams` field but ``latency_s`` and the revision coefficients (rounded to 9
-    significant digits, so that a float's last bits do not move it)."""
+    :class:`SimParams` field but ``latency_s``, the revision coefficients (rounded to 9
+    significant digits, so that a float's last bits do not move it) and its critique weight."""
     ident = {k: v for k, v in dataclasses.asdict(params).items() if k != "latency_s"}
-    blob = {"params": ident,
-            "revision": None if revision is None else
-            {f: float(f"{c:.9g}") for f, c in zip(revision.FEATURES, revision.coef)}}
+    rev = None
+    if revision is not None:
+        rev = {f: float(f"{c:.9g}") for f, c in zip(revision.FEATURES, revision.coef)}
+        rev["critique_weight"] = float(f"{revision.critique_weight:.9g}")
+    blob = {"params": ident, "revision": rev}
     return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()
 
 

@@ -6,8 +6,10 @@ one definition of the candidates and their features), by maximum likelihood.
   choice sets: one per agent and debate round whose answer was read, with its candidates' features
   and the candidate it chose.  Answers are one candidate when the records put them in one class
   in a round or read them as the same answer in any two rounds; every answer graded right is the
-  right candidate.  "Heard" = the sources of the critiques the agent received (PEAR's protocol)
-  or, in a round without critiques (imported debates), the sources of the edges into it.
+  right candidate.  "Heard" = the answers the agent's prompt quoted, where an import read them
+  (the record's ``heard`` entries: DyLAN quotes the agents a ranker dropped too), else the
+  sources of the critiques the agent received (PEAR's protocol) or, in a round without
+  critiques, the sources of the edges into it.
 * :func:`fit`: the conditional logit's maximum-likelihood coefficients with standard errors
   (``scipy.optimize.minimize``, trust-region with the exact gradient and Hessian; standard errors
   from the inverse of the observed information, and clustered by debate: a sandwich estimator
@@ -33,8 +35,9 @@ import numpy as np
 
 from pear.sim.population import RevisionModel, skill_of
 
-__all__ = ["Transitions", "RevisionFit", "question_set", "subject", "transitions", "round0_accuracy",
-           "concat", "fit", "bootstrap", "same_wrong_answer", "choice_table"]
+__all__ = ["Transitions", "RevisionFit", "question_set", "subject", "transitions",
+           "round0_accuracy", "concat", "fit", "bootstrap", "same_wrong_answer", "choice_table",
+           "predictive_table"]
 
 _GOLD = "\x00gold"  # the right answer when no answer of the debate was graded right
 
@@ -110,9 +113,11 @@ class _Classes:
             self.parent[rb] = ra
 
 
-def _answer_classes(rounds: Sequence[Mapping[str, Any]]) -> dict[tuple[int, int], str]:
+def _answer_classes(rounds: Sequence[Mapping[str, Any]]) -> dict[tuple[Any, ...], str]:
     """(round, agent) -> the debate-wide class of its answer ("" none; every answer graded right
-    is :data:`_GOLD`)."""
+    is :data:`_GOLD`), and ("heard", round, agent, k) -> the class of the k-th answer the agent's
+    prompt quoted in that round (an import's ``heard`` entries: one class with an answer of
+    that round or the one before when they read the same, right when graded right)."""
     uf = _Classes()
     nodes = {}
     for r, rd in enumerate(rounds):
@@ -127,6 +132,20 @@ def _answer_classes(rounds: Sequence[Mapping[str, Any]]) -> dict[tuple[int, int]
                 uf.union(node, ("answer", a["answer"]))  # the same reading in any round
             if a.get("correct"):
                 uf.union(node, ("gold",))
+    for r, rd in enumerate(rounds):
+        for a in rd["agents"]:
+            for k, h in enumerate(a.get("heard") or ()):
+                cls = h.get("canonical") or ""
+                if not cls:
+                    continue
+                node = ("heard", r, int(a["agent"]), k)
+                nodes[node] = h
+                uf.union(node, ("quoted", cls))  # one class however often it is quoted
+                for back in (r - 1, r):
+                    if ("class", back, cls) in uf.parent:
+                        uf.union(node, ("class", back, cls))
+                if h.get("correct"):
+                    uf.union(node, ("gold",))
     out = {}
     for node in nodes:
         root = uf.find(node)
@@ -180,8 +199,11 @@ def transitions(records: Iterable[Mapping[str, Any]],
                 if not pick:
                     dropped += 1
                     continue
-                heard = [classes.get((r if sequential and s < i else r - 1, s), "")
-                         for s in _heard(rounds[r], i)]
+                if a.get("heard"):  # the answers its prompt quoted (an import read them)
+                    heard = [classes.get(("heard", r, i, k), "") for k in range(len(a["heard"]))]
+                else:
+                    heard = [classes.get((r if sequential and s < i else r - 1, s), "")
+                             for s in _heard(rounds[r], i)]
                 names, X = RevisionModel.design(classes.get((r - 1, i)) or None, heard, _GOLD,
                                                 r, skills[qs])
                 if pick in names:
@@ -380,4 +402,57 @@ def choice_table(tr: Transitions) -> "Any":
     out = pd.crosstab(df["question_set"], df["choice"], normalize="index")
     out.insert(0, "choices", df.groupby("question_set").size())
     out.insert(1, "round0_accuracy", [tr.accuracy[q] for q in out.index])
+    return out
+
+
+def _situations(tr: Transitions) -> tuple[np.ndarray, np.ndarray]:
+    """Per choice set: the agent's previous answer (``right``, ``wrong``, ``none``) and what it
+    heard (``alone``: no answer; ``agree``: only its own answer; ``other``: one other answer
+    only; ``split``: several answers)."""
+    F = RevisionModel.FEATURES
+    own = tr.X[:, F.index("own")] > 0
+    right = tr.X[:, F.index("right")] > 0
+    heard = tr.X[:, F.index("share")] > 0
+    st = tr.starts
+    has_own = np.logical_or.reduceat(own, st)
+    own_right = np.logical_or.reduceat(own & right, st)
+    n_heard = np.add.reduceat(heard.astype(int), st)
+    own_heard = np.logical_or.reduceat(own & heard, st)
+    mine = np.where(~has_own, "none", np.where(own_right, "right", "wrong"))
+    what = np.where(n_heard == 0, "alone", np.where(n_heard > 1, "split",
+                                                    np.where(own_heard, "agree", "other")))
+    return mine, what
+
+
+def predictive_table(tr: Transitions, model: RevisionModel) -> "Any":
+    """The fit held against its own data, on the choice level: per situation (the agent's
+    previous answer right / wrong / none, x what it heard: alone, only its own answer, one
+    other answer, several), the choice sets ``n``, the real share that kept their answer,
+    adopted a heard one, produced another and ended right, and the share ``model`` predicts
+    on the same choice sets (``*_pred``, the probabilities the simulator draws from:
+    :meth:`~pear.sim.population.RevisionModel.probabilities`), with the z-score of the real
+    share of ending right against the predicted (``z_right``: the real minus the predicted,
+    over the Poisson-binomial standard deviation)."""
+    import pandas as pd
+    F = RevisionModel.FEATURES
+    st = tr.starts
+    v = tr.X @ np.asarray(model.coef)
+    e = np.exp(v - np.maximum.reduceat(v, st)[tr.group])
+    p = e / np.add.reduceat(e, st)[tr.group]
+    own = tr.X[:, F.index("own")] > 0
+    new = tr.X[:, F.index("new")] > 0
+    right = tr.X[:, F.index("right")] > 0
+    kind = {"keep": own, "adopt": ~own & ~new, "another": new, "right": right}
+    mine, what = _situations(tr)
+    cols: dict[str, Any] = {"own": mine, "heard": what}
+    for k, m in kind.items():
+        cols[f"{k}"] = np.add.reduceat((tr.chosen & m).astype(float), st)
+        cols[f"{k}_pred"] = np.add.reduceat(p * m, st)
+    df = pd.DataFrame(cols)
+    df["var_right"] = df["right_pred"] * (1 - df["right_pred"])
+    out = df.groupby(["own", "heard"]).agg(
+        n=("keep", "size"), **{c: (c, "mean") for c in cols if c not in ("own", "heard")},
+        var_right=("var_right", "sum"))
+    out["z_right"] = (out["right"] - out["right_pred"]) * out["n"] / np.sqrt(
+        out.pop("var_right").clip(lower=1e-12))
     return out

@@ -23,15 +23,20 @@ True
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal, Mapping
 
-__all__ = ["Protocol", "Quorum", "Drop", "ORDERS"]
+__all__ = ["Protocol", "Quorum", "Drop", "ORDERS", "HEARS", "quorum_misses"]
 
 ORDERS = ("simultaneous", "sequential")
 """``simultaneous``: a round's agents answer at once, each hearing the others' answers of the
 previous round; ``sequential``: they answer in turn, each hearing every other agent's latest
 answer (those before it in this round's order already revised)."""
+
+
+HEARS = ("all_others", "all_answered")
+"""Whom an agent hears (:attr:`Protocol.hears`)."""
 
 
 @dataclass(frozen=True)
@@ -42,11 +47,17 @@ class Quorum:
 
     share: float
     after: int
+    miss: float = 0.0
+    """The share of the quorums our grader sees that the source's own check missed, so that
+    its debate went on (DyLAN compares answer strings: ``\\frac{1}{2}`` and ``0.5`` differ),
+    measured on its records (:func:`quorum_misses`); a simulated twin misses as often."""
 
     def __post_init__(self) -> None:
-        if not 0 < self.share <= 1 or isinstance(self.after, bool) or self.after < 1:
-            raise ValueError(f"invalid Quorum(share={self.share!r}, after={self.after!r}): "
-                             "share in (0, 1], after an integer >= 1")
+        if not 0 < self.share <= 1 or isinstance(self.after, bool) or self.after < 1 \
+                or not 0 <= self.miss < 1:
+            raise ValueError(f"invalid Quorum(share={self.share!r}, after={self.after!r}, "
+                             f"miss={self.miss!r}): share in (0, 1], after an integer >= 1, "
+                             "miss in [0, 1)")
 
     def reached(self, answered: int, agreeing: int) -> bool:
         """Whether ``agreeing`` equal answers among ``answered`` stop the debate."""
@@ -79,8 +90,10 @@ class Protocol:
     rounds: int
     """The most rounds a debate runs, round 0 (the first answers) included."""
     order: Literal["simultaneous", "sequential"] = "simultaneous"
-    hears: Literal["all_others"] = "all_others"
-    """Whom an agent hears from round 1 on: every other agent still in the debate."""
+    hears: Literal["all_others", "all_answered"] = "all_others"
+    """Whom an agent hears from round 1 on: every other agent still in the debate
+    (``all_others``), or every other agent that has answered, with its latest answer, those a
+    :class:`Drop` removed included (``all_answered``: DyLAN's prompts quote them)."""
     sees: Literal["full_answers"] = "full_answers"
     """What it gets of each: the full text of its answer (no summary, no extracted answer)."""
     confidences: bool = False
@@ -96,9 +109,9 @@ class Protocol:
 
     def __post_init__(self) -> None:
         if min(self.agents, self.rounds) < 1 or self.order not in ORDERS or \
-                self.hears != "all_others" or self.sees != "full_answers":
+                self.hears not in HEARS or self.sees != "full_answers":
             raise ValueError(f"invalid protocol {self.name!r}: agents and rounds >= 1, order "
-                             f"one of {', '.join(ORDERS)}, hears 'all_others', sees "
+                             f"one of {', '.join(ORDERS)}, hears one of {', '.join(HEARS)}, sees "
                              f"'full_answers' (got {self.agents!r}, {self.rounds!r}, "
                              f"{self.order!r}, {self.hears!r}, {self.sees!r})")
         if self.drop is not None and not (self.drop.before_round < self.rounds
@@ -133,3 +146,22 @@ class Protocol:
         if values.get("drop") is not None:
             values["drop"] = Drop(**values["drop"])
         return cls(**values)
+
+
+def quorum_misses(records: Any, quorum: Quorum) -> tuple[int, int]:
+    """How many quorums our grader sees in ``records`` (imported debates: the first answer of a
+    round, in record order, from the ``after``-th on, at which more than ``floor(share *
+    answered)`` of the round's read answers so far are one class), and how many of them the
+    source missed (the debate went on after it): the numbers behind :attr:`Quorum.miss`."""
+    seen = missed = 0
+    for rec in records:
+        rounds = rec["rounds_data"]
+        for r, rd in enumerate(rounds):
+            answers = [a.get("canonical") or "" for a in rd["agents"]]
+            for k in range(quorum.after, len(answers) + 1):
+                counts = Counter(x for x in answers[:k] if x)
+                if counts and quorum.reached(k, counts.most_common(1)[0][1]):
+                    seen += 1
+                    missed += not (r == len(rounds) - 1 and k == len(answers))
+                    break
+    return seen, missed
