@@ -25,7 +25,7 @@ def _grounding(seed: int = 0, n_sets: int = 600) -> grounding.Grounding:
     """A revision fit on synthetic choice sets (three per debate): a stand-in for DyLAN's
     corpus, so that no corpus is imported here."""
     rng = np.random.default_rng(seed)
-    beta = np.array([1.5, 2.0, 0.8, 0.4, -1.0, 0.3, 1.0, -1.0, -0.2, -0.3])
+    beta = np.array([1.5, 2.0, 0.8, 0.4, -1.0, 0.3, 1.0, -1.0, -0.2, -0.3, -0.8])
     X, chosen, group = [], [], []
     for g in range(n_sets):
         heard = list(rng.choice(["a", "b", "c"], size=rng.integers(1, 5)))

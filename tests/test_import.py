@@ -369,3 +369,114 @@ def test_a_cached_import_by_another_importer_version_is_imported_again(du_gsm, t
     again = manifest.read(run)["imported"]
     assert again["version"] == IMPORT_VERSION and again["imported_at"] != old["imported"][
         "imported_at"]
+
+
+# ----------------------------------------------------------------- what DyLAN's agents heard
+
+_DYLAN_SYSTEM = ("It's a debate. Explain your reasons at each round thoroughly.\n Follow the "
+                 "given examples and answer the mathematics problem.")
+_DYLAN_ASK = ("Using the reasoning from other agents as additional advice with critical "
+              "thinking, can you give an updated answer? Examine your solution and that other "
+              "agents step by step. Notice that the former answers might be all wrong.")
+
+
+def _dylan_quotes(solutions: list[str]) -> str:
+    """A DyLAN message of round 1..: the other agents' answers quoted as DyLAN writes them."""
+    return ("These are the solutions to the problem from other agents: "
+            + "".join(f"\n\nOne agent solution: ```{s}```" for s in solutions)
+            + f"\n\n{_DYLAN_ASK}")
+
+
+def _dylan_chat(prompt: str, answers: list[str], heard: list[list[str]]) -> list[dict]:
+    """One agent's agent_context as DyLAN writes it (``heard[r - 1]``: what round r quotes)."""
+    out = [{"role": "system", "content": _DYLAN_SYSTEM}, {"role": "user", "content": prompt}]
+    for r, a in enumerate(answers):
+        if r:
+            out.append({"role": "user", "content": _dylan_quotes(heard[r - 1])})
+        out.append({"role": "assistant", "content": a})
+    return out
+
+
+@pytest.fixture
+def dylan_heard(tmp_path) -> Path:
+    """A DyLAN debate of 4 agents of which the ranker kept 2 (the record's agents 0 and 1):
+    in round 1 each kept agent quotes 3 answers, 2 of them by the dropped agents; one of
+    these is 10/2 (right, written as the kept agents' 5 is not), one wrong and fenced."""
+    prompt = "Problem: What is $1+1$?\nAnswer: $2$\n###\nProblem: What is $2+3$?\nAnswer:"
+    a0 = ["2 + 3 = 5, so the answer is $\\boxed{5}$.", "I keep $\\boxed{5}$."]
+    a1 = ["2 + 3 = 6. The answer is $\\boxed{6}$.", "Agreed, it is $\\boxed{5}$."]
+    d2 = "Half of 10: the answer is $\\boxed{\\frac{10}{2}}$."  # dropped before round 2
+    d3 = "```\n2 + 3 = 7\n```\nThe answer is $\\boxed{7}$."  # dropped, with a code fence
+    contexts = [_dylan_chat(prompt, a0, [[a1[0], d2, d3]]),
+                _dylan_chat(prompt, a1, [[a0[1], d2, d3]])]
+    return _write(tmp_path / "dylan_heard.json", {prompt: [contexts, "5", "Level 1",
+                                                           "Prealgebra"]})
+
+
+def test_dylan_reader_reads_the_answers_each_message_quotes(dylan_heard):
+    from pear.store.readers.dylan import DylanReader, quoted_solutions
+    (raw,) = DylanReader().read(dylan_heard)
+    assert raw.n_agents == 2 and raw.n_rounds == 2
+    assert raw.heard[0][0] == raw.heard[1][0] == ()
+    assert raw.heard[0][1] == (raw.texts[1][0], "Half of 10: the answer is "
+                               "$\\boxed{\\frac{10}{2}}$.",
+                               "```\n2 + 3 = 7\n```\nThe answer is $\\boxed{7}$.")
+    assert raw.heard[1][1][0] == raw.texts[0][1] and raw.heard[1][1][1:] == raw.heard[0][1][1:]
+    assert quoted_solutions("Problem: What is $2+3$?\nAnswer:") == ()
+
+
+def _lines(run: Path) -> list[dict]:
+    """The records as written, every field kept (:func:`read_records` keeps only the fields
+    :class:`pear.core.record.DebateRecord` declares)."""
+    return [json.loads(x) for x in (run / "debates.jsonl").read_text().splitlines() if x]
+
+
+def test_dylan_import_grades_what_each_agent_heard(dylan_heard, tmp_path):
+    s = import_files("dylan", [dylan_heard], tmp_path / "run", dataset="math", grading="math")
+    assert s.debates == 1
+    (rec,) = _lines(tmp_path / "run")
+    r0, r1 = rec["rounds_data"]
+    assert [a["canonical"] for a in r0["agents"]] == ["5", "6"]
+    assert [a["canonical"] for a in r1["agents"]] == ["5", "5"]
+    assert all("heard" not in a for a in r0["agents"])
+    assert r1["edges"] == [[0, 1], [1, 0]]  # the clique of the kept agents: 1 of 3 heard
+    # 3 heard each, in prompt order: the other kept agent's latest, then the dropped two's
+    assert r1["agents"][0]["heard"] == [{"canonical": "6", "correct": False},
+                                        {"canonical": "5", "correct": True},
+                                        {"canonical": "7", "correct": False}]
+    assert r1["agents"][1]["heard"] == [{"canonical": "5", "correct": True},
+                                        {"canonical": "5", "correct": True},
+                                        {"canonical": "7", "correct": False}]
+    v = validate(tmp_path / "run")
+    assert v.findings.ok and v.debates == 1, v.report()
+    assert manifest.read(tmp_path / "run")["imported"]["version"] == 3
+
+
+def test_du_import_has_no_heard(du_gsm, tmp_path):
+    import_files("du", [du_gsm], tmp_path / "run", dataset="gsm8k")
+    recs = _lines(tmp_path / "run")
+    assert len(recs) == 3
+    assert not any("heard" in a for rec in recs for rd in rec["rounds_data"]
+                   for a in rd["agents"])
+
+
+def test_dylan_import_measures_the_quorums_its_check_missed(tmp_path):
+    """DyLAN compares answer strings: 3 agents agreeing in round 0 as our grader reads them
+    (5, 5.0, 10/2) went on; the import records that share (the protocol's ``stop.miss``)."""
+    prompt = "Problem: What is $1+1$?\nAnswer: $2$\n###\nProblem: What is $2+3$?\nAnswer:"
+    said = {k: f"The answer is $\\boxed{{{k}}}$." for k in ("5", "5.0", "\\frac{10}{2}", "6",
+                                                             "7")}
+    missed = [[said["5"], said["5"]], [said["5.0"], said["5"]], [said["\\frac{10}{2}"],
+                                                                 said["5"]]]
+    stopped = [[said["5"], said["5"]], [said["6"], said["5"]], [said["7"], said["5"]]]
+    data = {}
+    for q, answers in ((prompt, missed), (prompt.replace("2+3", "3+2"), stopped)):
+        contexts = [_dylan_chat(q, a, [[o[0] for j, o in enumerate(answers) if j != i]])
+                    for i, a in enumerate(answers)]
+        data[q] = [contexts, "5", "Level 1", "Prealgebra"]
+    run = tmp_path / "run"
+    import_files("dylan", [_write(tmp_path / "q.json", data)], run, dataset="math",
+                 grading="math")
+    stop = manifest.read(run)["imported"]["protocol"]["stop"]
+    # quorums: the first debate's rounds 0 (missed) and 1, the second's round 1
+    assert stop["miss"] == pytest.approx(1 / 3, abs=1e-4)

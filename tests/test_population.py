@@ -60,7 +60,7 @@ def test_bad_population_is_one_clear_error(tmp_path):
     with pytest.raises(ValueError, match="fingerprint .* does not match"):
         pop.load(str(bad))
     good = Population("mine", SimParams(wrong_focus=0.5),
-                      RevisionModel((1, 2, 3, 4, 5, 6, 7, 8, 9, 10), 0.5))
+                      RevisionModel((1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11), 0.5))
     path = good.write(tmp_path / "ok.json")
     back = pop.load(str(path))
     assert back.fingerprint == good.fingerprint and back.revision == good.revision
@@ -78,18 +78,18 @@ def test_shipped_study_file_is_what_the_code_writes():
 def test_design_names_candidates_and_features():
     names, X = RevisionModel.design("4", ["5", "5", "4", ""], gold="7", round=2, skill=0.5)
     assert names == ["4", "5", RevisionModel.NEW_RIGHT, RevisionModel.NEW_WRONG]
-    np.testing.assert_allclose(X, [[1, 1 / 3, 0, 0, 0, 1, 0, 0, 0.5, 0],  # own, 1 of 3 heard
-                                   [0, 2 / 3, 0, 0, 0, 0, 0, 0, 0, 0],      # heard twice
-                                   [0, 0, 1, 0.5, 1, 0, 0, 1, 0, 0.5],      # another, right
-                                   [0, 0, 0, 0, 1, 0, 0, 0, 0, 0.5]])       # another, wrong
+    np.testing.assert_allclose(X, [[1, 1 / 3, 0, 0, 0, 1, 0, 0, 0.5, 0, 0],  # own, 1 of 3 heard
+                                   [0, 2 / 3, 0, 0, 0, 0, 0, 0, 0, 0, 0],   # heard twice
+                                   [0, 0, 1, 0.5, 1, 0, 0, 1, 0, 0.5, 0],   # another, right
+                                   [0, 0, 0, 0, 1, 0, 0, 0, 0, 0.5, 0]])   # another, wrong
     names, X = RevisionModel.design(None, ["5"], gold="5", round=1, skill=-1.0)
-    assert names == ["5", RevisionModel.NEW_WRONG]
-    np.testing.assert_allclose(X, [[0, 1, 1, -1, 0, 0, 0, 0, 0, 0],
-                                   [0, 0, 0, 0, 1, 0, 0, 0, 0, -1]])
+    assert names == ["5", RevisionModel.NEW_WRONG]  # one answer heard: share_x_single
+    np.testing.assert_allclose(X, [[0, 1, 1, -1, 0, 0, 0, 0, 0, 0, 1],
+                                   [0, 0, 0, 0, 1, 0, 0, 0, 0, -1, 0]])
     names, X = RevisionModel.design("5", ["5"], gold="5", round=3, skill=2.0)
     assert names == ["5", RevisionModel.NEW_WRONG]  # own right: own_x_right, own_x_skill
-    np.testing.assert_allclose(X, [[1, 1, 1, 2, 0, 2, 1, 0, 2, 0],
-                                   [0, 0, 0, 0, 1, 0, 0, 0, 0, 2]])
+    np.testing.assert_allclose(X, [[1, 1, 1, 2, 0, 2, 1, 0, 2, 0, 1],
+                                   [0, 0, 0, 0, 1, 0, 0, 0, 0, 2, 0]])
 
 
 @pytest.mark.parametrize("weight", [1.0, 0.5])
@@ -97,7 +97,7 @@ def test_backend_draws_revisions_with_the_models_probabilities(weight):
     """The simulator draws from the fitted model's probabilities on the same choice set (one
     definition of the candidates, of "heard" and of skill); a critique weight below 1
     discounts ``share`` (PEAR's protocol as an assumption) and nothing else."""
-    model = RevisionModel((1.0, 2.0, 0.5, 0.3, -1.0, 0.0, 1.2, -2.0, -0.2, -0.3), weight)
+    model = RevisionModel((1.0, 2.0, 0.5, 0.3, -1.0, 0.0, 1.2, -2.0, -0.2, -0.3, -0.8), weight)
     p = Population("t", SimParams(), model)
     be = SimulatedBackend({("gsm8k", "q"): "18"}, population=p)
     q = be.question({"dataset": "gsm8k", "question_id": "q"})
@@ -128,7 +128,7 @@ def test_backend_draws_revisions_with_the_models_probabilities(weight):
 def _synthetic(seed: int, n_sets: int = 1500) -> revision.Transitions:
     rng = np.random.default_rng(seed)
     X, chosen, group = [], [], []
-    beta = np.array([1.5, 2.0, 0.8, 0.4, -1.0, 0.3, 1.0, -1.0, -0.2, -0.3])
+    beta = np.array([1.5, 2.0, 0.8, 0.4, -1.0, 0.3, 1.0, -1.0, -0.2, -0.3, -0.8])
     for g in range(n_sets):
         heard = list(rng.choice(["a", "b", "c"], size=rng.integers(1, 5)))
         _, x = RevisionModel.design(str(rng.choice(["a", "b"])), heard,
@@ -192,14 +192,14 @@ def test_transitions_from_records():
     sets = [(tr.X[a:b], tr.chosen[a:b]) for a, b in zip(starts, starts[1:])]
     # agent 0 keeps its right answer; heard 2 and 3
     X0, y0 = sets[0]
-    np.testing.assert_allclose(X0[0], [1, 0, 1, skill, 0, 0, 1, 0, skill, 0])
+    np.testing.assert_allclose(X0[0], [1, 0, 1, skill, 0, 0, 1, 0, skill, 0, 0])
     assert y0.tolist() == [True, False, False, False]
     # agent 1 adopts 1 (right, heard once of two)
     X1, y1 = sets[1]
-    np.testing.assert_allclose(X1[y1][0], [0, 0.5, 1, skill, 0, 0, 0, 0, 0, 0])
+    np.testing.assert_allclose(X1[y1][0], [0, 0.5, 1, skill, 0, 0, 0, 0, 0, 0, 0])
     # agent 2 produces another wrong answer
     X2, y2 = sets[2]
-    np.testing.assert_allclose(X2[y2][0], [0, 0, 0, 0, 1, 0, 0, 0, 0, skill])
+    np.testing.assert_allclose(X2[y2][0], [0, 0, 0, 0, 1, 0, 0, 0, 0, skill, 0])
 
 
 def test_same_wrong_answer_share():
@@ -220,13 +220,16 @@ def test_fit_recovers_the_simulated_populations_revision_model():
     from pear.runs.grid import answer_key, preset
     from pear.runs.jobs import jobs
     from pear.tasks import grading
-    truth = RevisionModel((2.0, 2.5, 1.0, 0.5, -2.0, 0.5, 1.0, -1.0, -0.3, 0.3))
+    truth = RevisionModel((2.0, 2.5, 1.0, 0.5, -2.0, 0.5, 1.0, -1.0, -0.3, 0.3, -1.0))
     exp = preset("sim", datasets=("gsm8k", "math500"), methods=("clique",), n_questions=60,
                  seeds=(0,), rounds=3, full_datasets=())
-    exp = dataclasses.replace(exp, debate=dataclasses.replace(exp.debate, json_mode=False))
-    be = SimulatedBackend(answer_key(exp), population=Population("t", SimParams(), truth),
-                          n_agents=exp.debate.n_agents)
-    recs = list(Engine(be, exp.debate, task_for=grading.get).run(jobs(exp)))
+    recs = []
+    for n in (3, 2):  # 2 agents: each hears a single answer (share_x_single)
+        e = dataclasses.replace(exp, debate=dataclasses.replace(
+            exp.debate, json_mode=False, n_agents=n, k=min(exp.debate.k, n - 1)))
+        be = SimulatedBackend(answer_key(e), population=Population("t", SimParams(), truth),
+                              n_agents=n)
+        recs += list(Engine(be, e.debate, task_for=grading.get).run(jobs(e)))
     acc = {f"simulated/{d}": pop.expected_accuracy(be.params, d) for d in ("gsm8k", "math500")}
     for r in recs:
         r["model"] = "simulated"
@@ -326,7 +329,7 @@ def test_clustered_standard_errors_match_the_bootstrap_over_debates():
     debate = np.arange(base.n_choices) // 9  # 200 debates of 9 choice sets
     shift = rng.normal(0, 3.0, debate.max() + 1)[debate][base.group]  # a debate's own stickiness
     chosen = np.zeros_like(base.chosen)
-    beta = np.array([1.5, 2.0, 0.8, 0.4, -1.0, 0.3, 1.0, -1.0, -0.2, -0.3])
+    beta = np.array([1.5, 2.0, 0.8, 0.4, -1.0, 0.3, 1.0, -1.0, -0.2, -0.3, -0.8])
     for a, b in zip(base.starts, list(base.starts[1:]) + [len(base.group)]):
         v = X[a:b] @ beta + shift[a:b] * X[a:b, 0]
         p = np.exp(v - v.max())
@@ -397,7 +400,7 @@ def test_predictive_table_holds_a_model_against_data_drawn_from_it():
     shares are the real ones within sampling error; a model without ``own_x_right`` is
     caught keeping a right answer too rarely."""
     tr = _synthetic(3, 6000)
-    beta = np.array([1.5, 2.0, 0.8, 0.4, -1.0, 0.3, 1.0, -1.0, -0.2, -0.3])
+    beta = np.array([1.5, 2.0, 0.8, 0.4, -1.0, 0.3, 1.0, -1.0, -0.2, -0.3, -0.8])
     table = revision.predictive_table(tr, RevisionModel(tuple(beta)))
     assert table["n"].sum() == 6000
     shares = table[["keep", "adopt", "another"]].sum(axis=1)

@@ -189,6 +189,27 @@ def test_a_quorum_after_the_first_answers_keeps_only_those_agents():
     assert sizes[2] > 0 and min(sizes) >= 2
 
 
+def test_a_source_that_misses_quorums_has_a_simulated_twin_missing_as_often():
+    """``Quorum.miss``: the simulated debate goes on past a quorum as often as the source's
+    check missed one, and quorum_misses counts on the records what the twin does."""
+    from pear.store.readers.protocols import quorum_misses
+    be = _backend(400, "study")
+    out = {}
+    for miss in (0.0, 0.5):
+        proto = Protocol(name="x", agents=3, rounds=3, stop=Quorum(share=0.5, after=2,
+                                                                   miss=miss))
+        recs = []
+        for i in range(400):
+            meta = {"dataset": "math500", "question_id": f"q{i}", "n_choices": 0}
+            rounds = simcheck.simulate_protocol(be, proto, meta, np.random.default_rng(i))
+            recs.append({"rounds_data": [{"agents": [{"canonical": a} for _, a, _ in rd]}
+                                         for rd in rounds]})
+        out[miss] = quorum_misses(recs, proto.stop)
+    assert out[0.0][0] > 300 and out[0.0][1] == 0  # never missed
+    seen, missed = out[0.5]
+    assert missed / seen == pytest.approx(0.5, abs=0.06), (seen, missed)
+
+
 # ----------------------------------------------------------------- DyLAN, a slice
 
 @pytest.fixture(scope="module")
@@ -209,6 +230,11 @@ def test_dylan_slice_under_its_protocol(dylan_slice, capsys):
     assert st["kind"] == "protocol" and st["protocol"]["name"] == "dylan-cot"
     assert st["protocol"]["order"] == "sequential" and st["judge"] == simcheck.JUDGE
     assert st["protocol"]["drop"]["keep"] == 2 and st["debates"] == 24
+    # the import measured how often DyLAN's own check missed a quorum our grader sees
+    from pear.store.readers.protocols import quorum_misses
+    from pear.store.records import read_records
+    seen, missed = quorum_misses(read_records(dylan_slice), DYLAN.stop)
+    assert seen > 0 and st["protocol"]["stop"]["miss"] == pytest.approx(missed / seen, abs=1e-4)
     assert all(list(s) == KEYS for s in out["statistics"])
     c = simcheck.check(dylan_slice, "study", replicates=4)
     assert [s["simulated"] for s in c.statistics] == [s["simulated"] for s in out["statistics"]]
@@ -217,7 +243,6 @@ def test_dylan_slice_under_its_protocol(dylan_slice, capsys):
     assert {f"{n}x{r}" for n, r in shapes.itertuples(index=False)} <= \
         {"4x1", "3x1", "4x2", "3x2", "2x2", "2x3"}
     # a part of the run (e.g. one subject): only its debates, real and simulated
-    from pear.store.records import read_records
     part = [r for r in read_records(dylan_slice)
             if r["imported"]["extra"]["subject"] == "Algebra"]
     sub = simcheck.check(dylan_slice, "study", replicates=2, records=part)

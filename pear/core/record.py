@@ -21,8 +21,8 @@ from __future__ import annotations
 from typing import Any, Literal, Optional, TypedDict
 
 __all__ = [
-    "SCHEMA_VERSION", "TIMING_FIELDS", "IDENTITY", "Tokens", "RouterEntry", "AgentEntry",
-    "CritiqueEntry", "RoundEntry", "PluginEntry", "BranchEntry", "DebateRecord",
+    "SCHEMA_VERSION", "TIMING_FIELDS", "IDENTITY", "Tokens", "RouterEntry", "HeardEntry",
+    "AgentEntry", "CritiqueEntry", "RoundEntry", "PluginEntry", "BranchEntry", "DebateRecord",
     "PromptStyle", "Assessment",
     "keys", "in_schema_order", "AGENT_KEYS", "CRITIQUE_KEYS",
     "ROUTER_KEYS", "ROUND_KEYS", "RECORD_KEYS",
@@ -97,6 +97,13 @@ class _AgentRequired(TypedDict):
     parse_error: Optional[str]
 
 
+class HeardEntry(TypedDict):
+    """One answer an imported agent's prompt quoted: its class and grade."""
+
+    canonical: str
+    correct: bool
+
+
 class AgentEntry(_AgentRequired, total=False):
     """One agent's answer after a round."""
 
@@ -108,6 +115,9 @@ class AgentEntry(_AgentRequired, total=False):
     role: str
     # The model that answered for this agent (mixed-model panels); absent in older records.
     model: str
+    # Imports only (rounds 1..): each answer the agent's prompt quoted, in prompt order, graded
+    # as the agent's own (DyLAN quotes agents the record does not keep); see docs/records.md.
+    heard: list["HeardEntry"]
 
 
 class _CritiqueRequired(TypedDict):
@@ -224,8 +234,10 @@ def keys(part: type) -> tuple[str, ...]:
     return tuple(part.__annotations__)
 
 
-AGENT_KEYS = keys(AgentEntry)
-"""An agent entry's keys in the order the engine writes them."""
+_IMPORT_ONLY = ("heard",)
+"""Agent-entry fields that only imports write (what another framework's prompt showed)."""
+AGENT_KEYS = tuple(k for k in keys(AgentEntry) if k not in _IMPORT_ONLY)
+"""An agent entry's keys in the order the engine writes them (import-only fields left out)."""
 CRITIQUE_KEYS = tuple(k for k in keys(CritiqueEntry) if k not in _OLDER_CRITIQUE_TEXTS)
 """A critique entry's keys as the engine writes them (older records' texts left out)."""
 ROUTER_KEYS = keys(RouterEntry)

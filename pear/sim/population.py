@@ -235,10 +235,10 @@ class RevisionModel:
     accuracy on the question set, centred at 0 = 50%: a stronger population recognises the
     right answer more), and the round.
 
-    >>> m = RevisionModel((2.0, 3.0, 1.0, 0.5, -2.0, 0.3, 1.5, -3.0, 0.0, 0.0))
+    >>> m = RevisionModel((2.0, 3.0, 1.0, 0.5, -2.0, 0.3, 1.5, -3.0, 0.0, 0.0, -1.0))
     >>> X = m.design(own="4", heard=["5", "5"], gold="5", round=1, skill=0.0)[1]
     >>> [list(map(int, row)) for row in X]  # own 4, heard 5 (right), another wrong
-    [[1, 0, 0, 0, 0, 0, 0, 0, 0, 0], [0, 1, 1, 0, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 1, 0, 0, 0, 0, 0]]
+    [[1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], [0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0]]
     """
 
     coef: tuple[float, ...]
@@ -252,7 +252,7 @@ class RevisionModel:
     (:mod:`pear.paper.grounding`)."""
     FEATURES: ClassVar[tuple[str, ...]] = ("own", "share", "right", "right_x_skill", "new",
                                            "own_x_round", "own_x_right", "new_x_right",
-                                           "own_x_skill", "new_x_skill")
+                                           "own_x_skill", "new_x_skill", "share_x_single")
     """``own``: j is the agent's previous answer; ``share``: the share of the answers it heard
     that are j (0..1); ``right``: j is right (from the gold); ``right_x_skill``: ``right`` times
     the population's skill (logit of its round-0 agent accuracy on the question set);
@@ -266,7 +266,10 @@ class RevisionModel:
     times as often in the model as in DyLAN's debates, and one hearing it adopted it too
     rarely); ``own_x_skill``, ``new_x_skill``: ``own`` and ``new`` times the skill (how
     the tendency to keep one's answer and to produce another one varies with the model's
-    strength and the question set's difficulty)."""
+    strength and the question set's difficulty); ``share_x_single``: ``share`` when the agent
+    heard a single answer (one answer heard alone moves an agent less than the same share of
+    several: in DyLAN's debates an erring agent hearing one other answer adopted it 0.69 of the
+    time, where one ``share`` term fitted to all heard sets predicted 0.82)."""
     NEW_RIGHT: ClassVar[str] = "\x00another right answer"
     NEW_WRONG: ClassVar[str] = "\x00another wrong answer"
     """The candidate names of "another answer" (never an answer's text)."""
@@ -344,9 +347,9 @@ class RevisionModel:
         X = np.zeros((len(counts), len(cls.FEATURES)))
         for j, (c, ok, is_new) in enumerate(zip(counts, right, new)):
             is_own = has_own and j == 0
-            X[j] = (is_own, c / n_heard if n_heard else 0.0, ok, ok * skill, is_new,
-                    is_own * (round - 1), is_own * ok, is_new * ok, is_own * skill,
-                    is_new * skill)
+            share = c / n_heard if n_heard else 0.0
+            X[j] = (is_own, share, ok, ok * skill, is_new, is_own * (round - 1), is_own * ok,
+                    is_new * ok, is_own * skill, is_new * skill, share * (n_heard == 1))
         return X
 
     def probabilities(self, X: np.ndarray, critiques: bool = False) -> np.ndarray:

@@ -5,8 +5,11 @@ schema (:mod:`pear.core.record`) with, per round, each agent's full text, the fi
 states (:func:`pear.store.readers.answers.final_answer`: what a careful reader reads, units
 and trailing prose aside) as our grader for the dataset reads and grades it, the majority vote
 (:func:`pear.core.vote.vote`) and the edges (everyone hears everyone in these protocols: the
-clique of the debate's size, :func:`pear.core.graphs.fixed_topology`).  Questions found in our
-benchmark by their text take our id and gold answer (the file's gold is kept in
+clique of the debate's size, :func:`pear.core.graphs.fixed_topology`); where the file gives
+the answers each agent's message quoted (DyLAN's, :attr:`pear.store.readers.RawDebate.heard`),
+the agent's entry lists them graded, in prompt order, as ``heard`` (:func:`_heard`): those of
+agents the record does not keep included, which the clique's edges do not show.  Questions
+found in our benchmark by their text take our id and gold answer (the file's gold is kept in
 ``imported.file_gold`` and compared with ours); others keep the file's gold.  What these
 protocols do not have is absent, not invented: confidences are null, there are no critiques,
 no router and no influence; token counts are not recorded (0) and the manifest says so.
@@ -28,7 +31,7 @@ import re
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, TypedDict
@@ -44,6 +47,7 @@ from pear.store import environment, manifest as manifest_io
 from pear.store.readers import BadEntry, BadInput, RawDebate, reader
 from pear.store.readers.answers import final_answer
 from pear.store.readers.base import short
+from pear.store.readers.protocols import Quorum, quorum_misses
 from pear.store.records import RECORDS_FILE, RecordWriter
 from pear.tasks.benchmarks import DATASETS, Question, match_question, sha256_files
 from pear.tasks.grading import Task, for_kind, get, kind_of
@@ -51,10 +55,15 @@ from pear.tasks.grading import Task, for_kind, get, kind_of
 __all__ = ["ImportSummary", "ImportEntry", "import_files", "same_import", "IMPORT_BACKEND",
            "IMPORT_METHOD", "IMPORT_VERSION"]
 
-IMPORT_VERSION = 2
+IMPORT_VERSION = 3
 """What an import writes, versioned (the manifest's ``imported.version``): 2 reads each
 answer's stated final answer (:func:`pear.store.readers.answers.final_answer`) and records
-the source's protocol.  A cached import of another version is imported again."""
+the source's protocol; 3 adds the share of quorums the source's own check missed
+(``protocol.stop.miss``, :func:`pear.store.readers.protocols.quorum_misses` on the imported
+records) and, per agent of round 1.. whose message quotes other agents'
+answers (DyLAN's), the graded answers it heard (its entry's ``heard``: one
+``{"canonical", "correct"}`` per quoted answer, in prompt order, the answers of agents the
+record does not keep included).  A cached import of another version is imported again."""
 
 IMPORT_BACKEND = "imported"
 """The ``backend`` identity field of imported records."""
@@ -175,6 +184,8 @@ def _record(raw: RawDebate, file: Path, *, fmt: str, dataset: str, task: Task, m
             agents.append({"agent": a, "answer": answer, "canonical": cls, "confidence": None,
                            "reasoning": text, "correct": bool(grade.correct),
                            "parse_error": None if cls else "no answer read by our grader"})
+        if r and raw.heard:
+            _heard(agents, [raw.heard[a][r] for a in range(n)], rounds[-1]["agents"], task, q)
         rng = np.random.default_rng(derive_seed(did, r, "vote"))
         top = vote(list(judged.classes), rng)
         holder = next((x for x in agents if x["canonical"] == top), None)
@@ -190,6 +201,35 @@ def _record(raw: RawDebate, file: Path, *, fmt: str, dataset: str, task: Task, m
                                    matched=ours is not None, file_gold=raw.gold,
                                    gold_agrees=agrees, extra=dict(raw.extra))}
     return rec, ""
+
+
+def _heard(agents: list[dict[str, Any]], quotes: Sequence[Sequence[str]],
+           before: list[dict[str, Any]], task: Task, q: Question) -> None:
+    """Give each entry of ``agents`` (one round's, graded) whose message quoted answers
+    (``quotes[agent]``, in prompt order) its ``heard``: per quoted answer ``{"canonical",
+    "correct"}``, graded as an agent's own text is (its stated final answer, our grader's
+    reading, judged with the question).  A quoted text that is a recorded answer of this
+    round or the one before (``before``) takes that answer's grade; the others (answers of
+    agents the record does not keep) are judged together with this round's answers, and one
+    in the class of an answer of this round takes that answer's canonical and grade, so that
+    equal answers carry equal labels within the round."""
+    known: dict[str, tuple[str, bool]] = {}
+    for e in [*agents, *before]:
+        known.setdefault(e["reasoning"], (e["canonical"], e["correct"]))
+    new = list(dict.fromkeys(t for said in quotes for t in said if t not in known))
+    if new:
+        mine = [e["answer"] for e in agents]
+        judged = task.judge(mine + [task.canonical(final_answer(t) or t) for t in new], q)
+        classes, grades = judged.classes, judged.grades
+        for j, text in enumerate(new, start=len(mine)):
+            same = next((e for e, c in zip(agents, classes) if classes[j] and c == classes[j]),
+                        None)
+            known[text] = (same["canonical"], same["correct"]) if same is not None else \
+                (classes[j], bool(grades[j].correct))
+    for entry, said in zip(agents, quotes):
+        if said:
+            entry["heard"] = [{"canonical": known[t][0], "correct": bool(known[t][1])}
+                              for t in said]
 
 
 def same_import(man: Mapping[str, Any] | None, fmt: str,
@@ -272,6 +312,10 @@ def import_files(fmt: str, files: Sequence[str | os.PathLike[str]],
                          + (f" ({len(bad)} bad entries; first: {bad[0].message()})"
                             if bad else ""))
     assert protocol is not None  # set by the first debate read
+    if isinstance(protocol.stop, Quorum):  # how often the source's own check missed a quorum
+        quorums, missed = quorum_misses(records, protocol.stop)
+        protocol = replace(protocol, stop=replace(
+            protocol.stop, miss=min(round(missed / quorums, 4), 0.999) if quorums else 0.0))
     matched = sum(r["imported"]["matched"] for r in records)
     disagree = sum(r["imported"]["gold_agrees"] is False for r in records)
     with new_dir(out, "importing") as tmp:
@@ -292,7 +336,9 @@ def import_files(fmt: str, files: Sequence[str | os.PathLike[str]],
                 "absent": ["confidence", "critiques", "router", "influence", "tokens"],
                 "note": "debates recorded by another framework: confidences, critiques, "
                         "router and influence are absent (null or empty), token counts are "
-                        "not recorded (0); edges are the clique every agent heard",
+                        "not recorded (0); edges are the clique of the agents the record "
+                        "keeps; an agent's heard (where present) grades every answer its "
+                        "message quoted, those of agents the record does not keep included",
                 "imported_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 "seconds": round(seconds, 3),
             },

@@ -19,12 +19,12 @@ import tarfile
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Iterator
+from typing import Any, Callable, ClassVar, Iterator
 
 from pear.store.readers.protocols import Protocol
 
 __all__ = ["RawDebate", "BadEntry", "BadInput", "Reader", "load_json", "load_archive",
-           "agent_texts", "gold_text", "short", "debate"]
+           "agent_texts", "user_turns", "gold_text", "short", "debate"]
 
 
 def short(text: str, n: int = 60) -> str:
@@ -51,6 +51,10 @@ class RawDebate:
     """``texts[agent][round]``: each agent's full answer text per round (round 0 first)."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Other per-debate fields the file gives (DyLAN: level, subject)."""
+    heard: tuple[tuple[tuple[str, ...], ...], ...] = ()
+    """``heard[agent][round]``: the other agents' answers quoted in full in that agent's
+    message of that round, in prompt order (``()`` in round 0 and where none could be read);
+    ``()`` as a whole where the format's reader does not read them (Du et al.'s)."""
 
     @property
     def n_agents(self) -> int:
@@ -201,6 +205,27 @@ def agent_texts(contexts: Any) -> tuple[tuple[str, ...], ...] | str:
     return tuple(out)
 
 
+def user_turns(contexts: list[list[dict[str, Any]]]) -> tuple[tuple[str, ...], ...]:
+    """``turns[agent][round]``: the last user message before each of an agent's answers
+    (``""`` when none), for chats :func:`agent_texts` reads.
+
+    >>> user_turns([[{"role": "user", "content": "q"}, {"role": "assistant", "content": "4"},
+    ...              {"role": "user", "content": "others: 5"},
+    ...              {"role": "assistant", "content": "5"}]])
+    (('q', 'others: 5'),)
+    """
+    out = []
+    for chat in contexts:
+        last, turns = "", []
+        for m in chat:
+            if m.get("role") == "user":
+                last = m["content"]
+            elif m.get("role") == "assistant":
+                turns.append(last)
+        out.append(tuple(turns))
+    return tuple(out)
+
+
 def gold_text(value: Any) -> str | None:
     """A gold answer as text (numbers written out), or None when it is none."""
     if isinstance(value, bool) or value is None:
@@ -213,14 +238,21 @@ def gold_text(value: Any) -> str | None:
 
 
 def debate(path: Path, entry: str, question: str, contexts: Any, gold: Any,
-           extra: dict[str, Any] | None = None) -> RawDebate | BadEntry:
+           extra: dict[str, Any] | None = None,
+           quoted: Callable[[str], tuple[str, ...]] | None = None) -> RawDebate | BadEntry:
     """One entry's debate from its agents' chats and its gold, or the bad entry saying what
-    is wrong with them (what every reader checks alike)."""
+    is wrong with them (what every reader checks alike).  ``quoted``: the other agents'
+    answers a user message quotes (for :attr:`RawDebate.heard`, read from each agent's
+    message of rounds 1..); None: not read."""
     texts = agent_texts(contexts)
     if isinstance(texts, str):
         return BadEntry(str(path), entry, texts)
     answer = gold_text(gold)
     if answer is None:
         return BadEntry(str(path), entry, "the gold answer is empty")
+    heard: tuple[tuple[tuple[str, ...], ...], ...] = ()
+    if quoted is not None:
+        heard = tuple(tuple(quoted(u) if r else () for r, u in enumerate(turns))
+                      for turns in user_turns(contexts))
     return RawDebate(entry=entry, question=question, gold=answer, texts=texts,
-                     extra=dict(extra or {}))
+                     extra=dict(extra or {}), heard=heard)

@@ -3,7 +3,9 @@ repository SALT-NLP/DyLAN, ``exp/MATH/CoT/*.json``): Du et al.'s format with two
 and a varying shape: a JSON object mapping the full prompt (few-shot examples, then
 ``Problem: <the problem>\\nAnswer:``) to ``[agent_contexts, gold, level, subject]``.  The
 number of agents (2-4) and rounds (1-3) varies by debate (that baseline stops when the agents
-agree); within a debate every agent answers in every round.
+agree); within a debate every agent answers in every round.  From round 1 each agent's message
+quotes the other agents' latest answers (:func:`quoted_solutions`), kept as
+:attr:`~pear.store.readers.base.RawDebate.heard`.
 
 >>> problem_text("Problem: 1+1?\\nAnswer: 2\\n\\nProblem: What is $2+2$?\\nAnswer:")
 'What is $2+2$?'
@@ -17,9 +19,12 @@ from typing import Any, Iterator
 from pear.store.readers.base import BadEntry, RawDebate, Reader, debate
 from pear.store.readers.protocols import Drop, Protocol, Quorum
 
-__all__ = ["DylanReader", "problem_text", "PROTOCOL"]
+__all__ = ["DylanReader", "problem_text", "quoted_solutions", "PROTOCOL"]
 
 _TAIL = re.compile(r"\s*Answer:\s*$")
+_HEAD = "These are the solutions to the problem from other agents: "
+_OPEN = "One agent solution: ```"
+_SEP = "```\n\n" + _OPEN
 
 
 def problem_text(prompt: str) -> str:
@@ -28,6 +33,29 @@ def problem_text(prompt: str) -> str:
     i = prompt.rfind("Problem:")
     text = prompt[i + len("Problem:"):] if i >= 0 else prompt
     return _TAIL.sub("", text).strip()
+
+
+def quoted_solutions(message: str) -> tuple[str, ...]:
+    """The other agents' answers a DyLAN message of round 1.. quotes, in prompt order:
+    DyLAN writes ``These are the solutions to the problem from other agents: `` then, per
+    answer, ``\\n\\nOne agent solution: ```<answer>``` `` and then its instruction
+    (``\\n\\nUsing the reasoning from other agents ...``); ``()`` for a message not so
+    written (round 0's problem).  An answer that itself holds code fences is read whole:
+    answers are split only where one closing fence meets the next header.
+
+    >>> quoted_solutions("These are the solutions to the problem from other agents: \\n\\n"
+    ...                  "One agent solution: ```x = 2```\\n\\n"
+    ...                  "One agent solution: ```The answer is 3.```\\n\\nUsing the reasoning")
+    ('x = 2', 'The answer is 3.')
+    """
+    i = message.find(_HEAD)
+    if i < 0:
+        return ()
+    body = message[i + len(_HEAD):].lstrip()
+    end = body.rfind("```")
+    if not body.startswith(_OPEN) or end < len(_OPEN):
+        return ()
+    return tuple(body[len(_OPEN):end].split(_SEP))
 
 
 class DylanReader(Reader):
@@ -49,7 +77,7 @@ class DylanReader(Reader):
                                                     "[agent_contexts, gold, level, subject]")
                 continue
             yield debate(path, question, question, value[0], value[1],
-                         {"level": value[2], "subject": value[3]})
+                         {"level": value[2], "subject": value[3]}, quoted=quoted_solutions)
 
     def protocol(self, first: RawDebate) -> Protocol:
         """DyLAN's CoT baseline (:data:`PROTOCOL`), the same for every file."""
