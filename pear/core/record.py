@@ -21,10 +21,9 @@ from __future__ import annotations
 from typing import Any, Literal, Optional, TypedDict
 
 __all__ = [
-    "SCHEMA_VERSION", "TIMING_FIELDS", "IDENTITY", "Tokens", "RouterEntry", "HeardEntry",
-    "AgentEntry", "CritiqueEntry", "RoundEntry", "PluginEntry", "BranchEntry", "DebateRecord",
-    "PromptStyle", "Assessment",
-    "keys", "in_schema_order", "AGENT_KEYS", "CRITIQUE_KEYS",
+    "SCHEMA_VERSION", "TIMING_FIELDS", "IDENTITY", "Tokens", "RouterEntry", "AgentEntry",
+    "CritiqueEntry", "RoundEntry", "PluginEntry", "BranchEntry", "DebateRecord",
+    "PromptStyle", "Assessment", "keys", "in_schema_order", "AGENT_KEYS", "CRITIQUE_KEYS",
     "ROUTER_KEYS", "ROUND_KEYS", "RECORD_KEYS",
 ]
 
@@ -97,13 +96,6 @@ class _AgentRequired(TypedDict):
     parse_error: Optional[str]
 
 
-class HeardEntry(TypedDict):
-    """One answer an imported agent's prompt quoted: its class and grade."""
-
-    canonical: str
-    correct: bool
-
-
 class AgentEntry(_AgentRequired, total=False):
     """One agent's answer after a round."""
 
@@ -115,9 +107,8 @@ class AgentEntry(_AgentRequired, total=False):
     role: str
     # The model that answered for this agent (mixed-model panels); absent in older records.
     model: str
-    # Imports only (rounds 1..): each answer the agent's prompt quoted, in prompt order, graded
-    # as the agent's own (DyLAN quotes agents the record does not keep); see docs/records.md.
-    heard: list["HeardEntry"]
+    # Imports only: {canonical, correct} per answer its prompt quoted (docs/records.md).
+    heard: list[dict[str, Any]]
 
 
 class _CritiqueRequired(TypedDict):
@@ -234,10 +225,8 @@ def keys(part: type) -> tuple[str, ...]:
     return tuple(part.__annotations__)
 
 
-_IMPORT_ONLY = ("heard",)
-"""Agent-entry fields that only imports write (what another framework's prompt showed)."""
-AGENT_KEYS = tuple(k for k in keys(AgentEntry) if k not in _IMPORT_ONLY)
-"""An agent entry's keys in the order the engine writes them (import-only fields left out)."""
+AGENT_KEYS = tuple(k for k in keys(AgentEntry) if k != "heard")
+"""An agent entry's keys in the order the engine writes them (``heard``: imports only)."""
 CRITIQUE_KEYS = tuple(k for k in keys(CritiqueEntry) if k not in _OLDER_CRITIQUE_TEXTS)
 """A critique entry's keys as the engine writes them (older records' texts left out)."""
 ROUTER_KEYS = keys(RouterEntry)

@@ -9,6 +9,7 @@ is escaped in HTML (:func:`pear.store.validate.escape`).
 """
 from __future__ import annotations
 
+import re
 from typing import Any, Callable
 
 import numpy as np
@@ -22,8 +23,8 @@ from pear.paper import study, provenance
 from pear.paper.build import EXPECTED_OUTPUTS
 
 __all__ = ["load_build", "counts_line", "table_ledger", "table_consistency", "forest_frame",
-           "plot_forest", "ledger_html", "site_link", "save_html", "caption_ledger", "caption_consistency",
-           "default_link"]
+           "plot_forest", "ledger_html", "part_labels", "site_link", "save_html",
+           "caption_ledger", "caption_consistency", "default_link"]
 
 _UNIT_LABELS = {"fraction": "fraction (accuracy, rates)", "points": "points",
                 "percent": "percent", "tokens": "tokens per example", "rho": "Spearman rho",
@@ -242,6 +243,83 @@ def _debate_label(key: str) -> str:
     return f"{model_label(model)} / {dataset_label(dataset)} / {method_label(method)}"
 
 
+def _text(value: Any) -> str:
+    """A ledger cell as text ("" for a missing one)."""
+    return "" if value is None or (isinstance(value, float) and np.isnan(value)) else str(value)
+
+
+def part_labels(rows: pd.DataFrame) -> list[str]:
+    """What tells apart the parts of one claim (rows of the ledger sharing a quote): the
+    items of each row's scope (split at ``,`` and `` x ``) that not every part shares, then
+    its printed value; the claim id where that leaves two parts alike.
+
+    >>> part_labels(pd.DataFrame({"id": ["a", "b"], "printed": ["8.0", "9.0"],
+    ...                           "scope": ["MMLU-Pro x Llama, subset", "GSM8K x Llama, subset"]}))
+    ['MMLU-Pro: 8.0', 'GSM8K: 9.0']
+    >>> part_labels(pd.DataFrame({"id": ["r1", "r5"], "printed": ["0.28", "0.28"]}))
+    ['r1', 'r5']
+    """
+    scopes = [[t for t in re.split(r"\s*(?:,| x )\s*", _text(s)) if t]
+              for s in rows.get("scope", pd.Series([""] * len(rows)))]
+    shared = set.intersection(*(set(s) for s in scopes)) if scopes else set()
+    labels = []
+    for scope, printed in zip(scopes, rows["printed"].map(_text)):
+        own = ", ".join(t for t in scope if t not in shared)
+        labels.append(f"{own}: {printed}" if own and printed else own or printed)
+    return [lab if lab and labels.count(lab) == 1 else _text(i)
+            for lab, i in zip(labels, rows["id"])]
+
+
+def _claim_groups(ledger: pd.DataFrame) -> list[pd.DataFrame]:
+    """The ledger's rows in order, consecutive rows with the same quote together (the parts
+    of one printed sentence, e.g. one per dataset)."""
+    quotes = ledger["quote"].map(_text).to_numpy()
+    starts = [i for i in range(len(ledger)) if i == 0 or quotes[i] != quotes[i - 1]]
+    return [ledger.iloc[a:b] for a, b in zip(starts, starts[1:] + [len(ledger)])]
+
+
+def _claim_row(r: pd.Series, first: str, link: Callable[[str, str], str | None],
+               part: bool = False) -> str:
+    """One ledger row: ``first`` (the quote, or a part's label; escaped HTML), the verdict
+    and a one-line reason with the details behind a click."""
+    links = []
+    for item in r["evidence"]:
+        kind, _, name = item.partition(":")
+        href = link(kind, name) if name else None
+        if href:
+            links.append(f'<a href="{escape(href)}">{escape(name)}</a>')
+    for d in r["debates"][:4]:
+        href = link("debates", d)
+        if href:
+            links.append(f'<a href="{escape(href)}">{escape(_debate_label(d))} debates</a>')
+    verdict = r["verdict"] if r["verdict"] == r["finding"] else \
+        f"{r['verdict']} ({r['finding']})"
+    cls = r["verdict"].replace(" ", "-") + (" claim-part" if part else "")
+    details = "".join(
+        f"<dt>{escape(k)}</dt><dd>{v}</dd>" for k, v in (
+            ("Claim", escape(r["id"])), ("Printed", escape(r["printed"])),
+            ("Study's tables", escape(r["table_finding"])),
+            ("Reproduced", escape(r["reproduced"] or "–")),
+            ("Why", escape(r["reason"] or "–")),
+            ("Behind it", " · ".join(links) or "–")))
+    return (f'<tr id="claim-{escape(r["id"])}" class="verdict-{escape(cls)}">'
+            f'<td>{first}</td><td>{escape(verdict)}</td>'
+            f'<td><details><summary>{escape(one_line(r["reason"]) or "–")}</summary>'
+            f"<dl>{details}</dl></details></td></tr>")
+
+
+def _claim_rows(group: pd.DataFrame, link: Callable[[str, str], str | None]) -> list[str]:
+    """The rows of one quote: a claim of one part as one row; one of several parts as its
+    quote once (a row of its own), then a row per part labelled by what sets it apart."""
+    if len(group) == 1:
+        return [_claim_row(group.iloc[0], escape(group.iloc[0]["quote"]), link)]
+    head = (f'<tr class="claim-parts"><td colspan="3">{escape(group.iloc[0]["quote"])} '
+            f'<span class="n-parts">({len(group)} parts)</span></td></tr>')
+    return [head] + [_claim_row(r, f'<span class="part-label">{escape(label)}</span>', link,
+                                part=True)
+                     for (_, r), label in zip(group.iterrows(), part_labels(group))]
+
+
 def ledger_html(ledger: pd.DataFrame, *, link: Callable[[str, str], str | None] = default_link,
                 title: str = "The study's claims, one by one", source: str = "") -> str:
     """The ledger as an HTML fragment (a ``<section>``, no page chrome): the counts per
@@ -249,7 +327,9 @@ def ledger_html(ledger: pd.DataFrame, *, link: Callable[[str, str], str | None] 
     its quote, its verdict and a one-line reason; a click opens the rest (the printed value,
     the study's own tables, the reproduced values, the whole reason, and links to the tables,
     figures and debates behind it: ``link(kind, name)`` builds each address, None for none).
-    Models are named by display name; every text is escaped."""
+    Claims that are parts of one sentence (consecutive, same quote) show the quote once,
+    each part's row labelled by :func:`part_labels`.  Models are named by display name;
+    every text is escaped."""
     counts = verdict_counts(ledger)
     head = "".join(f"<th>{escape(v)}</th>" for v in counts.index)
     rows_counts = "".join(
@@ -264,31 +344,8 @@ def ledger_html(ledger: pd.DataFrame, *, link: Callable[[str, str], str | None] 
     out.append('<table class="claims"><colgroup><col class="c-quote"><col class="c-verdict">'
                '<col class="c-why"></colgroup>'
                "<tr><th>Claim</th><th>Verdict</th><th>Why (click for details)</th></tr>")
-    for _, r in ledger.iterrows():
-        links = []
-        for item in r["evidence"]:
-            kind, _, name = item.partition(":")
-            href = link(kind, name) if name else None
-            if href:
-                links.append(f'<a href="{escape(href)}">{escape(name)}</a>')
-        for d in r["debates"][:4]:
-            href = link("debates", d)
-            if href:
-                links.append(f'<a href="{escape(href)}">{escape(_debate_label(d))} debates</a>')
-        verdict = r["verdict"] if r["verdict"] == r["finding"] else \
-            f"{r['verdict']} ({r['finding']})"
-        cls = r["verdict"].replace(" ", "-")
-        details = "".join(
-            f"<dt>{escape(k)}</dt><dd>{v}</dd>" for k, v in (
-                ("Claim", escape(r["id"])), ("Printed", escape(r["printed"])),
-                ("Study's tables", escape(r["table_finding"])),
-                ("Reproduced", escape(r["reproduced"] or "–")),
-                ("Why", escape(r["reason"] or "–")),
-                ("Behind it", " · ".join(links) or "–")))
-        out.append(f'<tr id="claim-{escape(r["id"])}" class="verdict-{escape(cls)}">'
-                   f'<td>{escape(r["quote"])}</td><td>{escape(verdict)}</td>'
-                   f'<td><details><summary>{escape(one_line(r["reason"]) or "–")}</summary>'
-                   f"<dl>{details}</dl></details></td></tr>")
+    for group in _claim_groups(ledger):
+        out += _claim_rows(group, link)
     out.append("</table></section>")
     return "\n".join(out)
 

@@ -17,7 +17,9 @@ plain HTML and CSS with a little vanilla JavaScript, no server, opens from the f
 - ``figures/``: the figures' PNG and PDF files;
 - ``debates/index.html`` (+ ``data.js``, ``browser.js``): every debate of the run in a
   filterable, paginated listing (dataset, method, seed, model, correct, minority-correct
-  won, majority-correct lost, stopped early, has a page);
+  won, majority-correct lost, stopped early, has a page) with its question's opening words
+  (:data:`OPENING_CHARS`), searched with its ids; with JavaScript off, the debates that
+  have a page in a plain table;
 - ``debates/d/<debate_id>.html`` (:func:`page_name`): one transcript page per debate of :func:`chosen_debates`
   (every debate when the run holds at most :data:`ALL_PAGES_UP_TO`; else, per model x
   dataset x method, the first debate in record order of each kind in :data:`KINDS`); any
@@ -54,6 +56,7 @@ from pear.analysis.transcript import KIND_LABELS, debate_flags, html_page, rende
 from pear.paper import checklist
 from pear.store import environment
 from pear.store.view import load
+from pear.tasks.benchmarks import get_question
 
 __all__ = ["write_site", "build_meta", "SiteSummary", "chosen_debates", "page_path",
            "page_name", "BESIDE",
@@ -61,6 +64,7 @@ __all__ = ["write_site", "build_meta", "SiteSummary", "chosen_debates", "page_pa
            "export_notebook", "check_site", "main"]
 
 ALL_PAGES_UP_TO = 400  # our choice: a smoke or small run gets every transcript page
+OPENING_CHARS = 80  # our choice: the opening words of a question the debate browser shows
 KINDS = ("minority_won", "majority_lost", "stopped_early", "correct", "wrong")
 """The kinds of debate that get a page per model x dataset x method in a large run."""
 BESIDE = {"main_results": "main_results_vs_paper", "full_dataset": "full_dataset_vs_paper",
@@ -86,6 +90,9 @@ table.claims{table-layout:fixed;width:100%}table.claims td{overflow-wrap:anywher
 col.c-quote{width:46%}col.c-verdict{width:16%}col.c-why{width:38%}
 table.claims summary{cursor:pointer}table.claims dl{margin:.4em 0;font-size:.92em}
 table.claims dt{font-weight:600}table.claims dd{margin:0 0 .3em 0}
+table.claims tr.claim-parts td{background:#f7f9fc;border-bottom:none}
+.n-parts{color:#666;font-size:.9em}
+table.claims tr.claim-part td:first-child{padding-left:1.6em;border-top:none}
 td{overflow-wrap:anywhere}
 nav.top{font-size:.95em;margin:.2em 0 .8em}details.fold>summary{margin:.2em 0 .8em}
 """
@@ -352,7 +359,8 @@ _BROWSER_JS = r"""
   function want(id) { var v = $(id).value; return v === "" ? null : Number(v); }
   function filtered() {
     var ds = want("f-dataset"), me = want("f-method"), mo = want("f-model"),
-        se = want("f-seed"), co = $("f-correct").value, q = $("f-text").value.trim(),
+        se = want("f-seed"), co = $("f-correct").value,
+        q = $("f-text").value.trim().toLowerCase(),
         mw = $("f-minority").checked, ml = $("f-majority").checked,
         st = $("f-stopped").checked, pg = $("f-page").checked;
     return rows.filter(function (r) {
@@ -360,7 +368,12 @@ _BROWSER_JS = r"""
         (mo === null || r[c.model] === mo) && (se === null || r[c.seed] === se) &&
         (co === "" || r[c.correct] === Number(co)) && (!mw || r[c.minority_won]) &&
         (!ml || r[c.majority_lost]) && (!st || r[c.stopped_early]) && (!pg || r[c.page]) &&
-        (q === "" || r[c.debate_id].indexOf(q) >= 0 || r[c.question_id].indexOf(q) >= 0);
+        (q === "" || found(r, q));
+    });
+  }
+  function found(r, q) {
+    return [r[c.debate_id], r[c.question_id], r[c.question_text]].some(function (t) {
+      return t.toLowerCase().indexOf(q) >= 0;
     });
   }
   function cell(tr, text, cls) {
@@ -382,8 +395,8 @@ _BROWSER_JS = r"""
       }
       cell(tr, D.models[r[c.model]]); cell(tr, D.datasets[r[c.dataset]]);
       cell(tr, D.methods[r[c.method]]); cell(tr, String(r[c.seed]), "num");
-      cell(tr, r[c.question_id]); cell(tr, r[c.correct] ? "\u2713" : "\u2717",
-                                         r[c.correct] ? "ok" : "bad");
+      cell(tr, r[c.question_id]); cell(tr, r[c.question_text], "q-text");
+      cell(tr, r[c.correct] ? "\u2713" : "\u2717", r[c.correct] ? "ok" : "bad");
       cell(tr, r[c.final]); cell(tr, r[c.gold]); cell(tr, String(r[c.rounds]), "num");
       cell(tr, [r[c.minority_won] ? "minority-correct won" : "",
                 r[c.majority_lost] ? "majority-correct lost" : "",
@@ -411,6 +424,7 @@ _BROWSER_BODY = """
 <p>{summary}</p>
 <p class="muted">{pages_note} Any other debate: <code>{command}</code> writes its page
 where its link would point (hover a grey id to see the command for it).</p>
+<div id="listing">
 <form onsubmit="return false">
 <label>Dataset <select id="f-dataset"><option value="">all</option></select></label>
 <label>Method <select id="f-method"><option value="">all</option></select></label>
@@ -422,13 +436,17 @@ where its link would point (hover a grey id to see the command for it).</p>
 <label><input type="checkbox" id="f-majority"> majority-correct lost</label>
 <label><input type="checkbox" id="f-stopped"> stopped early</label>
 <label><input type="checkbox" id="f-page"> has a page</label>
-<label>Id contains <input id="f-text" size="14"></label>
+<label>Search <input id="f-text" type="search" size="28"
+placeholder="question words or id"></label>
 </form>
 <p><button id="prev" type="button">← previous</button> <span id="count"></span>
 <button id="next" type="button">next →</button></p>
-<div class="scroll"><table><thead><tr><th>Debate</th><th>Model</th><th>Dataset</th><th>Method</th><th>Seed</th>
-<th>Question</th><th>Correct</th><th>Final answer</th><th>Gold</th><th>Rounds</th>
-<th>Kind</th><th>Tokens</th></tr></thead><tbody id="rows"></tbody></table></div>
+<div class="scroll"><table><thead><tr><th>Debate</th><th>Model</th><th>Dataset</th>
+<th>Method</th><th>Seed</th><th>Question</th><th>Opens with</th><th>Correct</th>
+<th>Final answer</th><th>Gold</th><th>Rounds</th><th>Kind</th><th>Tokens</th></tr></thead>
+<tbody id="rows"></tbody></table></div>
+</div>
+<noscript><style>#listing{{display:none}}</style>{static}</noscript>
 <script src="data.js"></script><script src="browser.js"></script>
 """
 
@@ -436,6 +454,54 @@ where its link would point (hover a grey id to see the command for it).</p>
 def _short(v: Any, limit: int = 40) -> str:
     s = re.sub(r"\s+", " ", "" if v is None else str(v)).strip()
     return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
+def _question_opening(view: Any, dataset: str, question_id: str, debate_id: str) -> str:
+    """The opening words of a debate's question (:data:`OPENING_CHARS`, on one line): from
+    our benchmark (:func:`pear.tasks.benchmarks.get_question`), else, for an imported debate
+    whose question is not in it, the entry its record names (the question's text, for the
+    readers that key entries by it); "" when neither has it."""
+    try:
+        text = get_question(dataset, question_id).question
+    except (ValueError, FileNotFoundError, KeyError):
+        try:
+            text = (view.record(debate_id).get("imported") or {}).get("entry", "")
+        except (ValueError, OSError):
+            text = ""
+    return _short(text, OPENING_CHARS)
+
+
+def _openings(view: Any, deb: pd.DataFrame) -> list[str]:
+    """:func:`_question_opening` of every debate of ``deb``, each question looked up once."""
+    seen: dict[tuple[str, str], str] = {}
+    out = []
+    for did, ds, q in zip(deb["debate_id"], deb["dataset"], deb["question_id"]):
+        key = (str(ds), str(q))
+        if key not in seen:
+            seen[key] = _question_opening(view, key[0], key[1], str(did))
+        out.append(seen[key])
+    return out
+
+
+def _static_listing(rows: list[list[Any]], cols: list[str], data: Mapping[str, Any]) -> str:
+    """The debates that have a transcript page as a plain table, for a reader with
+    JavaScript off (no filters, no search): each linked, with its model, dataset, method,
+    seed, question and the question's opening words (every text escaped)."""
+    c = {n: i for i, n in enumerate(cols)}
+
+    def row(r: list[Any]) -> str:
+        cells = [data["models"][r[c["model"]]], data["datasets"][r[c["dataset"]]],
+                 data["methods"][r[c["method"]]], r[c["seed"]], r[c["question_id"]],
+                 r[c["question_text"]], "\u2713" if r[c["correct"]] else "\u2717"]
+        return (f"<tr><td><a href=\"d/{html.escape(r[c['page']])}\">"
+                f"{html.escape(r[c['debate_id']])}</a></td>"
+                + "".join(f"<td>{html.escape(str(v))}</td>" for v in cells) + "</tr>")
+    shown = [row(r) for r in rows if r[c["page"]]]
+    return (f"<p class=\"muted\">JavaScript is off: the {len(shown)} debates with a "
+            "transcript page, unfiltered.</p><div class=\"scroll\"><table><thead><tr>"
+            "<th>Debate</th><th>Model</th><th>Dataset</th><th>Method</th><th>Seed</th>"
+            "<th>Question</th><th>Opens with</th><th>Correct</th></tr></thead><tbody>"
+            + "".join(shown) + "</tbody></table></div>")
 
 
 def _write_browser(site: Path, view: Any, runs_dir: Path, extra: Iterable[str],
@@ -455,17 +521,17 @@ def _write_browser(site: Path, view: Any, runs_dir: Path, extra: Iterable[str],
     idx = {k: {v: i for i, v in enumerate(vals)} for k, vals in
            (("dataset", datasets), ("method", methods), ("model", models))}
     has = set(chosen)
-    cols = ["debate_id", "model", "dataset", "method", "seed", "question_id", "correct",
-            "final", "gold", "rounds", "minority_won", "majority_lost", "stopped_early",
-            "tokens", "page"]
-    rows = [[d, idx["model"][m], idx["dataset"][ds], idx["method"][me], int(s), str(q),
+    cols = ["debate_id", "model", "dataset", "method", "seed", "question_id",
+            "question_text", "correct", "final", "gold", "rounds", "minority_won",
+            "majority_lost", "stopped_early", "tokens", "page"]
+    rows = [[d, idx["model"][m], idx["dataset"][ds], idx["method"][me], int(s), str(q), qt,
              int(ok), _short(fa), _short(g), int(r), int(mw), int(ml), int(st), int(t),
              page_name(d) if d in has else ""]
-            for d, m, ds, me, s, q, ok, fa, g, r, t, mw, ml, st in zip(
+            for d, m, ds, me, s, q, qt, ok, fa, g, r, t, mw, ml, st in zip(
                 deb["debate_id"], deb["model"], deb["dataset"], deb["method"], deb["seed"],
-                deb["question_id"], deb["correct"], deb["final_answer"], deb["gold"],
-                deb["rounds"], deb["tokens"], flags["minority_won"], flags["majority_lost"],
-                flags["stopped_early"])]
+                deb["question_id"], _openings(view, deb), deb["correct"], deb["final_answer"],
+                deb["gold"], deb["rounds"], deb["tokens"], flags["minority_won"],
+                flags["majority_lost"], flags["stopped_early"])]
     command = f"pear show {runs_dir} --debate ID --html"
     data = {"columns": cols, "rows": rows, "datasets": [dataset_label(d) for d in datasets],
             "methods": [method_label(m) for m in methods],
@@ -481,11 +547,13 @@ def _write_browser(site: Path, view: Any, runs_dir: Path, extra: Iterable[str],
     body = _BROWSER_BODY.format(
         summary=html.escape(f"{len(deb)} debates recorded in {runs_dir}.")
         + (f"</p><p class=\"mark\">{html.escape(mark)}" if mark else ""),
-        pages_note=html.escape(pages_note), command=html.escape(command))
+        pages_note=html.escape(pages_note), command=html.escape(command),
+        static=_static_listing(rows, cols, data))
     (out / "index.html").write_text(html_page("PEAR debates", body, css=_SITE_CSS +
                                               "form label{margin-right:10px;white-space:"
                                               "nowrap}form{line-height:2}.scroll{overflow-x:"
-                                              "auto}.scroll table{font-size:.85em}"),
+                                              "auto}.scroll table{font-size:.85em}"
+                                              "td.q-text{min-width:16em}"),
                                          encoding="utf-8")
     return len(deb), len(chosen)
 
