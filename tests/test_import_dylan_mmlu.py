@@ -13,8 +13,8 @@ from pear import cli
 from pear.store import manifest
 from pear.store.importing import import_files
 from pear.store.readers import BadEntry, BadInput, RawDebate, reader
-from pear.store.readers.dylan_mmlu import (KEY_COLUMNS, DylanMmluReader, dylan_choice,
-                                           protocol_for)
+from pear.store.readers.dylan_mmlu import (KEY_COLUMNS, DylanMmluReader, _debate,
+                                           dylan_choice, load_key, protocol_for)
 from pear.store.records import read_records
 from pear.store.validate import validate
 
@@ -84,20 +84,20 @@ def test_the_reader_reads_lines_with_the_key_beside_the_archive(corpus):
     items = list(reader("dylan-mmlu").read(corpus))
     debates = [i for i in items if isinstance(i, RawDebate)]
     bad = [i for i in items if isinstance(i, BadEntry)]
-    assert [d.n_agents for d in debates] == [2, 2, 4]
+    assert [d.n_agents for d in debates] == [2, 2, 3]  # physics' agent 3 never spoke
     assert [d.n_rounds for d in debates] == [1, 3, 1]
     first, second, physics = debates
     assert first.question == "MMLU anatomy test row 17" and first.gold == "B"
     assert first.texts[0] == (ANATOMY[0][0][0],)
     assert second.texts[1] == tuple(ANATOMY[1][1])
-    assert physics.texts[3] == ("",)  # did not speak: an empty text
+    assert physics.texts == tuple((a[0],) for a in PHYSICS[0][:3])
     assert physics.extra["subject"] == "conceptual_physics"  # the key's, not the file name's
     assert physics.extra | {"dylan_answers": None} == {
         "subject": "conceptual_physics", "team": 4, "folder": "mmlu_optimal7_4",
         "file": "college_physics_test_43.json", "line": 0, "align": "order",
-        "sample_pos": 5, "mmlu_test_row": 88, "dylan_answers": None}
+        "sample_pos": 5, "mmlu_test_row": 88, "slots": [0, 1, 2], "dylan_answers": None}
     assert second.extra["dylan_answers"] == [["A", "C", "C"], ["D", "C", "C"]]
-    assert physics.extra["dylan_answers"][3] == [None]
+    assert physics.extra["dylan_answers"] == [["D"], ["D"], ["D"]]
     assert len(bad) == 1 and bad[0].file.endswith(N2) and bad[0].entry == "line 2"
     assert "no key row" in bad[0].reason and "anatomy_test_23.json line 2" in bad[0].reason
 
@@ -111,14 +111,32 @@ def test_the_key_can_be_given_and_must_exist(tmp_path):
     assert len(items) == 1 and items[0].gold == "D"
 
 
+def test_a_run_holds_one_team_size(corpus, tmp_path):
+    with pytest.raises(ValueError, match=r"several source protocols \(dylan-mmlu-2: 2, "
+                                         r"dylan-mmlu-4: 1 debates.*--protocol NAME"):
+        import_files("dylan-mmlu", [corpus], tmp_path / "run", dataset="mmlu",
+                     grading="letters", skip_bad=True)
+    assert not (tmp_path / "run").exists()
+    with pytest.raises(ValueError, match=r"with protocol 'dylan-mmlu-3' \(found "
+                                         r"dylan-mmlu-2: 2, dylan-mmlu-4: 1\)"):
+        import_files("dylan-mmlu", [corpus], tmp_path / "run", dataset="mmlu",
+                     grading="letters", skip_bad=True, protocol="dylan-mmlu-3")
+    assert not (tmp_path / "run").exists()
+
+
 def test_import_grades_against_the_key(corpus, tmp_path):
-    out = tmp_path / "run"
-    s = import_files("dylan-mmlu", [corpus], out, dataset="mmlu", grading="letters",
-                     model="gpt-3.5-turbo-0301", skip_bad=True)
-    assert s.debates == 3 and s.matched == 0 and len(s.bad) == 1
-    recs = sorted(read_records(out), key=lambda r: r["imported"]["entry"])
+    recs = []
+    for team, n in (("dylan-mmlu-2", 2), ("dylan-mmlu-4", 1)):
+        out = tmp_path / team
+        s = import_files("dylan-mmlu", [corpus], out, dataset="mmlu", grading="letters",
+                         model="gpt-3.5-turbo-0301", skip_bad=True, protocol=team)
+        assert s.debates == n and s.matched == 0 and len(s.bad) == 1
+        assert manifest.read(out)["imported"]["protocol"]["name"] == team
+        recs += read_records(out)
+    out = tmp_path / "dylan-mmlu-2"
+    recs = sorted(recs, key=lambda r: r["imported"]["entry"])
     first, second, physics = recs
-    assert [r["n_agents"] for r in recs] == [2, 2, 4]
+    assert [r["n_agents"] for r in recs] == [2, 2, 3]
     assert [r["rounds"] for r in recs] == [0, 2, 0]
     answers = [[a["canonical"] for a in rd["agents"]] for rd in second["rounds_data"]]
     assert answers == [["A", "D"], ["C", "C"], ["C", "C"]]
@@ -127,10 +145,7 @@ def test_import_grades_against_the_key(corpus, tmp_path):
     assert second["gold"] == "C" and second["correct"] and second["final_answer"] == "C"
     assert [a["canonical"] for a in first["rounds_data"][0]["agents"]] == ["B", "B"]
     assert first["correct"] and first["imported"]["file_gold"] == "B"
-    silent = physics["rounds_data"][0]["agents"][3]
-    assert silent["reasoning"] == "" and silent["canonical"] == "" and not silent["correct"]
-    assert silent["parse_error"]
-    assert [a["correct"] for a in physics["rounds_data"][0]["agents"]] == [True] * 3 + [False]
+    assert [a["correct"] for a in physics["rounds_data"][0]["agents"]] == [True] * 3
     assert physics["imported"]["extra"]["subject"] == "conceptual_physics"
     # the same MMLU question in another team size would get the same id
     assert first["question_id"] != second["question_id"]
@@ -139,7 +154,7 @@ def test_import_grades_against_the_key(corpus, tmp_path):
     assert man["bad_entries"][0]["entry"] == "line 2"
     assert man["protocol"]["name"] == "dylan-mmlu-2"
     v = validate(out)
-    assert v.findings.ok and v.debates == 3, v.report()
+    assert v.findings.ok and v.debates == 2, v.report()
 
 
 def test_a_line_without_key_row_is_an_error_naming_file_and_line(corpus, tmp_path, capsys):
@@ -148,8 +163,9 @@ def test_a_line_without_key_row_is_an_error_naming_file_and_line(corpus, tmp_pat
                      grading="letters")
     out = tmp_path / "run2"
     assert cli.main(["import", "dylan-mmlu", str(corpus), "--out", str(out), "--dataset",
-                     "mmlu", "--grading", "letters", "--skip-bad"]) == 0
-    assert "imported 3 debates" in capsys.readouterr().out
+                     "mmlu", "--grading", "letters", "--skip-bad", "--protocol",
+                     "dylan-mmlu-2"]) == 0
+    assert "imported 2 debates" in capsys.readouterr().out
 
 
 def test_protocol_by_team_size():
@@ -159,3 +175,19 @@ def test_protocol_by_team_size():
     assert two.drop is None and protocol_for(3).drop is None
     assert (seven.drop.before_round, seven.drop.keep) == (2, 2) and seven.agents == 7
     assert seven.order == "simultaneous" and seven.hears == "all_answered"
+
+
+def test_agents_not_there_at_the_end_leave_the_record(tmp_path):
+    """As DyLAN's MATH records keep them: an agent the ranker dropped before round 3, or that
+    the quorum came before in the last round, is not in the debate (its nulls would count as
+    wrong answers)."""
+    row = load_key(_key(tmp_path / "k.tsv"))[("mmlu_optimal7_4", "college_physics_test_43.json",
+                                              0)]
+    value = [["(A)", "(B)", "(B)"], ["(B)", "(B)", "(B)"], ["(C)", "(C)", None],
+             ["(B)", None, None]]
+    d = _debate(Path("f.json"), "line 0", value, row, 4)
+    assert d.extra["slots"] == [0, 1] and d.n_agents == 2 and d.n_rounds == 3
+    assert d.texts == (("(A)", "(B)", "(B)"), ("(B)", "(B)", "(B)"))
+    gone = _debate(Path("f.json"), "line 0", [["(A)", None], [None, "(B)"], [None, None],
+                                              [None, None]], row, 4)
+    assert isinstance(gone, BadEntry) and "no agent speaks in all 2 rounds" in gone.reason

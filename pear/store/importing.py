@@ -47,7 +47,7 @@ from pear.store import environment, manifest as manifest_io
 from pear.store.readers import BadEntry, BadInput, RawDebate, reader
 from pear.store.readers.answers import final_answer
 from pear.store.readers.base import short
-from pear.store.readers.protocols import Quorum, quorum_misses
+from pear.store.readers.protocols import Protocol, Quorum, quorum_misses
 from pear.store.records import RECORDS_FILE, RecordWriter
 from pear.tasks.benchmarks import DATASETS, Question, match_question, sha256_files
 from pear.tasks.grading import Task, for_kind, get, kind_of
@@ -254,12 +254,16 @@ def same_import(man: Mapping[str, Any] | None, fmt: str,
 
 def import_files(fmt: str, files: Sequence[str | os.PathLike[str]],
                  out: str | os.PathLike[str], *, dataset: str, grading: str | None = None,
-                 model: str = "", skip_bad: bool = False) -> ImportSummary:
-    """Import the debates of ``files`` (format ``fmt``: ``du`` or ``dylan``) into the new run
-    directory ``out`` as records of ``dataset``, graded by our grader for it (a dataset we do
-    not ship needs ``grading``: numbers, letters or math).  ``model`` is recorded as given
-    (default ``<fmt>-import``).  Bad input raises :class:`BadInput` naming the file and the
-    entry and writes nothing, unless ``skip_bad``."""
+                 model: str = "", skip_bad: bool = False,
+                 protocol: str | None = None) -> ImportSummary:
+    """Import the debates of ``files`` (format ``fmt``: ``du``, ``dylan`` or ``dylan-mmlu``)
+    into the new run directory ``out`` as records of ``dataset``, graded by our grader for it
+    (a dataset we do not ship needs ``grading``: numbers, letters or math).  ``model`` is
+    recorded as given (default ``<fmt>-import``).  A run records one source protocol:
+    ``protocol`` (a name, e.g. ``dylan-mmlu-3``) keeps only that protocol's debates, and files
+    whose debates follow several protocols without it are one error naming each with its
+    count.  Bad input raises :class:`BadInput` naming the file and the entry and writes
+    nothing, unless ``skip_bad``."""
     t0 = time.perf_counter()
     rd = reader(fmt)
     task = _task(dataset, grading)
@@ -276,7 +280,8 @@ def import_files(fmt: str, files: Sequence[str | os.PathLike[str]],
     records: list[dict[str, Any]] = []
     bad: list[BadEntry] = []
     seen: dict[str, int] = {}
-    protocol = None
+    protocols: dict[str, Protocol] = {}
+    counts: dict[str, int] = {}
     sources = []
     for f in map(Path, files):
         jobs = []
@@ -284,7 +289,11 @@ def import_files(fmt: str, files: Sequence[str | os.PathLike[str]],
             if isinstance(item, BadEntry):
                 bad.append(item)
                 continue
-            protocol = protocol or rd.protocol(item)
+            proto = rd.protocol(item)
+            counts[proto.name] = counts.get(proto.name, 0) + 1
+            if protocol is not None and proto.name != protocol:
+                continue
+            protocols.setdefault(proto.name, proto)
             ours = match_question(dataset, item.question) if dataset in DATASETS else None
             qid = ours.id if ours is not None else _question(item, dataset, fmt, task).id
             seed = seen.get(qid, 0)  # the same question again: another sample (seed 1, 2..)
@@ -292,6 +301,11 @@ def import_files(fmt: str, files: Sequence[str | os.PathLike[str]],
             jobs.append((item, ours, seed))
         if bad and not skip_bad:
             raise BadInput(bad)
+        if len(protocols) > 1:  # before grading: a mixed import is refused at once
+            raise ValueError(
+                f"the files hold debates of several source protocols ("
+                f"{', '.join(f'{k}: {v}' for k, v in sorted(counts.items()))} debates read "
+                f"so far): a run records one; import each on its own (--protocol NAME)")
         # grading waits on Math-Verify's worker processes: a few threads keep them busy
         with ThreadPoolExecutor(max_workers=_THREADS) as pool:
             done = list(pool.map(lambda job: _record(
@@ -307,15 +321,18 @@ def import_files(fmt: str, files: Sequence[str | os.PathLike[str]],
         sources.append({"path": str(f), "name": f.name, "sha256": file_sha256(f), "debates": count})
         if bad and not skip_bad:
             raise BadInput(bad)
+    found = ", ".join(f"{k}: {v}" for k, v in sorted(counts.items()))
     if not records:
         raise ValueError(f"no debate could be imported from {', '.join(map(str, files))}"
                          + (f" ({len(bad)} bad entries; first: {bad[0].message()})"
-                            if bad else ""))
-    assert protocol is not None  # set by the first debate read
-    if isinstance(protocol.stop, Quorum):  # how often the source's own check missed a quorum
-        quorums, missed = quorum_misses(records, protocol.stop)
-        protocol = replace(protocol, stop=replace(
-            protocol.stop, miss=min(round(missed / quorums, 4), 0.999) if quorums else 0.0))
+                            if bad else "")
+                         + (f" with protocol {protocol!r} (found {found or 'none'})"
+                            if protocol is not None else ""))
+    (proto,) = protocols.values()  # one, as checked above
+    if isinstance(proto.stop, Quorum):  # how often the source's own check missed a quorum
+        quorums, missed = quorum_misses(records, proto.stop)
+        proto = replace(proto, stop=replace(
+            proto.stop, miss=min(round(missed / quorums, 4), 0.999) if quorums else 0.0))
     matched = sum(r["imported"]["matched"] for r in records)
     disagree = sum(r["imported"]["gold_agrees"] is False for r in records)
     with new_dir(out, "importing") as tmp:
@@ -327,7 +344,7 @@ def import_files(fmt: str, files: Sequence[str | os.PathLike[str]],
             "imported": {
                 "version": IMPORT_VERSION, "format": fmt, "files": sources, "model": model,
                 "datasets": [dataset],
-                "protocol": protocol.to_dict(),
+                "protocol": proto.to_dict(),
                 "grading": kind_of(task), "debates": len(records), "matched": matched,
                 "unmatched": len(records) - matched, "gold_disagree": disagree,
                 "bad_count": len(bad),

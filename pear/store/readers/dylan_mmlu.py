@@ -17,12 +17,15 @@ What a debate becomes (:class:`~pear.store.readers.base.RawDebate`):
   hold no question text; the same MMLU question gets the same text, so the same id, in every
   team size);
 * ``gold``: the key's letter (A-D);
-* ``texts[agent][round]``: the replies, rounds after the debate's last spoken round left out;
-  a ``null`` reply is ``""`` (the agent did not speak that round: recorded as no answer);
+* ``texts[agent][round]``: the replies of the agents still there at the end (those with a
+  reply in every round up to the debate's last spoken one), as DyLAN's MATH records keep them:
+  an agent the quorum came before, or the ranker dropped, leaves the record (its ``null``
+  replies would otherwise count as wrong answers: 20-24% of round-0 agents in teams of 4 and
+  7); ``extra["slots"]`` gives the kept agents' places in the team (their roles);
 * ``extra``: ``subject`` (the key's, so the mislabelled ``college_physics_test_43.json`` of
   N = 4 is conceptual_physics), ``team`` (N), ``folder``, ``file``, ``line``, ``align``
-  (``order`` / ``text``: the latter approximate), ``sample_pos``, ``mmlu_test_row`` and
-  ``dylan_answers`` (per agent and round the letter DyLAN's own parser reads, or None).
+  (``order`` / ``text``: the latter approximate), ``sample_pos``, ``mmlu_test_row``, ``slots`` and
+  ``dylan_answers`` (per kept agent and round the letter DyLAN's own parser reads, or None).
 
 Grading is ``pear import``'s, ``--grading letters``: the stated final answer
 (:func:`pear.store.readers.answers.final_answer`) read as an option letter A-D
@@ -177,9 +180,8 @@ class DylanMmluReader(Reader):
     * the agents are role-prompted (N = 7: Economist, Doctor, Lawyer, Mathematician,
       Psychologist, Programmer, Historian in slot order; N < 7: the top N of those by
       DyLAN's importance score per subject, not recorded), which the protocol does not state;
-    * ``pear import`` records one protocol per import (the first debate's): import each
-      team size (``mmlu_optimal7_N``) on its own where the protocol matters, or read
-      ``extra["team"]`` and :func:`protocol_for`.
+    * a run records one protocol: ``pear import dylan-mmlu ... --protocol dylan-mmlu-N``
+      imports the teams of N (the archive's four team sizes together are refused).
     """
 
     name = "dylan-mmlu"
@@ -288,12 +290,16 @@ def _debate(path: Path, entry: str, value: Any, row: KeyRow, team: int
     if not spoke:
         return BadEntry(str(path), entry, "no agent speaks")
     rounds = spoke[-1] + 1
-    texts = tuple(tuple((a[r] if r < len(a) else None) or "" for r in range(rounds))
-                  for a in value)
+    # the agents still there at the end, as DyLAN's MATH records keep them: those that spoke
+    # in every round (the others were dropped by the ranker, or the quorum came before them)
+    slots = [i for i, a in enumerate(value) if all(r < len(a) and a[r] for r in range(rounds))]
+    if not slots:
+        return BadEntry(str(path), entry, f"no agent speaks in all {rounds} rounds")
+    texts = tuple(tuple(value[i][r] for r in range(rounds)) for i in slots)
     parsed = [[dylan_choice(t) for t in agent] for agent in texts]
     extra = {"subject": row.subject, "team": team, "folder": row.folder, "file": row.file,
              "line": row.line, "align": row.align, "sample_pos": row.sample_pos,
-             "mmlu_test_row": row.mmlu_test_row, "dylan_answers": parsed}
+             "mmlu_test_row": row.mmlu_test_row, "slots": slots, "dylan_answers": parsed}
     return RawDebate(entry=f"{row.folder}/{row.file} {entry}",
                      question=f"MMLU {row.subject} test row {row.mmlu_test_row}",
                      gold=row.gold, texts=texts, extra=extra)
