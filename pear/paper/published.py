@@ -1,0 +1,198 @@
+"""A simulated population held against published per-model debate figures
+(``python -m pear.paper.published``).
+
+DebateLedger (arXiv 2609.35279; its table CONDITIONAL_COLLAPSE_TABLE.md, as quoted in
+``../shared/data/real-debates/published-dynamics.md``) ran 3 agents of one model for 3 debate
+rounds on MMLU-Pro, with a majority vote, for 11 models whose round-0 majority accuracy spans
+0.28-0.85, and reports per model the *collapse* (among debates whose round-0 majority is right,
+the share whose final majority is wrong) and the *recovery* (among those whose round-0 majority
+is wrong, the share whose final majority is right).  :func:`check` simulates that setting with a
+population's agents, per model, and sets the two shares beside the published ones with their
+95% interval (the source's where it gives one, else Wilson's on the counts implied by the
+debates and the round-0 accuracy, :data:`PUBLISHED`).
+
+The setting, as simulated (:func:`pear.analysis.simcheck.simulate_protocol`, the protocol of an
+imported run): a seeded sample of 500 MMLU-Pro questions of our benchmark (10 options), 3 agents answering at once and
+hearing every other agent's previous answer in full, an initial answer and 3 debate rounds, no
+early stop, the last round's majority vote (ties at random).  Only the strength is matched: the
+agents' round-0 accuracy is set so that the simulated round-0 majority is right as often as the
+model's (bisection over :meth:`pear.sim.backend.SimulatedBackend.matched`'s target).  Nothing is
+fitted on these figures: they are a check across strength (weight 0 in every fit).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from pear.analysis.simcheck import simulate_protocol
+from pear.analysis.stats import wilson
+from pear.core.vote import vote
+from pear.sim.backend import SimulatedBackend
+from pear.sim.population import Population, load
+from pear.store.readers.protocols import Protocol
+from pear.tasks.benchmarks import load as load_questions
+
+__all__ = ["PUBLISHED", "PROTOCOL", "Figure", "check", "main"]
+
+SOURCE = ("DebateLedger (arXiv 2609.35279), abc_exp/results/CONDITIONAL_COLLAPSE_TABLE.md "
+          "@cf84b4f, as quoted in published-dynamics.md")
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One model's published row: debates, round-0 majority accuracy, collapse and recovery
+    (shares), and the source's 95% interval of the collapse where it gives one."""
+
+    model: str
+    debates: int
+    initial: float
+    collapse: float
+    recover: float
+    collapse_ci: tuple[float, float] | None = None
+
+    def collapse_interval(self) -> tuple[float, float]:
+        """The source's interval, else Wilson's on the debates whose round-0 vote was right."""
+        if self.collapse_ci is not None:
+            return self.collapse_ci
+        n = round(self.debates * self.initial)
+        return wilson(round(self.collapse * n), n)
+
+    def recover_interval(self) -> tuple[float, float]:
+        """Wilson's on the debates whose round-0 vote was wrong (the source gives none)."""
+        n = round(self.debates * (1 - self.initial))
+        return wilson(round(self.recover * n), n)
+
+
+PUBLISHED: tuple[Figure, ...] = (
+    Figure("Claude Sonnet 4.5", 120, 0.775, 0.0215, 0.1111, (0.0059, 0.0751)),
+    Figure("Claude Haiku 4.5", 500, 0.822, 0.1119, 0.1910, (0.0850, 0.1461)),
+    Figure("GPT-4o-mini", 498, 0.685, 0.0235, 0.1019, (0.0119, 0.0456)),
+    Figure("Gemini 2.5 Flash", 200, 0.365, 0.0137, 0.1181),
+    Figure("GPT-5.4-mini", 200, 0.715, 0.0070, 0.1754),
+    Figure("Gemini 3 Flash", 200, 0.850, 0.0059, 0.0667),
+    Figure("Phi-4-mini", 2161, 0.506, 0.1024, 0.1631, (0.0858, 0.1218)),
+    Figure("Qwen3-4B", 2161, 0.453, 0.0511, 0.3900),
+    Figure("Qwen3-8B", 200, 0.280, 0.0536, 0.4931),
+    Figure("Qwen3-32B", 600, 0.587, 0.0739, 0.3911),
+    Figure("Llama-3.1-8B", 2003, 0.507, 0.0846, 0.0993, (0.0691, 0.1034)),
+)
+"""DebateLedger's 11 models (:data:`SOURCE`), shares (the table's percentages / 100)."""
+
+PROTOCOL = Protocol(name="debateledger", agents=3, rounds=4, order="simultaneous",
+                    source=SOURCE + ": 3 agents, an initial answer and 3 debate rounds, "
+                                    "majority vote")
+DATASET = "mmlu_pro"
+
+
+def _debates(backend: SimulatedBackend, questions: Sequence[Any], seed: int,
+             rounds: int | None = None) -> np.ndarray:
+    """(round-0 vote right, last vote right) per question, one debate each."""
+    proto = PROTOCOL if rounds is None else Protocol(
+        name=PROTOCOL.name, agents=PROTOCOL.agents, rounds=rounds, order=PROTOCOL.order)
+    out = np.zeros((len(questions), 2), dtype=bool)
+    for i, q in enumerate(questions):
+        meta = {"dataset": DATASET, "question_id": q.id, "n_choices": len(q.choices)}
+        rng = np.random.default_rng([seed, i])
+        history = simulate_protocol(backend, proto, meta, rng)
+        votes = [vote([a for _, a, _ in rd], rng) == q.gold for rd in history]
+        out[i] = votes[0], votes[-1]
+    return out
+
+
+def _backend(pop: Population, questions: Sequence[Any], agent_acc: float, seed: int
+             ) -> SimulatedBackend:
+    key = {(DATASET, q.id): q.gold for q in questions}
+    agents = [(q.id, a) for q in questions for a in range(PROTOCOL.agents)]
+    base = SimulatedBackend(key, seed=seed, n_agents=PROTOCOL.agents, population=pop)
+    return base.matched(DATASET, agents, agent_acc, [1.0 / PROTOCOL.agents] * len(agents))
+
+
+def _matched(pop: Population, questions: Sequence[Any], initial: float, seed: int,
+             steps: int = 12) -> tuple[SimulatedBackend, float]:
+    """The backend whose simulated round-0 majority is right ``initial`` of the time, and the
+    agents' round-0 accuracy that gives it (bisection; the majority's accuracy rises with
+    the agents')."""
+    lo, hi = 0.02, 0.98
+    for _ in range(steps):
+        mid = (lo + hi) / 2
+        r0 = _debates(_backend(pop, questions, mid, seed), questions, seed, rounds=1)[:, 0]
+        lo, hi = (mid, hi) if r0.mean() < initial else (lo, mid)
+    acc = (lo + hi) / 2
+    return _backend(pop, questions, acc, seed), acc
+
+
+def check(population: str | Population = "grounded", replicates: int = 5, seed: int = 0,
+          n_questions: int = 500, figures: Sequence[Figure] = PUBLISHED
+          ) -> pd.DataFrame:
+    """Per model of ``figures``: the published collapse and recovery with their intervals
+    beside the simulated ones (``replicates`` simulations of ``n_questions`` MMLU-Pro
+    questions, a seeded sample), and whether each lies inside."""
+    pop = load(population)
+    questions = load_questions(DATASET, n_questions)
+    rows = []
+    for j, fig in enumerate(figures):
+        runs = []
+        for k in range(replicates):
+            s = seed * 1000 + 100 * j + k
+            backend, acc = _matched(pop, questions, fig.initial, s)
+            runs.append(_debates(backend, questions, s))
+        res = np.concatenate(runs)
+        right0, last = res[:, 0], res[:, 1]
+        collapse = float((~last[right0]).mean()) if right0.any() else float("nan")
+        recover = float(last[~right0].mean()) if (~right0).any() else float("nan")
+        c_lo, c_hi = fig.collapse_interval()
+        r_lo, r_hi = fig.recover_interval()
+        rows.append({"model": fig.model, "debates": fig.debates, "initial": fig.initial,
+                     "sim_initial": float(right0.mean()), "agent_acc": acc,
+                     "collapse": fig.collapse, "collapse_lo": c_lo, "collapse_hi": c_hi,
+                     "sim_collapse": collapse, "collapse_inside": c_lo <= collapse <= c_hi,
+                     "recover": fig.recover, "recover_lo": r_lo, "recover_hi": r_hi,
+                     "sim_recover": recover, "recover_inside": r_lo <= recover <= r_hi})
+    return pd.DataFrame(rows)
+
+
+def table(df: pd.DataFrame) -> str:
+    """The check as Markdown: published [95% CI] beside simulated, per model."""
+    lines = ["| model | initial (sim.) | collapse [95% CI] | simulated | recovery [95% CI] | "
+             "simulated |", "|---|---|---|---:|---|---:|"]
+    for r in df.itertuples():
+        lines.append(
+            f"| {r.model} | {r.initial:.3f} ({r.sim_initial:.3f}) | {r.collapse:.3f} "
+            f"[{r.collapse_lo:.3f}, {r.collapse_hi:.3f}] | "
+            f"{'' if r.collapse_inside else '**'}{r.sim_collapse:.3f}"
+            f"{'' if r.collapse_inside else '**'} | {r.recover:.3f} [{r.recover_lo:.3f}, "
+            f"{r.recover_hi:.3f}] | {'' if r.recover_inside else '**'}{r.sim_recover:.3f}"
+            f"{'' if r.recover_inside else '**'} |")
+    inside = int(df["collapse_inside"].sum() + df["recover_inside"].sum())
+    lines.append(f"\n{inside} of {2 * len(df)} simulated shares inside the published 95% "
+                 "interval (bold: outside)")
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m pear.paper.published",
+                                 description=__doc__.split("\n\n")[0])
+    ap.add_argument("--population", default="grounded", help="study, grounded or a file")
+    ap.add_argument("--replicates", type=int, default=5)
+    ap.add_argument("--questions", type=int, default=500,
+                    help="a seeded sample of N MMLU-Pro questions (default 500)")
+    ap.add_argument("--seed", type=int, default=0)
+    a = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    df = check(a.population, a.replicates, a.seed, a.questions)
+    print(f"{load(a.population).name} against {SOURCE}, {a.replicates} replicates of "
+          f"{len(load_questions(DATASET, a.questions))} MMLU-Pro questions "
+          f"({time.perf_counter() - t0:.0f} s)\n")
+    print(table(df))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
