@@ -132,6 +132,14 @@ $(VENV)/.installed-lab: $(VENV)/.installed requirements/lab.txt
 	$(BIN)/python $(LOCKED) -r requirements/lab.txt
 	@touch $@
 
+# PEAR inside Inspect (pear.harness, docs/inspect.md): inspect-ai over the cpu profile (its lock
+# differs from cpu's in python-dateutil alone, which Inspect's aiobotocore caps below 3)
+.PHONY: setup-inspect
+setup-inspect: $(VENV)/.installed-inspect
+$(VENV)/.installed-inspect: $(VENV)/.installed requirements/inspect.txt
+	$(BIN)/python $(LOCKED) -r requirements/inspect.txt
+	@touch $@
+
 lab: setup-lab
 	@mkdir -p $(LAB_SETTINGS)
 	@echo '{"@jupyterlab/docmanager-extension:plugin": {"defaultViewers": {"python": "Jupytext Notebook"}}}' > $(LAB_SETTINGS)/overrides.json

@@ -52,6 +52,11 @@ PROFILES: dict[str, Profile] = {
                     constrain_to="cpu"),
     "lab": Profile(("analysis", "openai", "dev", "cpu", "notebooks", "lab"),
                    "make lab (installed over the cpu profile)", constrain_to="cpu"),
+    # not resolved within cpu's pins: Inspect needs aiobotocore (its S3 logs), which asks for
+    # python-dateutil<3 where cpu pins 4.0.0 (when written, that was the one shared package
+    # whose pin differs from cpu's)
+    "inspect": Profile(("analysis", "openai", "dev", "cpu", "notebooks", "inspect"),
+                       "make setup-inspect (installed over the cpu profile)"),
     "vllm": Profile(("analysis", "openai", "dev", "notebooks", "vllm"),
                     "make setup BACKEND=vllm (a CUDA GPU machine)"),
     # vLLM's CPU build pins torch==2.13.0+cpu, a wheel of PyTorch's CPU index (on this kind of

@@ -23,6 +23,8 @@ LAYERS = {  # package -> floor; a module may import its own floor and the floors
     "catalog": 4,    # the study's names: models, labels
     "store": 5,      # records on disk, validation, the columnar view, the manifest
     "runs": 6,       # grids, runs, merge, plan
+    "harness": 6,    # PEAR inside Inspect (beside runs: core, methods, tasks, catalog, store,
+                     # and runs' grid and run layout); only the CLI's import command loads it
     "analysis": 7,   # metrics, stats, tables, figures
     "claims": 8,     # the claims ledger
     "paper": 9,      # the notebook build, studies, calibration, site

@@ -15,22 +15,29 @@ def add_import(sub: Any) -> None:
                                     "et al.'s {question: [agent_contexts, gold]}; dylan: "
                                     "DyLAN's variant) into a new run directory of PEAR "
                                     "records, graded by our graders; questions found in our "
-                                    "benchmark by their text take our ids and gold. Bad input "
-                                    "is an error naming the file and the entry (exit 2) and "
-                                    "nothing is written, unless --skip-bad.")
-    im.add_argument("format", choices=("du", "dylan", "dylan-mmlu"),
+                                    "benchmark by their text take our ids and gold. inspect: "
+                                    "Inspect eval logs of pear's solver (pear/pear_debate), "
+                                    "whose samples hold PEAR records, as a run of ours. Bad "
+                                    "input is an error naming the file and the entry (exit 2) "
+                                    "and nothing is written, unless --skip-bad.")
+    im.add_argument("format", choices=("du", "dylan", "dylan-mmlu", "inspect"),
                     help="the files' format (dylan-mmlu: DyLAN's MMLU JSON Lines, question and "
-                         "gold from the <archive stem>-key.tsv beside the archive)")
+                         "gold from the <archive stem>-key.tsv beside the archive; inspect: "
+                         "Inspect logs of pear/pear_debate, with the inspect extra)")
     im.add_argument("files", nargs="+", metavar="FILE",
-                    help="record files (.json, .json.gz or .tgz)")
+                    help="record files (.json, .json.gz or .tgz; inspect: .eval or .json)")
     im.add_argument("--out", required=True, help="new run directory")
-    im.add_argument("--dataset", default="math500",
+    im.add_argument("--dataset", default=None,
                     help="one of ours (mmlu_pro, truthfulqa, gsm8k, math500; default math500) "
-                         "or a new name with --grading")
+                         "or a new name with --grading (not for inspect: its records name it)")
     im.add_argument("--grading", choices=("numbers", "letters", "math"), default=None,
                     help="how to grade a dataset we do not ship (e.g. Du et al.'s MMLU: "
                          "letters)")
     im.add_argument("--model", default="", help="the model that debated, recorded as given")
+    im.add_argument("--protocol", default=None, metavar="NAME",
+                    help="keep only the debates of this source protocol (a run records one: "
+                         "DyLAN's MMLU teams of 2, 3, 4 and 7 agents are dylan-mmlu-2, -3, -4 "
+                         "and -7; files that mix protocols need it)")
     im.add_argument("--skip-bad", action="store_true",
                     help="import the good entries and list the bad ones in the manifest")
     im.set_defaults(handler=_cmd_import)
@@ -38,10 +45,31 @@ def add_import(sub: Any) -> None:
 
 
 def _cmd_import(a: argparse.Namespace) -> int:
+    if a.format == "inspect":
+        return _cmd_import_inspect(a)
     # start-up: only this command loads it (`pear --help` stays fast)
     from pear.store.importing import import_files
-    print(import_files(a.format, a.files, a.out, dataset=a.dataset, grading=a.grading,
-                       model=a.model, skip_bad=a.skip_bad).report())
+    print(import_files(a.format, a.files, a.out, dataset=a.dataset or "math500",
+                       grading=a.grading,
+                       model=a.model, skip_bad=a.skip_bad,
+                       protocol=a.protocol).report())
+    return 0
+
+
+def _cmd_import_inspect(a: argparse.Namespace) -> int:
+    """``pear import inspect LOG...``: logs of pear's Inspect solver as a run of ours."""
+    given = [f"--{k.replace('_', '-')}" for k in ("dataset", "grading", "model", "protocol")
+             if getattr(a, k, None)]
+    if given:
+        raise ValueError(f"{', '.join(given)} does not apply to inspect logs: their PEAR "
+                         "records name the dataset, grading, model and protocol")
+    try:  # the one importer of pear.harness: inspect_ai is a heavy optional extra
+        from pear.harness.logs import import_logs
+    except ImportError as err:
+        raise ValueError(f"pear import inspect needs Inspect (missing {err.name or err}): "
+                         "install the inspect extra (make setup-inspect, or pip install "
+                         "'pear[inspect]')") from None
+    print(import_logs(a.files, a.out, skip_bad=a.skip_bad).report())
     return 0
 
 
