@@ -15,7 +15,8 @@ $py -m llama_cpp.server --model "$gguf" --host 127.0.0.1 --port "$port" --n_ctx 
 server=$!
 trap 'kill $server 2>/dev/null || true' EXIT
 for _ in $(seq 120); do
-  curl -sf "http://127.0.0.1:$port/v1/models" >/dev/null && break
+  $py -c "import urllib.request as u; u.urlopen('http://127.0.0.1:$port/v1/models', timeout=2)" \
+    2>/dev/null && break
   kill -0 $server 2>/dev/null || { cat "$out-server.log"; exit 1; }
   sleep 1
 done
