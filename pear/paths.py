@@ -20,7 +20,7 @@ __all__ = ["PACKAGE_DIR", "REPO_ROOT", "DATA_DIR", "BENCHMARKS_DIR", "PAPER_DIR"
            "FIGURES_DIR", "BUILD_DIR", "NOTEBOOKS_DIR", "TEMPLATES_FILE", "RECORDS_FILE",
            "RUN_MANIFEST", "VIEW_DIR", "VIEW_MANIFEST", "CACHE_FILE", "SITE_DIR",
            "EXECUTED_DIR", "cache_path", "studies_dir", "ensemble_dir", "write_atomic",
-           "write_json", "new_dir"]
+           "write_json", "fresh_dir", "new_dir"]
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 REPO_ROOT = PACKAGE_DIR.parent
@@ -86,6 +86,16 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
     finally:
         tmp.unlink(missing_ok=True)
     return p
+
+
+def fresh_dir(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a Path, checked up front to be what :func:`new_dir` can fill (absent, or an
+    empty folder): otherwise one error naming it, before any work is done."""
+    out = Path(path)
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ValueError(f"--out {str(out)!r} exists and is not empty: import into a new "
+                         "run directory")
+    return out
 
 
 @contextlib.contextmanager

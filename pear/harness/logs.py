@@ -33,7 +33,7 @@ from inspect_ai.log import (EvalLog, EvalSample, read_eval_log, read_eval_log_sa
 
 from pear.core.hashing import file_sha256
 from pear.harness.solver import RECORD_KEY, RUN_KEY
-from pear.paths import new_dir
+from pear.paths import fresh_dir, new_dir
 from pear.runs.compute import total
 from pear.runs.grid import Experiment, scope_debates
 from pear.runs.runner import model_dir
@@ -159,10 +159,7 @@ def import_logs(logs: Sequence[str | os.PathLike[str]], out: str | os.PathLike[s
     t0 = time.perf_counter()
     if not logs:
         raise ValueError("no Inspect logs to import")
-    out = Path(out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise ValueError(f"--out {str(out)!r} exists and is not empty: import into a new "
-                         "run directory")
+    out = fresh_dir(out)
     paths = [Path(p) for p in logs]
     heads = [_header(p) for p in paths]  # every log readable before any sample is read
     seen: dict[str, str] = {}

@@ -42,7 +42,7 @@ from pear.core.graphs import fixed_topology
 from pear.core.hashing import debate_id, derive_seed, file_sha256, hex_id
 from pear.core.record import SCHEMA_VERSION
 from pear.core.vote import vote
-from pear.paths import new_dir
+from pear.paths import fresh_dir, new_dir
 from pear.store import environment, manifest as manifest_io
 from pear.store.readers import BadEntry, BadInput, RawDebate, reader
 from pear.store.readers.answers import final_answer
@@ -272,10 +272,7 @@ def import_files(fmt: str, files: Sequence[str | os.PathLike[str]],
         raise ValueError(f"invalid --model {model!r}: a plain name without quotes or markup")
     if not files:
         raise ValueError("no files to import")
-    out = Path(out)
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise ValueError(f"--out {str(out)!r} exists and is not empty: import into a new "
-                         "run directory")
+    out = fresh_dir(out)
     config = hex_id("import", fmt, kind_of(task), n=16)
     records: list[dict[str, Any]] = []
     bad: list[BadEntry] = []
