@@ -14,6 +14,7 @@ import pytest
 from pear import cli
 from pear.analysis import dynamics
 from pear.core.graphs import fixed_topology
+from pear.paper import site
 from pear.paths import REAL_DEBATES_DIR
 from pear.store import manifest
 from pear.store.importing import import_files
@@ -342,6 +343,7 @@ def test_replay_build_on_an_imported_run(du_gsm, tmp_path, capsys):
     out = capsys.readouterr().out
     assert rc == 0, out
     assert build.check_outputs(figures) == []
+    assert site.check_site(tmp_path / "site") == []  # every page and link
     for name in build.NOT_FOR_IMPORTED:
         assert f"skipped {name}:" in out
     assert "cannot speak to imported debates" in (figures / "robustness.md").read_text()

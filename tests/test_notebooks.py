@@ -14,8 +14,10 @@ import jupytext
 import pytest
 
 from pear.paper import build as paper
+from pear.paper import site
 from pear.analysis import report, transcript
 from pear.store import view
+from pear.store.validate import validate
 from pear.tasks.benchmarks import FILES, data_dir
 from record_factory import make_record
 
@@ -223,10 +225,15 @@ def test_build_on_simulated_agents_produces_every_output(tmp_path, monkeypatch, 
     monkeypatch.delenv(report.FIGURES_ENV, raising=False)
     figures = tmp_path / "figures"
     rc = paper.build(backend="simulated", preset="sim", seeds="0,1", n_questions=4,
-                     runs=str(tmp_path / "runs"), figures=figures, build_dir=tmp_path / "build")
+                     runs=str(tmp_path / "runs"), figures=figures, build_dir=tmp_path / "build",
+                     site_dir=tmp_path / "site")
     out = capsys.readouterr().out
     assert rc == 0, out
     assert paper.check_outputs(figures) == []
+    # what CI once checked in a build of its own: every record of the run valid from scratch,
+    # the results site with every page and link
+    assert validate(tmp_path / "runs").findings.ok
+    assert site.check_site(tmp_path / "site") == []
     assert all(f"ok {n} in" in out for n in paper.NOTEBOOKS)
     times = json.loads((tmp_path / "build" / paper.TIMES_FILE).read_text())["notebooks"]
     assert list(times) == [*paper.NOTEBOOKS, "results site"]
