@@ -18,7 +18,7 @@ from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor, wait
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
-__all__ = ["usable_cores", "fork_map"]
+__all__ = ["usable_cores", "cores_per_process", "fork_map"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -30,6 +30,28 @@ def usable_cores() -> int:
     if hasattr(os, "sched_getaffinity"):
         return max(1, len(os.sched_getaffinity(0)))
     return max(1, os.cpu_count() or 1)
+
+
+_SHARED_BY: int | None = None
+"""In a worker process of :func:`fork_map`: how many workers share the cores (else None)."""
+
+
+def cores_per_process() -> int:
+    """The cores this process may keep busy: :func:`usable_cores`, or its share of them
+    (at least 1) when it is one of :func:`fork_map`'s ``workers`` worker processes.
+
+    >>> cores_per_process() == usable_cores()
+    True
+    """
+    n = usable_cores()
+    return n if _SHARED_BY is None else max(1, n // _SHARED_BY)
+
+
+def _enter_worker(workers: int, initializer: Callable[..., Any] | None, initargs: tuple) -> None:
+    global _SHARED_BY
+    _SHARED_BY = workers
+    if initializer is not None:
+        initializer(*initargs)
 
 
 def fork_map(fn: Callable[[T], R], items: Iterable[T], workers: int | None = None, *,
@@ -46,7 +68,8 @@ def fork_map(fn: Callable[[T], R], items: Iterable[T], workers: int | None = Non
     with ``ahead``, at most ``ahead`` calls per worker are in flight (a long or lazy iterator
     of large items); ``initializer(*initargs)`` runs first in each worker, and ``idle()`` here
     every ``idle_s`` seconds while a result is awaited (say, to show the workers' progress).
-    Otherwise the calls run here, one at a time.  A call that fails raises
+    Otherwise the calls run here, one at a time.  In a worker, :func:`cores_per_process` is
+    its share of the cores.  A call that fails raises
     its error here, in its turn; the calls not yet started are then cancelled, as they are
     when the caller stops early (closes the iterator)."""
     workers = usable_cores() if workers is None else int(workers)
@@ -63,7 +86,8 @@ def fork_map(fn: Callable[[T], R], items: Iterable[T], workers: int | None = Non
         return future.result()
 
     pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
-                               initializer=initializer, initargs=initargs)
+                               initializer=_enter_worker,
+                               initargs=(workers, initializer, initargs))
     try:
         pending: deque = deque()
         for item in itertools.chain(head, items):

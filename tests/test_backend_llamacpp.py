@@ -148,3 +148,37 @@ def test_a_failing_request_does_not_sink_its_batch(backend):
         Request(chat("word " * 5000), max_tokens=8), Request(chat("Say hi."), max_tokens=8)])
     assert too_long.finish_reason == "error" and "n_ctx" in too_long.error
     assert fine.ok and fine.completion_tokens > 0
+
+
+_FORKED: LlamaCppBackend | None = None  # what the worker processes below decode with
+
+
+def _decode_in_a_worker(requests: list[Request]) -> tuple[int, int, list[str]]:
+    from pear.parallel import cores_per_process
+    assert _FORKED is not None
+    texts = [c.text for c in _FORKED.generate(requests)]
+    return cores_per_process(), _FORKED.n_threads, texts
+
+
+@needs_model
+@pytest.mark.timeout(120)
+def test_forked_workers_decode_on_their_share_of_the_cores_with_the_same_texts(monkeypatch):
+    """A grid's worker processes (pear.parallel.fork_map, as pear.runs.runner forks them) use
+    their share of the cores; forked after this process decoded on two threads, each decodes
+    on one (GNU OpenMP hangs starting a team in such a child) and writes the same texts."""
+    global _FORKED
+    from pear import parallel
+    monkeypatch.setattr(parallel, "usable_cores", lambda: 4)
+    be = LlamaCppBackend(n_parallel=2, n_threads=None)
+    assert be.n_threads == 4
+    be.generate([Request(chat("Hi."), max_tokens=2)])  # a thread team in this process
+    requests = [Request(chat(t), temperature=0.7, seed=3, max_tokens=16)
+                for t in ("Name a fruit.", "Name a river.")]
+    here = [c.text for c in be.generate(requests)]
+    _FORKED = be
+    try:
+        out = list(parallel.fork_map(_decode_in_a_worker, [requests, requests], workers=2))
+    finally:
+        _FORKED = None
+        be.close()
+    assert out == [(2, 1, here), (2, 1, here)]  # a share of 2 cores, decoded on 1 thread

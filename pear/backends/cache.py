@@ -30,6 +30,7 @@ process killed mid-write leaves the previous consistent state.
 from __future__ import annotations
 
 import hashlib
+import os
 import json
 import sqlite3
 import threading
@@ -208,6 +209,8 @@ class CachedBackend:
 
     def _connect(self) -> sqlite3.Connection:
         """This thread's connection (opened on first use, WAL mode, table created)."""
+        if getattr(self, "_pid", None) != os.getpid():  # a forked worker: its own connections
+            self._pid, self._local, self._connections = os.getpid(), threading.local(), []
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             return conn

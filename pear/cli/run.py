@@ -83,7 +83,8 @@ def add_run(sub: Any) -> None:
     r.add_argument("--quiet", action="store_true", help="no progress bar")
     r.add_argument("--workers", type=positive, default=None,
                    help="processes that run the grid (default: every core for the simulated "
-                   "backend, else 1); the records are the same for any number")
+                   "backend, one per core up to 4 for llamacpp, each on its share of the "
+                   "cores, else 1); the records are the same for any number")
     add_plugin_argument(r)
     r.add_argument("--tensor-parallel-size", type=positive,
                    help="vllm: GPUs per model (tensor parallel)")
@@ -256,7 +257,8 @@ def add_branch(sub: Any) -> None:
     b.add_argument("--quiet", action="store_true", help="no progress bar")
     b.add_argument("--workers", type=positive, default=None,
                    help="processes that run the branches (default: every core for the "
-                   "simulated backend, else 1); the records are the same for any number")
+                   "simulated backend, one per core up to 4 for llamacpp, else 1); the "
+                   "records are the same for any number")
     add_plugin_argument(b)
     b.set_defaults(handler=_cmd_branch)
 

@@ -24,19 +24,28 @@ POPULATION_ENV = "PEAR_POPULATION"
 sets it for the notebooks' kernels); unset: :data:`pear.sim.population.BUILD_DEFAULT`."""
 
 
+LLAMACPP_WORKERS_MAX = 4
+"""At most this many llama.cpp processes run a grid (each holds its own KV streams, about
+0.75 GB for SmolLM2; our choice)."""
+
+
 def default_workers(backend: str) -> int:
     """Processes a grid on ``backend`` runs in by default (:func:`pear.runs.runner.run`'s
-    ``workers``): every core for the simulated backend (its agents are arithmetic), one for
-    a real model (one engine serves the batch).  In a Slurm task, the CPUs Slurm gave it
+    ``workers``): every core for the simulated backend (its agents are arithmetic); for the
+    embedded llama.cpp model one per core, at most :data:`LLAMACPP_WORKERS_MAX`, each
+    decoding on its share of the cores (:mod:`pear.backends.llamacpp`: two one-thread
+    processes ran the smoke grid 1.38x faster than one of two threads); one for a server or
+    GPU engine (one engine serves the batch).  In a Slurm task, the CPUs Slurm gave it
     (``SLURM_CPUS_PER_TASK``): a launch's shards are its parallelism, each on what it asked.
 
-    >>> default_workers("llamacpp")
+    >>> default_workers("vllm")
     1
     """
-    if backend != "simulated":
+    if backend not in ("simulated", "llamacpp"):
         return 1
     slurm = os.environ.get("SLURM_CPUS_PER_TASK", "")
-    return int(slurm) if slurm.isdigit() and int(slurm) >= 1 else usable_cores()
+    cores = int(slurm) if slurm.isdigit() and int(slurm) >= 1 else usable_cores()
+    return cores if backend == "simulated" else min(cores, LLAMACPP_WORKERS_MAX)
 
 
 def sim_population(population: str | None = None) -> str:

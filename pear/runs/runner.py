@@ -82,8 +82,9 @@ def run(exp: Experiment, backend: Any | Callable[[str], Any], out_dir: str | os.
     """Run every missing debate of ``exp`` into ``out_dir``.
 
     ``workers``: processes that run the grid's chunks (disjoint parts of it); the records
-    are the same for any number (:func:`pear.runs.factory.default_workers` gives the CLI's
-    default).
+    are the same for any number, but for what a model's prefix cache saved (llama.cpp's
+    ``tokens.cached`` depends on which requests shared a process)
+    (:func:`pear.runs.factory.default_workers` gives the CLI's default).
 
     ``stop`` (e.g. set by a scheduler's SIGTERM) is asked after every chunk: when it
     answers True the debates in flight have finished and are recorded, and the run returns
