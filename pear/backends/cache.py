@@ -30,8 +30,8 @@ process killed mid-write leaves the previous consistent state.
 from __future__ import annotations
 
 import hashlib
-import os
 import json
+import os
 import sqlite3
 import threading
 import time

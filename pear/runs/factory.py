@@ -34,7 +34,8 @@ def default_workers(backend: str) -> int:
     ``workers``): every core for the simulated backend (its agents are arithmetic); for the
     embedded llama.cpp model one per core, at most :data:`LLAMACPP_WORKERS_MAX`, each
     decoding on its share of the cores (:mod:`pear.backends.llamacpp`: two one-thread
-    processes ran the smoke grid 1.38x faster than one of two threads); one for a server or
+    processes ran a grid of two equal parts 1.38x faster than one of two threads; the smoke
+    grid, whose last part runs alone, 7%); one for a server or
     GPU engine (one engine serves the batch).  In a Slurm task, the CPUs Slurm gave it
     (``SLURM_CPUS_PER_TASK``): a launch's shards are its parallelism, each on what it asked.
 
