@@ -164,7 +164,7 @@ def _decode_in_a_worker(requests: list[Request]) -> tuple[int, int, list[str]]:
 @pytest.mark.timeout(120)
 def test_forked_workers_decode_on_their_share_of_the_cores_with_the_same_texts(monkeypatch):
     """A grid's worker processes (pear.parallel.fork_map, as pear.runs.runner forks them) use
-    their share of the cores; forked after this process decoded on two threads, each decodes
+    their share of the cores; forked after this process decoded on several threads, each decodes
     on one (GNU OpenMP hangs starting a team in such a child) and writes the same texts."""
     global _FORKED
     from pear import parallel
