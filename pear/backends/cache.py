@@ -113,6 +113,7 @@ class CachedBackend:
         self.misses = 0
         self.calls = 0
         self._lock = threading.Lock()
+        self._pid = os.getpid()  # the process whose connections these are
         self._local = threading.local()
         self._connections: list[sqlite3.Connection] = []
         self._connect()  # create the file and table now, so a bad path fails here
@@ -209,7 +210,7 @@ class CachedBackend:
 
     def _connect(self) -> sqlite3.Connection:
         """This thread's connection (opened on first use, WAL mode, table created)."""
-        if getattr(self, "_pid", None) != os.getpid():  # a forked worker: its own connections
+        if self._pid != os.getpid():  # a forked worker: its own connections
             self._pid, self._local, self._connections = os.getpid(), threading.local(), []
         conn = getattr(self._local, "conn", None)
         if conn is not None:
