@@ -18,38 +18,54 @@ from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor, wait
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
-__all__ = ["usable_cores", "cores_per_process", "fork_map"]
+__all__ = ["CORES_ENV", "usable_cores", "cores_per_process", "fork_map"]
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 
+CORES_ENV = "PEAR_CORES"
+"""At most this many cores for this process and its children (a positive integer): what a
+parent that runs several processes side by side (``pear paper``'s notebooks) gives each."""
+
+
 def usable_cores() -> int:
     """The cores this process may run on: its CPU affinity (what ``taskset``, cgroups' cpusets
-    and Slurm leave it), else the machine's logical CPUs; at least 1."""
+    and Slurm leave it), else the machine's logical CPUs, at most :data:`CORES_ENV`'s value
+    when set; at least 1."""
     if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return max(1, os.cpu_count() or 1)
+        n = max(1, len(os.sched_getaffinity(0)))
+    else:
+        n = max(1, os.cpu_count() or 1)
+    cap = os.environ.get(CORES_ENV, "").strip()
+    return min(n, int(cap)) if cap.isdigit() and int(cap) >= 1 else n
 
 
-_SHARED_BY: int | None = None
-"""In a worker process of :func:`fork_map`: how many workers share the cores (else None)."""
+_POOL: tuple[int, Any] | None = None
+"""In a worker process of :func:`fork_map`: its pool's workers and the shared count of the
+calls submitted and not yet finished (else None)."""
 
 
 def cores_per_process() -> int:
-    """The cores this process may keep busy: :func:`usable_cores`, or its share of them
-    (at least 1) when it is one of :func:`fork_map`'s ``workers`` worker processes.
+    """The cores this process may keep busy: :func:`usable_cores`, or, in one of
+    :func:`fork_map`'s worker processes, its share of them (at least 1) among the workers that
+    have a call to run now.  The share grows when the pool runs out of calls: the last call
+    left (the tail of a grid) has every core.
 
     >>> cores_per_process() == usable_cores()
     True
     """
     n = usable_cores()
-    return n if _SHARED_BY is None else max(1, n // _SHARED_BY)
+    if _POOL is None:
+        return n
+    workers, unfinished = _POOL
+    return max(1, n // max(1, min(workers, unfinished.value)))
 
 
-def _enter_worker(workers: int, initializer: Callable[..., Any] | None, initargs: tuple) -> None:
-    global _SHARED_BY
-    _SHARED_BY = workers
+def _enter_worker(pool: tuple[int, Any], initializer: Callable[..., Any] | None,
+                  initargs: tuple) -> None:
+    global _POOL
+    _POOL = pool
     if initializer is not None:
         initializer(*initargs)
 
@@ -69,14 +85,15 @@ def fork_map(fn: Callable[[T], R], items: Iterable[T], workers: int | None = Non
     of large items); ``initializer(*initargs)`` runs first in each worker, and ``idle()`` here
     every ``idle_s`` seconds while a result is awaited (say, to show the workers' progress).
     Otherwise the calls run here, one at a time.  In a worker, :func:`cores_per_process` is
-    its share of the cores.  A call that fails raises
+    its share of the cores among the calls not yet finished (submitted ones included, so a
+    worker between two calls keeps its share).  A call that fails raises
     its error here, in its turn; the calls not yet started are then cancelled, as they are
     when the caller stops early (closes the iterator)."""
     workers = usable_cores() if workers is None else int(workers)
     if hasattr(items, "__len__"):
         workers = min(workers, len(items))  # type: ignore[arg-type]
     items = iter(items)
-    head = list(itertools.islice(items, 2))
+    head = list(itertools.islice(items, max(2, workers)))  # counted before any call starts
     if workers < 2 or len(head) < 2:
         yield from map(fn, itertools.chain(head, items))
         return
@@ -85,13 +102,23 @@ def fork_map(fn: Callable[[T], R], items: Iterable[T], workers: int | None = Non
             idle()
         return future.result()
 
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
-                               initializer=_enter_worker,
-                               initargs=(workers, initializer, initargs))
+    fork = multiprocessing.get_context("fork")
+    unfinished = fork.Value("i", len(head))  # shared with the workers by the fork
+
+    def finished(_: Future) -> None:
+        with unfinished.get_lock():
+            unfinished.value -= 1
+
+    pool = ProcessPoolExecutor(workers, mp_context=fork, initializer=_enter_worker,
+                               initargs=((workers, unfinished), initializer, initargs))
     try:
         pending: deque = deque()
-        for item in itertools.chain(head, items):
+        for i, item in enumerate(itertools.chain(head, items)):
+            if i >= len(head):
+                with unfinished.get_lock():
+                    unfinished.value += 1
             pending.append(pool.submit(fn, item))
+            pending[-1].add_done_callback(finished)
             if ahead is not None and len(pending) >= ahead * workers:
                 yield result(pending.popleft())
         while pending:

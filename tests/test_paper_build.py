@@ -383,3 +383,40 @@ def test_a_replay_of_imported_debates_skips_what_they_cannot_answer_among_parall
         ("08_case_study", "ok"), ("09_theory_checks", "skipped")]
     assert "cannot speak to imported debates" in (fig / "theory_checks.md").read_text()
     assert (fig / "case_study.md").read_text() == "x"
+
+
+@pytest.mark.parametrize("backend, cores", [("simulated", ["2", "2"]), ("vllm", ["4", "4"])])
+def test_notebooks_side_by_side_share_the_cores_unless_one_runs_the_model_on_a_server(
+        tmp_path, monkeypatch, backend, cores):
+    """After 00, notebooks run side by side, each kernel told its share of the cores
+    (PEAR_CORES); with a server or GPU engine a notebook that runs the model (12) runs alone,
+    on every core."""
+    import json
+    import os
+    from pear import parallel
+    monkeypatch.setattr(parallel, "usable_cores", lambda: 4)
+    monkeypatch.delenv(parallel.CORES_ENV, raising=False)
+    src = tmp_path / "notebooks"
+    src.mkdir()
+    head = ("# ---\n# jupyter:\n#   kernelspec:\n#     display_name: Python (pear)\n"
+            "#     language: python\n#     name: pear\n# ---\n\n"
+            '# %% tags=["parameters"]\nbackend = ""\n\n')
+    for name in ("08_case_study", "12_robustness"):
+        (src / f"{name}.py").write_text(
+            head + "# %%\nimport os, pathlib, time\ntime.sleep(2)\n"
+            f"pathlib.Path({str(tmp_path)!r}, '{name}.cores').write_text("
+            "os.environ.get('PEAR_CORES', 'unset'))\n")
+    out = tmp_path / "build"
+    (out / "src").mkdir(parents=True)
+    params = {"backend": backend, "preset": "sim", "runs_dir": str(tmp_path / "run"),
+              "commit": "abc"}
+    paper.ensure_kernel()
+    times = paper.BuildTimes(out / paper.TIMES_FILE, params)
+    rc = paper._execute(["08_case_study", "12_robustness"], src, tmp_path / "build",
+                        tmp_path / "figures", params, times)
+    assert rc == 1  # the toy notebooks write none of their outputs
+    assert [(tmp_path / f"{n}.cores").read_text()
+            for n in ("08_case_study", "12_robustness")] == cores
+    notebooks = json.loads((out / paper.TIMES_FILE).read_text())["notebooks"]
+    assert list(notebooks) == ["08_case_study", "12_robustness"]  # build order
+    assert parallel.CORES_ENV not in os.environ

@@ -34,7 +34,8 @@ the ratios ranged as in brackets).
   token decoded in a batch where every token yields logits (:meth:`LlamaCppBackend._admit`).
 * Threads default to the cores this process may keep busy
   (:func:`pear.parallel.cores_per_process`): all of them, or, in one of a grid's forked worker
-  processes (:func:`pear.runs.runner.run` with ``workers``), its share.  On a quiet 2-core
+  processes (:func:`pear.runs.runner.run` with ``workers``), its share, set again before each
+  batch: the grid's last chunks, once the other workers have none left, get every core.  On a quiet 2-core
   machine 2 threads generate 1.66x faster than 1 (88 vs 53 tok/s, 8 requests x 128 tokens),
   and two worker processes of one thread each run a grid faster still (two GSM8K questions of
   the smoke grid, 28 debates: 213 s on one process of 2 threads, 155 s on two of one; 1.38x).
@@ -196,6 +197,12 @@ def _common(kv: list[int], prompt: list[int]) -> int:
 _COPY_MIN = 16  # our choice: copy another sequence's KV stream if it shares 16 more tokens
 
 
+_TEAM_IN: int | None = None
+"""The process that decoded on several threads (GNU OpenMP started a thread team there), by
+any backend of this module: this one, or one it was forked from.  A process forked after that
+decodes on one thread: GNU OpenMP hangs starting a team in such a child."""
+
+
 class LlamaCppBackend:
     """llama.cpp in-process: chat template from the GGUF, seeded sampling, JSON by grammar.
 
@@ -237,8 +244,7 @@ class LlamaCppBackend:
         self.n_ctx, self.n_batch, self.constrained, self.batch = n_ctx, n_batch, constrained, batch
         self._auto_threads = n_threads is None
         self.n_threads = n_threads or cores_per_process()
-        self._pid, self._team_in = os.getpid(), None  # the process that set the threads; that
-        # decoded on several (see the module's notes)
+        self._threads_set = self.n_threads  # what the context decodes on
         self.n_parallel = n_parallel if batch else 1
         self._sha256: str | None = None
         self._options = {"flash_attn_type": 0, **kwargs}
@@ -335,17 +341,19 @@ class LlamaCppBackend:
         return results  # type: ignore[return-value]
 
     def _fit_threads(self) -> None:
-        """In a process forked after construction: this process's share of the cores (or the
-        ``n_threads`` given), one thread where the parent has decoded on several."""
+        """Before each batch: the threads this process may decode on now, ``n_threads`` as
+        given or its share of the cores (:func:`pear.parallel.cores_per_process`, which grows
+        when a grid's other workers run out of work); one in a process forked after this
+        process or one of its line had decoded on several (:data:`_TEAM_IN`)."""
+        global _TEAM_IN
         pid = os.getpid()
-        if pid != self._pid:
-            n = cores_per_process() if self._auto_threads else self.n_threads
-            if self._team_in is not None:
-                n = 1
+        n = 1 if _TEAM_IN not in (None, pid) else \
+            cores_per_process() if self._auto_threads else self.n_threads
+        if n != self._threads_set:
             self._lib.llama_set_n_threads(self._ctx, n, n)
-            self._pid, self._team_in, self.n_threads = pid, None, n
-        if self.n_threads > 1:
-            self._team_in = pid
+            self._threads_set = self.n_threads = n
+        if n > 1:
+            _TEAM_IN = pid
 
     def _job(self, index: int, req: Request) -> _Job:
         """Render the chat template and tokenize."""

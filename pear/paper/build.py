@@ -18,6 +18,7 @@ True
 """
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -29,7 +30,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from pear.catalog.labels import DATASETS, method_order, evidence_mark
-from pear.parallel import fork_map, usable_cores
+from pear.parallel import CORES_ENV, cores_per_process, fork_map, usable_cores
 from pear.paths import EXECUTED_DIR, SITE_DIR, cache_path, write_json
 from pear.analysis.report import FIGURES_ENV, figures_dir
 from pear.paper import provenance, study
@@ -363,8 +364,8 @@ def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", run
                                params=params, started=started, previous=previous)
             times.add("results site", time.perf_counter() - t0, "ok")
             print(f"whole build: {times.wall():.1f} s ({times.total():.1f} s of notebook "
-                  f"time: notebooks {READ_ONLY[0][:2]}-{READ_ONLY[-1][:2]} ran "
-                  f"{read_only_at_once()} at a time; per notebook: {times.path})", flush=True)
+                  f"time: after notebook 00, {at_once()} at a time; per notebook: "
+                  f"{times.path})", flush=True)
         elif rc == 0:  # e.g. ONLY=09,10,11,12: the studies record beside the run, not in it
             print(f"results site skipped: no run directory {params['runs_dir']} (build "
                   "notebook 00 to record the grid)", flush=True)
@@ -377,14 +378,27 @@ def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", run
                 os.environ[k] = v
 
 
-READ_ONLY = NOTEBOOKS[1:10]
-"""Notebooks that only read the recorded run, on one core each (01-09): consecutive ones
-run :func:`read_only_at_once` at a time, each in a process of its own (their outputs do not
-depend on it; ``time per notebook`` is then each one's own wall time)."""
+RUNS_THE_MODEL = ("00_run_experiments", "10_temperature_sweep", "11_early_stop", "12_robustness",
+                  "15_your_method", "16_counterfactual")
+"""The notebooks that call the build's backend (00 records the grid the others read)."""
+
+SIDE_BY_SIDE = ("llamacpp", "simulated", "replay")
+"""Backends that run on this machine's cores.  After notebook 00 (every other notebook reads
+its grid; none reads another's outputs) the notebooks run :func:`at_once` at a time, longest
+first, each kernel told its share of the cores (:data:`pear.parallel.CORES_ENV`: a llama.cpp
+model decodes on one thread beside another notebook, on every core once it is the last one
+left).  With a server or a GPU engine (one model in memory) a notebook of
+:data:`RUNS_THE_MODEL` runs alone.  ``time per notebook`` is each one's own wall time."""
+
+TYPICAL_S = {"12_robustness": 56, "14_calibration": 38, "15_your_method": 79,
+             "17_real_debates": 47, "10_temperature_sweep": 19}
+"""Seconds a notebook took (the default smoke build on llama.cpp, 2 cores, 2026-11-27): the
+order in which side-by-side notebooks start, longest first, when no earlier build on the same
+backend has timed them (the order changes no output)."""
 
 
-def read_only_at_once() -> int:
-    """How many :data:`READ_ONLY` notebooks run at once: one per core."""
+def at_once() -> int:
+    """How many notebooks run at once after notebook 00: one per core."""
     return usable_cores()
 
 
@@ -393,13 +407,15 @@ def _execute(names: Sequence[str], src_dir: Path, out_dir: Path, fig_dir: Path,
     print(f"pear paper: {len(names)} notebooks, backend {params['backend']}, preset "
           f"{params['preset']}, runs {params['runs_dir']}, figures {fig_dir}", flush=True)
     imported = params["backend"] == "replay" and study.is_imported(params["runs_dir"])
+    expected = {**TYPICAL_S, **_earlier_times(out_dir / TIMES_FILE, params["backend"])}
     try:
-        for step in _steps(names):
+        for step in _steps(names, params["backend"]):
             skipped = [n for n in step if imported and n in NOT_FOR_IMPORTED]
-            todo = [n for n in step if n not in skipped]
+            todo = sorted((n for n in step if n not in skipped),
+                          key=lambda n: -expected.get(n, 0.0))  # longest first
             done = dict(zip(todo, fork_map(
-                partial(_notebook, src_dir=src_dir, out_dir=out_dir, params=params), todo,
-                read_only_at_once())))
+                partial(_notebook, src_dir=src_dir, out_dir=out_dir, params=params,
+                        together=len(todo) > 1), todo, at_once())))
             failed = False
             for name in step:  # in build order
                 if name in skipped:
@@ -439,21 +455,47 @@ def _execute(names: Sequence[str], src_dir: Path, out_dir: Path, fig_dir: Path,
     return 0
 
 
-def _steps(names: Sequence[str]) -> list[list[str]]:
-    """``names`` in order, consecutive :data:`READ_ONLY` notebooks taken together."""
+def _steps(names: Sequence[str], backend: str) -> list[list[str]]:
+    """``names`` in order, grouped into the steps that run one after another: notebook 00
+    alone; the others together, except that on a backend not in :data:`SIDE_BY_SIDE` each
+    of :data:`RUNS_THE_MODEL` is a step of its own.
+
+    >>> _steps(["00_run_experiments", "01_main_results", "12_robustness", "13_claims"], "vllm")
+    [['00_run_experiments'], ['01_main_results'], ['12_robustness'], ['13_claims']]
+    >>> _steps(["00_run_experiments", "01_main_results", "12_robustness", "13_claims"],
+    ...        "llamacpp")
+    [['00_run_experiments'], ['01_main_results', '12_robustness', '13_claims']]
+    """
     steps: list[list[str]] = []
+    alone = True
     for name in names:
-        if steps and name in READ_ONLY and steps[-1][-1] in READ_ONLY:
+        was_alone = alone
+        alone = name == NOTEBOOKS[0] or (backend not in SIDE_BY_SIDE and name in RUNS_THE_MODEL)
+        if steps and not alone and not was_alone:
             steps[-1].append(name)
         else:
             steps.append([name])
     return steps
 
 
-def _notebook(name: str, src_dir: Path, out_dir: Path, params: Mapping[str, Any]
-              ) -> tuple[float, str | None]:
-    """Execute notebook ``name`` (jupytext to ``out_dir/src``, papermill into ``out_dir``):
-    its wall time and None, or the error that stopped it."""
+def _earlier_times(path: Path, backend: str) -> dict[str, float]:
+    """Each notebook's seconds in the last build (:data:`TIMES_FILE`) if it ran on
+    ``backend``, else {}."""
+    try:
+        data = json.loads(path.read_text())
+        if data.get("backend") != backend:
+            return {}
+        return {n: float(e["seconds"]) for n, e in data["notebooks"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def _notebook(name: str, src_dir: Path, out_dir: Path, params: Mapping[str, Any],
+              together: bool = False) -> tuple[float, str | None]:
+    """Execute notebook ``name`` (jupytext to ``out_dir/src``, papermill into ``out_dir``),
+    its kernel told the cores it may keep busy (:data:`pear.parallel.CORES_ENV`: this
+    process's share, ``together`` with other notebooks): its wall time and None, or the
+    error that stopped it."""
     import jupytext
     import papermill
     src = src_dir / f"{name}.py"
@@ -467,16 +509,23 @@ def _notebook(name: str, src_dir: Path, out_dir: Path, params: Mapping[str, Any]
     # every 1.5 s) relayed as each arrives, in place of papermill's cell bar; notebooks run
     # together show neither
     stream = name == NOTEBOOKS[0]
+    cores = os.environ.get(CORES_ENV)
+    os.environ[CORES_ENV] = str(cores_per_process())  # inherited by the kernel
     t0 = time.perf_counter()
     try:
         papermill.execute_notebook(
             str(ipynb), str(executed), parameters=given, kernel_name=KERNEL,
-            progress_bar=not stream and name not in READ_ONLY, cwd=str(REPO_ROOT),
+            progress_bar=not stream and not together, cwd=str(REPO_ROOT),
             stdout_file=sys.stdout if stream else None,
             stderr_file=sys.stderr if stream else None,
             kernel_manager_class=ipc_kernel_manager())
     except Exception as err:  # noqa: BLE001 - papermill/kernel errors end the build
         return time.perf_counter() - t0, str(err)
+    finally:
+        if cores is None:
+            os.environ.pop(CORES_ENV, None)
+        else:
+            os.environ[CORES_ENV] = cores
     return time.perf_counter() - t0, None
 
 
