@@ -18,27 +18,26 @@ from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor, wait
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
-__all__ = ["CORES_ENV", "usable_cores", "cores_per_process", "fork_map"]
+__all__ = ["THREADS_ENV", "usable_cores", "cores_per_process", "threads_per_process",
+           "fork_map"]
 
 T = TypeVar("T")
 R = TypeVar("R")
 
 
-CORES_ENV = "PEAR_CORES"
-"""At most this many cores for this process and its children (a positive integer): what a
-parent that runs several processes side by side (``pear paper``'s notebooks) gives each."""
+THREADS_ENV = "PEAR_THREADS"
+"""At most this many threads for a thread team that spins while it waits (llama.cpp's OpenMP
+team; :func:`threads_per_process`): what a parent that runs several processes side by side
+(``pear paper``'s notebooks) gives each, where two such teams on the same cores would crawl.
+Worker processes are not capped by it: the system shares the cores among them."""
 
 
 def usable_cores() -> int:
     """The cores this process may run on: its CPU affinity (what ``taskset``, cgroups' cpusets
-    and Slurm leave it), else the machine's logical CPUs, at most :data:`CORES_ENV`'s value
-    when set; at least 1."""
+    and Slurm leave it), else the machine's logical CPUs; at least 1."""
     if hasattr(os, "sched_getaffinity"):
-        n = max(1, len(os.sched_getaffinity(0)))
-    else:
-        n = max(1, os.cpu_count() or 1)
-    cap = os.environ.get(CORES_ENV, "").strip()
-    return min(n, int(cap)) if cap.isdigit() and int(cap) >= 1 else n
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
 
 
 _POOL: tuple[int, Any] | None = None
@@ -60,6 +59,18 @@ def cores_per_process() -> int:
         return n
     workers, unfinished = _POOL
     return max(1, n // max(1, min(workers, unfinished.value)))
+
+
+def threads_per_process() -> int:
+    """The threads a spinning thread team of this process may have: :func:`cores_per_process`,
+    at most :data:`THREADS_ENV`'s value when set (a positive integer).
+
+    >>> threads_per_process() <= cores_per_process()
+    True
+    """
+    n = cores_per_process()
+    cap = os.environ.get(THREADS_ENV, "").strip()
+    return min(n, int(cap)) if cap.isdigit() and int(cap) >= 1 else n
 
 
 def _enter_worker(pool: tuple[int, Any], initializer: Callable[..., Any] | None,

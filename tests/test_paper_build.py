@@ -385,17 +385,19 @@ def test_a_replay_of_imported_debates_skips_what_they_cannot_answer_among_parall
     assert (fig / "case_study.md").read_text() == "x"
 
 
-@pytest.mark.parametrize("backend, cores", [("simulated", ["2", "2"]), ("vllm", ["4", "4"])])
+@pytest.mark.parametrize("backend, cores", [("simulated", ["2 2", "2 2"]),
+                                            ("vllm", ["unset unset", "unset unset"])])
 def test_notebooks_side_by_side_share_the_cores_unless_one_runs_the_model_on_a_server(
         tmp_path, monkeypatch, backend, cores):
     """After 00, notebooks run side by side, each kernel told its share of the cores
-    (PEAR_CORES); with a server or GPU engine a notebook that runs the model (12) runs alone,
-    on every core."""
+    (PEAR_THREADS for llama.cpp's thread team, and numpy's BLAS threads); with a server or GPU
+    engine a notebook that runs the model (12) runs alone, its threads not capped."""
     import json
     import os
     from pear import parallel
     monkeypatch.setattr(parallel, "usable_cores", lambda: 4)
-    monkeypatch.delenv(parallel.CORES_ENV, raising=False)
+    monkeypatch.delenv(parallel.THREADS_ENV, raising=False)
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
     src = tmp_path / "notebooks"
     src.mkdir()
     head = ("# ---\n# jupyter:\n#   kernelspec:\n#     display_name: Python (pear)\n"
@@ -405,7 +407,8 @@ def test_notebooks_side_by_side_share_the_cores_unless_one_runs_the_model_on_a_s
         (src / f"{name}.py").write_text(
             head + "# %%\nimport os, pathlib, time\ntime.sleep(2)\n"
             f"pathlib.Path({str(tmp_path)!r}, '{name}.cores').write_text("
-            "os.environ.get('PEAR_CORES', 'unset'))\n")
+            "os.environ.get('PEAR_THREADS', 'unset') + ' ' + "
+            "os.environ.get('OPENBLAS_NUM_THREADS', 'unset'))\n")
     out = tmp_path / "build"
     (out / "src").mkdir(parents=True)
     params = {"backend": backend, "preset": "sim", "runs_dir": str(tmp_path / "run"),
@@ -419,4 +422,4 @@ def test_notebooks_side_by_side_share_the_cores_unless_one_runs_the_model_on_a_s
             for n in ("08_case_study", "12_robustness")] == cores
     notebooks = json.loads((out / paper.TIMES_FILE).read_text())["notebooks"]
     assert list(notebooks) == ["08_case_study", "12_robustness"]  # build order
-    assert parallel.CORES_ENV not in os.environ
+    assert parallel.THREADS_ENV not in os.environ and "OPENBLAS_NUM_THREADS" not in os.environ

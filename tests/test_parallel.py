@@ -72,11 +72,12 @@ def _cores(_: int) -> int:
     return parallel.cores_per_process()
 
 
-def test_the_cores_env_caps_what_a_process_may_use(monkeypatch):
+def test_the_threads_env_caps_a_thread_team_not_the_cores(monkeypatch):
     everything = parallel.usable_cores()
-    monkeypatch.setenv(parallel.CORES_ENV, "1")
-    assert parallel.usable_cores() == 1
-    monkeypatch.setenv(parallel.CORES_ENV, str(everything + 5))
-    assert parallel.usable_cores() == everything  # a cap, not more than the affinity gives
-    monkeypatch.setenv(parallel.CORES_ENV, "zero")
-    assert parallel.usable_cores() == everything
+    monkeypatch.setenv(parallel.THREADS_ENV, "1")
+    assert parallel.threads_per_process() == 1
+    assert parallel.usable_cores() == parallel.cores_per_process() == everything
+    monkeypatch.setenv(parallel.THREADS_ENV, str(everything + 5))
+    assert parallel.threads_per_process() == everything  # a cap, never more than the cores
+    monkeypatch.setenv(parallel.THREADS_ENV, "zero")
+    assert parallel.threads_per_process() == everything

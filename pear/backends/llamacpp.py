@@ -33,7 +33,7 @@ the ratios ranged as in brackets).
   turns it on for CPUs; with it outputs changed with batch composition) and the last prompt
   token decoded in a batch where every token yields logits (:meth:`LlamaCppBackend._admit`).
 * Threads default to the cores this process may keep busy
-  (:func:`pear.parallel.cores_per_process`): all of them, or, in one of a grid's forked worker
+  (:func:`pear.parallel.threads_per_process`): all of them, or, in one of a grid's forked worker
   processes (:func:`pear.runs.runner.run` with ``workers``), its share, set again before each
   batch: the grid's last chunks, once the other workers have none left, get every core.  On a quiet 2-core
   machine 2 threads generate 1.66x faster than 1 (88 vs 53 tok/s, 8 requests x 128 tokens),
@@ -58,7 +58,7 @@ from typing import Any, Sequence
 
 from pear.core.backend import BackendError, Completion, Request
 from pear.core.hashing import file_sha256
-from pear.parallel import cores_per_process
+from pear.parallel import threads_per_process
 
 __all__ = ["LlamaCppBackend", "default_model_path", "schema_grammar"]
 
@@ -243,7 +243,7 @@ class LlamaCppBackend:
         self.model_path, self.verbose, self.version = path, verbose, llama_cpp.__version__
         self.n_ctx, self.n_batch, self.constrained, self.batch = n_ctx, n_batch, constrained, batch
         self._auto_threads = n_threads is None
-        self.n_threads = n_threads or cores_per_process()
+        self.n_threads = n_threads or threads_per_process()
         self._threads_set = self.n_threads  # what the context decodes on
         self.n_parallel = n_parallel if batch else 1
         self._sha256: str | None = None
@@ -342,13 +342,13 @@ class LlamaCppBackend:
 
     def _fit_threads(self) -> None:
         """Before each batch: the threads this process may decode on now, ``n_threads`` as
-        given or its share of the cores (:func:`pear.parallel.cores_per_process`, which grows
+        given or its share of the cores (:func:`pear.parallel.threads_per_process`, which grows
         when a grid's other workers run out of work); one in a process forked after this
         process or one of its line had decoded on several (:data:`_TEAM_IN`)."""
         global _TEAM_IN
         pid = os.getpid()
         n = 1 if _TEAM_IN not in (None, pid) else \
-            cores_per_process() if self._auto_threads else self.n_threads
+            threads_per_process() if self._auto_threads else self.n_threads
         if n != self._threads_set:
             self._lib.llama_set_n_threads(self._ctx, n, n)
             self._threads_set = self.n_threads = n

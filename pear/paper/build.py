@@ -30,7 +30,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from pear.catalog.labels import DATASETS, method_order, evidence_mark
-from pear.parallel import CORES_ENV, cores_per_process, fork_map, usable_cores
+from pear.parallel import THREADS_ENV, cores_per_process, fork_map, usable_cores
 from pear.paths import EXECUTED_DIR, SITE_DIR, cache_path, write_json
 from pear.analysis.report import FIGURES_ENV, figures_dir
 from pear.paper import provenance, study
@@ -385,9 +385,9 @@ RUNS_THE_MODEL = ("00_run_experiments", "10_temperature_sweep", "11_early_stop",
 SIDE_BY_SIDE = ("llamacpp", "simulated", "replay")
 """Backends that run on this machine's cores.  After notebook 00 (every other notebook reads
 its grid; none reads another's outputs) the notebooks run :func:`at_once` at a time, longest
-first, each kernel told its share of the cores (:data:`pear.parallel.CORES_ENV`: a llama.cpp
-model decodes on one thread beside another notebook, on every core once it is the last one
-left).  With a server or a GPU engine (one model in memory) a notebook of
+first, each kernel's spinning thread teams kept to its share of the cores
+(:data:`pear.parallel.THREADS_ENV`, :data:`BLAS_THREADS_ENV`: a llama.cpp model decodes on one
+thread beside another notebook; worker processes, e.g. Math-Verify's, are not capped).  With a server or a GPU engine (one model in memory) a notebook of
 :data:`RUNS_THE_MODEL` runs alone.  ``time per notebook`` is each one's own wall time."""
 
 TYPICAL_S = {"12_robustness": 56, "14_calibration": 38, "15_your_method": 79,
@@ -395,6 +395,11 @@ TYPICAL_S = {"12_robustness": 56, "14_calibration": 38, "15_your_method": 79,
 """Seconds a notebook took (the default smoke build on llama.cpp, 2 cores, 2026-11-27): the
 order in which side-by-side notebooks start, longest first, when no earlier build on the same
 backend has timed them (the order changes no output)."""
+
+
+BLAS_THREADS_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+"""Set, with :data:`pear.parallel.THREADS_ENV`, to a side-by-side kernel's share of the cores:
+numpy's linear algebra keeps to it (its threads spin while they wait)."""
 
 
 def at_once() -> int:
@@ -493,9 +498,9 @@ def _earlier_times(path: Path, backend: str) -> dict[str, float]:
 def _notebook(name: str, src_dir: Path, out_dir: Path, params: Mapping[str, Any],
               together: bool = False) -> tuple[float, str | None]:
     """Execute notebook ``name`` (jupytext to ``out_dir/src``, papermill into ``out_dir``),
-    its kernel told the cores it may keep busy (:data:`pear.parallel.CORES_ENV`: this
-    process's share, ``together`` with other notebooks): its wall time and None, or the
-    error that stopped it."""
+    ``together`` with other notebooks its kernel's thread teams kept to this process's share
+    of the cores (:data:`pear.parallel.THREADS_ENV`): its wall time and None, or the error
+    that stopped it."""
     import jupytext
     import papermill
     src = src_dir / f"{name}.py"
@@ -509,8 +514,11 @@ def _notebook(name: str, src_dir: Path, out_dir: Path, params: Mapping[str, Any]
     # every 1.5 s) relayed as each arrives, in place of papermill's cell bar; notebooks run
     # together show neither
     stream = name == NOTEBOOKS[0]
-    cores = os.environ.get(CORES_ENV)
-    os.environ[CORES_ENV] = str(cores_per_process())  # inherited by the kernel
+    share = str(cores_per_process())  # beside other kernels: spinning thread teams (llama.cpp,
+    env = dict.fromkeys((THREADS_ENV, *BLAS_THREADS_ENV), share) if together else {}  # BLAS)
+    # keep to the share, inherited by the kernel; its worker processes share the cores freely
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
     t0 = time.perf_counter()
     try:
         papermill.execute_notebook(
@@ -522,10 +530,11 @@ def _notebook(name: str, src_dir: Path, out_dir: Path, params: Mapping[str, Any]
     except Exception as err:  # noqa: BLE001 - papermill/kernel errors end the build
         return time.perf_counter() - t0, str(err)
     finally:
-        if cores is None:
-            os.environ.pop(CORES_ENV, None)
-        else:
-            os.environ[CORES_ENV] = cores
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
     return time.perf_counter() - t0, None
 
 
