@@ -35,12 +35,13 @@ the ratios ranged as in brackets).
 * Threads default to the cores this process may keep busy
   (:func:`pear.parallel.threads_per_process`): all of them, or, in one of a grid's forked worker
   processes (:func:`pear.runs.runner.run` with ``workers``), its share, set again before each
-  batch: the grid's last chunks, once the other workers have none left, get every core.  On a quiet 2-core
-  machine 2 threads generate 1.66x faster than 1 (88 vs 53 tok/s, 8 requests x 128 tokens),
-  and two worker processes of one thread each run a grid faster still (two GSM8K questions of
-  the smoke grid, 28 debates: 213 s on one process of 2 threads, 155 s on two of one; 1.38x).
-  With other processes on the cores, 2 OpenMP threads decoded 4x slower than 1 (busy-wait
-  barriers): pass ``n_threads=1`` then.  Texts do not depend on the thread count (checked).
+  batch: the grid's last chunks, once the other workers have none left, get every core.  On a
+  quiet 2-core machine 2 threads generate 1.66x faster than 1 (88 vs 53 tok/s, 8 requests x
+  128 tokens), and two worker processes of one thread each run a grid faster still (two GSM8K
+  questions of the smoke grid, 28 debates: 213 s on one process of 2 threads, 155 s on two of
+  one; 1.38x).  With other processes on the cores, 2 OpenMP threads decoded 4x slower than 1
+  (busy-wait barriers): pass ``n_threads=1`` then, or cap every backend of a process with
+  :data:`pear.parallel.THREADS_ENV` (``pear paper`` does, for notebooks side by side).  Texts do not depend on the thread count (checked).
   A process forked from one that has decoded on several threads decodes on one: GNU OpenMP
   cannot start a thread team in such a child (it hangs).
 """

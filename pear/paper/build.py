@@ -387,8 +387,9 @@ SIDE_BY_SIDE = ("llamacpp", "simulated", "replay")
 its grid; none reads another's outputs) the notebooks run :func:`at_once` at a time, longest
 first, each kernel's spinning thread teams kept to its share of the cores
 (:data:`pear.parallel.THREADS_ENV`, :data:`BLAS_THREADS_ENV`: a llama.cpp model decodes on one
-thread beside another notebook; worker processes, e.g. Math-Verify's, are not capped).  With a server or a GPU engine (one model in memory) a notebook of
-:data:`RUNS_THE_MODEL` runs alone.  ``time per notebook`` is each one's own wall time."""
+thread beside another notebook; worker processes, e.g. Math-Verify's, are not capped).  With
+a server or a GPU engine (one model in memory) a notebook of :data:`RUNS_THE_MODEL` runs
+alone.  ``time per notebook`` is each one's own wall time."""
 
 TYPICAL_S = {"12_robustness": 56, "14_calibration": 38, "15_your_method": 79,
              "17_real_debates": 47, "10_temperature_sweep": 19}
@@ -514,9 +515,10 @@ def _notebook(name: str, src_dir: Path, out_dir: Path, params: Mapping[str, Any]
     # every 1.5 s) relayed as each arrives, in place of papermill's cell bar; notebooks run
     # together show neither
     stream = name == NOTEBOOKS[0]
-    share = str(cores_per_process())  # beside other kernels: spinning thread teams (llama.cpp,
-    env = dict.fromkeys((THREADS_ENV, *BLAS_THREADS_ENV), share) if together else {}  # BLAS)
-    # keep to the share, inherited by the kernel; its worker processes share the cores freely
+    # beside other kernels, the kernel's spinning thread teams (llama.cpp, BLAS) keep to this
+    # process's share of the cores; its worker processes share them freely
+    share = str(cores_per_process())
+    env = dict.fromkeys((THREADS_ENV, *BLAS_THREADS_ENV), share) if together else {}
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     t0 = time.perf_counter()
