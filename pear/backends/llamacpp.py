@@ -244,8 +244,7 @@ class LlamaCppBackend:
         self.model_path, self.verbose, self.version = path, verbose, llama_cpp.__version__
         self.n_ctx, self.n_batch, self.constrained, self.batch = n_ctx, n_batch, constrained, batch
         self._auto_threads = n_threads is None
-        self.n_threads = n_threads or threads_per_process()
-        self._threads_set = self.n_threads  # what the context decodes on
+        self.n_threads = n_threads or threads_per_process()  # what the context decodes on
         self.n_parallel = n_parallel if batch else 1
         self._sha256: str | None = None
         self._options = {"flash_attn_type": 0, **kwargs}
@@ -350,9 +349,9 @@ class LlamaCppBackend:
         pid = os.getpid()
         n = 1 if _TEAM_IN not in (None, pid) else \
             threads_per_process() if self._auto_threads else self.n_threads
-        if n != self._threads_set:
+        if n != self.n_threads:
             self._lib.llama_set_n_threads(self._ctx, n, n)
-            self._threads_set = self.n_threads = n
+            self.n_threads = n
         if n > 1:
             _TEAM_IN = pid
 

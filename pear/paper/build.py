@@ -18,6 +18,7 @@ True
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -25,7 +26,7 @@ import time
 from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import pandas as pd
 
@@ -347,11 +348,9 @@ def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", run
            DROP_ENV: "1" if drop_invalid else ""}
     if population:
         env[POPULATION_ENV] = population
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    started = time.time()
-    times = BuildTimes(out_dir / TIMES_FILE, params)
-    try:
+    with _environ(env):
+        started = time.time()
+        times = BuildTimes(out_dir / TIMES_FILE, params)
         rc = _execute(names, src_dir, out_dir, fig_dir, params, times)
         if rc == 0 and Path(params["runs_dir"]).is_dir():
             site = Path(site_dir) if site_dir else SITE_DIR
@@ -370,12 +369,6 @@ def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", run
             print(f"results site skipped: no run directory {params['runs_dir']} (build "
                   "notebook 00 to record the grid)", flush=True)
         return rc
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 RUNS_THE_MODEL = ("00_run_experiments", "10_temperature_sweep", "11_early_stop", "12_robustness",
@@ -461,6 +454,22 @@ def _execute(names: Sequence[str], src_dir: Path, out_dir: Path, fig_dir: Path,
     return 0
 
 
+@contextlib.contextmanager
+def _environ(env: Mapping[str, str]) -> Iterator[None]:
+    """``env`` set in this process's environment (and so in the kernels it starts) for the
+    ``with`` block, each variable put back as it was after it."""
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def _steps(names: Sequence[str], backend: str) -> list[list[str]]:
     """``names`` in order, grouped into the steps that run one after another: notebook 00
     alone; the others together, except that on a backend not in :data:`SIDE_BY_SIDE` each
@@ -519,24 +528,17 @@ def _notebook(name: str, src_dir: Path, out_dir: Path, params: Mapping[str, Any]
     # process's share of the cores; its worker processes share them freely
     share = str(cores_per_process())
     env = dict.fromkeys((THREADS_ENV, *BLAS_THREADS_ENV), share) if together else {}
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
     t0 = time.perf_counter()
     try:
-        papermill.execute_notebook(
-            str(ipynb), str(executed), parameters=given, kernel_name=KERNEL,
-            progress_bar=not stream and not together, cwd=str(REPO_ROOT),
-            stdout_file=sys.stdout if stream else None,
-            stderr_file=sys.stderr if stream else None,
-            kernel_manager_class=ipc_kernel_manager())
+        with _environ(env):
+            papermill.execute_notebook(
+                str(ipynb), str(executed), parameters=given, kernel_name=KERNEL,
+                progress_bar=not stream and not together, cwd=str(REPO_ROOT),
+                stdout_file=sys.stdout if stream else None,
+                stderr_file=sys.stderr if stream else None,
+                kernel_manager_class=ipc_kernel_manager())
     except Exception as err:  # noqa: BLE001 - papermill/kernel errors end the build
         return time.perf_counter() - t0, str(err)
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
     return time.perf_counter() - t0, None
 
 
