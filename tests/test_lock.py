@@ -102,3 +102,23 @@ def test_make_lock_check_exits_1_and_names_the_difference(project):
                         capture_output=True, text=True)
     assert ok.returncode == 0, ok.stderr
     assert "agrees with pyproject.toml" in ok.stdout
+
+
+def _awk(*args: str, text: str) -> str:
+    return subprocess.run(["awk", *args, "-f", str(ROOT / "scripts" / "llama-pin.awk")],
+                          input=text, capture_output=True, text=True, check=True).stdout
+
+
+def test_llama_pin_awk_splits_the_lock_into_the_llama_entry_and_the_rest():
+    """scripts/llama-pin.awk: the entry (pin line and its hash lines) that llama-wheel.sh
+    builds, and, with rest=1, the lines the Makefile installs beside it; together the lock."""
+    text = ("a==1 \\\n    --hash=sha256:aa\nllama-cpp-python==0.3.36 \\\n    --hash=sha256:b1 \\\n"
+            "    --hash=sha256:b2\n    # via pear\nz==2 \\\n    --hash=sha256:zz\n")
+    entry = _awk(text=text)
+    rest = _awk("-v", "rest=1", text=text)
+    assert entry == "llama-cpp-python==0.3.36 \\\n    --hash=sha256:b1 \\\n    --hash=sha256:b2\n"
+    assert rest == "a==1 \\\n    --hash=sha256:aa\n    # via pear\nz==2 \\\n    --hash=sha256:zz\n"
+    real = (ROOT / "requirements" / "cpu.txt").read_text()
+    assert _awk(text=real).startswith("llama-cpp-python==")
+    assert sorted((_awk(text=real) + _awk("-v", "rest=1", text=real)).splitlines()) == \
+        sorted(real.splitlines())
