@@ -26,7 +26,8 @@
 #
 # A simulated build's conclusions hang on its simulated population. The last section states
 # them across an ensemble of plausible populations (the grounded revision model refitted on
-# DyLAN's debates resampled with replacement, `pear.paper.ensemble`): the main results and
+# DyLAN's debates resampled with replacement, and PEAR's critiques mapped to "heard" in full or
+# discounted by half, `pear.paper.ensemble`): the main results and
 # PEAR's gains with their range, and each claim with the share of populations in which it
 # holds, on a reduced grid run beside the build's (`<run>-ensemble/`, resumable).
 

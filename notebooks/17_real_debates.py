@@ -29,10 +29,11 @@
 # debates have no confidences, critiques or influence: nothing here uses them.
 #
 # **Leave-one-out over DyLAN's seven MATH subjects** (its whole corpus of 4,800 gpt-3.5 debates,
-# `data/real-debates/dylan-math-gpt35.tgz`, on which the shipped `grounded` population is
-# fitted): for each subject, a grounded population is fitted by the same code on the other six
-# subjects' debates only (the revision model, the subjects' round-0 accuracies and the share of
-# erring agents giving the same wrong answer) and held against the held-out subject's debates
+# `data/real-debates/dylan-math-gpt35.tgz`, on which, with DyLAN's MMLU debates, the shipped
+# `grounded` population is fitted): for each subject, a grounded population is fitted by the
+# same code on the other six subjects' debates and the MMLU debates only (the revision model,
+# the question sets' round-0 accuracies and the share of erring agents giving the same wrong
+# answer) and held against the held-out subject's debates
 # with `pear sim-check` (DyLAN's protocol; only the skill matched to the subject's round-0
 # accuracy); the `study` population, fitted to none of DyLAN's debates, on the same debates is
 # the contrast. Its outcome is cached under `build/heldout/`, keyed by the corpus, the
@@ -103,7 +104,7 @@ print(simcheck.summary([a.check for a in analyses]))
 corpus = grounding.corpus_run()
 loo = heldout.leave_one_out(corpus, replicates=loo_replicates, seed=sim_seed,
                             subjects_=[s.strip() for s in loo_subjects.split(",") if s.strip()],
-                            n_resamples=n_resamples)
+                            n_resamples=n_resamples, extra=grounding.mmlu_runs())
 print(heldout.describe(loo))
 loo_summary = heldout.summary(loo)
 loo_summary

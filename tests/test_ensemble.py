@@ -31,7 +31,7 @@ def _grounding(seed: int = 0, n_sets: int = 600) -> grounding.Grounding:
         heard = list(rng.choice(["a", "b", "c"], size=rng.integers(1, 5)))
         _, x = RevisionModel.design(str(rng.choice(["a", "b"])), heard,
                                     str(rng.choice(["a", "d"])), int(rng.integers(1, 4)), float(rng.normal()))
-        v = x @ beta
+        v = x[:, :len(beta)] @ beta  # the columns of RevisionModel.FEATURES
         p = np.exp(v - v.max()) / np.exp(v - v.max()).sum()
         y = np.zeros(len(x), bool)
         y[rng.choice(len(x), p=p)] = True

@@ -33,11 +33,20 @@ def test_study_is_the_calibrated_defaults_and_keeps_the_model_id():
 
 def test_grounded_file_has_a_fitted_revision_model_with_its_provenance():
     g = pop.load("grounded")
-    assert g.revision is not None
-    assert set(g.info["revision_se"]) == set(FEATURES)
+    assert g.revision is not None and g.revision.features == RevisionModel.COLUMNS
+    assert set(g.info["revision_se"]) == set(RevisionModel.COLUMNS)
     assert all(s > 0 for s in g.info["revision_se"].values())
     assert g.info["sources"]["revision"].startswith("fitted by maximum likelihood")
     assert g.info["fitted_on"][0]["file"] == "dylan-math-gpt35.tgz"
+    # DyLAN's MMLU teams, one source protocol each, enter the fit with the answer-space terms
+    assert [(f["file"], f["protocol"]) for f in g.info["fitted_on"][1:]] == \
+        [("dylan-mmlu-gpt35.tgz", f"dylan-mmlu-{n}") for n in (2, 3, 4, 7)]
+    # erring agents facing a few letters agree more than facing a free answer: measured apart
+    assert g.params.wrong_focus_options > 0.8 > 0.3 > g.params.wrong_focus
+    # the MATH-only fit it replaced is shipped beside it, without the answer-space terms
+    m = pop.load("grounded-math")
+    assert m.revision.features == FEATURES and m.params.wrong_focus_options is None
+    assert [f["file"] for f in m.info["fitted_on"]] == ["dylan-math-gpt35.tgz"]
     assert len(g.info["fitted_on"][0]["sha256"]) == 64
     share = g.info["diagnostics"]["same_wrong_answer_share"]
     focus, n_wrong = pop.wrong_answers_for(share, SimParams().n_wrong)
@@ -45,7 +54,10 @@ def test_grounded_file_has_a_fitted_revision_model_with_its_provenance():
     assert pop.same_wrong_share(g.params.wrong_focus, n_wrong) == pytest.approx(share, abs=2e-3)
     # everything but the wrong answers' agreement and the revision model is the study's
     assert dataclasses.replace(g.params, wrong_focus=SimParams().wrong_focus,
-                               n_wrong=SimParams().n_wrong) == SimParams()
+                               n_wrong=SimParams().n_wrong, wrong_focus_options=None) == SimParams()
+    share = g.info["diagnostics"]["same_wrong_answer_share_options"]  # 3 wrong letters of 4
+    assert g.info["diagnostics"]["options"] == 4
+    assert pop.same_wrong_share(g.params.wrong_focus_options, 3) == pytest.approx(share, abs=2e-3)
     be = SimulatedBackend({("gsm8k", "q"): "18"}, population="grounded")
     assert be.model_id != SimulatedBackend({("gsm8k", "q"): "18"}).model_id
 
@@ -78,18 +90,38 @@ def test_shipped_study_file_is_what_the_code_writes():
 def test_design_names_candidates_and_features():
     names, X = RevisionModel.design("4", ["5", "5", "4", ""], gold="7", round=2, skill=0.5)
     assert names == ["4", "5", RevisionModel.NEW_RIGHT, RevisionModel.NEW_WRONG]
+    assert X.shape == (4, len(RevisionModel.COLUMNS)) and not X[:, len(FEATURES):].any()
+    X = X[:, :len(FEATURES)]  # a free answer: the answer-space columns are 0
     np.testing.assert_allclose(X, [[1, 1 / 3, 0, 0, 0, 1, 0, 0, 0.5, 0, 0],  # own, 1 of 3 heard
                                    [0, 2 / 3, 0, 0, 0, 0, 0, 0, 0, 0, 0],   # heard twice
                                    [0, 0, 1, 0.5, 1, 0, 0, 1, 0, 0.5, 0],   # another, right
                                    [0, 0, 0, 0, 1, 0, 0, 0, 0, 0.5, 0]])   # another, wrong
     names, X = RevisionModel.design(None, ["5"], gold="5", round=1, skill=-1.0)
     assert names == ["5", RevisionModel.NEW_WRONG]  # one answer heard: share_x_single
-    np.testing.assert_allclose(X, [[0, 1, 1, -1, 0, 0, 0, 0, 0, 0, 1],
+    np.testing.assert_allclose(X[:, :len(FEATURES)], [[0, 1, 1, -1, 0, 0, 0, 0, 0, 0, 1],
                                    [0, 0, 0, 0, 1, 0, 0, 0, 0, -1, 0]])
     names, X = RevisionModel.design("5", ["5"], gold="5", round=3, skill=2.0)
     assert names == ["5", RevisionModel.NEW_WRONG]  # own right: own_x_right, own_x_skill
-    np.testing.assert_allclose(X, [[1, 1, 1, 2, 0, 2, 1, 0, 2, 0, 1],
-                                   [0, 0, 0, 0, 1, 0, 0, 0, 0, 2, 0]])
+    np.testing.assert_allclose(X[:, :len(FEATURES)], [[1, 1, 1, 2, 0, 2, 1, 0, 2, 0, 1],
+                                                      [0, 0, 0, 0, 1, 0, 0, 0, 0, 2, 0]])
+    # a multiple-choice question: own, share, new, right, own x round, new x right again
+    names, X = RevisionModel.design("B", ["A"], gold="C", round=2, skill=0.0, options=True)
+    assert names == ["B", "A", RevisionModel.NEW_RIGHT, RevisionModel.NEW_WRONG]
+    np.testing.assert_allclose(X[:, len(FEATURES):], [[1, 0, 0, 0, 1, 0, 0, 0],  # own, round 2
+                                                      [0, 1, 0, 0, 0, 0, 0, 0],  # heard
+                                                      [0, 0, 1, 1, 0, 1, 0, 0],  # another, right
+                                                      [0, 0, 1, 0, 0, 0, 0, 0]])  # another, wrong
+    m = RevisionModel((1.0, -2.0), features=("own", "own_x_options"))
+    assert m.vector[RevisionModel.COLUMNS.index("own_x_options")] == -2.0
+    assert m.probabilities(X)[0] == pytest.approx(
+        np.exp(-1) / (np.exp(-1) + 3))  # own 1 - 2, the other three 0
+    alone, agree = (RevisionModel.COLUMNS.index(f) for f in RevisionModel.HEARD_FEATURES)
+    _, X = RevisionModel.design("B", [], gold="C", round=1, skill=0.0)  # heard nothing
+    assert X[:, alone].tolist() == [1, 0, 0] and not X[:, agree].any()
+    _, X = RevisionModel.design("B", ["B", "B"], gold="C", round=1, skill=0.0)  # unanimous
+    assert X[:, agree].tolist() == [1, 0, 0] and not X[:, alone].any()
+    _, X = RevisionModel.design("B", ["B", "A"], gold="C", round=1, skill=0.0)  # not unanimous
+    assert not X[:, agree].any()
 
 
 @pytest.mark.parametrize("weight", [1.0, 0.5])
@@ -125,6 +157,27 @@ def test_backend_draws_revisions_with_the_models_probabilities(weight):
     assert other / n == pytest.approx(want[RevisionModel.NEW_WRONG], abs=0.01)
 
 
+def test_erring_agents_of_a_multiple_choice_question_agree_with_wrong_focus_options():
+    """A population with ``wrong_focus_options`` gives the attractive wrong letter with that
+    probability on a question with options, and ``wrong_focus`` on a free answer; unset, it
+    changes neither the fingerprint nor the model id."""
+    from pear.sim.backend import _Question
+    p = dataclasses.replace(SimParams(), wrong_focus=0.1, wrong_focus_options=0.9)
+    be = SimulatedBackend({("mmlu", "q"): "A"}, population=pop.Population("p", p))
+    q = _Question("A", 0.0, ("B", "C", "D"))
+    u = np.random.default_rng(0).random((4000, 2))
+    u[:, 0] = 1.0  # every solve fails
+    for meta, focus in (({"n_choices": 4}, 0.9), ({"n_choices": 0}, 0.1)):
+        got = [be.solve(q, {"dataset": "mmlu", "question_id": "q", "agent": 0, **meta}, x)[0]
+               for x in u]
+        assert got.count("B") / len(got) == pytest.approx(focus, abs=0.02)
+    unset = pop.Population("s", SimParams())
+    assert unset.fingerprint == pop.load("study").fingerprint
+    assert dataclasses.replace(p, wrong_focus_options=None) != p
+    assert pop.Population("p", p).fingerprint != pop.Population(
+        "p", dataclasses.replace(p, wrong_focus_options=None)).fingerprint
+
+
 def _synthetic(seed: int, n_sets: int = 1500) -> revision.Transitions:
     rng = np.random.default_rng(seed)
     X, chosen, group = [], [], []
@@ -133,7 +186,7 @@ def _synthetic(seed: int, n_sets: int = 1500) -> revision.Transitions:
         heard = list(rng.choice(["a", "b", "c"], size=rng.integers(1, 5)))
         _, x = RevisionModel.design(str(rng.choice(["a", "b"])), heard,
                                     str(rng.choice(["a", "d"])), int(rng.integers(1, 4)), float(rng.normal()))
-        v = x @ beta
+        v = x[:, :len(beta)] @ beta  # the columns of RevisionModel.FEATURES
         p = np.exp(v - v.max())
         p /= p.sum()
         y = np.zeros(len(x), bool)
@@ -150,7 +203,7 @@ def test_fit_is_the_conditional_logit_mle_of_statsmodels():
     from statsmodels.discrete.conditional_models import ConditionalLogit
     tr = _synthetic(1, n_sets=400)
     ours = revision.fit(tr)
-    ref = ConditionalLogit(tr.chosen.astype(float), tr.X, groups=tr.group).fit(
+    ref = ConditionalLogit(tr.chosen.astype(float), tr.X[:, :len(FEATURES)], groups=tr.group).fit(
         method="newton", maxiter=100, disp=0)
     np.testing.assert_allclose(ours.model.coef, ref.params, atol=1e-6)
     np.testing.assert_allclose(ours.se, ref.bse, rtol=1e-5)
@@ -189,7 +242,7 @@ def test_transitions_from_records():
     assert tr.n_choices == 3 and tr.accuracy == {"m/math/Algebra": pytest.approx(1 / 3)}
     skill = pop.skill_of(1 / 3)
     starts = list(tr.starts) + [len(tr.group)]
-    sets = [(tr.X[a:b], tr.chosen[a:b]) for a, b in zip(starts, starts[1:])]
+    sets = [(tr.X[a:b, :len(FEATURES)], tr.chosen[a:b]) for a, b in zip(starts, starts[1:])]
     # agent 0 keeps its right answer; heard 2 and 3
     X0, y0 = sets[0]
     np.testing.assert_allclose(X0[0], [1, 0, 1, skill, 0, 0, 1, 0, skill, 0, 0])
@@ -271,9 +324,11 @@ def test_check_names_what_differs_from_the_shipped_files():
     from pear.paper import grounding
     tr = _synthetic(3, n_sets=300)
     g = grounding.Grounding(revision.fit(tr), 0.3, 40, tr, (), 0.0)
-    problems = grounding.check(g)
-    assert len(problems) == 1 + grounding.ENSEMBLE_K
+    problems = grounding.check(g, g_math=g)
+    assert len(problems) == 2 + grounding.ENSEMBLE_K
     assert problems[0].startswith("grounded: fingerprint") and "own: shipped" in problems[0]
+    assert problems[1].startswith("grounded-math: fingerprint") and "own: shipped" in problems[1]
+    problems = problems[:1] + problems[2:]
     assert [p.split(":")[0] for p in problems[1:]] == \
         [f"ensemble/grounded-b{i}" for i in range(grounding.ENSEMBLE_K)]
     assert all("own: shipped" in p for p in problems[1:])
@@ -331,7 +386,7 @@ def test_clustered_standard_errors_match_the_bootstrap_over_debates():
     chosen = np.zeros_like(base.chosen)
     beta = np.array([1.5, 2.0, 0.8, 0.4, -1.0, 0.3, 1.0, -1.0, -0.2, -0.3, -0.8])
     for a, b in zip(base.starts, list(base.starts[1:]) + [len(base.group)]):
-        v = X[a:b] @ beta + shift[a:b] * X[a:b, 0]
+        v = X[a:b, :len(beta)] @ beta + shift[a:b] * X[a:b, 0]
         p = np.exp(v - v.max())
         chosen[a + rng.choice(b - a, p=p / p.sum())] = True
     tr = revision.Transitions(X, chosen, base.group, debate, base.qset,
@@ -351,7 +406,7 @@ def test_docs_say_where_every_parameter_came_from():
         name = f.name if not f.name.startswith("ease_") else "ease_*"
         assert f"`{name}`" in text, f.name
         assert f.name in grounded.info["sources"]
-    for f in FEATURES:
+    for f in grounded.revision.features:
         assert f"`{f}` | {grounded.revision.as_dict()['coef'][f]:+.3f}" in text, f
 
 
@@ -408,5 +463,5 @@ def test_predictive_table_holds_a_model_against_data_drawn_from_it():
     np.testing.assert_allclose(table[["keep_pred", "adopt_pred", "another_pred"]].sum(axis=1), 1.0)
     assert table["z_right"].abs().max() < 4, table
     wrong = revision.predictive_table(tr, RevisionModel(tuple(np.r_[beta[:6], 0, beta[7:]])))
-    gap = wrong.loc["right", "keep"] - wrong.loc["right", "keep_pred"]
+    gap = wrong.loc[("free", "right"), "keep"] - wrong.loc[("free", "right"), "keep_pred"]
     assert gap["other"] > 0.05 and gap["split"] > 0.05, gap

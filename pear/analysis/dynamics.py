@@ -12,7 +12,8 @@ The statistics (:data:`STATISTICS`), per debate then averaged over debates:
 - ``w2r`` / ``r2w``: the study's per-query rates (:func:`pear.analysis.metrics.update_counts`:
   wrong-at-r-1 agent updates that end right, over the wrong-at-r-1 updates; a debate with
   none has no W2R and is skipped; R2W symmetric);
-- ``change_rate``: share of agent updates whose answer (canonical class) changes;
+- ``change_rate``: share of agent updates whose answer (canonical class) changes (an answer
+  graded right that stays right has not changed, however it is written);
 - ``minority_won``: among debates where a correct answer is held by fewer than half of the
   agents in round 0 (:func:`pear.analysis.transcript.debate_flags`), the share whose final
   vote is right.
@@ -67,6 +68,9 @@ def per_debate(debates: pd.DataFrame, agent_rounds: pd.DataFrame,
     >>> ro = pd.DataFrame({"debate": 0, "round": [0, 1], "vote_correct": [False, True]})
     >>> per_debate(deb, ar, ro)[["agent_acc_first", "w2r", "change_rate"]].values.tolist()
     [[0.5, 1.0, 0.5]]
+    >>> ar["canonical"] = ["2", "0.33", "1/3", "3"]  # a right answer written another way
+    >>> per_debate(deb, ar, ro)["change_rate"].tolist()
+    [0.5]
     """
     keys = debates["debate"].to_numpy()
     ar = agent_rounds.sort_values(["debate", "agent", "round"])
@@ -87,7 +91,10 @@ def per_debate(debates: pd.DataFrame, agent_rounds: pd.DataFrame,
         (ar["agent"].to_numpy()[1:] == ar["agent"].to_numpy()[:-1]) & \
         (ar["round"].to_numpy()[1:] == ar["round"].to_numpy()[:-1] + 1)
     canon = ar["canonical"].astype(str).to_numpy()
-    changed = pd.Series((canon[1:] != canon[:-1])[same]).groupby(
+    ok = ar["correct"].to_numpy(bool)
+    # two answers graded right are one answer, however written ("0.33" and "\frac{33}{100}")
+    moved = (canon[1:] != canon[:-1]) & ~(ok[1:] & ok[:-1])
+    changed = pd.Series(moved[same]).groupby(
         ar["debate"].to_numpy()[1:][same]).mean().reindex(keys)
     flags = debate_flags(debates, agent_rounds)
     r0 = agent_rounds[agent_rounds["round"] == 0].groupby("debate")["correct"].agg(

@@ -6,12 +6,18 @@ written from the shipped data and code, checked, and resampled.
 * ``grounded`` (:func:`grounded_population`): the study's initial answers, confidence and
   critique acceptance (real logs have neither confidences nor critiques), with
 
-  - the revision model (:class:`~pear.sim.population.RevisionModel`) fitted by maximum
-    likelihood (:func:`pear.sim.revision.fit`) to every debate round of DyLAN's whole
-    corpus of gpt-3.5 MATH debates (:data:`CORPUS`, 4,800 debates, imported with ``pear
-    import dylan`` as dataset ``math``, graded by the math kind) and any imported run given;
+  - the revision model (:class:`~pear.sim.population.RevisionModel`, every feature of its
+    ``COLUMNS``) fitted by maximum likelihood (:func:`pear.sim.revision.fit`) to every debate
+    round of DyLAN's whole corpus of gpt-3.5 MATH debates (:data:`CORPUS`, 4,800 debates,
+    imported with ``pear import dylan`` as dataset ``math``, graded by the math kind), of its
+    MMLU debates (:data:`MMLU_CORPUS`, teams of 2, 3, 4 and 7, one run per team:
+    :func:`mmlu_runs`) and any imported run given; the answer-space terms let the free
+    answers and the letters enter one fit;
   - ``wrong_focus`` set so that two erring agents give the same wrong answer as often as in
-    those debates' round 0 (:func:`pear.sim.revision.same_wrong_answer`).
+    those debates' round 0 (:func:`pear.sim.revision.same_wrong_answer`), measured on the
+    free-answer debates, and ``wrong_focus_options`` likewise on the multiple-choice ones.
+* ``grounded-math`` (:func:`math_population`, :data:`MATH_ONLY`): the fit on the MATH corpus
+  alone, without the answer-space terms: ``grounded`` before the MMLU debates entered it.
 
   Coefficients are stored rounded to 3 decimals (far below their standard errors), so that the
   fingerprint does not move with a float's last bits.
@@ -33,8 +39,8 @@ Command line::
                                              # files match
     python -m pear.paper.grounding --write-graded  # import the corpus from scratch and rewrite
                                              # its graded copy, data/real-debates/graded/
-    python -m pear.paper.grounding --write   # rewrite data/populations/{study,grounded}.json
-                                             # and data/populations/ensemble/
+    python -m pear.paper.grounding --write   # rewrite data/populations/{study,grounded,
+                                             # grounded-math}.json and data/populations/ensemble/
     python -m pear.paper.grounding --fit --also RUN   # the fit on the corpus and an imported run
     python -m pear.paper.grounding --bootstrap 20     # time 20 bootstrap refits
 """
@@ -64,7 +70,8 @@ __all__ = ["CORPUS", "CORPUS_DATASET", "CORPUS_GRADING", "CORPUS_MODEL", "GRADED
            "check_graded", "records", "study_population",
            "grounded_population", "Grounding", "ground", "bootstrap_populations",
            "shipped_draws", "write_draws", "sources", "check", "sequential", "main",
-           "CRITIQUE_WEIGHTS"]
+           "CRITIQUE_WEIGHTS", "MMLU_CORPUS", "MMLU_TEAMS", "mmlu_runs", "default_runs",
+           "options", "MATH_ONLY", "math_population"]
 
 CORPUS = REAL_DEBATES_DIR / "dylan-math-gpt35.tgz"
 """DyLAN's whole corpus of gpt-3.5 MATH debates (MIT; ``data/real-debates/README.md``)."""
@@ -72,6 +79,12 @@ CORPUS_DATASET = "math"
 CORPUS_GRADING = "math"
 CORPUS_MODEL = "gpt-3.5-turbo-0301"
 GRADED = REAL_DEBATES_DIR / "graded" / "dylan-math-gpt35"
+MMLU_CORPUS = REAL_DEBATES_DIR / "dylan-mmlu-gpt35.tgz"
+"""DyLAN's MMLU debates (MIT): role-prompted gpt-3.5 teams of 2, 3, 4 and 7 on 2,809 MMLU
+questions, one source protocol per team size (``pear import dylan-mmlu --protocol``)."""
+MMLU_TEAMS = (2, 3, 4, 7)
+MMLU_DATASET = "mmlu"
+MMLU_GRADING = "letters"
 """The shipped graded copy of :data:`CORPUS`'s import (:mod:`pear.store.shipped`: its manifest
 and its records xz-compressed), written by ``--write-graded`` and held equal to a fresh import
 by ``--check``; derived from DyLAN's records (MIT, ``data/real-debates/LICENSE-DyLAN``)."""
@@ -105,6 +118,31 @@ def corpus_run(where: str | os.PathLike[str] | None = None, *, corpus: Path = CO
         shutil.rmtree(out)
     return imported_run("dylan", corpus, out, dataset=CORPUS_DATASET, grading=CORPUS_GRADING,
                         model=CORPUS_MODEL, skip_bad=True, shipped=None if fresh else graded)
+
+
+def mmlu_runs(where: str | os.PathLike[str] | None = None, *, corpus: Path = MMLU_CORPUS,
+              fresh: bool = False) -> list[Path]:
+    """The run directories of DyLAN's MMLU debates (:data:`MMLU_CORPUS`), one per team size
+    (``build/imported/dylan-mmlu<n>-<sha>``, under ``where`` when given), each kept when it
+    already holds exactly this import, else imported now (graded by letter: seconds);
+    ``fresh``: imported now whatever is there."""
+    from pear.paper.real_debates import imported_run  # heavy: pandas, scipy, only for this function
+    root = Path(where) if where else BUILD_DIR / "imported"
+    out = []
+    for n in MMLU_TEAMS:
+        run = root / f"dylan-mmlu{n}-{file_sha256(corpus)[:8]}"
+        if fresh and run.exists():
+            shutil.rmtree(run)
+        out.append(imported_run("dylan-mmlu", corpus, run, dataset=MMLU_DATASET,
+                                grading=MMLU_GRADING, model=CORPUS_MODEL, skip_bad=True,
+                                protocol=f"dylan-mmlu-{n}"))
+    return out
+
+
+def default_runs(fresh: bool = False) -> list[Path]:
+    """What ``grounded`` is fitted on: DyLAN's MATH corpus (:func:`corpus_run`) and its MMLU
+    teams (:func:`mmlu_runs`); ``fresh``: both imported from scratch."""
+    return [corpus_run(fresh=fresh), *mmlu_runs(fresh=fresh)]
 
 
 def write_graded(dest: Path = GRADED, *, corpus: Path = CORPUS,
@@ -141,6 +179,17 @@ def sequential(run: str | os.PathLike[str]) -> bool:
     return proto.get("order") == "sequential"
 
 
+def options(run: str | os.PathLike[str]) -> bool:
+    """Whether the run's questions offer labelled options (an import graded by letter; a run of
+    ours on multiple-choice datasets only): the revision model's ``*_x_options`` features."""
+    m = manifest.read(run) or {}
+    if m.get("imported"):
+        return m["imported"].get("grading") == "letters"
+    from pear.tasks.grading import get, kind_of
+    datasets = {r["dataset"] for r in read_records(run)}
+    return bool(datasets) and all(kind_of(get(d)) == "letters" for d in datasets)
+
+
 def _fitted_on(runs: Sequence[Path]) -> list[dict[str, Any]]:
     """The files a fit read: each run's imported files with their sha256 (or, for a run of
     ours, its record files')."""
@@ -151,7 +200,8 @@ def _fitted_on(runs: Sequence[Path]) -> list[dict[str, Any]]:
         if files:
             out += [{"file": f["name"], "sha256": f["sha256"], "debates": f.get("debates"),
                      "format": m["imported"]["format"], "dataset": m["imported"]["datasets"],
-                     "grading": m["imported"]["grading"], "model": m["imported"]["model"]}
+                     "grading": m["imported"]["grading"], "model": m["imported"]["model"],
+                     "protocol": (m["imported"].get("protocol") or {}).get("name")}
                     for f in files]
         else:
             out += [{"file": str(p), "sha256": file_sha256(p)} for p in record_files(run)]
@@ -170,10 +220,14 @@ def sources(grounded: bool) -> dict[str, str]:
         out[f.name] = (study if f.name in fitted else "plumbing (tests), not a behaviour"
                        if f.name in _PLUMBING else "our choice")
     if grounded:
-        real = f"DyLAN's gpt-3.5 MATH debates ({CORPUS.name}) and the imported runs in fitted_on"
+        real = (f"the real debates in fitted_on (DyLAN's gpt-3.5 MATH debates, {CORPUS.name}; "
+                f"for grounded also its MMLU teams, {MMLU_CORPUS.name})")
         out["wrong_focus"] = (f"measured: set so that two erring agents give the same wrong "
                               f"answer as often as pairs of erring round-0 agents of a debate "
                               f"do in {real}")
+        out["wrong_focus_options"] = (f"measured like wrong_focus, on the debates of {real} "
+                                      "whose questions offer labelled options (unset: "
+                                      "wrong_focus)")
         out["n_wrong"] = ("our choice (8), raised to the fewest wrong answers that allow the "
                           "measured same-wrong-answer share when it is below 1/8")
         out["revise_focus"] = "not used (the revision model draws another wrong answer)"
@@ -221,18 +275,28 @@ class Grounding:
     seconds: float
     left_out: int = 0
     """How many debates of the runs :func:`ground`'s ``leave_out`` kept out of the fit."""
+    same_wrong_options: float | None = None
+    """The same-wrong-answer share of the runs whose questions offer labelled options (None:
+    no such run), measured apart: ``wrong_focus_options``."""
+    wrong_pairs_options: int = 0
+    options: int = 0
+    """How many options those runs' questions offer (the most letters a record shows)."""
 
 
 def ground(runs: Sequence[str | os.PathLike[str]] | None = None,
            extra: Sequence[str | os.PathLike[str]] = (),
-           leave_out: Callable[[Mapping[str, Any]], bool] | None = None) -> Grounding:
-    """Fit the revision model and measure the same-wrong-answer share on ``runs`` (default:
-    :func:`corpus_run`) and the imported runs ``extra``, without the debates for which
-    ``leave_out(record)`` is true (e.g. one subject, for a held-out check): they count in
-    nothing, neither the choice sets, nor the question sets' round-0 accuracy, nor the
-    same-wrong-answer share."""
+           leave_out: Callable[[Mapping[str, Any]], bool] | None = None,
+           features: Sequence[str] | None = None) -> Grounding:
+    """Fit the revision model with ``features`` (default: every column of
+    :attr:`~pear.sim.population.RevisionModel.COLUMNS` when some run's questions offer
+    labelled options, else :attr:`~pear.sim.population.RevisionModel.FEATURES`: the
+    ``*_x_options`` terms need both answer spaces) and measure the same-wrong-answer shares on
+    ``runs`` (default: :func:`default_runs`) and the imported runs ``extra``, without the
+    debates for which ``leave_out(record)`` is true (e.g. one subject, for a held-out check):
+    they count in nothing, neither the choice sets, nor the question sets' round-0 accuracy,
+    nor the same-wrong-answer share."""
     t0 = time.perf_counter()
-    paths = tuple(Path(r) for r in (runs if runs is not None else [corpus_run()])) + \
+    paths = tuple(Path(r) for r in (runs if runs is not None else default_runs())) + \
         tuple(Path(r) for r in extra)
     parts = [records([p]) for p in paths]
     total = sum(map(len, parts))
@@ -240,11 +304,26 @@ def ground(runs: Sequence[str | os.PathLike[str]] | None = None,
         parts = [[r for r in part if not leave_out(r)] for part in parts]
     recs = [r for part in parts for r in part]
     accuracy = revision.round0_accuracy(recs)
-    tr = revision.concat([revision.transitions(part, accuracy, sequential(p))
-                          for p, part in zip(paths, parts)])
-    share, pairs = revision.same_wrong_answer(recs)
-    return Grounding(revision.fit(tr), share, pairs, tr, paths, time.perf_counter() - t0,
-                     total - len(recs))
+    flags = [options(p) for p in paths]
+    tr = revision.concat([revision.transitions(part, accuracy, sequential(p), o)
+                          for p, part, o in zip(paths, parts, flags)])
+    if features is None:
+        features = RevisionModel.COLUMNS if any(flags) and not all(flags) \
+            else RevisionModel.FEATURES
+    free = [r for part, o in zip(parts, flags) if not o for r in part]
+    lettered = [r for part, o in zip(parts, flags) if o for r in part]
+    share, pairs = revision.same_wrong_answer(free or lettered)  # wrong_focus
+    share_o, pairs_o = revision.same_wrong_answer(lettered) if free and lettered else (None, 0)
+    return Grounding(revision.fit(tr, features=features), share, pairs, tr, paths,
+                     time.perf_counter() - t0, total - len(recs), share_o, pairs_o,
+                     _letters(lettered))
+
+
+def _letters(recs: Sequence[Mapping[str, Any]]) -> int:
+    """The most options the records show (the highest letter of a gold or read answer)."""
+    seen = {str(x) for r in recs for x in [r.get("gold")] + [
+        a.get("canonical") for rd in r["rounds_data"] for a in rd["agents"]]}
+    return max((ord(x) - 64 for x in seen if len(x) == 1 and "A" <= x <= "Z"), default=0)
 
 
 def _grounded(g: Grounding, model: RevisionModel, se: Sequence[float] | None,
@@ -252,19 +331,38 @@ def _grounded(g: Grounding, model: RevisionModel, se: Sequence[float] | None,
               ) -> Population:
     base = SimParams()
     focus, n_wrong = pop.wrong_answers_for(g.same_wrong, base.n_wrong)
-    coef = RevisionModel(tuple(round(c, DECIMALS) for c in model.coef), model.critique_weight)
+    focus_o = None
+    if g.same_wrong_options is not None:
+        focus_o = round(pop.wrong_focus_for(g.same_wrong_options, g.options - 1), DECIMALS)
+    coef = RevisionModel(tuple(round(c, DECIMALS) for c in model.coef), model.critique_weight,
+                         model.features)
     info: dict[str, Any] = {
         "sources": sources(True), "fitted_on": _fitted_on(g.runs), "code": _code(),
         "diagnostics": {**(diagnostics or {}),
                         "same_wrong_answer_share": round(g.same_wrong, 4),
                         "same_wrong_answer_pairs": g.wrong_pairs,
+                        **({"same_wrong_answer_share_options": round(g.same_wrong_options, 4),
+                            "same_wrong_answer_pairs_options": g.wrong_pairs_options,
+                            "options": g.options} if focus_o is not None else {}),
                         "round0_accuracy": {k: round(v, 4)
                                             for k, v in sorted(g.transitions.accuracy.items())},
                         "unread_answers_left_out": g.transitions.dropped}}
     if se is not None:
-        info["revision_se"] = {f: round(float(s), 4) for f, s in zip(RevisionModel.FEATURES, se)}
+        info["revision_se"] = {f: round(float(s), 4) for f, s in zip(model.features, se)}
     return Population(name, dataclasses.replace(base, wrong_focus=round(focus, DECIMALS),
-                                                n_wrong=n_wrong), coef, info)
+                                                n_wrong=n_wrong, wrong_focus_options=focus_o),
+                      coef, info)
+
+
+MATH_ONLY = "grounded-math"
+"""The population ``grounded`` was until the MMLU debates entered its fit: the revision model
+without the answer-space terms, fitted on DyLAN's MATH corpus alone (a comparison)."""
+
+
+def math_population(g: Grounding | None = None) -> Population:
+    """:data:`MATH_ONLY` from ``g``, a :func:`ground` of the MATH corpus alone (default: of
+    :func:`corpus_run`)."""
+    return grounded_population(g or ground(runs=[corpus_run()]), MATH_ONLY)
 
 
 def grounded_population(g: Grounding | None = None, name: str = "grounded",
@@ -275,7 +373,7 @@ def grounded_population(g: Grounding | None = None, name: str = "grounded",
     return _grounded(g, g.fit.model, g.fit.se_cluster, name,
                      diagnostics={**(diagnostics or {}), **g.fit.diagnostics(),
                                   "revision_se_model": {f: round(float(s), 4) for f, s in zip(
-                                      RevisionModel.FEATURES, g.fit.se)},
+                                      g.fit.model.features, g.fit.se)},
                                   "revision_se": "clustered by debate (sandwich)"})
 
 
@@ -301,7 +399,8 @@ def bootstrap_populations(k: int = 20, seed: int = 0, g: Grounding | None = None
         if shipped is not None:
             return shipped
     g = g or ground()
-    fits = revision.bootstrap(g.transitions, k, seed, start=g.fit.model.coef)
+    fits = revision.bootstrap(g.transitions, k, seed, start=g.fit.model.coef,
+                              features=g.fit.model.features)
     return [_grounded(g, dataclasses.replace(
         f.model, critique_weight=CRITIQUE_WEIGHTS[i % len(CRITIQUE_WEIGHTS)]), None,
         _draw_name(i), {**f.diagnostics(), "bootstrap": {"seed": seed, "draw": i}})
@@ -361,21 +460,25 @@ def _difference(name: str, shipped: Population, now: Population) -> str:
         what.append("revision model present in one only")
     elif shipped.revision is not None:
         what += [f"{f}: shipped {a}, now {b}" for f, a, b in zip(
-            RevisionModel.FEATURES + ("critique_weight",),
-            shipped.revision.coef + (shipped.revision.critique_weight,),
-            now.revision.coef + (now.revision.critique_weight,)) if a != b]
+            RevisionModel.COLUMNS + ("critique_weight",),
+            (*shipped.revision.vector, shipped.revision.critique_weight),
+            (*now.revision.vector, now.revision.critique_weight)) if a != b]
     return (f"{name}: fingerprint {shipped.fingerprint[:12]} shipped, {now.fingerprint[:12]} "
             "from the data and code now (" + "; ".join(what) + ")")
 
 
-def check(g: Grounding | None = None) -> list[str]:
-    """What differs between the shipped population files (``study``, ``grounded`` and the
-    :data:`ENSEMBLE_K` bootstrap draws of :data:`ENSEMBLE_SEED`) and what the shipped data and
-    code produce now (empty: they match)."""
+def check(g: Grounding | None = None, g_math: Grounding | None = None) -> list[str]:
+    """What differs between the shipped population files (``study``, ``grounded``,
+    ``grounded-math`` and the :data:`ENSEMBLE_K` bootstrap draws of :data:`ENSEMBLE_SEED`) and
+    what the shipped data and code produce now (empty: they match).  ``g``: :func:`ground`'s
+    fit (default: now); ``g_math``: the fit on the MATH corpus alone (default: on ``g``'s
+    first run)."""
     g = g or ground()
     problems = []
     for name, build in (("study", lambda: study_population()),
-                        ("grounded", lambda: grounded_population(g))):
+                        ("grounded", lambda: grounded_population(g)),
+                        (MATH_ONLY, lambda: math_population(
+                            g_math or ground(runs=[g.runs[0]])))):
         shipped, now = pop.load(name), build()
         if shipped.fingerprint != now.fingerprint:
             problems.append(_difference(name, shipped, now))
@@ -411,16 +514,17 @@ def in_sample(g: Grounding, replicates: int = 20, seed: int = 0) -> tuple[Any, A
     point = grounded_population(g)
     table = revision.predictive_table(g.transitions, point.revision)
     problems = []
-    for (own, heard), row in table.iterrows():
+    for (space, own, heard), row in table.iterrows():
         if row["n"] < IN_SAMPLE_MIN:
             continue
+        where = f"{space} answers, own answer {own}, heard {heard}"
         for k in ("keep", "adopt", "another"):
             if abs(row[k] - row[f"{k}_pred"]) > IN_SAMPLE_TOLERANCE:
-                problems.append(f"own answer {own}, heard {heard} ({row['n']:.0f} choice sets):"
-                                f" {k} {row[k]:.3f} real, {row[f'{k}_pred']:.3f} predicted")
+                problems.append(f"{where} ({row['n']:.0f} choice sets): {k} {row[k]:.3f} "
+                                f"real, {row[f'{k}_pred']:.3f} predicted")
         if abs(row["z_right"]) > 4:
-            problems.append(f"own answer {own}, heard {heard}: ended right {row['right']:.3f} "
-                            f"real, {row['right_pred']:.3f} predicted (z {row['z_right']:+.1f})")
+            problems.append(f"{where}: ended right {row['right']:.3f} real, "
+                            f"{row['right_pred']:.3f} predicted (z {row['z_right']:+.1f})")
     debates = simcheck.check(g.runs[0], point, replicates, seed)
     return table, debates, problems
 
@@ -430,16 +534,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                                  .split("\n\n")[0])
     what = ap.add_mutually_exclusive_group(required=True)
     what.add_argument("--check", action="store_true",
-                      help="import DyLAN's corpus from scratch and refit from it; exit 1 unless "
-                           "the shipped graded import has the same records and the shipped "
-                           "population files (study, grounded and the ensemble's draws) the "
-                           "same fingerprints")
+                      help="import DyLAN's MATH and MMLU debates from scratch and refit from "
+                           "them; exit 1 unless the shipped graded import has the same records "
+                           "and the shipped population files (study, grounded, grounded-math "
+                           "and the ensemble's draws) the same fingerprints")
     what.add_argument("--write-graded", action="store_true",
                       help=f"import DyLAN's corpus from scratch and rewrite its shipped graded "
                            f"copy ({_shown(GRADED)})")
     what.add_argument("--write", action="store_true",
-                      help="rewrite data/populations/study.json, grounded.json and the "
-                           "ensemble's draws (data/populations/ensemble/)")
+                      help="rewrite data/populations/study.json, grounded.json, "
+                           "grounded-math.json and the ensemble's draws "
+                           "(data/populations/ensemble/)")
     what.add_argument("--bootstrap", type=int, metavar="K",
                       help="time K bootstrap refits and print their coefficients")
     what.add_argument("--fit", action="store_true",
@@ -471,7 +576,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         graded = check_graded(run)
         print(f"imported {CORPUS.name} from scratch in {time.perf_counter() - t0:.0f} s "
               f"({run}); shipped graded copy: {'DIFFERS' if graded else 'the same records'}")
-        g = ground(runs=[run])
+        t0 = time.perf_counter()
+        g = ground(runs=[run, *mmlu_runs(fresh=True)])
+        print(f"imported {MMLU_CORPUS.name}'s {len(MMLU_TEAMS)} teams from scratch and fitted "
+              f"in {time.perf_counter() - t0:.0f} s")
     else:
         g = ground(extra=a.also)
     print(f"fit: {g.fit.n_choices} choice sets of {g.fit.n_debates} debates in "
@@ -502,12 +610,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         coefs = np.array([p.revision.coef for p in pops])
         print(f"{a.bootstrap} bootstrap refits in {dt:.2f} s ({dt / a.bootstrap:.3f} s each); "
               "sd of the coefficients: " + ", ".join(
-                  f"{f} {s:.3f}" for f, s in zip(RevisionModel.FEATURES, coefs.std(0))))
+                  f"{f} {s:.3f}" for f, s in zip(pops[0].revision.features, coefs.std(0))))
         return 0
     if a.write:
         pop.POPULATIONS_DIR.mkdir(parents=True, exist_ok=True)
         point = grounded_population(g)
-        for p in (study_population(), point):
+        for p in (study_population(), point, math_population(ground(runs=[g.runs[0]]))):
             path = p.write(pop.POPULATIONS_DIR / f"{p.name}.json")
             print(f"wrote {path} (fingerprint {p.fingerprint[:12]})")
         draws = bootstrap_populations(ENSEMBLE_K, ENSEMBLE_SEED, g)
@@ -527,7 +635,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for line in problems:
         print(f"population check FAILED: {line}", file=sys.stderr)
     if not problems:
-        print(f"population check: the shipped study, grounded and {ENSEMBLE_K} bootstrap "
+        print(f"population check: the shipped study, grounded, grounded-math and {ENSEMBLE_K} bootstrap "
               "files are what the shipped data and code produce")
     return 1 if problems or graded else 0
 

@@ -37,7 +37,7 @@ from pear.paths import BUILD_DIR, PACKAGE_DIR, write_json
 from pear.sim import revision
 from pear.paper import grounding
 from pear.runs.factory import default_workers
-from pear.sim.population import load, RevisionModel
+from pear.sim.population import load
 from pear.store import manifest
 from pear.store.records import read_records
 
@@ -118,10 +118,12 @@ def cache_key(corpus_sha256: str, subjects_: Sequence[str], replicates: int, see
 
 
 def _fold(run: Path, subject: str, replicates: int, seed: int, contrast: Sequence[str],
-          n_resamples: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """One subject held out: the rows of :attr:`LeaveOneOut.rows` and its fold's row."""
+          n_resamples: int, extra: Sequence[Path] = ()
+          ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """One subject held out (the fit on ``run`` without it and on the runs ``extra``): the rows
+    of :attr:`LeaveOneOut.rows` and its fold's row."""
     t0 = time.perf_counter()
-    pop, g = fit_without(subject, [run])
+    pop, g = fit_without(subject, [run, *extra])
     fit_s = time.perf_counter() - t0
     t0 = time.perf_counter()
     held = [r for r in read_records(run) if revision.subject(r) == subject]
@@ -134,20 +136,26 @@ def _fold(run: Path, subject: str, replicates: int, seed: int, contrast: Sequenc
                   "choices": g.fit.n_choices, "fit_s": round(fit_s, 3),
                   "check_s": round(time.perf_counter() - t0, 3),
                   "fingerprint": pop.fingerprint,
-                  **dict(zip(RevisionModel.FEATURES, pop.revision.coef))}
+                  **dict(zip(pop.revision.features, pop.revision.coef))}
 
 
 def leave_one_out(run: str | os.PathLike[str] | None = None, *, replicates: int = 20,
                   seed: int = 0, subjects_: Sequence[str] | None = None,
                   contrast: Sequence[str] = CONTRAST, n_resamples: int = 2000,
                   cache: str | os.PathLike[str] | None = BUILD_DIR / "heldout",
-                  workers: int | None = None) -> LeaveOneOut:
+                  workers: int | None = None,
+                  extra: Sequence[str | os.PathLike[str]] | None = None) -> LeaveOneOut:
     """Per subject of ``run`` (default: DyLAN's corpus, :func:`pear.paper.grounding.corpus_run`;
     ``subjects_``: these only), the population fitted without it (:func:`fit_without`) and the
     ``contrast`` populations held against its debates (:func:`pear.analysis.simcheck.check`,
     ``replicates`` and ``seed``).  Read from / written to ``cache`` (None: no cache).  The
     subjects run in ``workers`` forked processes (default: every core, as a simulated run;
-    the outcome does not depend on it)."""
+    the outcome does not depend on it).  ``extra``: runs every fold is also fitted on (default:
+    DyLAN's MMLU teams, :func:`pear.paper.grounding.mmlu_runs`, as ``grounded`` is, when
+    ``run`` is not given; else none: pass them to hold a fit like ``grounded``'s)."""
+    if extra is None:
+        extra = grounding.mmlu_runs() if run is None else ()
+    extra = tuple(Path(e) for e in extra)
     run = Path(run) if run is not None else grounding.corpus_run()
     every = subjects(read_records(run))
     chosen = list(subjects_) if subjects_ else every
@@ -157,8 +165,11 @@ def leave_one_out(run: str | os.PathLike[str] | None = None, *, replicates: int 
                          + ", ".join(every))
     files = ((manifest.read(run) or {}).get("imported") or {}).get("files") or []
     corpus = ",".join(f["sha256"] for f in files) or str(run)
+    for e in extra:  # the same file imported per protocol: the run's name says which
+        corpus += f",{e.name}"
     key = cache_key(corpus, chosen, replicates, seed, contrast, n_resamples)
-    setting = {"run": str(run), "corpus": [f["name"] for f in files], "subjects": chosen,
+    setting = {"run": str(run), "corpus": [f["name"] for f in files],
+               "also_fitted_on": [str(e) for e in extra], "subjects": chosen,
                "replicates": replicates, "seed": seed, "contrast": list(contrast),
                "n_resamples": n_resamples, "key": key, "cached": False}
     path = Path(cache) / f"leave-one-out-{key}.json" if cache is not None else None
@@ -169,7 +180,8 @@ def leave_one_out(run: str | os.PathLike[str] | None = None, *, replicates: int 
     t0 = time.perf_counter()
     n = min(workers or default_workers("simulated"), len(chosen))
     done = list(fork_map(partial(_fold, run, replicates=replicates, seed=seed,
-                                 contrast=tuple(contrast), n_resamples=n_resamples), chosen, n))
+                                 contrast=tuple(contrast), n_resamples=n_resamples,
+                                 extra=extra), chosen, n))
     rows = [row for part, _ in done for row in part]
     folds = [fold for _, fold in done]
     setting["seconds"] = round(time.perf_counter() - t0, 1)

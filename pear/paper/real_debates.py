@@ -37,16 +37,20 @@ SHIPPED = {"dylan-math500": ("dylan", "dylan-math500-gpt35.json.gz", "math500",
 def imported_run(fmt: str, file: str | os.PathLike[str], out: str | os.PathLike[str], *,
                  dataset: str, model: str = "", grading: str | None = None,
                  skip_bad: bool = False,
-                 shipped: str | os.PathLike[str] | None = None) -> Path:
+                 shipped: str | os.PathLike[str] | None = None,
+                 protocol: str | None = None) -> Path:
     """The run directory ``out`` holding ``file`` imported: kept when ``out`` already holds
     exactly this import (:func:`pear.store.importing.same_import`: the file's sha256, the
     importer's version, the dataset, the model, our benchmarks), else written from the shipped
     graded copy ``shipped`` (:mod:`pear.store.shipped`) when its manifest says it is exactly this
     import, else imported now (``skip_bad``: bad entries are left out and listed in the
-    manifest)."""
+    manifest; ``protocol``: only that source protocol's debates, as ``pear import
+    --protocol``)."""
     out, file = Path(out), Path(file)
     same = dict(dataset=dataset, grading=grading, model=model)
-    if out.is_dir() and same_import(manifest.read(out), fmt, [file], **same):
+    held = manifest.read(out) if out.is_dir() else None
+    if same_import(held, fmt, [file], **same) and (protocol is None or (
+            held["imported"].get("protocol") or {}).get("name") == protocol):  # type: ignore
         return out
     if out.exists():
         shutil.rmtree(out)
@@ -56,7 +60,7 @@ def imported_run(fmt: str, file: str | os.PathLike[str], out: str | os.PathLike[
                 (skip_bad or not ship["imported"].get("bad_count")):  # type: ignore[index]
             return shipped_import.restore(shipped, out, [file])
     import_files(fmt, [file], out, dataset=dataset, grading=grading, model=model,
-                 skip_bad=skip_bad)
+                 skip_bad=skip_bad, protocol=protocol)
     return out
 
 

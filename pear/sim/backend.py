@@ -80,7 +80,7 @@ import numpy as np
 from pear.core.backend import Completion, Request
 from pear.core.hashing import hex_id, int_seed
 from pear.sim.population import (DATASET_EASE, Population, RevisionModel, SimParams,
-                                 expected_accuracy, load, skill_of)
+                                 expected_accuracy, identity, load, skill_of)
 
 __all__ = ["SimParams", "SimulatedBackend", "DATASET_EASE", "Population"]
 
@@ -178,10 +178,11 @@ class SimulatedBackend:
 
     @property
     def model_id(self) -> str:
-        ident: dict[str, Any] = {k: v for k, v in dataclasses.asdict(self.params).items()
-                                 if k != "latency_s"}  # latency is not part of the model
+        ident: dict[str, Any] = identity(self.params)  # latency is not part of the model
         if self.revision is not None:
             ident["revision"] = list(self.revision.coef)
+            if self.revision.features != RevisionModel.FEATURES:
+                ident["features"] = list(self.revision.features)
             if self.revision.critique_weight != 1.0:  # ids of weight-1 runs stay as they were
                 ident["critique_weight"] = self.revision.critique_weight
         blob = json.dumps(ident, sort_keys=True)
@@ -280,10 +281,14 @@ class SimulatedBackend:
     def solve(self, q: _Question, meta: Mapping[str, Any], u: Sequence[float],
               focus: float | None = None) -> tuple[str, bool]:
         """An answer to ``q`` (right with the agent's solve probability; a wrong one is the
-        attractive answer with probability ``focus``, default ``wrong_focus``); 2 uniforms."""
+        attractive answer with probability ``focus``, default ``wrong_focus``, or
+        ``wrong_focus_options`` on a multiple-choice question where it is set); 2 uniforms."""
         if u[0] < self._p_solve(q, meta) or not q.wrong:
             return q.gold, True
-        focus = self.params.wrong_focus if focus is None else focus
+        if focus is None:
+            focus = self.params.wrong_focus
+            if meta.get("n_choices") and self.params.wrong_focus_options is not None:
+                focus = self.params.wrong_focus_options
         if u[1] < focus or len(q.wrong) == 1:
             return q.wrong[0], False
         rest = len(q.wrong) - 1
@@ -356,10 +361,10 @@ class SimulatedBackend:
         heard = [c["source_answer"] for c in meta["critiques"] if c["source_answer"]]
         names, counts, right = RevisionModel.candidates(mine, heard, q.gold)
         key = (RevisionModel.structure(names, counts, right, mine, heard), int(meta["round"]),
-               meta["dataset"])
+               meta["dataset"], bool(meta.get("n_choices")))
         cdf = self._cdfs.get(key)
         if cdf is None:  # RevisionModel.design's features; a choice set's shape recurs
-            X = RevisionModel.features(key[0], key[1], self.population_skill(key[2]))
+            X = RevisionModel.feature_rows(key[0], key[1], self.population_skill(key[2]), key[3])
             cdf = self._cdfs[key] = np.cumsum(self.revision.probabilities(X, critiques=True)
                                               ).tolist()
         pick = names[min(len(names) - 1, bisect.bisect_right(cdf, u[0] * cdf[-1]))]

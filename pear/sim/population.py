@@ -3,7 +3,7 @@
 A population is what the simulated backend (:mod:`pear.sim.backend`) draws its agents
 from: the parameters of :class:`SimParams` (initial answers, confidence, critique acceptance)
 and, optionally, a :class:`RevisionModel` (what an agent answers in a debate round given its
-own previous answer and the answers it heard) fitted to real debates.  Two are shipped:
+own previous answer and the answers it heard) fitted to real debates.  Three are shipped:
 
 * ``study``: today's population, every parameter fitted to the study's printed baselines
   (``benchmarks/calibrate_simulation.py``) and revision by persuasion (no revision model);
@@ -12,6 +12,8 @@ own previous answer and the answers it heard) fitted to real debates.  Two are s
   :class:`RevisionModel` fitted by maximum likelihood to real debates, and ``wrong_focus``
   set from the share of erring agents that give the same wrong answer in those debates
   (:mod:`pear.sim.revision` writes it and checks it).
+* ``grounded-math``: ``grounded`` as it was fitted on DyLAN's MATH debates alone, without the
+  answer-space terms (a comparison).
 
 A population file holds ``name``, ``version``, ``params`` (every :class:`SimParams` field),
 ``revision`` (``null`` or ``{"features", "coef", "se"}``), ``fingerprint`` (sha256 of the
@@ -45,7 +47,7 @@ __all__ = ["SimParams", "DATASET_EASE", "RevisionModel", "Population", "POPULATI
 
 POPULATIONS_DIR = DATA_DIR / "populations"
 """Where the shipped population files are (``<name>.json``)."""
-SHIPPED = ("study", "grounded")
+SHIPPED = ("study", "grounded", "grounded-math")
 """The shipped populations."""
 DEFAULT = "study"
 """The population of a :class:`~pear.sim.backend.SimulatedBackend` built without one
@@ -90,6 +92,10 @@ class SimParams:
     wrong_focus: float = 0.72  # fitted
     """Probability that a wrong solve gives the question's attractive wrong answer (larger =
     wrong agents agree more)."""
+    wrong_focus_options: float | None = None  # our choice (None); grounded: measured
+    """``wrong_focus`` on a question with labelled options (multiple choice; None: the same
+    ``wrong_focus``): erring agents facing three wrong letters agree far more than ones facing
+    a free answer (DyLAN's gpt-3.5 agents: 0.77 of erring pairs on MMLU, 0.12 on MATH)."""
     revise_focus: float = 0.0  # our choice
     """``wrong_focus`` of a re-solve during the debate (0: revisions scatter over the wrong
     answers instead of returning to the attractive one)."""
@@ -127,6 +133,8 @@ class SimParams:
         checks = [("difficulty_sd", self.difficulty_sd >= 0, ">= 0"),
                   ("skill_sd", self.skill_sd >= 0, ">= 0"),
                   ("wrong_focus", 0 <= self.wrong_focus <= 1, "in [0, 1]"),
+                  ("wrong_focus_options", self.wrong_focus_options is None
+                   or 0 <= self.wrong_focus_options <= 1, "None or in [0, 1]"),
                   ("revise_focus", 0 <= self.revise_focus <= 1, "in [0, 1]"),
                   ("n_wrong", isinstance(self.n_wrong, int) and self.n_wrong >= 1,
                    "an integer >= 1"),
@@ -237,8 +245,10 @@ class RevisionModel:
 
     >>> m = RevisionModel((2.0, 3.0, 1.0, 0.5, -2.0, 0.3, 1.5, -3.0, 0.0, 0.0, -1.0))
     >>> X = m.design(own="4", heard=["5", "5"], gold="5", round=1, skill=0.0)[1]
-    >>> [list(map(int, row)) for row in X]  # own 4, heard 5 (right), another wrong
+    >>> [list(map(int, row[:11])) for row in X]  # own 4, heard 5 (right), another wrong
     [[1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], [0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0]]
+    >>> [round(float(p), 3) for p in m.probabilities(X)]
+    [0.135, 0.864, 0.001]
     """
 
     coef: tuple[float, ...]
@@ -246,10 +256,14 @@ class RevisionModel:
     critique_weight: float = 1.0
     """PEAR's protocol stated as an assumption (no real log has critiques): how a received
     critique maps to "heard" in a simulated debate.  Its source's answer counts in ``share``
-    with this weight: 1 = like a peer's answer quoted in full, as DyLAN's agents hear them (the
+    (and in ``share_x_single``, ``share_x_options``, which are ``share`` in a situation) with
+    this weight: 1 = like a peer's answer quoted in full, as DyLAN's agents hear them (the
     fitted coefficients' own setting); 0.5 = discounted, a critique moving an agent half as
     much as hearing that answer from a peer.  Not fitted; one of the ensemble's dimensions
     (:mod:`pear.paper.grounding`)."""
+    features: tuple[str, ...] = ()
+    """The features the model uses, in :attr:`COLUMNS` order (empty: :attr:`FEATURES`, the
+    revision model of ``grounded``); ``coef`` has one value per feature."""
     FEATURES: ClassVar[tuple[str, ...]] = ("own", "share", "right", "right_x_skill", "new",
                                            "own_x_round", "own_x_right", "new_x_right",
                                            "own_x_skill", "new_x_skill", "share_x_single")
@@ -270,14 +284,39 @@ class RevisionModel:
     heard a single answer (one answer heard alone moves an agent less than the same share of
     several: in DyLAN's debates an erring agent hearing one other answer adopted it 0.69 of the
     time, where one ``share`` term fitted to all heard sets predicted 0.82)."""
+    OPTION_FEATURES: ClassVar[tuple[str, ...]] = ("own_x_options", "share_x_options",
+                                                  "new_x_options", "right_x_options",
+                                                  "own_x_round_x_options",
+                                                  "new_x_right_x_options")
+    """The answer space: ``own``, ``share``, ``new`` and ``right`` when the question offers a
+    few labelled options (multiple choice, graded by letter) rather than a free answer (a
+    number, an expression).  With four options another answer is one of three letters, where
+    a free answer has countless others: without these terms a fit on MATH and MMLU debates
+    together makes the main terms a compromise between the two spaces (``new`` 2.42 -> 0.80,
+    ``share`` 5.42 -> 3.54) and the strength dependence cannot be read across them."""
+    HEARD_FEATURES: ClassVar[tuple[str, ...]] = ("own_x_alone", "own_x_agree")
+    """``own`` when the agent heard no answer, and when every answer it heard was its own (a
+    unanimous debate): the two ends of ``share`` that its straight line misses (DyLAN's MMLU
+    agents: erring ones that heard nothing kept their letter 0.52 of the time, where the line
+    predicted 0.65; right ones that heard only agreement left it 0.10 of the time, against 0.05
+    predicted)."""
+    COLUMNS: ClassVar[tuple[str, ...]] = FEATURES + OPTION_FEATURES + HEARD_FEATURES
+    """The columns of :meth:`design`'s feature rows: every feature a model may use (a model
+    uses :attr:`features`, :attr:`FEATURES` by default; the others count 0)."""
     NEW_RIGHT: ClassVar[str] = "\x00another right answer"
     NEW_WRONG: ClassVar[str] = "\x00another wrong answer"
     """The candidate names of "another answer" (never an answer's text)."""
 
     def __post_init__(self) -> None:
-        if len(self.coef) != len(self.FEATURES):
+        feats = tuple(self.features) or self.FEATURES
+        unknown = [f for f in feats if f not in self.COLUMNS]
+        if unknown or list(feats) != sorted(set(feats), key=self.COLUMNS.index):
+            raise ValueError(f"invalid RevisionModel features {list(feats)!r}: each once, of "
+                             f"{', '.join(self.COLUMNS)}, in that order")
+        object.__setattr__(self, "features", feats)
+        if len(self.coef) != len(feats):
             raise ValueError(f"invalid RevisionModel coef: {len(self.coef)} values for the "
-                             f"{len(self.FEATURES)} features {', '.join(self.FEATURES)}")
+                             f"{len(feats)} features {', '.join(feats)}")
         if not all(math.isfinite(c) for c in self.coef):
             raise ValueError(f"invalid RevisionModel coef {self.coef!r}: must be finite")
         if not (isinstance(self.critique_weight, (int, float)) and 0 <= self.critique_weight <= 1):
@@ -288,17 +327,19 @@ class RevisionModel:
 
     @classmethod
     def design(cls, own: str | None, heard: Sequence[str], gold: str | None, round: int,
-               skill: float, same: Any = None) -> tuple[list[str], np.ndarray]:
+               skill: float, same: Any = None, options: bool = False
+               ) -> tuple[list[str], np.ndarray]:
         """The candidates (answers, or :attr:`NEW_RIGHT` / :attr:`NEW_WRONG`) of an agent whose
         previous answer is ``own`` (None or "": it had none) and which heard ``heard`` (one
         answer per peer heard with an answer), and their features (one row each,
-        :attr:`FEATURES` columns).  ``gold``: the right answer (None: no candidate is right);
-        ``same(a, b)``: whether two answers are one (default ``==``).  The one definition of
+        :attr:`COLUMNS`).  ``gold``: the right answer (None: no candidate is right);
+        ``same(a, b)``: whether two answers are one (default ``==``); ``options``: the
+        question offers labelled options (multiple choice).  The one definition of
         the features, used by the fit and by the simulation alike: :meth:`candidates`, then
-        :meth:`features` of their :meth:`structure`."""
+        :meth:`feature_rows` of their :meth:`structure`."""
         names, counts, right = cls.candidates(own, heard, gold, same)
-        return names, cls.features(cls.structure(names, counts, right, own, heard), round,
-                                   skill)
+        return names, cls.feature_rows(cls.structure(names, counts, right, own, heard), round,
+                                       skill, options)
 
     @classmethod
     def candidates(cls, own: str | None, heard: Sequence[str], gold: str | None,
@@ -340,44 +381,57 @@ class RevisionModel:
                 sum(1 for h in heard if h))
 
     @classmethod
-    def features(cls, structure: tuple[Any, ...], round: int, skill: float) -> np.ndarray:
-        """The feature rows (:attr:`FEATURES` columns) of candidates of this
-        :meth:`structure`."""
+    def feature_rows(cls, structure: tuple[Any, ...], round: int, skill: float,
+                     options: bool = False) -> np.ndarray:
+        """The feature rows (:attr:`COLUMNS`) of candidates of this :meth:`structure`
+        (``options``: a multiple-choice question)."""
         has_own, counts, right, new, n_heard = structure
-        X = np.zeros((len(counts), len(cls.FEATURES)))
+        X = np.zeros((len(counts), len(cls.COLUMNS)))
+        o = bool(options)
         for j, (c, ok, is_new) in enumerate(zip(counts, right, new)):
             is_own = has_own and j == 0
             share = c / n_heard if n_heard else 0.0
             X[j] = (is_own, share, ok, ok * skill, is_new, is_own * (round - 1), is_own * ok,
-                    is_new * ok, is_own * skill, is_new * skill, share * (n_heard == 1))
+                    is_new * ok, is_own * skill, is_new * skill, share * (n_heard == 1),
+                    is_own * o, share * o, is_new * o, ok * o, is_own * (round - 1) * o,
+                    is_new * ok * o, is_own * (n_heard == 0), is_own * (share == 1))
         return X
 
+    @property
+    def vector(self) -> np.ndarray:
+        """The coefficients over :attr:`COLUMNS` (0 for a feature the model does not use)."""
+        v = np.zeros(len(self.COLUMNS))
+        v[[self.COLUMNS.index(f) for f in self.features]] = self.coef
+        return v
+
     def probabilities(self, X: np.ndarray, critiques: bool = False) -> np.ndarray:
-        """The choice probabilities of the candidates with features ``X`` (``critiques``: the
-        answers were heard as critiques, so ``share`` counts with :attr:`critique_weight`)."""
+        """The choice probabilities of the candidates with features ``X`` (:attr:`COLUMNS`;
+        ``critiques``: the answers were heard as critiques, so ``share`` and its interactions
+        count with :attr:`critique_weight`)."""
         if critiques and self.critique_weight != 1.0:
             X = X.copy()
-            X[:, self.FEATURES.index("share")] *= self.critique_weight
-        v = X @ np.asarray(self.coef)
+            X[:, [self.COLUMNS.index("share"), self.COLUMNS.index("share_x_single"),
+                  self.COLUMNS.index("share_x_options")]] *= self.critique_weight
+        v = X @ self.vector
         e = np.exp(v - v.max())
         return e / e.sum()
 
     def as_dict(self, se: Sequence[float] | None = None) -> dict[str, Any]:
-        out: dict[str, Any] = {"features": list(self.FEATURES),
-                               "coef": dict(zip(self.FEATURES, self.coef)),
+        out: dict[str, Any] = {"features": list(self.features),
+                               "coef": dict(zip(self.features, self.coef)),
                                "critique_weight": self.critique_weight}
         if se is not None:
-            out["se"] = dict(zip(self.FEATURES, map(float, se)))
+            out["se"] = dict(zip(self.features, map(float, se)))
         return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "RevisionModel":
         feats = list(d.get("features", []))
-        if feats != list(cls.FEATURES):
-            raise ValueError(f"invalid revision model: features {feats!r}, expected "
-                             f"{list(cls.FEATURES)!r}")
-        return cls(tuple(float(d["coef"][f]) for f in cls.FEATURES),
-                   float(d.get("critique_weight", 1.0)))
+        if not feats or any(f not in cls.COLUMNS for f in feats):
+            raise ValueError(f"invalid revision model: features {feats!r}, expected some of "
+                             f"{list(cls.COLUMNS)!r}")
+        return cls(tuple(float(d["coef"][f]) for f in feats),
+                   float(d.get("critique_weight", 1.0)), tuple(feats))
 
 
 def skill_of(accuracy: float) -> float:
@@ -390,14 +444,27 @@ def skill_of(accuracy: float) -> float:
     return _logit(accuracy)
 
 
+_UNSET_UNHASHED = ("wrong_focus_options",)
+"""Fields added after population files were first written: unset (None) they do not enter the
+fingerprint, so the files written before them keep theirs."""
+
+
+def identity(params: SimParams) -> dict[str, Any]:
+    """The parameters that define the agents' behaviour: every :class:`SimParams` field but
+    ``latency_s``, and the fields of :data:`_UNSET_UNHASHED` only when set (what a
+    population's fingerprint and a simulated backend's model id hash)."""
+    return {k: v for k, v in dataclasses.asdict(params).items() if k != "latency_s"
+            and not (k in _UNSET_UNHASHED and v is None)}
+
+
 def fingerprint(params: SimParams, revision: RevisionModel | None) -> str:
     """sha256 (hex) of the parameters that define the agents' behaviour: every
     :class:`SimParams` field but ``latency_s``, the revision coefficients (rounded to 9
     significant digits, so that a float's last bits do not move it) and its critique weight."""
-    ident = {k: v for k, v in dataclasses.asdict(params).items() if k != "latency_s"}
+    ident = identity(params)
     rev = None
     if revision is not None:
-        rev = {f: float(f"{c:.9g}") for f, c in zip(revision.FEATURES, revision.coef)}
+        rev = {f: float(f"{c:.9g}") for f, c in zip(revision.features, revision.coef)}
         rev["critique_weight"] = float(f"{revision.critique_weight:.9g}")
     blob = {"params": ident, "revision": rev}
     return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()
@@ -433,7 +500,7 @@ class Population:
         rev = None
         if self.revision is not None:
             rev = self.revision.as_dict(
-                [self.info["revision_se"][f] for f in RevisionModel.FEATURES]
+                [self.info["revision_se"][f] for f in self.revision.features]
                 if self.info.get("revision_se") else None)
         out = {"name": self.name, "version": VERSION, "fingerprint": self.fingerprint,
                "params": dataclasses.asdict(self.params), "revision": rev}

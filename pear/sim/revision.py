@@ -26,6 +26,7 @@ question sets, which is what carries the model over to other models and datasets
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -164,14 +165,15 @@ def _heard(rd: Mapping[str, Any], agent: int) -> list[int]:
 
 def transitions(records: Iterable[Mapping[str, Any]],
                 accuracy: Mapping[str, float] | None = None,
-                sequential: bool = False) -> Transitions:
+                sequential: bool = False, options: bool = False) -> Transitions:
     """The choice sets of every debate round of ``records`` (see the module docstring);
     ``accuracy``: the round-0 agent accuracy per :func:`question_set` (default: measured on
     ``records``; give it to build the choice sets of a resample or a subset with the skills of
     the whole).  ``sequential``: the agents of a round answer in turn (agent 0 first), each
     hearing the latest answers, so an agent hears the agents before it in this round's answer
     (DyLAN's protocol, ``imported.protocol.order`` in an import's manifest); otherwise every
-    agent hears the previous round's answers."""
+    agent hears the previous round's answers.  ``options``: the questions offer labelled options
+    (graded by letter: the ``*_x_options`` features)."""
     recs = list(records)
     if accuracy is None:
         accuracy = round0_accuracy(recs)
@@ -205,7 +207,7 @@ def transitions(records: Iterable[Mapping[str, Any]],
                     heard = [classes.get((r if sequential and s < i else r - 1, s), "")
                              for s in _heard(rounds[r], i)]
                 names, X = RevisionModel.design(classes.get((r - 1, i)) or None, heard, _GOLD,
-                                                r, skills[qs])
+                                                r, skills[qs], options=options)
                 if pick in names:
                     j = names.index(pick)
                 else:
@@ -280,7 +282,7 @@ class RevisionFit:
 
     model: RevisionModel
     se: tuple[float, ...]
-    """Standard errors (inverse observed information), in ``RevisionModel.FEATURES`` order."""
+    """Standard errors (inverse observed information), in ``model.features`` order."""
     loglik: float
     null_loglik: float
     """The log-likelihood of equal probabilities over each choice set's candidates."""
@@ -304,7 +306,7 @@ class RevisionFit:
         se = np.asarray(self.se_cluster)
         return pd.DataFrame({"coef": coef, "se": se, "z": coef / se,
                              "se_model": np.asarray(self.se)},
-                            index=pd.Index(RevisionModel.FEATURES, name="feature"))
+                            index=pd.Index(self.model.features, name="feature"))
 
     def diagnostics(self) -> dict[str, Any]:
         """What a population file records of the fit."""
@@ -316,12 +318,17 @@ class RevisionFit:
 
 
 def fit(tr: Transitions, weights: np.ndarray | None = None,
-        start: Sequence[float] | None = None) -> RevisionFit:
-    """The maximum-likelihood :class:`RevisionModel` of ``tr`` (``weights`` per choice set,
-    default 1), by ``scipy.optimize.minimize(method="trust-exact")`` with the exact gradient
-    and Hessian of the conditional logit (concave: one maximum)."""
+        start: Sequence[float] | None = None,
+        features: Sequence[str] = RevisionModel.FEATURES) -> RevisionFit:
+    """The maximum-likelihood :class:`RevisionModel` with ``features`` (some of
+    :attr:`~pear.sim.population.RevisionModel.COLUMNS`, in that order) of ``tr`` (``weights``
+    per choice set, default 1), by ``scipy.optimize.minimize(method="trust-exact")`` with the
+    exact gradient and Hessian of the conditional logit (concave: one maximum)."""
     from scipy.optimize import minimize
     t0 = time.perf_counter()
+    features = tuple(features)
+    cols = [RevisionModel.COLUMNS.index(f) for f in features]
+    tr = dataclasses.replace(tr, X=tr.X[:, cols]) if len(cols) != tr.X.shape[1] else tr
     starts = tr.starts
     w = np.ones(tr.n_choices) if weights is None else np.asarray(weights, float)
     x0 = np.zeros(tr.X.shape[1]) if start is None else np.asarray(start, float)
@@ -352,13 +359,15 @@ def fit(tr: Transitions, weights: np.ndarray | None = None,
         per = np.zeros((len(tr.debates), tr.X.shape[1]))
         np.add.at(per, tr.debate, score)
         se_cluster = np.sqrt(np.diag(cov @ (per.T @ per) @ cov))
-    return RevisionFit(RevisionModel(tuple(res.x)), tuple(map(float, se)), ll, null,
+    return RevisionFit(RevisionModel(tuple(res.x), features=features), tuple(map(float, se)),
+                       ll, null,
                        int(w.sum()), len(used), flat and identified,
                        int(res.nit), time.perf_counter() - t0, tuple(map(float, se_cluster)))
 
 
 def bootstrap(tr: Transitions, k: int = 20, seed: int = 0,
-              start: Sequence[float] | None = None) -> list[RevisionFit]:
+              start: Sequence[float] | None = None,
+              features: Sequence[str] = RevisionModel.FEATURES) -> list[RevisionFit]:
     """``k`` refits of ``tr`` on its debates resampled with replacement (each choice set
     weighted by how often its debate was drawn; the skills stay the whole data's), seeded by
     ``seed``: the sampling distribution of the fit.  Warm-started at ``start`` (default: the
@@ -367,11 +376,11 @@ def bootstrap(tr: Transitions, k: int = 20, seed: int = 0,
         raise ValueError(f"invalid k={k!r}: at least one bootstrap refit")
     rng = np.random.default_rng(seed)
     n = len(tr.debates)
-    x0 = start if start is not None else fit(tr).model.coef
+    x0 = start if start is not None else fit(tr, features=features).model.coef
     out = []
     for _ in range(k):
         counts = np.bincount(rng.integers(0, n, n), minlength=n)
-        out.append(fit(tr, counts[tr.debate].astype(float), start=x0))
+        out.append(fit(tr, counts[tr.debate].astype(float), start=x0, features=features))
     return out
 
 
@@ -395,8 +404,8 @@ def choice_table(tr: Transitions) -> "Any":
     """What the agents did, per question set: choice sets, the share that kept their own
     answer, adopted a heard one, or produced another (a DataFrame)."""
     import pandas as pd
-    own = tr.X[:, RevisionModel.FEATURES.index("own")] > 0
-    new = tr.X[:, RevisionModel.FEATURES.index("new")] > 0
+    own = tr.X[:, RevisionModel.COLUMNS.index("own")] > 0
+    new = tr.X[:, RevisionModel.COLUMNS.index("new")] > 0
     kind = np.where(own, "keep", np.where(new, "another", "adopt"))[tr.chosen]
     df = pd.DataFrame({"question_set": tr.qset, "choice": kind})
     out = pd.crosstab(df["question_set"], df["choice"], normalize="index")
@@ -409,7 +418,7 @@ def _situations(tr: Transitions) -> tuple[np.ndarray, np.ndarray]:
     """Per choice set: the agent's previous answer (``right``, ``wrong``, ``none``) and what it
     heard (``alone``: no answer; ``agree``: only its own answer; ``other``: one other answer
     only; ``split``: several answers)."""
-    F = RevisionModel.FEATURES
+    F = RevisionModel.COLUMNS
     own = tr.X[:, F.index("own")] > 0
     right = tr.X[:, F.index("right")] > 0
     heard = tr.X[:, F.index("share")] > 0
@@ -425,18 +434,18 @@ def _situations(tr: Transitions) -> tuple[np.ndarray, np.ndarray]:
 
 
 def predictive_table(tr: Transitions, model: RevisionModel) -> "Any":
-    """The fit held against its own data, on the choice level: per situation (the agent's
-    previous answer right / wrong / none, x what it heard: alone, only its own answer, one
-    other answer, several), the choice sets ``n``, the real share that kept their answer,
+    """The fit held against its own data, on the choice level: per situation (the answer space,
+    free or a few labelled options, x the agent's previous answer right / wrong / none, x what
+    it heard: alone, only its own answer, one other answer, several), the choice sets ``n``, the real share that kept their answer,
     adopted a heard one, produced another and ended right, and the share ``model`` predicts
     on the same choice sets (``*_pred``, the probabilities the simulator draws from:
     :meth:`~pear.sim.population.RevisionModel.probabilities`), with the z-score of the real
     share of ending right against the predicted (``z_right``: the real minus the predicted,
     over the Poisson-binomial standard deviation)."""
     import pandas as pd
-    F = RevisionModel.FEATURES
+    F = RevisionModel.COLUMNS
     st = tr.starts
-    v = tr.X @ np.asarray(model.coef)
+    v = tr.X @ model.vector
     e = np.exp(v - np.maximum.reduceat(v, st)[tr.group])
     p = e / np.add.reduceat(e, st)[tr.group]
     own = tr.X[:, F.index("own")] > 0
@@ -444,14 +453,17 @@ def predictive_table(tr: Transitions, model: RevisionModel) -> "Any":
     right = tr.X[:, F.index("right")] > 0
     kind = {"keep": own, "adopt": ~own & ~new, "another": new, "right": right}
     mine, what = _situations(tr)
-    cols: dict[str, Any] = {"own": mine, "heard": what}
+    lettered = np.logical_or.reduceat(tr.X[:, F.index("new_x_options")] > 0, st)
+    cols: dict[str, Any] = {"space": np.where(lettered, "options", "free"), "own": mine,
+                            "heard": what}
     for k, m in kind.items():
         cols[f"{k}"] = np.add.reduceat((tr.chosen & m).astype(float), st)
         cols[f"{k}_pred"] = np.add.reduceat(p * m, st)
     df = pd.DataFrame(cols)
     df["var_right"] = df["right_pred"] * (1 - df["right_pred"])
-    out = df.groupby(["own", "heard"]).agg(
-        n=("keep", "size"), **{c: (c, "mean") for c in cols if c not in ("own", "heard")},
+    out = df.groupby(["space", "own", "heard"]).agg(
+        n=("keep", "size"),
+        **{c: (c, "mean") for c in cols if c not in ("space", "own", "heard")},
         var_right=("var_right", "sum"))
     out["z_right"] = (out["right"] - out["right_pred"]) * out["n"] / np.sqrt(
         out.pop("var_right").clip(lower=1e-12))
