@@ -90,7 +90,7 @@ def add_sim_check(sub: Any) -> None:
                     help="one row per run (statistics inside / defined, those outside and "
                          "which way) and a total, instead of each run's table")
     sc.add_argument("--population", default="grounded", metavar="NAME|FILE",
-                    help="study, grounded (default) or a population file (.json)")
+                    help="study, grounded (default), grounded-math or a population file (.json)")
     sc.add_argument("--replicates", type=int, default=20, metavar="K",
                     help="simulations of the run; the simulated value is their mean "
                          "(default 20)")

@@ -635,8 +635,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for line in problems:
         print(f"population check FAILED: {line}", file=sys.stderr)
     if not problems:
-        print(f"population check: the shipped study, grounded, grounded-math and {ENSEMBLE_K} bootstrap "
-              "files are what the shipped data and code produce")
+        print(f"population check: the shipped study, grounded, grounded-math and {ENSEMBLE_K} "
+              "bootstrap files are what the shipped data and code produce")
     return 1 if problems or graded else 0
 
 

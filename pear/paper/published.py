@@ -179,7 +179,8 @@ def table(df: pd.DataFrame) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m pear.paper.published",
                                  description=__doc__.split("\n\n")[0])
-    ap.add_argument("--population", default="grounded", help="study, grounded or a file")
+    ap.add_argument("--population", default="grounded",
+                    help="study, grounded, grounded-math or a file")
     ap.add_argument("--replicates", type=int, default=5)
     ap.add_argument("--questions", type=int, default=500,
                     help="a seeded sample of N MMLU-Pro questions (default 500)")

@@ -248,7 +248,7 @@ class RevisionModel:
     >>> [list(map(int, row[:11])) for row in X]  # own 4, heard 5 (right), another wrong
     [[1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], [0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0], [0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0]]
     >>> [round(float(p), 3) for p in m.probabilities(X)]
-    [0.135, 0.864, 0.001]
+    [0.119, 0.879, 0.002]
     """
 
     coef: tuple[float, ...]

@@ -327,8 +327,12 @@ def fit(tr: Transitions, weights: np.ndarray | None = None,
     from scipy.optimize import minimize
     t0 = time.perf_counter()
     features = tuple(features)
-    cols = [RevisionModel.COLUMNS.index(f) for f in features]
-    tr = dataclasses.replace(tr, X=tr.X[:, cols]) if len(cols) != tr.X.shape[1] else tr
+    if tr.X.shape[1] == len(RevisionModel.COLUMNS):  # the model's columns of the design
+        tr = dataclasses.replace(tr, X=tr.X[:, [RevisionModel.COLUMNS.index(f) for f in features]])
+    elif tr.X.shape[1] != len(features):
+        raise ValueError(f"invalid choice sets: {tr.X.shape[1]} feature columns, neither "
+                         f"RevisionModel.COLUMNS' {len(RevisionModel.COLUMNS)} nor the "
+                         f"{len(features)} features {', '.join(features)}")
     starts = tr.starts
     w = np.ones(tr.n_choices) if weights is None else np.asarray(weights, float)
     x0 = np.zeros(tr.X.shape[1]) if start is None else np.asarray(start, float)
@@ -360,8 +364,7 @@ def fit(tr: Transitions, weights: np.ndarray | None = None,
         np.add.at(per, tr.debate, score)
         se_cluster = np.sqrt(np.diag(cov @ (per.T @ per) @ cov))
     return RevisionFit(RevisionModel(tuple(res.x), features=features), tuple(map(float, se)),
-                       ll, null,
-                       int(w.sum()), len(used), flat and identified,
+                       ll, null, int(w.sum()), len(used), flat and identified,
                        int(res.nit), time.perf_counter() - t0, tuple(map(float, se_cluster)))
 
 
@@ -436,8 +439,9 @@ def _situations(tr: Transitions) -> tuple[np.ndarray, np.ndarray]:
 def predictive_table(tr: Transitions, model: RevisionModel) -> "Any":
     """The fit held against its own data, on the choice level: per situation (the answer space,
     free or a few labelled options, x the agent's previous answer right / wrong / none, x what
-    it heard: alone, only its own answer, one other answer, several), the choice sets ``n``, the real share that kept their answer,
-    adopted a heard one, produced another and ended right, and the share ``model`` predicts
+    it heard: alone, only its own answer, one other answer, several), the choice sets ``n``,
+    the real share that kept their answer, adopted a heard one, produced another and ended
+    right, and the share ``model`` predicts
     on the same choice sets (``*_pred``, the probabilities the simulator draws from:
     :meth:`~pear.sim.population.RevisionModel.probabilities`), with the z-score of the real
     share of ending right against the predicted (``z_right``: the real minus the predicted,
