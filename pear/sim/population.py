@@ -43,7 +43,7 @@ from pear.paths import DATA_DIR, write_json
 
 __all__ = ["SimParams", "DATASET_EASE", "RevisionModel", "Population", "POPULATIONS_DIR",
            "SHIPPED", "DEFAULT", "BUILD_DEFAULT", "load", "fingerprint", "expected_accuracy",
-           "same_wrong_share", "wrong_focus_for", "wrong_answers_for", "skill_of"]
+           "same_wrong_share", "wrong_focus_for", "wrong_answers_for", "skill_of", "identity"]
 
 POPULATIONS_DIR = DATA_DIR / "populations"
 """Where the shipped population files are (``<name>.json``)."""
@@ -263,7 +263,8 @@ class RevisionModel:
     (:mod:`pear.paper.grounding`)."""
     features: tuple[str, ...] = ()
     """The features the model uses, in :attr:`COLUMNS` order (empty: :attr:`FEATURES`, the
-    revision model of ``grounded``); ``coef`` has one value per feature."""
+    revision model of ``grounded-math``; ``grounded`` uses every column); ``coef`` has one
+    value per feature."""
     FEATURES: ClassVar[tuple[str, ...]] = ("own", "share", "right", "right_x_skill", "new",
                                            "own_x_round", "own_x_right", "new_x_right",
                                            "own_x_skill", "new_x_skill", "share_x_single")
