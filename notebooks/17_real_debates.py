@@ -65,7 +65,7 @@ loo_subjects = ""  # comma-separated subjects to hold out; empty: all seven
 
 # %%
 from pear.analysis import figures, report, simcheck
-from pear.paper import grounding, heldout, real_debates
+from pear.paper import heldout, real_debates
 
 figures.set_style()
 runs = real_debates.shipped_runs(du_file, du_dataset, du_grading, du_model)
@@ -101,10 +101,9 @@ print(simcheck.summary([a.check for a in analyses]))
 # ## Leave-one-out: each MATH subject held against a population fitted without it
 
 # %%
-corpus = grounding.corpus_run()
-loo = heldout.leave_one_out(corpus, replicates=loo_replicates, seed=sim_seed,
+loo = heldout.leave_one_out(replicates=loo_replicates, seed=sim_seed,  # the corpus, as grounded
                             subjects_=[s.strip() for s in loo_subjects.split(",") if s.strip()],
-                            n_resamples=n_resamples, extra=grounding.mmlu_runs())
+                            n_resamples=n_resamples)
 print(heldout.describe(loo))
 loo_summary = heldout.summary(loo)
 loo_summary

@@ -330,7 +330,7 @@ def _matched(pop: Population, key: Mapping[tuple[str, str], str], dataset: str,
     return base.matched(dataset, agents, _clip(rate, len(agents)), weights)
 
 
-def _n_choices(rec: Mapping[str, Any], grading: str) -> int:
+def n_choices(rec: Mapping[str, Any], grading: str) -> int:
     """The options of a letter-graded question (0: open-ended): our benchmark's, else the
     letters its record shows (at least A-D, as ``pear import`` assumes)."""
     if grading != "letters":
@@ -368,7 +368,7 @@ def _simulate_imported(recs: Sequence[Mapping[str, Any]], proto: Protocol, pop: 
         for i in idx:
             rec = recs[i]
             meta = {"dataset": dataset, "question_id": str(rec["question_id"]),
-                    "n_choices": _n_choices(rec, grading)}
+                    "n_choices": n_choices(rec, grading)}
             rng = np.random.default_rng([seed, i])
             rounds = simulate_protocol(be, proto, meta, rng, judge)
             gold = be.question(meta).gold

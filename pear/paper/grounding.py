@@ -128,9 +128,10 @@ def mmlu_runs(where: str | os.PathLike[str] | None = None, *, corpus: Path = MML
     ``fresh``: imported now whatever is there."""
     from pear.paper.real_debates import imported_run  # heavy: pandas, scipy, only for this function
     root = Path(where) if where else BUILD_DIR / "imported"
+    sha8 = file_sha256(corpus)[:8]
     out = []
     for n in MMLU_TEAMS:
-        run = root / f"dylan-mmlu{n}-{file_sha256(corpus)[:8]}"
+        run = root / f"dylan-mmlu{n}-{sha8}"
         if fresh and run.exists():
             shutil.rmtree(run)
         out.append(imported_run("dylan-mmlu", corpus, run, dataset=MMLU_DATASET,
@@ -179,14 +180,16 @@ def sequential(run: str | os.PathLike[str]) -> bool:
     return proto.get("order") == "sequential"
 
 
-def options(run: str | os.PathLike[str]) -> bool:
+def options(run: str | os.PathLike[str],
+            recs: Sequence[Mapping[str, Any]] | None = None) -> bool:
     """Whether the run's questions offer labelled options (an import graded by letter; a run of
-    ours on multiple-choice datasets only): the revision model's ``*_x_options`` features."""
+    ours on multiple-choice datasets only): the revision model's ``*_x_options`` features.
+    ``recs``: the run's records when already read."""
     m = manifest.read(run) or {}
     if m.get("imported"):
         return m["imported"].get("grading") == "letters"
     from pear.tasks.grading import get, kind_of
-    datasets = {r["dataset"] for r in read_records(run)}
+    datasets = {r["dataset"] for r in (read_records(run) if recs is None else recs)}
     return bool(datasets) and all(kind_of(get(d)) == "letters" for d in datasets)
 
 
@@ -280,7 +283,8 @@ class Grounding:
     no such run), measured apart: ``wrong_focus_options``."""
     wrong_pairs_options: int = 0
     options: int = 0
-    """How many options those runs' questions offer (the most letters a record shows)."""
+    """How many options those runs' questions offer (the most of any record:
+    :func:`pear.analysis.simcheck.n_choices`)."""
 
 
 def ground(runs: Sequence[str | os.PathLike[str]] | None = None,
@@ -299,12 +303,12 @@ def ground(runs: Sequence[str | os.PathLike[str]] | None = None,
     paths = tuple(Path(r) for r in (runs if runs is not None else default_runs())) + \
         tuple(Path(r) for r in extra)
     parts = [records([p]) for p in paths]
+    flags = [options(p, part) for p, part in zip(paths, parts)]
     total = sum(map(len, parts))
     if leave_out is not None:
         parts = [[r for r in part if not leave_out(r)] for part in parts]
     recs = [r for part in parts for r in part]
     accuracy = revision.round0_accuracy(recs)
-    flags = [options(p) for p in paths]
     tr = revision.concat([revision.transitions(part, accuracy, sequential(p), o)
                           for p, part, o in zip(paths, parts, flags)])
     if features is None:
@@ -314,16 +318,12 @@ def ground(runs: Sequence[str | os.PathLike[str]] | None = None,
     lettered = [r for part, o in zip(parts, flags) if o for r in part]
     share, pairs = revision.same_wrong_answer(free or lettered)  # wrong_focus
     share_o, pairs_o = revision.same_wrong_answer(lettered) if free and lettered else (None, 0)
+    n_options = 0
+    if lettered:  # heavy: pandas and the simulator, only for lettered runs
+        from pear.analysis.simcheck import n_choices
+        n_options = max(n_choices(r, "letters") for r in lettered)
     return Grounding(revision.fit(tr, features=features), share, pairs, tr, paths,
-                     time.perf_counter() - t0, total - len(recs), share_o, pairs_o,
-                     _letters(lettered))
-
-
-def _letters(recs: Sequence[Mapping[str, Any]]) -> int:
-    """The most options the records show (the highest letter of a gold or read answer)."""
-    seen = {str(x) for r in recs for x in [r.get("gold")] + [
-        a.get("canonical") for rd in r["rounds_data"] for a in rd["agents"]]}
-    return max((ord(x) - 64 for x in seen if len(x) == 1 and "A" <= x <= "Z"), default=0)
+                     time.perf_counter() - t0, total - len(recs), share_o, pairs_o, n_options)
 
 
 def _grounded(g: Grounding, model: RevisionModel, se: Sequence[float] | None,

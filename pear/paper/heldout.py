@@ -110,12 +110,21 @@ def _source_digest() -> str:
 
 def cache_key(corpus_sha256: str, subjects_: Sequence[str], replicates: int, seed: int,
               contrast: Sequence[str], n_resamples: int) -> str:
-    """What the outcome depends on, hashed: the corpus file, the package's source files, the
+    """What the outcome depends on, hashed: the debates fitted on and held out (``corpus``:
+    each run's imported files and protocol, :func:`_source`), the package's source files, the
     subjects, replicates, seed, contrast populations (their fingerprints) and resamples."""
     spec = {"corpus": corpus_sha256, "code": _source_digest(), "subjects": list(subjects_),
             "replicates": replicates, "seed": seed, "n_resamples": n_resamples,
             "contrast": {c: load(c).fingerprint for c in contrast}}
     return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _source(run: Path) -> str:
+    """What a run's debates are, for :func:`cache_key`: an import's files (sha256) and source
+    protocol (one file imported per protocol is several runs), else the run's path."""
+    imported = (manifest.read(run) or {}).get("imported") or {}
+    files = ",".join(f["sha256"] for f in imported.get("files") or [])
+    return f"{files}/{(imported.get('protocol') or {}).get('name')}" if files else str(run)
 
 
 def _fold(run: Path, subject: str, replicates: int, seed: int, contrast: Sequence[str],
@@ -165,9 +174,7 @@ def leave_one_out(run: str | os.PathLike[str] | None = None, *, replicates: int 
         raise ValueError(f"unknown subject {unknown[0]!r}: the run's subjects are "
                          + ", ".join(every))
     files = ((manifest.read(run) or {}).get("imported") or {}).get("files") or []
-    corpus = ",".join(f["sha256"] for f in files) or str(run)
-    for e in extra:  # the same file imported per protocol: the run's name says which
-        corpus += f",{e.name}"
+    corpus = ",".join(_source(r) for r in (run, *extra))
     key = cache_key(corpus, chosen, replicates, seed, contrast, n_resamples)
     setting = {"run": str(run), "corpus": [f["name"] for f in files],
                "also_fitted_on": [str(e) for e in extra], "subjects": chosen,
