@@ -454,7 +454,7 @@ def test_dylan_import_grades_what_each_agent_heard(dylan_heard, tmp_path):
                                         {"canonical": "7", "correct": False}]
     v = validate(tmp_path / "run")
     assert v.findings.ok and v.debates == 1, v.report()
-    assert manifest.read(tmp_path / "run")["imported"]["version"] == 3
+    assert manifest.read(tmp_path / "run")["imported"]["version"] == 4
 
 
 def test_du_import_has_no_heard(du_gsm, tmp_path):
@@ -467,7 +467,8 @@ def test_du_import_has_no_heard(du_gsm, tmp_path):
 
 def test_dylan_import_measures_the_quorums_its_check_missed(tmp_path):
     """DyLAN compares answer strings: 3 agents agreeing in round 0 as our grader reads them
-    (5, 5.0, 10/2) went on; the import records that share (the protocol's ``stop.miss``)."""
+    (5, 5.0, 10/2) went on; the import records that share (the protocol's ``stop.miss_right``:
+    every quorum here is on the right answer, so ``stop.miss``, on a wrong one, is 0)."""
     prompt = "Problem: What is $1+1$?\nAnswer: $2$\n###\nProblem: What is $2+3$?\nAnswer:"
     said = {k: f"The answer is $\\boxed{{{k}}}$." for k in ("5", "5.0", "\\frac{10}{2}", "6",
                                                              "7")}
@@ -484,4 +485,4 @@ def test_dylan_import_measures_the_quorums_its_check_missed(tmp_path):
                  grading="math")
     stop = manifest.read(run)["imported"]["protocol"]["stop"]
     # quorums: the first debate's rounds 0 (missed) and 1, the second's round 1
-    assert stop["miss"] == pytest.approx(1 / 3, abs=1e-4)
+    assert stop["miss_right"] == pytest.approx(1 / 3, abs=1e-4) and stop["miss"] == 0.0

@@ -107,10 +107,11 @@ def test_design_names_candidates_and_features():
     # a multiple-choice question: own, share, new, right, own x round, new x right again
     names, X = RevisionModel.design("B", ["A"], gold="C", round=2, skill=0.0, options=True)
     assert names == ["B", "A", RevisionModel.NEW_RIGHT, RevisionModel.NEW_WRONG]
-    np.testing.assert_allclose(X[:, len(FEATURES):], [[1, 0, 0, 0, 1, 0, 0, 0],  # own, round 2
-                                                      [0, 1, 0, 0, 0, 0, 0, 0],  # heard
-                                                      [0, 0, 1, 1, 0, 1, 0, 0],  # another, right
-                                                      [0, 0, 1, 0, 0, 0, 0, 0]])  # another, wrong
+    np.testing.assert_allclose(X[:, len(FEATURES):],
+                               [[1, 0, 0, 0, 1, 0, 0, 0, 0],  # own, round 2
+                                [0, 1, 0, 0, 0, 0, 0, 0, 0],  # heard
+                                [0, 0, 1, 1, 0, 1, 0, 0, 0],  # another, right
+                                [0, 0, 1, 0, 0, 0, 0, 0, 0]])  # another, wrong
     m = RevisionModel((1.0, -2.0), features=("own", "own_x_options"))
     assert m.vector[RevisionModel.COLUMNS.index("own_x_options")] == -2.0
     assert m.probabilities(X)[0] == pytest.approx(
@@ -122,28 +123,47 @@ def test_design_names_candidates_and_features():
     assert X[:, agree].tolist() == [1, 0, 0] and not X[:, alone].any()
     _, X = RevisionModel.design("B", ["B", "A"], gold="C", round=1, skill=0.0)  # not unanimous
     assert not X[:, agree].any()
+    # fresh: the share of the answers heard that are j and were given in this round
+    fresh = RevisionModel.COLUMNS.index("fresh")
+    names, X = RevisionModel.design("4", ["5", "6", "5"], gold="7", round=1, skill=0.0,
+                                    fresh=[True, True, False])
+    assert names == ["4", "5", "6", RevisionModel.NEW_RIGHT, RevisionModel.NEW_WRONG]
+    np.testing.assert_allclose(X[:, fresh], [0, 1 / 3, 1 / 3, 0, 0])
+    np.testing.assert_allclose(X[:, RevisionModel.COLUMNS.index("share")], [0, 2 / 3, 1 / 3, 0, 0])
+    _, stale = RevisionModel.design("4", ["5", "6", "5"], gold="7", round=1, skill=0.0)
+    assert not stale[:, fresh].any()  # flags not given: nothing heard is fresh
+    np.testing.assert_array_equal(np.delete(X, fresh, 1), np.delete(stale, fresh, 1))
 
 
 @pytest.mark.parametrize("weight", [1.0, 0.5])
 def test_backend_draws_revisions_with_the_models_probabilities(weight):
     """The simulator draws from the fitted model's probabilities on the same choice set (one
     definition of the candidates, of "heard" and of skill); a critique weight below 1
-    discounts ``share`` (PEAR's protocol as an assumption) and nothing else."""
-    model = RevisionModel((1.0, 2.0, 0.5, 0.3, -1.0, 0.0, 1.2, -2.0, -0.2, -0.3, -0.8), weight)
+    discounts ``share`` (PEAR's protocol as an assumption) and nothing else.  A heard answer
+    given in this round (``fresh``, a protocol whose agents answer in turn) counts as the fit
+    counts it."""
+    feats = FEATURES + ("fresh",)
+    model = RevisionModel((1.0, 2.0, 0.5, 0.3, -1.0, 0.0, 1.2, -2.0, -0.2, -0.3, -0.8, -1.5),
+                          weight, feats)
     p = Population("t", SimParams(), model)
     be = SimulatedBackend({("gsm8k", "q"): "18"}, population=p)
     q = be.question({"dataset": "gsm8k", "question_id": "q"})
     meta = {"dataset": "gsm8k", "question_id": "q", "agent": 0, "round": 1,
             "own": {"canonical": "19", "answer": "19", "confidence": 3},
-            "critiques": [{"source_answer": "18"}, {"source_answer": "18"},
+            "critiques": [{"source_answer": "18", "fresh": True}, {"source_answer": "18"},
                           {"source_answer": "17"}]}
-    names, X = model.design("19", ["18", "18", "17"], "18", 1, be.population_skill("gsm8k"))
+    names, X = model.design("19", ["18", "18", "17"], "18", 1, be.population_skill("gsm8k"),
+                            fresh=[True, False, False])
     X[:, FEATURES.index("share")] *= weight
-    want = dict(zip(names, RevisionModel(model.coef).probabilities(X)))
+    want = dict(zip(names, RevisionModel(model.coef, features=feats).probabilities(X)))
+    stale = dict(zip(names, model.probabilities(RevisionModel.design(
+        "19", ["18", "18", "17"], "18", 1, be.population_skill("gsm8k"))[1])))
+    assert want["18"] < stale["18"] - 0.05  # its fresh term (-1.5 here) counts
     if weight != 1:
         assert want["18"] < dict(zip(names, model.probabilities(
             RevisionModel.design("19", ["18", "18", "17"], "18", 1,
-                                 be.population_skill("gsm8k"))[1])))["18"]
+                                 be.population_skill("gsm8k"), fresh=[True, False, False])[1]
+        )))["18"]
     rng = np.random.default_rng(0)
     n = 20000
     got: dict[str, int] = {}
@@ -420,6 +440,9 @@ def test_sequential_agents_hear_this_rounds_answers_of_those_before_them():
     assert simultaneous.X[last:][simultaneous.chosen[last:]][0].tolist()[:2] == [1, 0]
     last = sequential.starts[1]
     assert sequential.X[last:][sequential.chosen[last:]][0].tolist()[:2] == [1, 1]
+    fresh = RevisionModel.COLUMNS.index("fresh")  # what it heard was given in this round
+    assert sequential.X[last:][sequential.chosen[last:]][0][fresh] == 1
+    assert not simultaneous.X[:, fresh].any() and not sequential.X[:last, fresh].any()
     both = revision.concat([simultaneous, sequential])
     assert both.n_choices == 4 and both.group.tolist() == sorted(both.group.tolist())
     assert both.debate.tolist() == [0, 0, 1, 1]
@@ -445,6 +468,12 @@ def test_transitions_read_the_answers_a_prompt_quoted():
     np.testing.assert_allclose(first[:, FEATURES.index("share")], [0, 1 / 3, 2 / 3, 0])
     np.testing.assert_allclose(first[:, FEATURES.index("right")], [0, 1, 0, 0])
     assert first[tr.chosen[tr.group == 0], FEATURES.index("right")].tolist() == [1]
+    # in turn: the quotes are the other agents in index order (agent 1 heard 0, 2 and 3, the
+    # last two not in the record), and agent 0 had answered this round before agent 1
+    fresh = RevisionModel.COLUMNS.index("fresh")
+    in_turn = revision.transitions([rec], accuracy={"m/math": 0.5}, sequential=True)
+    assert not in_turn.X[in_turn.group == 0][:, fresh].any()  # agent 0 hears nobody's new one
+    np.testing.assert_allclose(in_turn.X[in_turn.group == 1][:, fresh], [0, 1 / 3, 0, 0])
     del rec["rounds_data"][1]["agents"][0]["heard"], rec["rounds_data"][1]["agents"][1]["heard"]
     edges_only = revision.transitions([rec], accuracy={"m/math": 0.5})
     assert edges_only.X[edges_only.group == 0][:, FEATURES.index("share")].tolist() == [0, 1, 0]

@@ -195,19 +195,25 @@ def test_a_source_that_misses_quorums_has_a_simulated_twin_missing_as_often():
     from pear.store.readers.protocols import quorum_misses
     be = _backend(400, "study")
     out = {}
-    for miss in (0.0, 0.5):
-        proto = Protocol(name="x", agents=3, rounds=3, stop=Quorum(share=0.5, after=2,
-                                                                   miss=miss))
+    for miss, miss_right in ((0.0, None), (0.5, None), (0.0, 0.5)):
+        proto = Protocol(name="x", agents=3, rounds=3, stop=Quorum(
+            share=0.5, after=2, miss=miss, miss_right=miss_right))
         recs = []
         for i in range(400):
             meta = {"dataset": "math500", "question_id": f"q{i}", "n_choices": 0}
             rounds = simcheck.simulate_protocol(be, proto, meta, np.random.default_rng(i))
-            recs.append({"rounds_data": [{"agents": [{"canonical": a} for _, a, _ in rd]}
-                                         for rd in rounds]})
-        out[miss] = quorum_misses(recs, proto.stop)
-    assert out[0.0][0] > 300 and out[0.0][1] == 0  # never missed
-    seen, missed = out[0.5]
+            recs.append({"rounds_data": [{"agents": [{"canonical": a, "correct": ok}
+                                                     for _, a, ok in rd]} for rd in rounds]})
+        out[miss, miss_right] = [quorum_misses(recs, proto.stop, right=r)
+                                 for r in (None, False, True)]
+    assert out[0.0, None][0][0] > 300 and out[0.0, None][0][1] == 0  # never missed
+    seen, missed = out[0.5, None][0]
     assert missed / seen == pytest.approx(0.5, abs=0.06), (seen, missed)
+    # miss_right: only quorums on the right answer are missed, half of them
+    (_, wrong_missed), (right_seen, right_missed) = out[0.0, 0.5][1:]
+    assert wrong_missed == 0 and right_seen > 100
+    assert right_missed / right_seen == pytest.approx(0.5, abs=0.08), (right_seen, right_missed)
+    assert sum(out[0.5, None][0]) == sum(map(sum, out[0.5, None][1:]))  # right + wrong = all
 
 
 # ----------------------------------------------------------------- DyLAN, a slice
@@ -233,8 +239,10 @@ def test_dylan_slice_under_its_protocol(dylan_slice, capsys):
     # the import measured how often DyLAN's own check missed a quorum our grader sees
     from pear.store.readers.protocols import quorum_misses
     from pear.store.records import read_records
-    seen, missed = quorum_misses(read_records(dylan_slice), DYLAN.stop)
-    assert seen > 0 and st["protocol"]["stop"]["miss"] == pytest.approx(missed / seen, abs=1e-4)
+    for key, right in (("miss", False), ("miss_right", True)):
+        seen, missed = quorum_misses(read_records(dylan_slice), DYLAN.stop, right=right)
+        assert seen > 0 and st["protocol"]["stop"][key] == pytest.approx(missed / seen,
+                                                                          abs=1e-4)
     assert all(list(s) == KEYS for s in out["statistics"])
     c = simcheck.check(dylan_slice, "study", replicates=4)
     assert [s["simulated"] for s in c.statistics] == [s["simulated"] for s in out["statistics"]]

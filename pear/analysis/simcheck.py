@@ -417,7 +417,8 @@ def simulate_protocol(backend: Any, proto: Protocol, meta: Mapping[str, Any],
                 heard = [(j, this[j] if proto.order == "sequential" and j in this else prev[j])
                          for j in peers if j != i]
                 m.update(own=own, critiques=[
-                    {"source": j, "source_answer": a, "source_confidence": c}
+                    {"source": j, "source_answer": a, "source_confidence": c,
+                     "fresh": proto.order == "sequential" and j in this}
                     for j, (a, c) in heard])
                 if backend.revision is not None:
                     this[i] = backend.revise_choice(q, m, rng.random(3))
@@ -426,9 +427,10 @@ def simulate_protocol(backend: Any, proto: Protocol, meta: Mapping[str, Any],
                                 if backend.accept(own, c, q.gold, rng.random())]
                     this[i] = backend.revise(q, m, accepted, rng.random(5))
             if proto.stop is not None:
-                top = Counter(a for a, _ in this.values()).most_common(1)[0][1]
-                if proto.stop.reached(answered=len(this), agreeing=top) and not (
-                        proto.stop.miss and rng.random() < proto.stop.miss):
+                top, agreeing = Counter(a for a, _ in this.values()).most_common(1)[0]
+                miss = proto.stop.missed(top == q.gold)
+                if proto.stop.reached(answered=len(this), agreeing=agreeing) and not (
+                        miss and rng.random() < miss):
                     stopped = True  # (a source whose check misses some quorums misses as often)
                     break
         history.append(this)

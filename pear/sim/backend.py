@@ -358,9 +358,12 @@ class SimulatedBackend:
         the confidence of a new answer)."""
         own = meta["own"]
         mine = own["canonical"] or own["answer"] or None
-        heard = [c["source_answer"] for c in meta["critiques"] if c["source_answer"]]
-        names, counts, right = RevisionModel.candidates(mine, heard, q.gold)
-        key = (RevisionModel.structure(names, counts, right, mine, heard), int(meta["round"]),
+        said = [c for c in meta["critiques"] if c["source_answer"]]
+        heard = [c["source_answer"] for c in said]
+        names, counts, right, fresh = RevisionModel.candidates(
+            mine, heard, q.gold, fresh=[bool(c.get("fresh")) for c in said])
+        key = (RevisionModel.structure(names, counts, right, mine, heard, fresh),
+               int(meta["round"]),
                meta["dataset"], bool(meta.get("n_choices")))
         cdf = self._cdfs.get(key)
         if cdf is None:  # RevisionModel.design's features; a choice set's shape recurs

@@ -301,7 +301,13 @@ class RevisionModel:
     agents: erring ones that heard nothing kept their letter 0.52 of the time, where the line
     predicted 0.65; right ones that heard only agreement left it 0.10 of the time, against 0.05
     predicted)."""
-    COLUMNS: ClassVar[tuple[str, ...]] = FEATURES + OPTION_FEATURES + HEARD_FEATURES
+    ORDER_FEATURES: ClassVar[tuple[str, ...]] = ("fresh",)
+    """``fresh``: the share of the answers the agent heard that are j and were given in this
+    round, by agents that revised before it (a protocol whose agents answer in turn, DyLAN's:
+    an answer revised in sight of the others draws more than one still from the round
+    before)."""
+    COLUMNS: ClassVar[tuple[str, ...]] = (FEATURES + OPTION_FEATURES + HEARD_FEATURES
+                                          + ORDER_FEATURES)
     """The columns of :meth:`design`'s feature rows: every feature a model may use (a model
     uses :attr:`features`, :attr:`FEATURES` by default; the others count 0)."""
     NEW_RIGHT: ClassVar[str] = "\x00another right answer"
@@ -328,8 +334,8 @@ class RevisionModel:
 
     @classmethod
     def design(cls, own: str | None, heard: Sequence[str], gold: str | None, round: int,
-               skill: float, same: Any = None, options: bool = False
-               ) -> tuple[list[str], np.ndarray]:
+               skill: float, same: Any = None, options: bool = False,
+               fresh: Sequence[bool] = ()) -> tuple[list[str], np.ndarray]:
         """The candidates (answers, or :attr:`NEW_RIGHT` / :attr:`NEW_WRONG`) of an agent whose
         previous answer is ``own`` (None or "": it had none) and which heard ``heard`` (one
         answer per peer heard with an answer), and their features (one row each,
@@ -338,19 +344,23 @@ class RevisionModel:
         question offers labelled options (multiple choice).  The one definition of
         the features, used by the fit and by the simulation alike: :meth:`candidates`, then
         :meth:`feature_rows` of their :meth:`structure`."""
-        names, counts, right = cls.candidates(own, heard, gold, same)
-        return names, cls.feature_rows(cls.structure(names, counts, right, own, heard), round,
-                                       skill, options)
+        names, counts, right, new = cls.candidates(own, heard, gold, same, fresh)
+        return names, cls.feature_rows(cls.structure(names, counts, right, own, heard, new),
+                                       round, skill, options)
 
     @classmethod
     def candidates(cls, own: str | None, heard: Sequence[str], gold: str | None,
-                   same: Any = None) -> tuple[list[str], list[int], list[bool]]:
+                   same: Any = None, fresh: Sequence[bool] = ()
+                   ) -> tuple[list[str], list[int], list[bool], list[int]]:
         """The candidates of :meth:`design`, with how many of the answers heard are each
-        (own answer not counted) and whether each is right."""
+        (own answer not counted), whether each is right and how many of the answers heard
+        are each and ``fresh`` (one flag per answer heard: given in this round)."""
         eq = same or (lambda a, b: a == b)
         names: list[str] = []
         counts: list[int] = []
-        for a in ([own] if own else []) + [h for h in heard if h]:
+        recent: list[int] = []
+        said = [(h, bool(f)) for h, f in zip(heard, list(fresh) + [False] * len(heard)) if h]
+        for a, f in ([(own, False)] if own else []) + said:
             if same is None:  # plain equality: a list lookup finds the same first match
                 k = names.index(a) if a in names else None
             else:
@@ -358,44 +368,51 @@ class RevisionModel:
             if k is None:
                 names.append(a)
                 counts.append(0)
+                recent.append(0)
                 k = len(names) - 1
             counts[k] += 1
+            recent[k] += f
         if own:
             counts[0] -= 1  # own answer is not heard
         right = [gold is not None and eq(n, gold) for n in names]
         if gold is not None and not any(right):
             names.append(cls.NEW_RIGHT)
             counts.append(0)
+            recent.append(0)
             right.append(True)
         names.append(cls.NEW_WRONG)
         counts.append(0)
+        recent.append(0)
         right.append(False)
-        return names, counts, right
+        return names, counts, right, recent
 
     @classmethod
     def structure(cls, names: Sequence[str], counts: Sequence[int], right: Sequence[bool],
-                  own: str | None, heard: Sequence[str]) -> tuple[Any, ...]:
+                  own: str | None, heard: Sequence[str], fresh: Sequence[int] = ()
+                  ) -> tuple[Any, ...]:
         """What the features of :meth:`candidates` depend on besides the round and skill
-        (hashable: a simulation caches choice probabilities on it)."""
+        (hashable: a simulation caches choice probabilities on it); ``fresh``: per candidate,
+        how many of the answers heard are it and were given in this round."""
         return (bool(own), tuple(counts), tuple(right),
                 tuple(n in (cls.NEW_RIGHT, cls.NEW_WRONG) for n in names),
-                sum(1 for h in heard if h))
+                sum(1 for h in heard if h), tuple(fresh) or (0,) * len(names))
 
     @classmethod
     def feature_rows(cls, structure: tuple[Any, ...], round: int, skill: float,
                      options: bool = False) -> np.ndarray:
         """The feature rows (:attr:`COLUMNS`) of candidates of this :meth:`structure`
         (``options``: a multiple-choice question)."""
-        has_own, counts, right, new, n_heard = structure
+        has_own, counts, right, new, n_heard, fresh = structure
         X = np.zeros((len(counts), len(cls.COLUMNS)))
         o = bool(options)
-        for j, (c, ok, is_new) in enumerate(zip(counts, right, new)):
+        for j, (c, ok, is_new, f) in enumerate(zip(counts, right, new, fresh)):
             is_own = has_own and j == 0
             share = c / n_heard if n_heard else 0.0
             X[j] = (is_own, share, ok, ok * skill, is_new, is_own * (round - 1), is_own * ok,
                     is_new * ok, is_own * skill, is_new * skill, share * (n_heard == 1),
                     is_own * o, share * o, is_new * o, ok * o, is_own * (round - 1) * o,
-                    is_new * ok * o, is_own * (n_heard == 0), is_own * (share == 1))
+                    is_new * ok * o, is_own * (n_heard == 0), is_own * (share == 1),
+                    f / n_heard if n_heard else 0.0)
         return X
 
     @property

@@ -163,6 +163,18 @@ def _heard(rd: Mapping[str, Any], agent: int) -> list[int]:
     return [int(s) for s, t in rd.get("edges") or [] if int(t) == agent]
 
 
+def _fresh(rd: Mapping[str, Any], agent: int, n: int) -> list[bool]:
+    """Which of the ``n`` answers ``agent``'s prompt quoted in round ``rd`` (an import's
+    ``heard``, in prompt order: the other agents in index order, those of this round's record
+    when it quotes one answer fewer than the record holds, else all of them) were given in
+    this round, by agents that answered before it (a protocol whose agents answer in turn)."""
+    here = sorted(int(a["agent"]) for a in rd["agents"])
+    others = [j for j in (here if n == len(here) - 1 else range(n + 1)) if j != agent]
+    if len(others) != n:
+        return [False] * n
+    return [j < agent and j in here for j in others]
+
+
 def transitions(records: Iterable[Mapping[str, Any]],
                 accuracy: Mapping[str, float] | None = None,
                 sequential: bool = False, options: bool = False) -> Transitions:
@@ -203,11 +215,14 @@ def transitions(records: Iterable[Mapping[str, Any]],
                     continue
                 if a.get("heard"):  # the answers its prompt quoted (an import read them)
                     heard = [classes.get(("heard", r, i, k), "") for k in range(len(a["heard"]))]
+                    fresh = _fresh(rounds[r], i, len(heard)) if sequential else []
                 else:
+                    sources = _heard(rounds[r], i)
                     heard = [classes.get((r if sequential and s < i else r - 1, s), "")
-                             for s in _heard(rounds[r], i)]
+                             for s in sources]
+                    fresh = [sequential and s < i for s in sources]
                 names, X = RevisionModel.design(classes.get((r - 1, i)) or None, heard, _GOLD,
-                                                r, skills[qs], options=options)
+                                                r, skills[qs], options=options, fresh=fresh)
                 if pick in names:
                     j = names.index(pick)
                 else:

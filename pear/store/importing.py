@@ -55,7 +55,7 @@ from pear.tasks.grading import Task, for_kind, get, kind_of
 __all__ = ["ImportSummary", "ImportEntry", "import_files", "same_import", "IMPORT_BACKEND",
            "IMPORT_METHOD", "IMPORT_VERSION"]
 
-IMPORT_VERSION = 3
+IMPORT_VERSION = 4
 """What an import writes, versioned (the manifest's ``imported.version``): 2 reads each
 answer's stated final answer (:func:`pear.store.readers.answers.final_answer`) and records
 the source's protocol; 3 adds the share of quorums the source's own check missed
@@ -63,7 +63,9 @@ the source's protocol; 3 adds the share of quorums the source's own check missed
 records) and, per agent of round 1.. whose message quotes other agents'
 answers (DyLAN's), the graded answers it heard (its entry's ``heard``: one
 ``{"canonical", "correct"}`` per quoted answer, in prompt order, the answers of agents the
-record does not keep included).  A cached import of another version is imported again."""
+record does not keep included); 4 measures the missed quorums on the right answer apart
+(``protocol.stop.miss_right``; ``miss`` is then that of quorums on a wrong answer).  A cached
+import of another version is imported again."""
 
 IMPORT_BACKEND = "imported"
 """The ``backend`` identity field of imported records."""
@@ -327,9 +329,9 @@ def import_files(fmt: str, files: Sequence[str | os.PathLike[str]],
                             if protocol is not None else ""))
     (proto,) = protocols.values()  # one, as checked above
     if isinstance(proto.stop, Quorum):  # how often the source's own check missed a quorum
-        quorums, missed = quorum_misses(records, proto.stop)
-        proto = replace(proto, stop=replace(
-            proto.stop, miss=min(round(missed / quorums, 4), 0.999) if quorums else 0.0))
+        share = [min(round(m / q, 4), 0.999) if q else 0.0 for q, m in (
+            quorum_misses(records, proto.stop, right=ok) for ok in (False, True))]
+        proto = replace(proto, stop=replace(proto.stop, miss=share[0], miss_right=share[1]))
     matched = sum(r["imported"]["matched"] for r in records)
     disagree = sum(r["imported"]["gold_agrees"] is False for r in records)
     with new_dir(out, "importing") as tmp:

@@ -50,14 +50,25 @@ class Quorum:
     miss: float = 0.0
     """The share of the quorums our grader sees that the source's own check missed, so that
     its debate went on (DyLAN compares answer strings: ``\\frac{1}{2}`` and ``0.5`` differ),
-    measured on its records (:func:`quorum_misses`); a simulated twin misses as often."""
+    measured on its records (:func:`quorum_misses`); a simulated twin misses as often.  Where
+    :attr:`miss_right` is given, the share of the quorums on a wrong answer."""
+    miss_right: float | None = None
+    """The share of the quorums on the right answer that the check missed (None: :attr:`miss`
+    for every quorum).  DyLAN misses right answers far more often: a right answer is written
+    in many ways, a shared wrong one mostly in one (its MATH corpus: 0.18 of the quorums on
+    the right answer, 0.07 of those on a wrong one)."""
 
     def __post_init__(self) -> None:
         if not 0 < self.share <= 1 or isinstance(self.after, bool) or self.after < 1 \
-                or not 0 <= self.miss < 1:
+                or not 0 <= self.miss < 1 or not (self.miss_right is None
+                                                  or 0 <= self.miss_right < 1):
             raise ValueError(f"invalid Quorum(share={self.share!r}, after={self.after!r}, "
-                             f"miss={self.miss!r}): share in (0, 1], after an integer >= 1, "
-                             "miss in [0, 1)")
+                             f"miss={self.miss!r}, miss_right={self.miss_right!r}): share in "
+                             "(0, 1], after an integer >= 1, miss and miss_right in [0, 1)")
+
+    def missed(self, right: bool) -> float:
+        """The share of quorums on the right (``right``) or a wrong answer the check misses."""
+        return self.miss_right if right and self.miss_right is not None else self.miss
 
     def reached(self, answered: int, agreeing: int) -> bool:
         """Whether ``agreeing`` equal answers among ``answered`` stop the debate."""
@@ -148,11 +159,12 @@ class Protocol:
         return cls(**values)
 
 
-def quorum_misses(records: Any, quorum: Quorum) -> tuple[int, int]:
+def quorum_misses(records: Any, quorum: Quorum, right: bool | None = None) -> tuple[int, int]:
     """How many quorums our grader sees in ``records`` (imported debates: the first answer of a
     round, in record order, from the ``after``-th on, at which more than ``floor(share *
     answered)`` of the round's read answers so far are one class), and how many of them the
-    source missed (the debate went on after it): the numbers behind :attr:`Quorum.miss`."""
+    source missed (the debate went on after it): the numbers behind :attr:`Quorum.miss`.
+    ``right``: only the quorums on the right answer (True) or on a wrong one (False)."""
     seen = missed = 0
     for rec in records:
         rounds = rec["rounds_data"]
@@ -161,7 +173,11 @@ def quorum_misses(records: Any, quorum: Quorum) -> tuple[int, int]:
             for k in range(quorum.after, len(answers) + 1):
                 counts = Counter(x for x in answers[:k] if x)
                 if counts and quorum.reached(k, counts.most_common(1)[0][1]):
-                    seen += 1
-                    missed += not (r == len(rounds) - 1 and k == len(answers))
+                    top = counts.most_common(1)[0][0]
+                    ok = any(a.get("correct") for a in rd["agents"][:k]
+                             if (a.get("canonical") or "") == top)
+                    if right is None or ok == right:
+                        seen += 1
+                        missed += not (r == len(rounds) - 1 and k == len(answers))
                     break
     return seen, missed
