@@ -108,10 +108,10 @@ def test_design_names_candidates_and_features():
     names, X = RevisionModel.design("B", ["A"], gold="C", round=2, skill=0.0, options=True)
     assert names == ["B", "A", RevisionModel.NEW_RIGHT, RevisionModel.NEW_WRONG]
     np.testing.assert_allclose(X[:, len(FEATURES):],
-                               [[1, 0, 0, 0, 1, 0, 0, 0, 0],  # own, round 2
-                                [0, 1, 0, 0, 0, 0, 0, 0, 0],  # heard
-                                [0, 0, 1, 1, 0, 1, 0, 0, 0],  # another, right
-                                [0, 0, 1, 0, 0, 0, 0, 0, 0]])  # another, wrong
+                               [[1, 0, 0, 0, 1, 0, 0, 0, 0, 0],  # own, round 2
+                                [0, 1, 0, 0, 0, 0, 0, 0, 0, 0],  # heard
+                                [0, 0, 1, 1, 0, 1, 0, 0, 0, 0],  # another, right
+                                [0, 0, 1, 0, 0, 0, 0, 0, 0, 0]])  # another, wrong
     m = RevisionModel((1.0, -2.0), features=("own", "own_x_options"))
     assert m.vector[RevisionModel.COLUMNS.index("own_x_options")] == -2.0
     assert m.probabilities(X)[0] == pytest.approx(
@@ -130,9 +130,12 @@ def test_design_names_candidates_and_features():
     assert names == ["4", "5", "6", RevisionModel.NEW_RIGHT, RevisionModel.NEW_WRONG]
     np.testing.assert_allclose(X[:, fresh], [0, 1 / 3, 1 / 3, 0, 0])
     np.testing.assert_allclose(X[:, RevisionModel.COLUMNS.index("share")], [0, 2 / 3, 1 / 3, 0, 0])
+    assert not X[:, fresh + 1].any()  # fresh_x_single: several answers heard
     _, stale = RevisionModel.design("4", ["5", "6", "5"], gold="7", round=1, skill=0.0)
     assert not stale[:, fresh].any()  # flags not given: nothing heard is fresh
     np.testing.assert_array_equal(np.delete(X, fresh, 1), np.delete(stale, fresh, 1))
+    _, X = RevisionModel.design("4", ["5"], gold="7", round=2, skill=0.0, fresh=[True])
+    assert X[:, fresh].tolist() == X[:, fresh + 1].tolist() == [0, 1, 0, 0]  # heard alone
 
 
 @pytest.mark.parametrize("weight", [1.0, 0.5])

@@ -18,13 +18,16 @@ of options: our benchmark's for our datasets, else the letters the record shows,
   a protocol that ``hears="all_answered"``, every other agent that answered, dropped ones
   too): the previous round's (``simultaneous``) or, for those before it in this round, this round's
   (``sequential``), each heard answer given to the population as a critique pointing to it, with
-  its source's confidence (the ``study`` population accepts or rejects each, then revises:
+  its source's confidence and whether it was given in this round (``fresh``: the revision
+  model's term of that name) (the ``study`` population accepts or rejects each, then revises:
   ``accept``/``revise``; a population with a revision model chooses among the candidates:
   ``revise_choice``)).  A :class:`~pear.store.readers.protocols.Quorum` is checked after each
-  answer of a round from its ``after``-th on, and the agents that had not answered leave the
-  record, as in the source's records.  A :class:`~pear.store.readers.protocols.Drop`'s judge
-  (DyLAN's LLM ranker reads the four answers and keeps two) is simulated as keeping the agents
-  whose latest answers the population states with the highest confidence, ties broken at random
+  answer of a round from its ``after``-th on (missed as often as the source's check missed
+  one, on the right answer and on a wrong one apart: ``miss_right``, ``miss``), and the agents
+  that had not answered leave the record, as in the source's records.  A
+  :class:`~pear.store.readers.protocols.Drop`'s judge (DyLAN's LLM ranker reads the four
+  answers and keeps two) is simulated as keeping the agents whose latest answers the
+  population states with the highest confidence, ties broken at random
   (:data:`JUDGE`): the confidence is the population's own signal of being right, the only one it
   has for "the better answers", and nothing is added to the population for the judge;
   ``judge="random"`` keeps agents uniformly at random instead.  If the kept agents give one

@@ -301,11 +301,14 @@ class RevisionModel:
     agents: erring ones that heard nothing kept their letter 0.52 of the time, where the line
     predicted 0.65; right ones that heard only agreement left it 0.10 of the time, against 0.05
     predicted)."""
-    ORDER_FEATURES: ClassVar[tuple[str, ...]] = ("fresh",)
+    ORDER_FEATURES: ClassVar[tuple[str, ...]] = ("fresh", "fresh_x_single")
     """``fresh``: the share of the answers the agent heard that are j and were given in this
     round, by agents that revised before it (a protocol whose agents answer in turn, DyLAN's:
     an answer revised in sight of the others draws more than one still from the round
-    before)."""
+    before; in a protocol whose agents answer at once, PEAR's, it is 0); ``fresh_x_single``:
+    ``fresh`` when the agent heard a single answer (DyLAN's last round, after the ranker kept
+    two agents: the second hears the first's new answer alone, and follows it far less than an
+    agent hearing it among three: 0.58 of 406 choice sets)."""
     COLUMNS: ClassVar[tuple[str, ...]] = (FEATURES + OPTION_FEATURES + HEARD_FEATURES
                                           + ORDER_FEATURES)
     """The columns of :meth:`design`'s feature rows: every feature a model may use (a model
@@ -412,7 +415,7 @@ class RevisionModel:
                     is_new * ok, is_own * skill, is_new * skill, share * (n_heard == 1),
                     is_own * o, share * o, is_new * o, ok * o, is_own * (round - 1) * o,
                     is_new * ok * o, is_own * (n_heard == 0), is_own * (share == 1),
-                    f / n_heard if n_heard else 0.0)
+                    f / n_heard if n_heard else 0.0, f * (n_heard == 1))
         return X
 
     @property
