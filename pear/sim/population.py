@@ -347,8 +347,8 @@ class RevisionModel:
         question offers labelled options (multiple choice).  The one definition of
         the features, used by the fit and by the simulation alike: :meth:`candidates`, then
         :meth:`feature_rows` of their :meth:`structure`."""
-        names, counts, right, new = cls.candidates(own, heard, gold, same, fresh)
-        return names, cls.feature_rows(cls.structure(names, counts, right, own, heard, new),
+        names, counts, right, recent = cls.candidates(own, heard, gold, same, fresh)
+        return names, cls.feature_rows(cls.structure(names, counts, right, own, heard, recent),
                                        round, skill, options)
 
     @classmethod
