@@ -59,10 +59,21 @@ def _queue(out: Path) -> list[tuple[str, str]]:
     return [tuple(line.split("|")) for line in res.stdout.split()]
 
 
-def _release(out: Path) -> None:
-    """Requeued tasks wait (about 2 minutes) before they may start again: start them now."""
+_PENDING_SINCE: dict[str, float] = {}
+
+
+def _release(out: Path, grace: float = 3.0) -> None:
+    """Requeued tasks wait (about 2 minutes) before they may start again: start them now, once
+    they have been pending ``grace`` seconds.  A task that requeued itself is pending before
+    its batch script has ended; started at once, Slurm can take that script's end for the new
+    run's (seen: "Allocate JobId=189_2", then "_job_complete: JobId=189_2 WEXITSTATUS 1" the
+    same millisecond, and the shard never ran again)."""
+    now = time.time()
     for task, state in _queue(out):
-        if state == "PENDING":
+        if state != "PENDING":
+            _PENDING_SINCE.pop(task, None)
+            continue
+        if now - _PENDING_SINCE.setdefault(task, now) >= grace:
             subprocess.run(["scontrol", "update", f"jobid={task}", "StartTime=now"],
                            capture_output=True)
 
