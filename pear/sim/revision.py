@@ -218,9 +218,9 @@ def transitions(records: Iterable[Mapping[str, Any]],
                     fresh = _fresh(rounds[r], i, len(heard)) if sequential else []
                 else:
                     sources = _heard(rounds[r], i)
-                    heard = [classes.get((r if sequential and s < i else r - 1, s), "")
-                             for s in sources]
                     fresh = [sequential and s < i for s in sources]
+                    heard = [classes.get((r if f else r - 1, s), "")
+                             for s, f in zip(sources, fresh)]
                 names, X = RevisionModel.design(classes.get((r - 1, i)) or None, heard, _GOLD,
                                                 r, skills[qs], options=options, fresh=fresh)
                 if pick in names:

@@ -172,8 +172,8 @@ def quorum_misses(records: Any, quorum: Quorum, right: bool | None = None) -> tu
             answers = [a.get("canonical") or "" for a in rd["agents"]]
             for k in range(quorum.after, len(answers) + 1):
                 counts = Counter(x for x in answers[:k] if x)
-                if counts and quorum.reached(k, counts.most_common(1)[0][1]):
-                    top = counts.most_common(1)[0][0]
+                top, agreeing = counts.most_common(1)[0] if counts else ("", 0)
+                if quorum.reached(k, agreeing):  # never with no answer read (0 agree)
                     ok = any(a.get("correct") for a in rd["agents"][:k]
                              if (a.get("canonical") or "") == top)
                     if right is None or ok == right:
