@@ -27,12 +27,13 @@ LAYERS = {  # package -> floor; a module may import its own floor and the floors
                      # and runs' grid and run layout); only the CLI's import command loads it
     "analysis": 7,   # metrics, stats, tables, figures
     "claims": 8,     # the claims ledger
+    "populations": 8,  # fitting and checking simulated populations against recorded runs
     "paper": 9,      # the notebook build, studies, calibration, site
     "cli": 10, "__main__": 10,
 }
 PEERS_APART: set[tuple[str, str]] = {
     (a, b) for a in ("tasks", "methods", "testing") for b in ("tasks", "methods", "testing")
-    if a != b} | {("backends", "sim")}
+    if a != b} | {("backends", "sim"), ("claims", "populations"), ("populations", "claims")}
 """(importer, imported) packages on one floor where the import is refused (routers see answer
 classes, never a benchmark; the checks see only the core's protocol; the LLM runtimes know
 nothing of the simulator, which the backend registry names by module path only)."""

@@ -1,7 +1,7 @@
 """The ``pear`` command line, one module per command family: :mod:`~pear.cli.run` (``run``,
 ``plan``, ``merge``, ``branch``, ``launch``), :mod:`~pear.cli.inspect` (``show``, ``index``,
 ``validate``, ``grade-check``, ``parity``), :mod:`~pear.cli.importing` (``import``,
-``sim-check``), :mod:`~pear.cli.paper` (``paper``, ``claims-diff``, ``ensemble``) and
+``sim-check``), :mod:`~pear.cli.populations` (``fit``, ``family``), :mod:`~pear.cli.paper` (``paper``, ``claims-diff``, ``ensemble``) and
 :mod:`~pear.cli.catalog` (``models``, ``methods``).  Each family adds its commands' parsers, and
 each parser names its handler; :func:`main` assembles them, loads the plug-ins and turns a
 user's error into one line.
@@ -16,7 +16,7 @@ import os
 import sys
 from typing import Sequence
 
-from pear.cli import catalog, importing, inspect, paper, run
+from pear.cli import catalog, importing, inspect, paper, populations, run
 from pear.cli.options import Parser
 from pear.runs.factory import make_backend
 from pear.core.backend import BackendError
@@ -27,7 +27,7 @@ COMMANDS = (run.add_run, catalog.add_models, run.add_plan, run.add_merge, inspec
             inspect.add_index, inspect.add_validate, inspect.add_grade_check,
             importing.add_import, importing.add_sim_check, paper.add_paper,
             catalog.add_methods, paper.add_claims_diff, inspect.add_parity, run.add_branch,
-            run.add_launch, paper.add_ensemble)
+            run.add_launch, paper.add_ensemble, populations.add_fit, populations.add_family)
 """Every command, in the order ``pear --help`` lists them."""
 
 

@@ -90,7 +90,9 @@ def add_sim_check(sub: Any) -> None:
                     help="one row per run (statistics inside / defined, those outside and "
                          "which way) and a total, instead of each run's table")
     sc.add_argument("--population", default="grounded", metavar="NAME|FILE",
-                    help="study, grounded (default), grounded-math or a population file (.json)")
+                    help="study, grounded (default), grounded-math, a population file (.json) "
+                         "or family (every member of data/populations/family/, with the range "
+                         "of their simulated values per statistic)")
     sc.add_argument("--replicates", type=int, default=20, metavar="K",
                     help="simulations of the run; the simulated value is their mean "
                          "(default 20)")
@@ -110,6 +112,8 @@ def _cmd_sim_check(a: argparse.Namespace) -> int:
     for run in a.runs:  # every run and the population checked before anything is simulated
         if not os.path.isdir(run) or manifest.read(run) is None:
             raise ValueError(f"not a run directory: {run!r} (no manifest.json)")
+    if a.population == "family":
+        return _sim_check_family(a)
     load_population(a.population)
     results = [check(run, a.population, a.replicates, a.seed) for run in a.runs]
     if a.json:
@@ -117,6 +121,20 @@ def _cmd_sim_check(a: argparse.Namespace) -> int:
                          else results[0].to_json(), indent=2))
     elif a.summary:
         print(summary(results))
+    else:
+        print("\n\n".join(r.table() for r in results))
+    return 0
+
+
+def _sim_check_family(a: argparse.Namespace) -> int:
+    """``pear sim-check RUN --population family``: every member, and the family's range."""
+    import json
+    from pear.populations import family
+    fam = family.load()
+    results = [family.check(run, fam, a.replicates, a.seed) for run in a.runs]
+    if a.json:
+        print(json.dumps([r.to_json() for r in results] if len(results) > 1
+                         else results[0].to_json(), indent=2))
     else:
         print("\n\n".join(r.table() for r in results))
     return 0

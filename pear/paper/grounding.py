@@ -62,7 +62,7 @@ from pear.sim import population as pop, revision
 from pear.sim.population import Population, RevisionModel, SimParams
 from pear.core.hashing import file_sha256
 from pear.store import manifest, shipped as shipped_import
-from pear.store.records import read_records, record_files
+from pear.populations.reading import fitted_on as _fitted_on, options, records, sequential
 import pear
 
 __all__ = ["CORPUS", "CORPUS_DATASET", "CORPUS_GRADING", "CORPUS_MODEL", "GRADED",
@@ -167,48 +167,6 @@ def _shown(path: Path) -> str:
         return Path(path).resolve().relative_to(REPO_ROOT).as_posix()
     except ValueError:
         return str(path)
-
-
-def records(runs: Sequence[str | os.PathLike[str]]) -> list[dict[str, Any]]:
-    """Every record of the runs, in order."""
-    return [r for run in runs for r in read_records(run)]
-
-
-def sequential(run: str | os.PathLike[str]) -> bool:
-    """Whether the run's agents answer a round in turn (its import manifest's protocol)."""
-    proto = ((manifest.read(run) or {}).get("imported") or {}).get("protocol") or {}
-    return proto.get("order") == "sequential"
-
-
-def options(run: str | os.PathLike[str],
-            recs: Sequence[Mapping[str, Any]] | None = None) -> bool:
-    """Whether the run's questions offer labelled options (an import graded by letter; a run of
-    ours on multiple-choice datasets only): the revision model's ``*_x_options`` features.
-    ``recs``: the run's records when already read."""
-    m = manifest.read(run) or {}
-    if m.get("imported"):
-        return m["imported"].get("grading") == "letters"
-    from pear.tasks.grading import get, kind_of
-    datasets = {r["dataset"] for r in (read_records(run) if recs is None else recs)}
-    return bool(datasets) and all(kind_of(get(d)) == "letters" for d in datasets)
-
-
-def _fitted_on(runs: Sequence[Path]) -> list[dict[str, Any]]:
-    """The files a fit read: each run's imported files with their sha256 (or, for a run of
-    ours, its record files')."""
-    out = []
-    for run in runs:
-        m = manifest.read(run) or {}
-        files = (m.get("imported") or {}).get("files")
-        if files:
-            out += [{"file": f["name"], "sha256": f["sha256"], "debates": f.get("debates"),
-                     "format": m["imported"]["format"], "dataset": m["imported"]["datasets"],
-                     "grading": m["imported"]["grading"], "model": m["imported"]["model"],
-                     "protocol": (m["imported"].get("protocol") or {}).get("name")}
-                    for f in files]
-        else:
-            out += [{"file": str(p), "sha256": file_sha256(p)} for p in record_files(run)]
-    return out
 
 
 def sources(grounded: bool) -> dict[str, str]:
