@@ -61,7 +61,7 @@ from pear.paths import BUILD_DIR, REAL_DEBATES_DIR, REPO_ROOT, PAPER_DIR, write_
 from pear.sim import population as pop, revision
 from pear.sim.population import Population, RevisionModel, SimParams
 from pear.core.hashing import file_sha256
-from pear.store import manifest, shipped as shipped_import
+from pear.store import shipped as shipped_import
 from pear.populations.reading import fitted_on as _fitted_on, options, records, sequential
 import pear
 
