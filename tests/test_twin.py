@@ -143,14 +143,22 @@ def test_bad_input_is_one_error_and_nothing_written(tmp_path, capsys):
 
 def test_shipped_family_names_its_sources_and_loads():
     members = family.load()
-    names = [p.name for p in members]
-    assert len(names) == 11 and "dylan-math-geometry" in names and "dylan-mmlu7" in names
+    dylan = [p.name for p in members if p.name.startswith("dylan-")]
+    published = [p for p in members if p.name.startswith("published-")]
+    assert len(dylan) == 11 and "dylan-math-geometry" in dylan and "dylan-mmlu7" in dylan
+    assert len(dylan) + len(published) == len(members) and len(published) >= 10
     for p in members:
-        assert "DyLAN" in p.info["describes"] and p.info["fitted_on"]
+        assert ("DyLAN" in p.info["describes"] or "published" in p.info["describes"])
+        assert p.info["fitted_on"]
         assert set(p.info["diagnostics"]["effects"]) == set(twin.EFFECTS)
+    for p in published:  # each reaches its published final vote within the tolerance
+        row = p.info["fitted_on"][0]
+        assert abs(p.info["diagnostics"]["simulated_debate"] - row["debate"]) \
+            <= family.MATCH_TOLERANCE
     prior = twin.load_prior()
     assert all(v >= twin.PRIOR_SD_FLOOR for v in prior.sd.values())
-    assert set(prior.info["runs"]) == set(names)
+    assert set(prior.info["runs"]) == set(dylan)
+    assert set(prior.info["matched"]) == {p.name for p in published}
 
 
 def test_sim_check_family_reports_every_member_and_the_range(planted_run, capsys):
@@ -168,5 +176,5 @@ def test_sim_check_family_reports_every_member_and_the_range(planted_run, capsys
     assert cli.main(["sim-check", str(planted_run), "--population", "family",
                      "--replicates", "1", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["population"] == "family" and len(out["members"]) == 11
+    assert out["population"] == "family" and len(out["members"]) == len(family.load())
     assert all("range" in s for s in out["statistics"])

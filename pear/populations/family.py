@@ -4,7 +4,10 @@
 
 Members, each named after its source (none made up to widen the range): DyLAN's gpt-3.5 debates
 (MIT licence, ``data/real-debates/``), one per MATH subject of its MATH corpus and one per team
-size of its MMLU debates.  :func:`check` holds every member against a run in the run's setting
+size of its MMLU debates; and a moment-matched twin of each published model and task
+(:mod:`pear.populations.published`) whose figure the base with one effect reaches (within
+:data:`MATCH_TOLERANCE`).  The prior's spread of ``follow_right`` counts the published members'
+values too: the licensed debates are of one model, the published figures of several.  :func:`check` holds every member against a run in the run's setting
 and gives, per statistic, the range ``[min, max]`` of the members' simulated values.
 """
 from __future__ import annotations
@@ -27,6 +30,8 @@ __all__ = ["FAMILY", "FAMILY_DIR", "Member", "members", "groups", "fit_members",
 
 FAMILY = "family"
 """The name ``--population`` takes for the whole family."""
+MATCH_TOLERANCE = 0.02  # our choice: about one simulated standard error of the final vote
+"""How far a published member's simulated final vote may lie from the published one."""
 FAMILY_DIR = twin.PRIOR_FILE.parent
 """Where the members (``<name>.json``) and the prior (``prior.json``) are shipped."""
 
@@ -68,23 +73,47 @@ def groups(ms: Sequence[Member]) -> dict[str, tuple[Sequence[Path], Any]]:
     return {m.name: (m.runs, m.keep) for m in ms}
 
 
-def fit_members(ms: Sequence[Member], prior: twin.Prior | None = None) -> list[Population]:
-    """Every member's twin, pooled with ``prior`` (default: estimated on the members)."""
-    prior = prior or twin.estimate_prior(groups(ms))
-    return [twin.fit_twin(m.runs, name=m.name, prior=prior, keep=m.keep,
-                          describe=m.describes).population for m in ms]
+def published_members() -> tuple[list[Population], list[str]]:
+    """The published members that match their figure, and a line per row that does not."""
+    from pear.populations import published
+    kept, left = [], []
+    for p in published.members():
+        d = p.info["diagnostics"]
+        row = p.info["fitted_on"][0]
+        if abs(d["simulated_debate"] - row["debate"]) <= MATCH_TOLERANCE:
+            kept.append(p)
+        else:
+            left.append(f"{p.name}: the base with follow_right "
+                        f"{d['effects']['follow_right']['estimate']:+.2f} ends at "
+                        f"{d['simulated_debate']:.3f}, published {row['debate']:.3f}: left out")
+    return kept, left
+
+
+def fit_members(ms: Sequence[Member], prior: twin.Prior | None = None
+                ) -> tuple[list[Population], twin.Prior, list[str]]:
+    """Every member (the published ones first, then each licensed run's twin pooled with
+    ``prior``, default: estimated on the licensed runs and the published members), the prior,
+    and the published rows left out."""
+    pub, left = published_members()
+    prior = prior or twin.estimate_prior(groups(ms), matched={
+        p.name: {k: v["estimate"] for k, v in p.info["diagnostics"]["effects"].items()
+                 if v["se"] is None and v["estimate"]} for p in pub})
+    twins = [twin.fit_twin(m.runs, name=m.name, prior=prior, keep=m.keep,
+                           describe=m.describes).population for m in ms]
+    return twins + pub, prior, left
 
 
 def write(ms: Sequence[Member], where: Path = FAMILY_DIR) -> list[Path]:
-    """Estimate the prior on the members, fit each member and write them all (``where``:
-    ``prior.json`` and ``<member>.json``; other member files there are removed)."""
-    prior = twin.estimate_prior(groups(ms))
-    pops = fit_members(ms, prior)
+    """Estimate the prior, fit every member and write them all (``where``: ``prior.json`` and
+    ``<member>.json``; other member files there are removed)."""
+    pops, prior, left = fit_members(ms)
     where.mkdir(parents=True, exist_ok=True)
     for old in where.glob("*.json"):
         if old.name != "prior.json" and old.stem not in {p.name for p in pops}:
             old.unlink()
-    out = [write_json(where / "prior.json", prior.to_json(), newline=True)]
+    body = prior.to_json()
+    body["published_left_out"] = left
+    out = [write_json(where / "prior.json", body, newline=True)]
     out += [p.write(where / f"{p.name}.json") for p in pops]
     return out
 
@@ -100,7 +129,7 @@ def load(where: Path = FAMILY_DIR) -> list[Population]:
 def check_shipped(ms: Sequence[Member], where: Path = FAMILY_DIR) -> list[str]:
     """What differs between the shipped family and one fitted now (empty: the shipped files
     are what the data and code produce)."""
-    prior = twin.estimate_prior(groups(ms))
+    pops, prior, _ = fit_members(ms)
     problems = []
     shipped_prior = json.loads((where / "prior.json").read_text()) \
         if (where / "prior.json").is_file() else None
@@ -108,7 +137,7 @@ def check_shipped(ms: Sequence[Member], where: Path = FAMILY_DIR) -> list[str]:
         problems.append(f"prior.json: sd {None if shipped_prior is None else shipped_prior['sd']}"
                         f" shipped, {prior.to_json()['sd']} now")
     shipped = {p.name: p for p in load(where)}
-    for p in fit_members(ms, prior):
+    for p in pops:
         old = shipped.pop(p.name, None)
         if old is None:
             problems.append(f"{p.name}: not shipped")

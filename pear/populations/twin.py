@@ -388,11 +388,13 @@ def fit_twin(runs: Sequence[str | os.PathLike[str]], *, name: str | None = None,
 
 def estimate_prior(groups: Mapping[str, tuple[Sequence[str | os.PathLike[str]],
                                               Callable[[Mapping[str, Any]], bool] | None]],
-                   base: str | Population = BASE) -> Prior:
+                   base: str | Population = BASE,
+                   matched: Mapping[str, Mapping[str, float]] | None = None) -> Prior:
     """The prior spread of each effect across ``groups`` (name -> (runs, keep)): each group's
     own maximum-likelihood effects ``e_g`` with standard errors ``s_g`` around ``base``;
     ``sd**2 = mean(e_g**2 - s_g**2)`` (method of moments), at least
-    :data:`PRIOR_SD_FLOOR`."""
+    :data:`PRIOR_SD_FLOOR`.  ``matched``: name -> {effect: value} of members matched to
+    published figures (no standard error), which count in the spread of those effects."""
     base_pop = pop.load(base)
     if base_pop.revision is None:
         raise ValueError(f"invalid base population {base_pop.name!r}: no revision model")
@@ -405,8 +407,9 @@ def estimate_prior(groups: Mapping[str, tuple[Sequence[str | os.PathLike[str]],
         per[gname] = f
     sd = {}
     for k in EFFECTS:
-        e = np.array([f.estimate[k] for f in per.values()])
-        s = np.array([f.se[k] for f in per.values()])
+        extra = [m[k] for m in (matched or {}).values() if k in m]
+        e = np.array([f.estimate[k] for f in per.values()] + extra)
+        s = np.array([f.se[k] for f in per.values()] + [0.0] * len(extra))
         sd[k] = float(max(PRIOR_SD_FLOOR, np.sqrt(max(0.0, float(np.mean(e ** 2 - s ** 2))))))
     info = {"method": "empirical Bayes, method of moments: sd^2 = mean over runs of "
                       "(estimate^2 - se^2), at least the floor",
@@ -414,5 +417,7 @@ def estimate_prior(groups: Mapping[str, tuple[Sequence[str | os.PathLike[str]],
             "base_fingerprint": base_pop.fingerprint,
             "runs": {g: {"estimate": {k: round(f.estimate[k], DECIMALS) for k in EFFECTS},
                          "se": {k: round(f.se[k], DECIMALS) for k in EFFECTS},
-                         "choices": f.n_choices} for g, f in per.items()}}
+                         "choices": f.n_choices} for g, f in per.items()},
+            "matched": {g: {k: round(v, DECIMALS) for k, v in m.items()}
+                        for g, m in (matched or {}).items()}}
     return Prior(sd, base_pop.name, info)
