@@ -112,6 +112,24 @@ ensemble.table_gains(ens)
 ensemble.table_claims(ens)
 
 # %% [markdown]
+# ## Across the family of real twins
+#
+# The same reduced grid under every member of the family (`data/populations/family/`: a twin
+# of each licensed run, DyLAN's MATH subjects and MMLU teams, and a moment-matched twin of
+# each published model and task; `pear.populations.family`): each claim holds in how many
+# members. The bootstrap above is the sampling error within one member; the family is how
+# far models differ.
+
+# %%
+fam = ensemble.for_build(backend, preset, runs_dir, seeds=seeds, n_questions=n_questions,
+                         questions=ensemble_questions, family=True)
+print(ensemble.describe_times(fam))
+ensemble.table_gains(fam)
+
+# %%
+ensemble.table_claims(fam)
+
+# %% [markdown]
 # ## Save
 
 # %%
@@ -130,3 +148,7 @@ report.save_table(ensemble.table_gains(ens), "ensemble_gains", digits=1,
                   caption=ensemble.caption_gains(ens))
 report.save_table(ensemble.table_claims(ens), "ensemble_claims", digits=2,
                   caption=ensemble.caption_claims(ens))
+report.save_table(ensemble.table_gains(fam), "family_gains", digits=1,
+                  caption=ensemble.caption_gains(fam))
+report.save_table(ensemble.table_claims(fam), "family_claims", digits=2,
+                  caption=ensemble.caption_claims(fam))

@@ -185,3 +185,26 @@ def test_populations_run_two_at_a_time_find_what_one_at_a_time_finds(ens, tmp_pa
     parts = [c for c in first.ledger.columns if c.endswith("parts")]
     pd.testing.assert_frame_equal(two.ledger.drop(columns=parts), first.ledger.drop(columns=parts))
     assert two.wall_s > 0 and set(two.seconds) == {ensemble.POINT, *two.members}
+
+
+def test_the_family_runs_every_member_and_states_each_claim_per_member(tmp_path):
+    from pear.populations import family
+    members = [p.name for p in family.load()]
+    exp = ensemble.grid(base=preset("sim", datasets=("gsm8k",), n_questions=2, seeds=(0,)),
+                        n_questions=2, methods=ensemble.MAIN)
+    root = tmp_path / "fam"
+    fam = ensemble.run(exp, root, family=True, workers=1, say=None)
+    assert fam.family and list(fam.members) == members
+    size = len(exp.methods) * exp.n_questions
+    assert fam.written == {ensemble.POINT: size, **{m: size for m in members}}
+    record = json.loads((root / "ensemble.json").read_text())
+    assert record["family"] == {p.name: p.fingerprint for p in family.load()}
+    table = ensemble.table_claims(fam)
+    judged = table[table["Share"].notna()]
+    assert len(judged) and all(r.endswith(f"/{len(members)}") for r in judged["Holds in"])
+    assert "family of" in ensemble.caption_claims(fam)
+    assert "family members" in ensemble.describe_times(fam)
+    again = ensemble.run(exp, root, family=True, workers=1, say=None, replay=True)
+    pd.testing.assert_frame_equal(ensemble.table_claims(fam), ensemble.table_claims(again))
+    with pytest.raises(FileNotFoundError, match="holds no family"):
+        ensemble.run(exp, tmp_path / "empty", family=True, workers=1, say=None, replay=True)

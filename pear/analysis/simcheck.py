@@ -409,7 +409,8 @@ def simulate_protocol(backend: Any, proto: Protocol, meta: Mapping[str, Any],
         this: dict[int, tuple[str, int]] = {}
         stopped = False
         for i in active:
-            m = {**meta, "phase": "initial" if r == 0 else "revision", "round": r, "agent": i}
+            m = {**meta, "phase": "initial" if r == 0 else "revision", "round": r, "agent": i,
+                 "missed_quorum": proto.stop is not None}
             if r == 0:
                 u = rng.random(3)
                 answer, ok = backend.solve(q, m, u[:2])

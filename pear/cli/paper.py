@@ -115,6 +115,10 @@ def add_ensemble(sub: Any) -> None:
                     help="the ensemble folder (default data/runs/<preset>-simulated-ensemble)")
     en.add_argument("--workers", type=positive, default=None,
                     help="populations run at once, a process each (default: every core)")
+    en.add_argument("--family", action="store_true",
+                    help="the family of real twins (data/populations/family/) instead of "
+                         "bootstrap draws: each claim holds in how many members (default "
+                         "folder data/runs/<preset>-simulated-family)")
     en.add_argument("--replay", action="store_true", help="run nothing: read the folder")
     en.add_argument("--progress", action="store_true",
                     help="a progress bar per population (with --workers 1)")
@@ -129,9 +133,11 @@ def _cmd_ensemble(a: argparse.Namespace) -> int:
     k = ensemble.DEFAULT_K if a.k is None else a.k
     exp = ensemble.grid(a.preset, a.n_questions or ensemble.DEFAULT_QUESTIONS,
                         seeds=a.seeds, methods=a.methods)
-    root = a.out or ensemble.ensemble_dir(runs_path("", a.preset, "simulated"))
+    run_dir = runs_path("", a.preset, "simulated")
+    root = a.out or (ensemble.family_dir(run_dir) if a.family
+                     else ensemble.ensemble_dir(run_dir))
     ens = ensemble.run(exp, root, k, a.seed, workers=a.workers, progress=a.progress,
-                       replay=a.replay)
+                       replay=a.replay, family=a.family)
     print(ensemble.describe_times(ens))
     with pd.option_context("display.width", 200, "display.max_rows", 500,
                            "display.max_colwidth", 80, "display.float_format", "{:.3f}".format):

@@ -77,7 +77,7 @@ def _cmd_family(a: argparse.Namespace) -> int:
         problems = family.check_shipped(ms)
         for p in problems:
             print(p)
-        print(f"family: {len(ms)} members, " + ("as shipped" if not problems else
+        print(f"family: {len(family.load())} members, " + ("as shipped" if not problems else
                                                 f"{len(problems)} differences"))
         return 1 if problems else 0
     from pear.populations.holdout import split_half

@@ -56,9 +56,9 @@ from pear.runs.runner import check_workers, run as run_grid
 from pear.sim import population as pop
 
 __all__ = ["DEFAULT_K", "DEFAULT_QUESTIONS", "POINT", "MAIN", "BASELINES", "POOLED", "Ensemble",
-           "grid", "write_populations", "run", "for_build", "table_main", "table_gains",
+           "grid", "write_populations", "write_family", "run", "for_build", "table_main", "table_gains",
            "table_claims", "caption_main", "caption_gains", "caption_claims",
-           "describe_times", "ensemble_dir"]
+           "describe_times", "ensemble_dir", "family_dir"]
 
 DEFAULT_K = 20  # issue 35: K populations, default 20
 DEFAULT_QUESTIONS = 20  # our choice: the CI size (14 methods x 4 datasets x 20 questions x 1 seed)
@@ -97,6 +97,9 @@ class Ensemble:
     note: str = ""
     wall_s: float = 0.0
     """The seconds all populations took together (they run several at once)."""
+    family: bool = False
+    """The members are the family of real twins (:mod:`pear.populations.family`), not
+    bootstrap draws."""
 
     @property
     def k(self) -> int:
@@ -174,6 +177,30 @@ def write_populations(root: str | Path, k: int = DEFAULT_K, seed: int = 0, *,
     return {n: pdir / f"{n}.json" for n in names}
 
 
+def write_family(root: str | Path) -> dict[str, Path]:
+    """The family's population files under ``root/populations``: :data:`POINT` and every
+    shipped member (:func:`pear.populations.family.load`), name -> file, point first; their
+    fingerprints recorded in ``root/ensemble.json`` (a folder that holds another family or
+    bootstrap draws is an error)."""
+    from pear.populations import family  # the populations' room: pandas, scipy
+    root = Path(root)
+    point = pop.load(POINT)
+    members = family.load()
+    prints = {p.name: p.fingerprint for p in members}
+    record = _read_record(root)
+    if record and (record.get("family") != prints
+                   or record.get("point", {}).get("fingerprint") != point.fingerprint):
+        raise ValueError(f"ensemble folder {str(root)!r} holds other populations than the "
+                         "shipped family: use another folder")
+    pdir = root / "populations"
+    pdir.mkdir(parents=True, exist_ok=True)
+    for p in [point, *members]:
+        if not (pdir / f"{p.name}.json").is_file():
+            p.write(pdir / f"{p.name}.json")
+    write_json(root / RECORD, {"point": point.manifest(), "family": prints}, newline=True)
+    return {n: pdir / f"{n}.json" for n in [POINT, *prints]}
+
+
 def _read_record(root: Path) -> dict[str, Any] | None:
     import json
     path = root / RECORD
@@ -189,7 +216,8 @@ def _read_record(root: Path) -> dict[str, Any] | None:
 
 def run(exp: Any, root: str | Path, k: int = DEFAULT_K, seed: int = 0, *,
         grounding: Any = None, workers: int | None = None, progress: bool = False,
-        replay: bool = False, say: Callable[[str], None] | None = print) -> Ensemble:
+        replay: bool = False, say: Callable[[str], None] | None = print,
+        family: bool = False) -> Ensemble:
     """Run (or resume) ``exp`` under :data:`POINT` and ``k`` bootstrap populations into
     ``root`` (:func:`write_populations`; one run directory per population, each through
     :func:`pear.runs.runner.run`), then read every run: the accuracy, gains and claims of
@@ -197,12 +225,16 @@ def run(exp: Any, root: str | Path, k: int = DEFAULT_K, seed: int = 0, *,
     process of its own that keeps its Math-Verify worker from one population to the next
     (default every core; the records are those of one process).  ``progress``: a bar per
     population when they run one at a time.  ``replay``: run nothing, read what ``root``
-    holds.  ``say`` gets one line per population, in order."""
+    holds.  ``say`` gets one line per population, in order.  ``family``: the members are the
+    family of real twins (:func:`write_family`; ``k`` and ``seed`` unused) instead of
+    bootstrap draws."""
     global _FORKED
     k = _check_k(k)
     workers = check_workers(workers or default_workers("simulated"))
     root = Path(root)
-    if replay:
+    if family:
+        files = _recorded_family(root) if replay else write_family(root)
+    elif replay:
         files = _recorded_populations(root, k, seed)
     else:
         files = write_populations(root, k, seed, grounding=grounding)
@@ -233,7 +265,8 @@ def run(exp: Any, root: str | Path, k: int = DEFAULT_K, seed: int = 0, *,
     cat = {key: pd.concat([r[key].assign(population=n) for n, r in results.items()],
                           ignore_index=True) for key in ("accuracy", "gains", "findings")}
     return Ensemble(exp, root, seed, members, cat["accuracy"], cat["gains"], cat["findings"],
-                    results[POINT]["ledger"], missing, seconds, written, wall_s=wall)
+                    results[POINT]["ledger"], missing, seconds, written, wall_s=wall,
+                    family=family)
 
 
 _FORKED: tuple[Any, ...] | None = None
@@ -271,6 +304,18 @@ def _recorded_populations(root: Path, k: int, seed: int) -> dict[str, Path]:
     return {n: root / "populations" / f"{n}.json" for n in names}
 
 
+def _recorded_family(root: Path) -> dict[str, Path]:
+    record = _read_record(root)
+    if record is None or not record.get("family"):
+        raise FileNotFoundError(f"replay: {str(root)!r} holds no family: run it first "
+                                "(`pear ensemble --family`)")
+    names = [POINT, *record["family"]]
+    absent = [n for n in names if not (root / n).is_dir()]
+    if absent:
+        raise FileNotFoundError(f"replay: {str(root)!r} holds no run of {absent[0]!r}")
+    return {n: root / "populations" / f"{n}.json" for n in names}
+
+
 def _read(exp: Any, run_dir: Path, seed: int, full: bool, paper: Any = None
           ) -> dict[str, Any]:
     """One population's run: accuracy of :data:`MAIN`, PEAR's gains over
@@ -294,18 +339,29 @@ def _read(exp: Any, run_dir: Path, seed: int, full: bool, paper: Any = None
             "ledger": ledger(res, None, rng=seed, paper=paper) if full else None}
 
 
+def family_dir(run_dir: str | Path) -> Path:
+    """Where the family's grids of a run are recorded: ``<run_dir>-family/`` beside it.
+
+    >>> family_dir("data/runs/sim-simulated").name
+    'sim-simulated-family'
+    """
+    root = Path(run_dir)
+    return root.with_name(root.name + "-family")
+
+
 def for_build(backend: str, preset: str, runs_dir: str = "", *, seeds: str = "",
               n_questions: int = 0, k: int = DEFAULT_K, questions: int = DEFAULT_QUESTIONS,
-              seed: int = 0, workers: int | None = None) -> Ensemble:
+              seed: int = 0, workers: int | None = None, family: bool = False) -> Ensemble:
     """The ensemble of a build (the notebooks' parameters): on the simulated backend run or
     resume it into :func:`pear.paths.ensemble_dir` of the build's run, on ``replay`` read
     it there; the grid is :func:`grid` of the build's (``questions`` per dataset, at most the
     build's).  A build of a real model or of imported debates has no population to vary:
-    the :class:`Ensemble` is empty and says so (``note``)."""
+    the :class:`Ensemble` is empty and says so (``note``).  ``family``: the family of real
+    twins instead of bootstrap draws, in :func:`family_dir`."""
     k = _check_k(k)
     run_dir = runs_path(runs_dir, preset, backend)
     exp = experiment(preset, seeds=seeds, n_questions=n_questions, backend=backend)
-    root = ensemble_dir(run_dir)
+    root = family_dir(run_dir) if family else ensemble_dir(run_dir)
     note = ""
     if backend not in ("simulated", "replay"):
         note = (f"this build's agents are a real model (backend {backend}): there is no "
@@ -313,13 +369,16 @@ def for_build(backend: str, preset: str, runs_dir: str = "", *, seeds: str = "",
     elif backend == "replay" and is_imported(run_dir):
         note = "this build replays imported debates: there is no simulated population to vary"
     elif backend == "replay" and not (root / RECORD).is_file():
-        note = (f"no ensemble was run beside this run ({root.name} is missing): a simulated "
-                "build or `pear ensemble` runs it")
+        note = (f"no {'family' if family else 'ensemble'} was run beside this run "
+                f"({root.name} is missing): a simulated build or `pear ensemble"
+                f"{' --family' if family else ''}` runs it")
     if note:
         empty = pd.DataFrame()
-        return Ensemble(exp, root, seed, (), empty, empty, empty, None, note=note)
+        return Ensemble(exp, root, seed, (), empty, empty, empty, None, note=note,
+                        family=family)
     small = grid(base=exp, n_questions=questions)
-    return run(small, root, k, seed, workers=workers, replay=backend == "replay")
+    return run(small, root, k, seed, workers=workers, replay=backend == "replay",
+               family=family)
 
 
 # ----------------------------------------------------------------- tables
@@ -411,7 +470,15 @@ def _grid_words(ens: Ensemble) -> str:
             f"{describe_scope(e, 'subset')}")
 
 
+def _whom(ens: Ensemble) -> str:
+    return "the family of real twins" if ens.family else "an ensemble of simulated populations"
+
+
 def _what(ens: Ensemble) -> str:
+    if ens.family:
+        return (f"Across the family of {ens.k} real twins (a twin of each licensed run: "
+                f"DyLAN's MATH subjects and MMLU teams; a moment-matched twin of each "
+                f"published model and task; {_grid_words(ens)}; simulated agents)")
     return (f"Across an ensemble of {ens.k} plausible simulated populations (the grounded "
             f"revision model refitted on DyLAN's debates resampled with replacement, bootstrap "
             f"seed {ens.seed}; {_grid_words(ens)}; simulated agents)")
@@ -419,7 +486,7 @@ def _what(ens: Ensemble) -> str:
 
 def caption_main(ens: Ensemble) -> str:
     if ens.note:
-        return f"The main results across an ensemble of simulated populations: {ens.note}."
+        return f"The main results across {_whom(ens)}: {ens.note}."
     return (f"{_what(ens)}: accuracy of PEAR, Random, Clique and CoT-SC per dataset under "
             f"grounded (the fit on all the debates), and the ensemble's minimum, maximum and "
             f"{PERCENTILES[0]}th/{PERCENTILES[1]}th percentiles. The spread holds the "
@@ -428,7 +495,7 @@ def caption_main(ens: Ensemble) -> str:
 
 def caption_gains(ens: Ensemble) -> str:
     if ens.note:
-        return f"PEAR's gains across an ensemble of simulated populations: {ens.note}."
+        return f"PEAR's gains across {_whom(ens)}: {ens.note}."
     return (f"{_what(ens)}: PEAR's gain over Random, Clique and CoT-SC in accuracy points per "
             "dataset and pooled (the mean over datasets) under grounded, the ensemble's "
             "range, and the populations in which PEAR is ahead (gain > 0).")
@@ -436,7 +503,7 @@ def caption_gains(ens: Ensemble) -> str:
 
 def caption_claims(ens: Ensemble) -> str:
     if ens.note:
-        return f"The claims across an ensemble of simulated populations: {ens.note}."
+        return f"The claims across {_whom(ens)}: {ens.note}."
     some = table_claims(ens)["Share"]
     part = int(((some > 0) & (some < 1)).sum())
     return (f"{_what(ens)}: every claim's finding under grounded (95 % intervals on this grid) "
@@ -452,7 +519,8 @@ def describe_times(ens: Ensemble) -> str:
     if not ens.seconds:
         return ens.note or "nothing run"
     s = np.array(list(ens.seconds.values()))
-    return (f"{len(s)} populations ({POINT} and {ens.k} bootstrap draws) in {ens.wall_s:.0f} s: "
+    what = "family members" if ens.family else "bootstrap draws"
+    return (f"{len(s)} populations ({POINT} and {ens.k} {what}) in {ens.wall_s:.0f} s: "
             f"{np.median(s):.1f} s per population (median; {s.min():.1f}-{s.max():.1f} s; "
             f"{s.sum():.0f} s in all, several at once), "
             f"{sum(ens.written.values())} debates written")

@@ -11,7 +11,7 @@ from pear.paths import REPO_ROOT
 from pear.store import manifest
 from pear.store.records import read_records, record_files
 
-__all__ = ["records", "sequential", "options", "fitted_on", "shown"]
+__all__ = ["records", "sequential", "stops_on_quorum", "options", "fitted_on", "shown"]
 
 
 def shown(path: str | os.PathLike[str]) -> str:
@@ -32,6 +32,14 @@ def sequential(run: str | os.PathLike[str]) -> bool:
     """Whether the run's agents answer a round in turn (its import manifest's protocol)."""
     proto = ((manifest.read(run) or {}).get("imported") or {}).get("protocol") or {}
     return proto.get("order") == "sequential"
+
+
+def stops_on_quorum(run: str | os.PathLike[str]) -> bool:
+    """Whether the run's source stops a debate on a quorum its check can miss (an import whose
+    protocol has a ``stop``: DyLAN's), so that an agent hearing only its own answer is in a
+    debate whose check missed (the revision model's ``own_x_agree`` applies)."""
+    proto = ((manifest.read(run) or {}).get("imported") or {}).get("protocol") or {}
+    return bool(proto.get("stop"))
 
 
 def options(run: str | os.PathLike[str],

@@ -130,7 +130,9 @@ def design(runs: Sequence[str | os.PathLike[str]],
            keep: Callable[[Mapping[str, Any]], bool] | None = None
            ) -> tuple[revision.Transitions, list[list[dict[str, Any]]], list[bool]]:
     """The choice sets of ``runs`` (only the debates ``keep`` accepts), the records read per
-    run and whether each run's questions offer labelled options."""
+    run and whether each run's questions offer labelled options.  In a run whose protocol
+    stops on no quorum that can be missed, ``own_x_agree`` is 0 (as
+    :meth:`~pear.sim.population.RevisionModel.probabilities` draws it there)."""
     paths = [Path(r) for r in runs]
     parts, flags = [], []
     for p in paths:
@@ -142,9 +144,14 @@ def design(runs: Sequence[str | os.PathLike[str]],
     recs = [r for part in parts for r in part]
     check_records(recs, ", ".join(str(p) for p in paths))
     accuracy = revision.round0_accuracy(recs)
-    tr = revision.concat([revision.transitions(part, accuracy, reading.sequential(p), o)
-                          for p, part, o in zip(paths, parts, flags) if part])
-    return tr, parts, flags
+    pieces = []
+    for p, part, o in zip(paths, parts, flags):
+        if part:
+            t = revision.transitions(part, accuracy, reading.sequential(p), o)
+            if not reading.stops_on_quorum(p):  # as the simulator draws it there
+                t.X[:, RevisionModel.COLUMNS.index("own_x_agree")] = 0.0
+            pieces.append(t)
+    return revision.concat(pieces), parts, flags
 
 
 # ----------------------------------------------------------------- the penalised fit

@@ -185,6 +185,8 @@ class SimulatedBackend:
                 ident["features"] = list(self.revision.features)
             if self.revision.critique_weight != 1.0:  # ids of weight-1 runs stay as they were
                 ident["critique_weight"] = self.revision.critique_weight
+            if "own_x_agree" in self.revision.features:  # since it applies after missed quorums
+                ident["own_x_agree"] = "after a missed quorum only"
         blob = json.dumps(ident, sort_keys=True)
         return f"simulated-{hex_id(blob, n=10, sep='')}-s{self.seed}"
 
@@ -364,12 +366,13 @@ class SimulatedBackend:
             mine, heard, q.gold, fresh=[bool(c.get("fresh")) for c in said])
         key = (RevisionModel.structure(names, counts, right, mine, heard, fresh),
                int(meta["round"]),
-               meta["dataset"], bool(meta.get("n_choices")))
+               meta["dataset"], bool(meta.get("n_choices")),
+               bool(meta.get("missed_quorum")))
         cdf = self._cdfs.get(key)
         if cdf is None:  # RevisionModel.design's features; a choice set's shape recurs
             X = RevisionModel.feature_rows(key[0], key[1], self.population_skill(key[2]), key[3])
-            cdf = self._cdfs[key] = np.cumsum(self.revision.probabilities(X, critiques=True)
-                                              ).tolist()
+            cdf = self._cdfs[key] = np.cumsum(self.revision.probabilities(
+                X, critiques=True, missed_quorum=key[4])).tolist()
         pick = names[min(len(names) - 1, bisect.bisect_right(cdf, u[0] * cdf[-1]))]
         if pick == RevisionModel.NEW_RIGHT:
             pick = q.gold

@@ -425,14 +425,24 @@ class RevisionModel:
         v[[self.COLUMNS.index(f) for f in self.features]] = self.coef
         return v
 
-    def probabilities(self, X: np.ndarray, critiques: bool = False) -> np.ndarray:
+    def probabilities(self, X: np.ndarray, critiques: bool = False,
+                      missed_quorum: bool = True) -> np.ndarray:
         """The choice probabilities of the candidates with features ``X`` (:attr:`COLUMNS`;
         ``critiques``: the answers were heard as critiques, so ``share`` and its interactions
-        count with :attr:`critique_weight`)."""
-        if critiques and self.critique_weight != 1.0:
+        count with :attr:`critique_weight`; ``missed_quorum`` False: the protocol does not
+        stop on a quorum, so ``own_x_agree`` does not apply).
+
+        ``own_x_agree`` is the stop rule's, not the agents': in the debates it was fitted on
+        (DyLAN's) an agent hears only its own answer after the source's string check missed a
+        quorum, on answers written apart, and such agents go on to rewrite theirs; in a
+        protocol that stops on no quorum (PEAR's, Du et al.'s) unanimity is not selected so."""
+        if (critiques and self.critique_weight != 1.0) or not missed_quorum:
             X = X.copy()
+        if critiques and self.critique_weight != 1.0:
             X[:, [self.COLUMNS.index("share"), self.COLUMNS.index("share_x_single"),
                   self.COLUMNS.index("share_x_options")]] *= self.critique_weight
+        if not missed_quorum:
+            X[:, self.COLUMNS.index("own_x_agree")] = 0.0
         v = X @ self.vector
         e = np.exp(v - v.max())
         return e / e.sum()
