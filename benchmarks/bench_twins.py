@@ -16,7 +16,7 @@ import time
 import pandas as pd
 
 from pear.analysis.report import _markdown
-from pear.paper.grounding import corpus_run, mmlu_runs
+from pear.populations.grounding import corpus_run, mmlu_runs
 from pear.populations import family, holdout, reading
 
 

@@ -1,7 +1,7 @@
 """Refit the simulated population on the study's baselines and print the residual table.
 
 ``python benchmarks/calibrate_simulation.py`` runs the staged fit of
-:func:`pear.paper.calibration.fit` from the documented starting point :data:`START` (seeded: a
+:func:`pear.populations.calibration.fit` from the documented starting point :data:`START` (seeded: a
 fixed question sample and fixed run seeds, so the fit is reproducible), prints the fitted
 parameters, then simulates the fitted population on an evaluation grid (by default the
 ``sim`` preset's question subset, which the fit never saw) and prints, per target, the
@@ -23,7 +23,7 @@ import time
 
 import pandas as pd
 
-from pear.paper import calibration
+from pear.populations import calibration
 from pear.sim.backend import SimParams
 from pear.analysis.compare import load_paper, to_internal
 

@@ -22,7 +22,7 @@
 #   Chain and Ring were held out. PEAR and its ablations entered nothing.
 # * `grounded`: the same initial answers, confidence and critique acceptance, but revision
 #   drawn from a model fitted by maximum likelihood to real debates (DyLAN's 4,800 gpt-3.5
-#   MATH debates and its MMLU teams' debates, `pear.paper.grounding`) and the erring agents'
+#   MATH debates and its MMLU teams' debates, `pear.populations.grounding`) and the erring agents'
 #   agreement measured there.
 #   Its revision and its erring agents' agreement were not fitted to the study's numbers:
 #   for them every target below is a check, not a fit.
@@ -48,7 +48,8 @@ calibration_seeds = 1  # run seeds 0..calibration_seeds-1
 # ## Simulate the baselines with each population
 
 # %%
-from pear.paper import calibration, study
+from pear.paper import study
+from pear.populations import calibration
 from pear.analysis import figures, report
 
 figures.set_style()

@@ -19,7 +19,7 @@
 # round-wise accuracy (agents and vote), W2R and R2W per query (the study's definition),
 # the answer-change rate and the share of debates where a correct minority of round 0 won,
 # each with a 95% bootstrap interval over debates, beside the simulated population in the
-# same setting (`pear sim-check`, `pear.analysis.simcheck`): the same questions and, from the
+# same setting (`pear sim-check`, `pear.populations.simcheck`): the same questions and, from the
 # import's manifest, the source's protocol (agents, rounds, who hears whom and when, the stop
 # rule, who leaves), the simulated value being the mean of `replicates` simulations.
 #
@@ -64,8 +64,8 @@ loo_subjects = ""  # comma-separated subjects to hold out; empty: all seven
 # ## Load records (import the shipped files, and du_file)
 
 # %%
-from pear.analysis import figures, report, simcheck
-from pear.paper import heldout, real_debates
+from pear.analysis import figures, report
+from pear.populations import heldout, real_debates, simcheck
 
 figures.set_style()
 runs = real_debates.shipped_runs(du_file, du_dataset, du_grading, du_model)

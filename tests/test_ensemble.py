@@ -12,7 +12,8 @@ import pytest
 from pear.analysis import metrics
 from pear.catalog.labels import dataset_label, method_label
 from pear.claims.evaluate import ledger
-from pear.paper import ensemble, grounding
+from pear.paper import ensemble
+from pear.populations import grounding
 from pear.paper.study import load_results
 from pear.runs.grid import preset
 from pear.sim import revision

@@ -1,4 +1,4 @@
-"""DyLAN's corpus shipped graded (pear.store.shipped, pear.paper.grounding.corpus_run): a shipped
+"""DyLAN's corpus shipped graded (pear.store.shipped, pear.populations.grounding.corpus_run): a shipped
 copy of exactly this import is used without grading and gives a fresh import's records; one of
 another source or importer version is ignored; the check names the first changed record.  On a
 slice of DyLAN's MATH-500 file, so that no test grades the whole corpus."""
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pear.core.hashing import file_sha256
-from pear.paper import grounding, real_debates
+from pear.populations import grounding, real_debates
 from pear.paths import REAL_DEBATES_DIR, RECORDS_FILE, write_json
 from pear.store import manifest, shipped
 from pear.store.importing import IMPORT_VERSION

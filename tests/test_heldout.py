@@ -1,4 +1,4 @@
-"""Notebook 17's leave-one-out (pear.paper.heldout): a population fitted without one subject of
+"""Notebook 17's leave-one-out (pear.populations.heldout): a population fitted without one subject of
 DyLAN's corpus, held against that subject's debates."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from pear.sim import revision
-from pear.paper import grounding, heldout
+from pear.populations import grounding, heldout
 
 
 def _chat(question: str, answers: list[str]) -> list[dict[str, str]]:
@@ -97,7 +97,7 @@ def test_the_fit_without_a_subject_never_sees_its_debates(corpus):
 
 
 def test_leave_one_out_table_has_every_subject_and_statistic(corpus, tmp_path):
-    from pear.analysis import dynamics
+    from pear.populations import dynamics
     run, counts = corpus
     loo = heldout.leave_one_out(run, replicates=2, seed=0, n_resamples=200,
                                 cache=tmp_path / "cache", workers=2)

@@ -1,6 +1,6 @@
 """Simulated populations as named, versioned data (pear.sim.population), the revision
 model fitted to real transitions (pear.sim.revision) and the shipped files
-(pear.paper.grounding)."""
+(pear.populations.grounding)."""
 from __future__ import annotations
 
 import dataclasses
@@ -81,7 +81,7 @@ def test_bad_population_is_one_clear_error(tmp_path):
 
 
 def test_shipped_study_file_is_what_the_code_writes():
-    from pear.paper.grounding import study_population
+    from pear.populations.grounding import study_population
     assert pop.load("study").fingerprint == study_population().fingerprint
 
 
@@ -341,10 +341,10 @@ def test_dylan_reader_reads_a_tgz_of_json_files(tmp_path):
 
 
 def test_check_names_what_differs_from_the_shipped_files():
-    """The reproducibility check (``python -m pear.paper.grounding --check``, run by CI on the
+    """The reproducibility check (``python -m pear.populations.grounding --check``, run by CI on the
     shipped corpus) reports a grounded population fitted on other debates and each of the
     ensemble's bootstrap draws refitted on them, and passes study."""
-    from pear.paper import grounding
+    from pear.populations import grounding
     tr = _synthetic(3, n_sets=300)
     g = grounding.Grounding(revision.fit(tr), 0.3, 40, tr, (), 0.0)
     problems = grounding.check(g, g_math=g)
@@ -361,7 +361,7 @@ def test_shipped_draws_are_the_ensembles_populations(tmp_path):
     """The shipped bootstrap draws (data/populations/ensemble/) are what the ensemble uses
     without a refit: the first k of seed 0 from the shipped grounded; another seed, more
     than are shipped or another point: none (a refit); a file edited by hand: an error."""
-    from pear.paper import grounding
+    from pear.populations import grounding
     k, seed = grounding.ENSEMBLE_K, grounding.ENSEMBLE_SEED
     shipped = grounding.shipped_draws(k, seed)
     assert [p.name for p in shipped] == [f"grounded-b{i}" for i in range(k)]

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from pear import cli
-from pear.analysis import dynamics, simcheck
+from pear.populations import dynamics, simcheck
 from pear.sim.backend import SimulatedBackend
 from pear.store.readers.protocols import Drop, Protocol, Quorum
 from pear.paths import REAL_DEBATES_DIR

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pear.paper import calibration
+from pear.populations import calibration
 from pear.sim.backend import SimParams, SimulatedBackend
 from pear.core.config import DebateConfig
 from pear.core.methods import method

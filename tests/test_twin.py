@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from pear import cli
-from pear.analysis.simcheck import simulate_protocol
+from pear.populations.simcheck import simulate_protocol
 from pear.populations import family, holdout, twin
 from pear.sim.backend import SimulatedBackend
 from pear.sim.population import Population, load as load_population

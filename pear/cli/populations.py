@@ -67,7 +67,7 @@ def _cmd_family(a: argparse.Namespace) -> int:
             eff = " ".join(f"{k} {v['estimate']:+.3f}" for k, v in d["effects"].items())
             print(f"{p.name:<36} {d['debates']:>5} debates  {eff}  ({p.info['describes']})")
         return 0
-    from pear.paper.grounding import corpus_run, mmlu_runs  # the licensed runs, imported
+    from pear.populations.grounding import corpus_run, mmlu_runs  # the licensed runs, imported
     ms = family.members(corpus_run(), mmlu_runs())
     if a.action == "write":
         for path in family.write(ms):

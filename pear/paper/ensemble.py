@@ -3,7 +3,7 @@ hang on the population it simulates.
 
 The ``grounded`` population's revision model is an estimate; its sampling distribution is
 drawn by refitting it on DyLAN's debates resampled with replacement
-(:func:`pear.paper.grounding.bootstrap_populations`, seeded; the first 20 draws of seed 0 are
+(:func:`pear.populations.grounding.bootstrap_populations`, seeded; the first 20 draws of seed 0 are
 shipped data, ``data/populations/ensemble/``).  :func:`run` runs one reduced
 grid (:func:`grid`) under ``grounded`` (the point) and under each of K bootstrap populations
 (``grounded-b0`` ... ``grounded-b<K-1>``), and states across the K:
@@ -49,7 +49,7 @@ from pear.catalog.labels import dataset_label, method_label
 from pear.parallel import fork_map
 from pear.paths import ensemble_dir, write_json
 from pear.core.methods import METHODS
-from pear.paper import grounding as gr
+from pear.populations import grounding as gr
 from pear.paper.study import experiment, load_results, is_imported, runs_path, describe_scope
 from pear.runs.factory import default_workers, grid_backend
 from pear.runs.runner import check_workers, run as run_grid
@@ -141,9 +141,9 @@ def write_populations(root: str | Path, k: int = DEFAULT_K, seed: int = 0, *,
     first ``k`` bootstrap draws of ``seed``, name -> file, point first.  Files already there
     are kept (and checked against ``root/ensemble.json``: another seed or point is an
     error); the missing ones are written, refitting only then.  ``grounding``
-    (:class:`pear.paper.grounding.Grounding`): the fit to draw from; default the shipped
+    (:class:`pear.populations.grounding.Grounding`): the fit to draw from; default the shipped
     ``grounded`` population and its shipped draws
-    (:func:`pear.paper.grounding.bootstrap_populations`; a refit on DyLAN's corpus where they
+    (:func:`pear.populations.grounding.bootstrap_populations`; a refit on DyLAN's corpus where they
     are not shipped)."""
     k = _check_k(k)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:

@@ -5,7 +5,7 @@
 Members, each named after its source (none made up to widen the range): DyLAN's gpt-3.5 debates
 (MIT licence, ``data/real-debates/``), one per MATH subject of its MATH corpus and one per team
 size of its MMLU debates; and a moment-matched twin of each published model and task
-(:mod:`pear.populations.published`) whose figure the base with one effect reaches (within
+(:mod:`pear.populations.published_gains`) whose figure the base with one effect reaches (within
 :data:`MATCH_TOLERANCE`).  The prior's spread of ``follow_right`` counts the published members'
 values too: the licensed debates are of one model, the published figures of several.  :func:`check` holds every member against a run in the run's setting
 and gives, per statistic, the range ``[min, max]`` of the members' simulated values.
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
-from pear.analysis.simcheck import REPLICATES, SimCheck, check as simcheck
+from pear.populations.simcheck import REPLICATES, SimCheck, check as simcheck
 from pear.paths import write_json
 from pear.populations import reading, twin
 from pear.sim.population import Population, load as load_population
@@ -75,7 +75,7 @@ def groups(ms: Sequence[Member]) -> dict[str, tuple[Sequence[Path], Any]]:
 
 def published_members() -> tuple[list[Population], list[str]]:
     """The published members that match their figure, and a line per row that does not."""
-    from pear.populations import published
+    from pear.populations import published_gains as published
     kept, left = [], []
     for p in published.members():
         d = p.info["diagnostics"]
@@ -212,7 +212,7 @@ def check(run: str | os.PathLike[str], family: Sequence[Population] | None = Non
           replicates: int = REPLICATES, seed: int = 0,
           records: Sequence[Mapping[str, Any]] | None = None) -> FamilyCheck:
     """Every member of ``family`` (default: the shipped one) held against ``run``
-    (:func:`pear.analysis.simcheck.check`, the same seed for each)."""
+    (:func:`pear.populations.simcheck.check`, the same seed for each)."""
     fam = list(family) if family is not None else load()
     return FamilyCheck(str(run), [simcheck(run, p, replicates, seed, records=records)
                                   for p in fam])

@@ -1,6 +1,6 @@
 """A twin held out of sample: fitted on half of a run's questions
 (:func:`pear.populations.twin.fit_twin`), checked on the other half in the run's own setting
-(:func:`pear.analysis.simcheck.check` on those debates alone).
+(:func:`pear.populations.simcheck.check` on those debates alone).
 
 The halves are fixed by the question (sha256 of its dataset and id, so every debate of a
 question falls in one half and the split does not depend on the order of the records);
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from pear.analysis.simcheck import SimCheck, check
+from pear.populations.simcheck import SimCheck, check
 from pear.core.hashing import int_seed
 from pear.populations import reading
 from pear.populations.twin import Prior, Twin, fit_twin

@@ -315,7 +315,7 @@ def initial_params(base: SimParams, parts: Sequence[Sequence[Mapping[str, Any]]]
             changes.update(wrong_focus=round(focus, 3), n_wrong=n_wrong)
     if lettered:
         share, pairs = revision.same_wrong_answer(lettered)
-        from pear.analysis.simcheck import n_choices
+        from pear.populations.simcheck import n_choices
         n_opt = max(n_choices(r, "letters") for r in lettered)
         measured.update(same_wrong_answer_share_options=None if pairs == 0 else round(share, 4),
                         same_wrong_answer_pairs_options=pairs, options=n_opt)

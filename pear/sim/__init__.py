@@ -9,5 +9,5 @@
   interface answered by simulated agents drawn from a population (``--backend simulated``).
 
 Sim-check, which runs a population against a recorded run through the runner, is
-:mod:`pear.analysis.simcheck`.  Importing this package imports none of its modules.
+:mod:`pear.populations.simcheck`.  Importing this package imports none of its modules.
 """

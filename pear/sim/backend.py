@@ -50,7 +50,7 @@ needs).  The engine derives round-0 request seeds from (run seed, question, agen
 every method of a question starts from the same initial answers (CoT, CoT-SC and the debates
 are paired), and agents keep their skill through a debate.
 
-Calibration (``benchmarks/calibrate_simulation.py``, :mod:`pear.paper.calibration`): the fields
+Calibration (``benchmarks/calibrate_simulation.py``, :mod:`pear.populations.calibration`): the fields
 marked "fitted" were fitted by seeded ``scipy.optimize.least_squares`` to the study's
 *baselines only*: per dataset, CoT, CoT-SC and Random accuracy averaged over the study's six
 models (``data/paper/main_results.csv``), Random's rise from its round-0 vote to its final

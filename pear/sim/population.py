@@ -260,7 +260,7 @@ class RevisionModel:
     this weight: 1 = like a peer's answer quoted in full, as DyLAN's agents hear them (the
     fitted coefficients' own setting); 0.5 = discounted, a critique moving an agent half as
     much as hearing that answer from a peer.  Not fitted; one of the ensemble's dimensions
-    (:mod:`pear.paper.grounding`)."""
+    (:mod:`pear.populations.grounding`)."""
     features: tuple[str, ...] = ()
     """The features the model uses, in :attr:`COLUMNS` order (empty: :attr:`FEATURES`, the
     revision model of ``grounded-math``; ``grounded`` uses every column); ``coef`` has one

@@ -1,6 +1,6 @@
 """An import shipped graded: a run directory of imported debates (:mod:`pear.store.importing`)
 kept as data, so that a first build writes the run from it instead of grading every answer
-again (DyLAN's corpus: ``data/real-debates/graded/``, :func:`pear.paper.grounding.corpus_run`).
+again (DyLAN's corpus: ``data/real-debates/graded/``, :func:`pear.populations.grounding.corpus_run`).
 
 A shipped copy is a folder of two files:
 

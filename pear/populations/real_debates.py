@@ -1,6 +1,6 @@
 """Notebook 17's glue: real debates recorded by other frameworks (imported with
 :func:`pear.store.importing.import_files`) beside the simulated population in the same
-setting: its source's protocol (:func:`pear.analysis.simcheck.check`, as ``pear sim-check``).
+setting: its source's protocol (:func:`pear.populations.simcheck.check`, as ``pear sim-check``).
 
 The shipped run is DyLAN's gpt-3.5-turbo debates on the MATH-500 problems
 (``data/real-debates/``, MIT, see ``data/benchmarks/SOURCES.md``); a user adds any Du et
@@ -20,7 +20,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from pear.analysis import dynamics, simcheck
+from pear.populations import dynamics, simcheck
 from pear.paths import BUILD_DIR, REAL_DEBATES_DIR
 from pear.store import manifest, shipped as shipped_import
 from pear.store.importing import import_files, same_import
@@ -100,7 +100,7 @@ class Analysis:
 
     @property
     def real(self) -> pd.DataFrame:
-        """:func:`pear.analysis.dynamics.summarize` of the real debates."""
+        """:func:`pear.populations.dynamics.summarize` of the real debates."""
         return self.check.real
 
 
@@ -108,7 +108,7 @@ def analyse(name: str, run_dir: str | os.PathLike[str], *, seed: int = 0,
             n_resamples: int = 2000, population: str = "grounded",
             replicates: int = simcheck.REPLICATES) -> Analysis:
     """The real run's dynamics with bootstrap intervals beside ``population``'s in the
-    source's protocol (:func:`pear.analysis.simcheck.check`) and McNemar's test of its vote."""
+    source's protocol (:func:`pear.populations.simcheck.check`) and McNemar's test of its vote."""
     run_dir = Path(run_dir)
     c = simcheck.check(run_dir, population, replicates, seed, n_resamples=n_resamples)
     test, test_note = dynamics.first_last_mcnemar(c.per_debate)

@@ -1,5 +1,5 @@
 """A simulated population held against published per-model debate figures
-(``python -m pear.paper.published``).
+(``python -m pear.populations.published_dynamics``).
 
 DebateLedger (arXiv 2609.35279; its table CONDITIONAL_COLLAPSE_TABLE.md, as quoted in
 ``../shared/data/real-debates/published-dynamics.md``) ran 3 agents of one model for 3 debate
@@ -11,7 +11,7 @@ population's agents, per model, and sets the two shares beside the published one
 95% interval (the source's where it gives one, else Wilson's on the counts implied by the
 debates and the round-0 accuracy, :data:`PUBLISHED`).
 
-The setting, as simulated (:func:`pear.analysis.simcheck.simulate_protocol`, the protocol of an
+The setting, as simulated (:func:`pear.populations.simcheck.simulate_protocol`, the protocol of an
 imported run): a seeded sample of 500 MMLU-Pro questions of our benchmark (10 options), 3 agents answering at once and
 hearing every other agent's previous answer in full, an initial answer and 3 debate rounds, no
 early stop, the last round's majority vote (ties at random).  Only the strength is matched: the
@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pear.analysis.simcheck import simulate_protocol
+from pear.populations.simcheck import simulate_protocol
 from pear.analysis.stats import wilson
 from pear.core.vote import vote
 from pear.sim.backend import SimulatedBackend
@@ -177,7 +177,7 @@ def table(df: pd.DataFrame) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m pear.paper.published",
+    ap = argparse.ArgumentParser(prog="python -m pear.populations.published_dynamics",
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("--population", default="grounded",
                     help="study, grounded, grounded-math or a file")

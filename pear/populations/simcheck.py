@@ -2,7 +2,7 @@
 
 :func:`check` simulates the run's debates ``replicates`` times with agents of a population
 (:mod:`pear.sim.population`: ``study``, ``grounded`` or a file) and sets the statistics of
-:data:`pear.analysis.dynamics.STATISTICS` of the simulated debates (their mean over the
+:data:`pear.populations.dynamics.STATISTICS` of the simulated debates (their mean over the
 replicates) beside the real run's, each with the real run's 95% percentile bootstrap interval
 over debates and whether the simulated value lies inside it.
 
@@ -59,7 +59,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from pear.analysis import dynamics
+from pear.populations import dynamics
 from pear.core.hashing import int_seed
 from pear.core.vote import vote
 from pear.sim.population import Population, load as load_population
@@ -95,21 +95,21 @@ class SimCheck:
     """What was simulated: ``kind`` (``protocol`` or ``engine``), the protocol or debate
     config, debates, replicates, seed, judge, the matched round-0 accuracy and skill_mean."""
     statistics: list[dict[str, Any]]
-    """One entry per statistic of :data:`pear.analysis.dynamics.STATISTICS`, in its order:
+    """One entry per statistic of :data:`pear.populations.dynamics.STATISTICS`, in its order:
     ``statistic``, ``real``, ``lo``, ``hi`` (95% bootstrap over debates), ``debates`` (real
     debates that define it), ``simulated`` (mean over replicates), ``inside``; None where the
     run or the simulation does not define it."""
     real: pd.DataFrame
-    """:func:`pear.analysis.dynamics.summarize` of the real debates."""
+    """:func:`pear.populations.dynamics.summarize` of the real debates."""
     simulated: pd.DataFrame
     """Per statistic: ``value`` (mean over replicates), ``low``/``high`` (2.5% and 97.5% of
     the replicates' values), ``n`` (replicates that define it)."""
     real_curve: pd.DataFrame
     simulated_curve: pd.DataFrame
-    """:func:`pear.analysis.dynamics.round_curve` of the real and of every simulated debate
+    """:func:`pear.populations.dynamics.round_curve` of the real and of every simulated debate
     (up to the real run's longest debate)."""
     per_debate: pd.DataFrame = field(repr=False)
-    """:func:`pear.analysis.dynamics.per_debate` of the real debates."""
+    """:func:`pear.populations.dynamics.per_debate` of the real debates."""
     simulated_agent_rounds: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
     """Every simulated agent's answer (``debate, agent, round, correct, canonical``; the
     replicates' debates numbered one after another)."""
@@ -313,7 +313,7 @@ def _replicate_seed(seed: int, k: int) -> int:
 
 def _targets(debates: pd.DataFrame, per: pd.DataFrame) -> dict[tuple[str, str], float]:
     """(model, dataset) -> the run's round-0 agent accuracy (``agent_acc_first`` of
-    :func:`pear.analysis.dynamics.per_debate`, averaged over the group's debates)."""
+    :func:`pear.populations.dynamics.per_debate`, averaged over the group's debates)."""
     acc = per["agent_acc_first"].groupby([debates["model"].astype(str).to_numpy(),
                                           debates["dataset"].astype(str).to_numpy()]).mean()
     return {(str(m), str(d)): float(v) for (m, d), v in acc.items()}
@@ -353,7 +353,7 @@ def _simulate_imported(recs: Sequence[Mapping[str, Any]], proto: Protocol, pop: 
                        seed: int, targets: Mapping[tuple[str, str], float], judge: str,
                        grading: str) -> tuple[tuple[pd.DataFrame, ...], list[float]]:
     """One replicate of an imported run's debates under its source's protocol: the frames
-    :func:`pear.analysis.dynamics.per_debate` reads, and the matched skill_mean per group."""
+    :func:`pear.populations.dynamics.per_debate` reads, and the matched skill_mean per group."""
     groups: dict[tuple[str, str], list[int]] = defaultdict(list)
     for i, r in enumerate(recs):
         groups[(str(r["model"]), str(r["dataset"]))].append(i)

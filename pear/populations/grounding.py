@@ -2,7 +2,7 @@
 written from the shipped data and code, checked, and resampled.
 
 * ``study`` (:func:`study_population`): :class:`~pear.sim.population.SimParams`' defaults,
-  fitted to the study's baselines (:mod:`pear.paper.calibration`); revision by persuasion.
+  fitted to the study's baselines (:mod:`pear.populations.calibration`); revision by persuasion.
 * ``grounded`` (:func:`grounded_population`): the study's initial answers, confidence and
   critique acceptance (real logs have neither confidences nor critiques), with
 
@@ -34,15 +34,15 @@ and ``--check`` holds that copy equal to an import from scratch.
 
 Command line::
 
-    python -m pear.paper.grounding --check   # import the corpus from scratch and refit; exit 1
+    python -m pear.populations.grounding --check   # import the corpus from scratch and refit; exit 1
                                              # unless the shipped graded import and population
                                              # files match
-    python -m pear.paper.grounding --write-graded  # import the corpus from scratch and rewrite
+    python -m pear.populations.grounding --write-graded  # import the corpus from scratch and rewrite
                                              # its graded copy, data/real-debates/graded/
-    python -m pear.paper.grounding --write   # rewrite data/populations/{study,grounded,
+    python -m pear.populations.grounding --write   # rewrite data/populations/{study,grounded,
                                              # grounded-math}.json and data/populations/ensemble/
-    python -m pear.paper.grounding --fit --also RUN   # the fit on the corpus and an imported run
-    python -m pear.paper.grounding --bootstrap 20     # time 20 bootstrap refits
+    python -m pear.populations.grounding --fit --also RUN   # the fit on the corpus and an imported run
+    python -m pear.populations.grounding --bootstrap 20     # time 20 bootstrap refits
 """
 from __future__ import annotations
 
@@ -111,7 +111,7 @@ def corpus_run(where: str | os.PathLike[str] | None = None, *, corpus: Path = CO
     (minutes: Math-Verify grades every answer).  ``fresh``: imported now whatever is there or
     shipped.  Debates whose gold our grader cannot read are left out (listed in the run's
     manifest)."""
-    from pear.paper.real_debates import imported_run  # heavy: pandas, scipy, only for this function
+    from pear.populations.real_debates import imported_run  # heavy: pandas, scipy, only for this function
     root = Path(where) if where else BUILD_DIR / "imported"
     out = root / f"dylan-math-{file_sha256(corpus)[:8]}"
     if fresh and out.exists():
@@ -126,7 +126,7 @@ def mmlu_runs(where: str | os.PathLike[str] | None = None, *, corpus: Path = MML
     (``build/imported/dylan-mmlu<n>-<sha>``, under ``where`` when given), each kept when it
     already holds exactly this import, else imported now (graded by letter: seconds);
     ``fresh``: imported now whatever is there."""
-    from pear.paper.real_debates import imported_run  # heavy: pandas, scipy, only for this function
+    from pear.populations.real_debates import imported_run  # heavy: pandas, scipy, only for this function
     root = Path(where) if where else BUILD_DIR / "imported"
     sha8 = file_sha256(corpus)[:8]
     out = []
@@ -171,7 +171,7 @@ def _shown(path: Path) -> str:
 
 def sources(grounded: bool) -> dict[str, str]:
     """Which data each parameter came from (a population file's ``sources``)."""
-    from pear.paper.calibration import STAGES  # heavy: pandas, matplotlib, only for this function
+    from pear.populations.calibration import STAGES  # heavy: pandas, matplotlib, only for this function
     fitted = {f for _, fields, _ in STAGES for f in fields}
     study = ("fitted to the study's baselines (CoT, CoT-SC and Random accuracy per dataset, "
              "Random's diagnostics: data/paper/main_results.csv, data/paper/diagnostics.csv) "
@@ -197,7 +197,7 @@ def sources(grounded: bool) -> dict[str, str]:
                            f"pear.sim.revision) to every debate round of {real}")
         out["critique_weight"] = ("our choice (1: a received critique counts like a peer's "
                                   "answer heard in full); no real log has critiques: the "
-                                  "ensemble's draws span 1 and 0.5 (pear.paper.grounding."
+                                  "ensemble's draws span 1 and 0.5 (pear.populations.grounding."
                                   "CRITIQUE_WEIGHTS)")
         for f in ("accept_agree", "accept_bias", "accept_src", "accept_tgt", "accept_right",
                   "accept_hold", "conf_base", "conf_gap", "conf_sd"):
@@ -208,7 +208,7 @@ def sources(grounded: bool) -> dict[str, str]:
 
 
 def _code() -> dict[str, Any]:
-    return {"modules": ["pear.sim.revision", "pear.paper.grounding",
+    return {"modules": ["pear.sim.revision", "pear.populations.grounding",
                         "pear.sim.population"], "pear_version": pear.__version__}
 
 
@@ -218,7 +218,7 @@ def study_population() -> Population:
         "sources": sources(False), "fitted_on": [
             {"file": f"data/paper/{n}", "sha256": file_sha256(PAPER_DIR / n)}
             for n in ("main_results.csv", "diagnostics.csv")],
-        "code": {**_code(), "modules": ["pear.paper.calibration",
+        "code": {**_code(), "modules": ["pear.populations.calibration",
                                         "benchmarks/calibrate_simulation.py"]},
         "diagnostics": {}})
 
@@ -242,7 +242,7 @@ class Grounding:
     wrong_pairs_options: int = 0
     options: int = 0
     """How many options those runs' questions offer (the most of any record:
-    :func:`pear.analysis.simcheck.n_choices`)."""
+    :func:`pear.populations.simcheck.n_choices`)."""
 
 
 def ground(runs: Sequence[str | os.PathLike[str]] | None = None,
@@ -278,7 +278,7 @@ def ground(runs: Sequence[str | os.PathLike[str]] | None = None,
     share_o, pairs_o = revision.same_wrong_answer(lettered) if free and lettered else (None, 0)
     n_options = 0
     if lettered:  # heavy: pandas and the simulator, only for lettered runs
-        from pear.analysis.simcheck import n_choices
+        from pear.populations.simcheck import n_choices
         n_options = max(n_choices(r, "letters") for r in lettered)
     return Grounding(revision.fit(tr, features=features), share, pairs, tr, paths,
                      time.perf_counter() - t0, total - len(recs), share_o, pairs_o, n_options)
@@ -468,7 +468,7 @@ def in_sample(g: Grounding, replicates: int = 20, seed: int = 0) -> tuple[Any, A
     a situation of at least :data:`IN_SAMPLE_MIN` choice sets whose real share of keeping,
     adopting or producing another answer is more than :data:`IN_SAMPLE_TOLERANCE` from the
     predicted one, or whose share ending right is more than 4 standard deviations from it."""
-    from pear.analysis import simcheck  # heavy: pandas and the simulator, only for this function
+    from pear.populations import simcheck  # heavy: pandas and the simulator, only for this function
     point = grounded_population(g)
     table = revision.predictive_table(g.transitions, point.revision)
     problems = []
@@ -488,7 +488,7 @@ def in_sample(g: Grounding, replicates: int = 20, seed: int = 0) -> tuple[Any, A
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m pear.paper.grounding", description=__doc__
+    ap = argparse.ArgumentParser(prog="python -m pear.populations.grounding", description=__doc__
                                  .split("\n\n")[0])
     what = ap.add_mutually_exclusive_group(required=True)
     what.add_argument("--check", action="store_true",
@@ -510,7 +510,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     what.add_argument("--in-sample", action="store_true",
                       help="hold the fit against its own data: the choice level per situation "
                            "and the corpus's debates simulated under their own protocol; exit "
-                           "1 when a situation's choices are off (pear.paper.grounding."
+                           "1 when a situation's choices are off (pear.populations.grounding."
                            "in_sample)")
     ap.add_argument("--also", nargs="+", default=[], metavar="RUN",
                     help="imported runs (or runs of ours) to fit on besides DyLAN's corpus "
@@ -585,7 +585,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"graded import check FAILED: {line}", file=sys.stderr)
     if graded:
         print(f"graded import check: {_shown(GRADED)} is not what the code produces now; if "
-              "the change is intended, rewrite it with `python -m pear.paper.grounding "
+              "the change is intended, rewrite it with `python -m pear.populations.grounding "
               "--write-graded`", file=sys.stderr)
     else:
         print(f"graded import check: {_shown(GRADED)} holds the records an import from scratch "

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 import pear
-from pear.analysis.simcheck import simulate_protocol
+from pear.populations.simcheck import simulate_protocol
 from pear.core.hashing import int_seed
 from pear.core.vote import vote
 from pear.populations import twin
@@ -134,7 +134,7 @@ def match(row: Row, base: Population, seed: int = 0, steps: int = 10
             "sources": sources,
             "fitted_on": [{"file": SOURCE_FILE, "row": row.number, "single": row.single,
                            "debate": row.debate, "agents": row.agents, "rounds": row.rounds}],
-            "code": {"modules": ["pear.populations.published"],
+            "code": {"modules": ["pear.populations.published_gains"],
                      "pear_version": pear.__version__},
             "diagnostics": {"base": base.manifest(),
                             "effects": {k: {"estimate": effect if k == "follow_right" else 0.0,

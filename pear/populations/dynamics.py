@@ -1,5 +1,5 @@
 """Per-round debate dynamics of one run, with bootstrap intervals (notebook 17: real debates
-imported with ``pear import``; :mod:`pear.analysis.simcheck` holds a simulated population
+imported with ``pear import``; :mod:`pear.populations.simcheck` holds a simulated population
 against them).
 
 The statistics (:data:`STATISTICS`), per debate then averaged over debates:

@@ -1,14 +1,14 @@
 """Leave-one-out over DyLAN's MATH subjects: the grounded population held against debates it
 was not fitted on (notebook 17).
 
-For each of the subjects of DyLAN's corpus (:data:`pear.paper.grounding.CORPUS`, imported by
-:func:`pear.paper.grounding.corpus_run`; the subject is each record's
+For each of the subjects of DyLAN's corpus (:data:`pear.populations.grounding.CORPUS`, imported by
+:func:`pear.populations.grounding.corpus_run`; the subject is each record's
 :func:`pear.sim.revision.subject`), a grounded population is fitted by the same code as the
-shipped ``grounded`` (:func:`pear.paper.grounding.ground` with ``leave_out``) on the debates of
+shipped ``grounded`` (:func:`pear.populations.grounding.ground` with ``leave_out``) on the debates of
 the *other* subjects and, as ``grounded`` is, DyLAN's MMLU debates (``extra``): the revision
 model, the question sets' round-0 accuracies and the same-wrong-answer share all come from
 them.  It is then held against the held-out subject's
-debates by ``pear sim-check`` (:func:`pear.analysis.simcheck.check` with ``records`` = that
+debates by ``pear sim-check`` (:func:`pear.populations.simcheck.check` with ``records`` = that
 subject's debates: DyLAN's protocol, the skill alone matched to the subject's round-0
 accuracy).  The ``study`` population (fitted to none of DyLAN's debates) on the same debates is
 the contrast.
@@ -32,11 +32,11 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from pear.analysis import dynamics, simcheck
+from pear.populations import dynamics, simcheck
 from pear.parallel import fork_map
 from pear.paths import BUILD_DIR, PACKAGE_DIR, write_json
 from pear.sim import revision
-from pear.paper import grounding
+from pear.populations import grounding
 from pear.runs.factory import default_workers
 from pear.sim.population import load
 from pear.store import manifest
@@ -71,8 +71,8 @@ def population_name(subject: str) -> str:
 
 def fit_without(subject: str, runs: Sequence[str | os.PathLike[str]] | None = None) -> Any:
     """The grounded population fitted on ``runs`` (default: DyLAN's corpus) without the debates
-    of ``subject`` (:func:`pear.paper.grounding.ground` with ``leave_out``) and its
-    :class:`~pear.paper.grounding.Grounding`."""
+    of ``subject`` (:func:`pear.populations.grounding.ground` with ``leave_out``) and its
+    :class:`~pear.populations.grounding.Grounding`."""
     g = grounding.ground(runs, leave_out=lambda r: revision.subject(r) == subject)
     if not g.left_out:
         raise ValueError(f"no debate of subject {subject!r} in {[str(p) for p in g.runs]}")
@@ -155,13 +155,13 @@ def leave_one_out(run: str | os.PathLike[str] | None = None, *, replicates: int 
                   cache: str | os.PathLike[str] | None = BUILD_DIR / "heldout",
                   workers: int | None = None,
                   extra: Sequence[str | os.PathLike[str]] | None = None) -> LeaveOneOut:
-    """Per subject of ``run`` (default: DyLAN's corpus, :func:`pear.paper.grounding.corpus_run`;
+    """Per subject of ``run`` (default: DyLAN's corpus, :func:`pear.populations.grounding.corpus_run`;
     ``subjects_``: these only), the population fitted without it (:func:`fit_without`) and the
-    ``contrast`` populations held against its debates (:func:`pear.analysis.simcheck.check`,
+    ``contrast`` populations held against its debates (:func:`pear.populations.simcheck.check`,
     ``replicates`` and ``seed``).  Read from / written to ``cache`` (None: no cache).  The
     subjects run in ``workers`` forked processes (default: every core, as a simulated run;
     the outcome does not depend on it).  ``extra``: runs every fold is also fitted on (default:
-    DyLAN's MMLU teams, :func:`pear.paper.grounding.mmlu_runs`, as ``grounded`` is, when
+    DyLAN's MMLU teams, :func:`pear.populations.grounding.mmlu_runs`, as ``grounded`` is, when
     ``run`` is not given; else none: pass them to hold a fit like ``grounded``'s)."""
     if extra is None:
         extra = grounding.mmlu_runs() if run is None else ()
