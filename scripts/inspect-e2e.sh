@@ -6,7 +6,7 @@ set -euo pipefail
 out=${1:?usage: scripts/inspect-e2e.sh OUT_RUN [N_QUESTIONS]}
 n=${2:-3}
 py=.venv/bin/python
-logs="$out-logs"
+logs=$(realpath -m "$out-logs")  # absolute: inspect runs from another directory
 rm -rf "$out" "$logs"
 gguf=$($py -c "from pear.backends.llamacpp import default_model_path; print(default_model_path())")
 port=$($py -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
@@ -24,7 +24,7 @@ export LOCAL_BASE_URL="http://127.0.0.1:$port/v1" LOCAL_API_KEY=none
 t0=$(date +%s)
 # from outside the checkout: Inspect resolves pear/gsm8k through the installed entry point
 (cd "$(mktemp -d)" && "$OLDPWD/.venv/bin/inspect" eval pear/gsm8k --model openai-api/local/smollm2 \
-  -T preset=smoke -T n_questions="$n" -T seed=0 -T method=pear --log-dir "$OLDPWD/$logs" \
+  -T preset=smoke -T n_questions="$n" -T seed=0 -T method=pear --log-dir "$logs" \
   --display plain)
 echo "[inspect-e2e] inspect eval: $(( $(date +%s) - t0 )) s"
 kill $server; trap - EXIT

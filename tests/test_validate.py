@@ -123,6 +123,20 @@ def test_a_clean_run_is_valid(clean, capsys):
     assert "valid; 24 valid records" in capsys.readouterr().out
 
 
+def test_a_directory_that_is_no_run_is_an_error_not_valid(tmp_path, capsys):
+    """A mistyped path (an empty or unrelated folder) is exit 2 with one line, never "valid"."""
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "todo.txt").write_text("not a record")
+    for where in ("empty", "notes"):
+        assert main(["validate", str(tmp_path / where)]) == 2
+        captured = capsys.readouterr()
+        assert "not a run directory" in captured.err and where in captured.err
+        assert "valid" not in captured.out
+    with pytest.raises(ValueError, match="neither a manifest.json nor a record file"):
+        validate(tmp_path / "empty")
+
+
 @pytest.mark.parametrize("name, edit, kind, dropped", RECORD_DAMAGE,
                          ids=[d[0] for d in RECORD_DAMAGE])
 def test_each_damage_is_named_stops_the_analysis_and_can_be_dropped(

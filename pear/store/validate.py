@@ -15,7 +15,7 @@ from pear.store import indexing, view
 from pear.store.findings import (DROP_ENV, KINDS, Findings, Problem,  # noqa: F401
                                  ValidationError, drop_invalid_default, escape)
 from pear.store.manifest import read as read_manifest
-from pear.store.records import iter_records
+from pear.store.records import iter_records, record_files
 
 __all__ = ["Validation", "validate", "check_branches", "ValidationError", "Findings", "KINDS",
            "escape", "drop_invalid_default", "DROP_ENV"]
@@ -44,11 +44,15 @@ def validate(run_dir: str | os.PathLike[str]) -> Validation:
     """Check every line of ``run_dir`` from scratch (``pear validate``): the columnar view
     is rebuilt with every check, damaged records left out of it and counted, and the
     findings (the view's, the manifest's, torn tails, repeated ids) returned.  A later
-    analysis of a damaged run still stops unless asked to drop the damaged records."""
+    analysis of a damaged run still stops unless asked to drop the damaged records.  A
+    directory with neither a manifest nor a record file is no run: one ValueError."""
     import tempfile
     import time
 
     root = indexing.run_dir_of(run_dir)
+    if read_manifest(root) is None and not record_files(root):
+        raise ValueError(f"not a run directory: {str(root)!r} holds neither a manifest.json "
+                         "nor a record file (a mistyped path?)")
     t0 = time.perf_counter()
     try:
         s = indexing.index(root, rebuild=True, drop_invalid=True)
