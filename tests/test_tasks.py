@@ -167,6 +167,129 @@ def test_out_of_range_letter_is_a_parse_failure_even_when_it_equals_a_bad_gold()
 
 
 # ---------------------------------------------------------------------------------------------
+# The options a question of another framework's records offers: (question text, letters)
+
+OFFERED_CASES = [
+    # AQuA's options inline, with and without spaces
+    ("How far? Options: A)21 B)21.5 C)22 D)22.5 E)23", "ABCDE"),
+    ("How far? Options: A) 21, B) 21.5, C) 22, D) 22.5, E) 23", "ABCDE"),
+    # Du et al.'s MMLU prompt: "A) x, B) y, ..." and the answer form "(X)", which is no option
+    ("Can you answer the following question as accurately as possible? Which is a noble gas?: "
+     "A) iron, B) neon, C) salt, D) water Explain your answer, putting the answer in the form "
+     "(X) at the end of your response.", "ABCD"),
+    # one option a line: "(A)", "A.", "A:" and "A)" forms
+    ("Which planet is largest?\n(A) Mercury\n(B) Venus\n(C) Jupiter", "ABC"),
+    ("Which planet is largest?\nA. Mercury\nB. Venus\nC. Earth\nD. Mars\nE. Jupiter", "ABCDE"),
+    ("Which planet is largest?\nA: Mercury\nB: Venus", "AB"),
+    ("Which planet is largest?\n A) Mercury\n B) Venus\n C) Earth\n D) Mars", "ABCD"),
+    # MMLU-Pro's ten options inline
+    ("Pick one. " + " ".join(f"({ch}) option {i}" for i, ch in enumerate("ABCDEFGHIJ")),
+     "ABCDEFGHIJ"),
+    # letters that are no list of options
+    ("Is vitamin C. an acid? Answer in the form (X).", ""),
+    ("Plan B) is better than Plan C) in this case.", ""),
+    ("A) only one option here", ""),
+    ("Which of the following is true? I. all II. none", ""),
+    ("", ""),
+    # a gap ends the options: C) is missing, so D) and E) are no options of the list
+    ("Options: A)1 B)2 D)4 E)5", "AB"),
+    # the way of writing that lists the most wins (here "A." over the stray "(A)")
+    ("(A) is wrong.\nA. 1\nB. 2\nC. 3", "ABC"),
+]
+
+
+@pytest.mark.parametrize("text, letters", OFFERED_CASES)
+def test_offered_letters_table(text: str, letters: str) -> None:
+    assert tasks.offered_letters(text) == letters
+
+
+def test_letters_are_read_among_the_options_offered() -> None:
+    """A question of five options (AQuA's) takes an "E"; one of four does not."""
+    task = tasks.for_kind("letters", "aqua")
+    text = "How far? Options: A)21 B)21.5 C)22 D)22.5 E)23"
+    five = Question(id="t", dataset="aqua", question=text,
+                    choices=tuple(tasks.offered_letters(text)), gold="E", gold_raw="E",
+                    permutation=None)
+    assert task.judge(["The answer is E", "(E) 23", "D", "F"], five).classes == \
+        ("E", "E", "D", "")
+    assert task.grade_detail("E", question("aqua", "C", 4)) == Grade(False, parse_failure=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Yes/no (StrategyQA): (answer as an agent writes it, read as)
+
+YES_NO_CASES = [
+    # the whole answer is the word, in its usual dresses; True/False as yes/no
+    ("Yes", "yes"), ("no", "no"), ("NO", "no"), ("Yes.", "yes"), ("(yes)", "yes"),
+    ("**No**", "no"), ("[no]", "no"), ("True", "yes"), ("false", "no"), (" yes! \n", "yes"),
+    # a JSON answer field (our prompts' shape, and booleans)
+    ('{"answer": "yes", "confidence": 4}', "yes"), ('{"answer": false}', "no"),
+    ('```json\n{"reasoning": "no laptops then", "answer": "No"}\n```', "no"),
+    # "the answer is ...", "Answer: ..." (the last statement counts)
+    ("Aristotle died in 322 BC, so the answer is No.", "no"),
+    ("Laptops came in the 1980s. The answer is: no.", "no"),
+    ("Final Answer: **Yes**", "yes"), ("Answer: Yes", "yes"),
+    ("My answer remains the same: no.", "no"), ("The correct answer is (yes).", "yes"),
+    ("At first the answer is yes. On reflection, the answer is no.", "no"),
+    ("Having read the other agents' solutions, my final answer is yes.", "yes"),
+    ("The answer is no, not yes.", "no"),
+    # boxed and parenthesised answers (Du et al.'s "(X)" form)
+    (r"\boxed{\text{No}}", "no"), (r"Hence \boxed{yes}.", "yes"),
+    ("Based on this, it is unlikely. (No)", "no"),
+    ("I agree with the other agents. (yes)", "yes"),
+    # concluding words, and a text that opens with its answer
+    ("Hamsters are eaten by owls. Therefore, yes.", "yes"), ("So, no.", "no"),
+    ("Thus no: the wall is longer.", "no"),
+    ("No, because laptops were invented 2,300 years after his death.", "no"),
+    ("Yes. The wall runs over 21,000 km.", "yes"), ("No it is not possible.", "no"),
+    # "no" as a determiner is no answer
+    ("There is no evidence either way.", ""), ("No one knows for sure.", ""),
+    ("Therefore, no human could have done it.", ""), ("So no laptops existed then.", ""),
+    # both answers given together: none, never a right one
+    ("yes or no", ""), ("Yes or no: hard to say.", ""), ("The answer is yes or no.", ""),
+    ("(yes) or (no)", ""), ("Answer: yes/no", ""), ("Yes, and no.", ""),
+    ('{"answer": "yes or no"}', ""),
+    # ... but a final answer after the question's own "yes or no" is read
+    ("Is it yes or no? Laptops came much later, so the answer is (no).", "no"),
+    # no yes/no at all, and adversarial inputs (also timed)
+    ("", ""), ("   ", ""), ("It depends on the definition.", ""), ("42", ""),
+    ("Yesterday it rained.", ""), ("Nonetheless, it is true that he wrote.", ""),
+    (LONG_TEXT, ""), (LONG_TEXT + " The answer is yes.", "yes"), ("yes " * 5000, ""),
+    ("yes or " * 3000 + "no", ""), ("the answer is " * 2000, ""), ("(" * 10000 + "yes", "yes"),
+    # known limitations: answers stated without the word, or hedged in prose
+    limitation("He died long before laptops existed, so he could not have used one.", "no",
+               reason="an answer given only as a sentence (no yes/no word) is not read"),
+    limitation("The answer is negative.", "no",
+               reason="'affirmative'/'negative' are not read as yes/no"),
+    limitation("No Aristotle could not have used a laptop.", "no",
+               reason="a leading 'No' without punctuation before a name reads as the "
+                      "determiner 'no'"),
+    limitation("I first said yes, but now I would say no.", "no",
+               reason="'say no' is no statement the reader looks for; the leading word "
+                      "rule does not apply mid-text"),
+]
+
+
+@pytest.mark.parametrize("text, read", YES_NO_CASES)
+def test_yes_no_reading_table(text: str, read: str) -> None:
+    start = time.perf_counter()
+    assert tasks.parse_yes_no(text) == read
+    assert time.perf_counter() - start < 1.0
+
+
+@pytest.mark.parametrize("gold", ["yes", "Yes", "true", "True", "no", "No.", "false", "False"])
+def test_yes_no_golds_grade_their_own_answer(gold: str) -> None:
+    task = tasks.for_kind("yesno", "strategyqa")
+    q = question("strategyqa", gold)
+    want = "yes" if gold.lower().strip(".") in ("yes", "true") else "no"
+    other = "no" if want == "yes" else "yes"
+    judged = task.judge([f"The answer is {want}.", f"The answer is {other}.", "yes or no"], q)
+    assert judged.classes == (want, other, "")
+    assert judged.correct == (True, False, False)
+    assert judged.grades[2] == Grade(False, parse_failure=True)
+
+
+# ---------------------------------------------------------------------------------------------
 # MATH-500: (prediction, gold as in the dataset, expected)
 
 VEC3 = r"\begin{pmatrix} -7 \\ 16 \\ 5 \end{pmatrix}"

@@ -30,9 +30,13 @@ def add_import(sub: Any) -> None:
     im.add_argument("--dataset", default=None,
                     help="one of ours (mmlu_pro, truthfulqa, gsm8k, math500; default math500) "
                          "or a new name with --grading (not for inspect: its records name it)")
-    im.add_argument("--grading", choices=("numbers", "letters", "math"), default=None,
-                    help="how to grade a dataset we do not ship (e.g. Du et al.'s MMLU: "
-                         "letters)")
+    # pear.tasks.grading.GRADING_KINDS, spelled out so that `pear --help` stays fast (a test
+    # holds the two equal)
+    im.add_argument("--grading", choices=("numbers", "letters", "math", "yesno"), default=None,
+                    help="how to grade a dataset we do not ship: numbers (a final number, "
+                         "e.g. Du et al.'s arithmetic), letters (an option letter among those "
+                         "the question lists, e.g. Du et al.'s MMLU, AQuA), math (a LaTeX "
+                         "answer, Math-Verify) or yesno (yes or no, e.g. StrategyQA)")
     im.add_argument("--model", default="", help="the model that debated, recorded as given")
     im.add_argument("--protocol", default=None, metavar="NAME",
                     help="keep only the debates of this source protocol (a run records one: "

@@ -10,7 +10,9 @@ the answers each agent's message quoted (DyLAN's, :attr:`pear.store.readers.RawD
 the agent's entry lists them graded, in prompt order, as ``heard`` (:func:`_heard`): those of
 agents the record does not keep included, which the clique's edges do not show.  Questions
 found in our benchmark by their text take our id and gold answer (the file's gold is kept in
-``imported.file_gold`` and compared with ours); others keep the file's gold.  What these
+``imported.file_gold`` and compared with ours); others keep the file's gold, graded by the
+grading kind given (:data:`pear.tasks.grading.GRADING_KINDS`; letters among the options the
+question's text lists, :func:`pear.tasks.grading.offered_letters`).  What these
 protocols do not have is absent, not invented: confidences are null, there are no critiques,
 no router and no influence; token counts are not recorded (0) and the manifest says so.
 
@@ -19,10 +21,10 @@ the format, each file with its sha256, the model as given, the grading kind, the
 protocol (:class:`pear.store.readers.protocols.Protocol`: stop rule, who hears whom and when,
 what an agent sees, who leaves; the reader's :meth:`~pear.store.readers.Reader.protocol`) and the
 counts (debates, matched, golds that disagree, bad entries).  Bad input (a file not in the format,
-agents with different round counts, an answer-less gold, truncated JSON) is one error naming
-the file and the entry, and nothing is written; with ``skip_bad`` the bad entries are left
-out and listed in the manifest.  Records are written to a temporary directory and moved into
-place whole.
+agents with different round counts, an answer-less gold, a gold letter beyond the question's
+options, truncated JSON) is one error naming the file and the entry, and nothing is written;
+with ``skip_bad`` the bad entries are left out and listed in the manifest.  Records are written
+to a temporary directory and moved into place whole.
 """
 from __future__ import annotations
 
@@ -50,7 +52,8 @@ from pear.store.readers.base import short
 from pear.store.readers.protocols import Protocol, Quorum, quorum_misses
 from pear.store.records import RECORDS_FILE, RecordWriter
 from pear.tasks.benchmarks import DATASETS, Question, match_question, sha256_files
-from pear.tasks.grading import Task, for_kind, get, kind_of
+from pear.tasks.grading import (GRADING_KINDS, Task, for_kind, get, kind_of, offered_letters,
+                                option_letters, parse_letter)
 
 __all__ = ["ImportSummary", "ImportEntry", "import_files", "same_import", "IMPORT_BACKEND",
            "IMPORT_METHOD", "IMPORT_VERSION"]
@@ -74,7 +77,7 @@ IMPORT_METHOD = "clique"
 every other agent's answer each round (the clique), though without PEAR's critique phase."""
 _NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,63}")
 _THREADS = 4  # our choice: grading threads (Math-Verify runs in its own worker processes)
-_LETTER_OPTION = re.compile(r"(?:^|[\s,:(])([A-J])\)")
+_NO_OPTIONS = "ABCD"  # our choice: MMLU's four, for a question whose text lists no options
 
 
 class ImportEntry(TypedDict):
@@ -134,20 +137,51 @@ def _task(dataset: str, grading: str | None) -> Task:
                          "'_', '-', '.'")
     if not grading:
         raise ValueError(f"dataset {dataset!r} is not one of ours ({', '.join(DATASETS)}): "
-                         "name its grading kind with --grading numbers|letters|math")
+                         f"name its grading kind with --grading {'|'.join(GRADING_KINDS)}")
     return for_kind(grading, dataset)
 
 
 def _question(raw: RawDebate, dataset: str, fmt: str, task: Task) -> Question:
-    """A question for a debate not in our benchmark: the file's text and gold (options
-    ``A)``.. read from the text for letter grading)."""
+    """A question for a debate not in our benchmark: the file's text and gold; for letter
+    grading, the options are the letters the text lists
+    (:func:`pear.tasks.grading.offered_letters`), A-D where it lists none."""
     letters: tuple[str, ...] | None = None
     if kind_of(task) == "letters":
-        found = sorted(set(_LETTER_OPTION.findall(raw.question)))
-        letters = tuple(found) if len(found) >= 2 else tuple("ABCD")  # our choice: MMLU's 4
+        letters = tuple(offered_letters(raw.question) or _NO_OPTIONS)
     qid = f"{fmt}-{hex_id(' '.join(raw.question.split()), n=16)}"
     return Question(id=qid, dataset=dataset, question=raw.question, choices=letters,
                     gold=raw.gold, gold_raw=raw.gold, permutation=None)
+
+
+def _gold(raw: RawDebate, task: Task, q: Question) -> tuple[str, str]:
+    """The file's gold as ``task`` reads it for question ``q``, or ``""`` and why it cannot
+    be read (a letter must be one of the options the question offers)."""
+    if kind_of(task) == "letters":
+        read = task.judge([raw.gold], q).classes[0]
+        letter = "" if read else parse_letter(raw.gold)  # any letter, A-Z
+        if letter:
+            letters = option_letters(q)
+            listed = "" if q.dataset in DATASETS else \
+                " (its text lists them)" if offered_letters(q.question) else \
+                f" (its text lists none: {_NO_OPTIONS[0]}-{_NO_OPTIONS[-1]} assumed)"
+            return "", f"the gold letter {letter!r} (the file gives " \
+                       f"{short(raw.gold, 40)!r}) is not one of the options the question " \
+                       f"offers, {letters[0]}-{letters[-1]}{listed}"
+    else:
+        read = task.canonical(raw.gold)
+    if not read:
+        return "", f"the gold answer {short(raw.gold, 40)!r} holds no answer our " \
+                   f"{kind_of(task)} grader can read"
+    return read, ""
+
+
+def _answer(task: Task, text: str) -> str:
+    """An agent's answer in ``text`` as ``task`` reads it: the final answer the text states
+    (:func:`pear.store.readers.answers.final_answer`, else the whole text); a yes/no reader
+    reads the whole text itself (the statement it looks for is not math)."""
+    if kind_of(task) == "yesno":
+        return task.canonical(text)
+    return task.canonical(final_answer(text) or text)
 
 
 def _record(raw: RawDebate, file: Path, *, fmt: str, dataset: str, task: Task, model: str,
@@ -157,11 +191,9 @@ def _record(raw: RawDebate, file: Path, *, fmt: str, dataset: str, task: Task, m
     ``seed``: how many debates of the same question came before it), or None and why it
     cannot be imported."""
     q = ours or _question(raw, dataset, fmt, task)
-    gold_read = task.canonical(raw.gold) if kind_of(task) != "letters" else \
-        task.judge([raw.gold], q).classes[0]
+    gold_read, why = _gold(raw, task, q)
     if not gold_read:
-        return None, f"the gold answer {short(raw.gold, 40)!r} holds no answer our " \
-                     f"{kind_of(task)} grader can read"
+        return None, why
     agrees = bool(task.judge([raw.gold], ours).correct[0]) if ours is not None else None
     gold = ours.gold if ours is not None else (gold_read if kind_of(task) != "math"
                                                else raw.gold)
@@ -176,8 +208,7 @@ def _record(raw: RawDebate, file: Path, *, fmt: str, dataset: str, task: Task, m
     rounds, failures = [], 0
     for r in range(rounds_n):
         texts = [raw.texts[a][r] for a in range(n)]
-        # the final answer each text states (else the whole text), as our grader reads it
-        answers = [task.canonical(final_answer(t) or t) for t in texts]
+        answers = [_answer(task, t) for t in texts]
         judged = task.judge(answers, q)
         agents = []
         for a, (text, answer, cls, grade) in enumerate(zip(texts, answers, judged.classes,
@@ -221,7 +252,7 @@ def _heard(agents: list[dict[str, Any]], quotes: Sequence[Sequence[str]],
     new = list(dict.fromkeys(t for said in quotes for t in said if t not in known))
     if new:
         mine = [e["answer"] for e in agents]
-        judged = task.judge(mine + [task.canonical(final_answer(t) or t) for t in new], q)
+        judged = task.judge(mine + [_answer(task, t) for t in new], q)
         classes, grades = judged.classes, judged.grades
         for j, text in enumerate(new, start=len(mine)):
             same = next((e for e, c in zip(agents, classes) if classes[j] and c == classes[j]),
@@ -260,8 +291,8 @@ def import_files(fmt: str, files: Sequence[str | os.PathLike[str]],
                  protocol: str | None = None) -> ImportSummary:
     """Import the debates of ``files`` (format ``fmt``: ``du``, ``dylan`` or ``dylan-mmlu``)
     into the new run directory ``out`` as records of ``dataset``, graded by our grader for it
-    (a dataset we do not ship needs ``grading``: numbers, letters or math).  ``model`` is
-    recorded as given (default ``<fmt>-import``).  A run records one source protocol:
+    (a dataset we do not ship needs ``grading``: numbers, letters, math or yesno).  ``model``
+    is recorded as given (default ``<fmt>-import``).  A run records one source protocol:
     ``protocol`` (a name, e.g. ``dylan-mmlu-3``) keeps only that protocol's debates, and files
     whose debates follow several protocols without it are one error naming each with its
     count.  Bad input raises :class:`BadInput` naming the file and the entry and writes

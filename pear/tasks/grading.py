@@ -13,7 +13,14 @@ grade, so the vote and the router never split what the grader merges, nor merge 
   fractions.  The class is the number's canonical text.
 - MMLU-Pro, TruthfulQA: the option letter as MMLU-Pro's reference evaluation extracts it
   (``answer is (B)``, ``Answer: B``, ``(B)``, ``\boxed{B}``, then the last stand-alone letter),
-  restricted to the question's own option letters.  The class is the letter.
+  restricted to the question's own option letters.  The class is the letter.  A question
+  of another framework's records offers the option letters its text lists
+  (:func:`offered_letters`).
+- Yes/no (StrategyQA-style, ``pear import --grading yesno``): ``yes`` or ``no`` as a careful
+  reader reads the answer (:func:`parse_yes_no`: the whole answer, a JSON ``answer`` field,
+  "the answer is yes", ``\boxed{no}``, ``(yes)``, "So, no", a leading "No, because");
+  ``True``/``False`` are yes/no; an answer that gives both ("yes or no") is none.  The class
+  is ``yes`` or ``no``.
 - MATH-500: Math-Verify's own extraction and comparison on the answer as written (see
   :mod:`pear.tasks.mathgrade`, which adds only what Math-Verify lacks for answers without
   delimiters, the same way for gold and prediction).  Classes are pairwise Math-Verify
@@ -29,6 +36,8 @@ No model output is ever evaluated as code.
 'C'
 >>> get("math500").canonical(r"so the answer is $\dfrac12$.")
 '\\frac{1}{2}'
+>>> for_kind("yesno", "strategyqa").canonical("No, because laptops came much later.")
+'no'
 """
 from __future__ import annotations
 
@@ -43,9 +52,10 @@ from pear.tasks import mathgrade
 if TYPE_CHECKING:  # pragma: no cover - typing only
     from pear.tasks.benchmarks import Question
 
-__all__ = ["Grade", "Judgement", "Task", "NumericTask", "ChoiceTask", "MathTask", "TASKS", "get",
-           "GRADING_KINDS", "kind_of", "for_kind",
-           "parse_number", "format_number", "parse_letter", "option_letters"]
+__all__ = ["Grade", "Judgement", "Task", "NumericTask", "ChoiceTask", "MathTask", "YesNoTask",
+           "TASKS", "get", "GRADING_KINDS", "kind_of", "for_kind",
+           "parse_number", "format_number", "parse_letter", "option_letters", "offered_letters",
+           "parse_yes_no"]
 
 
 @dataclass(frozen=True)
@@ -264,6 +274,39 @@ def option_letters(question: Question) -> str:
     return ALL_LETTERS[:len(question.choices or ())]
 
 
+_OFFERED = (  # the ways a question's text lists its options; group 1 is the letter
+    re.compile(r"\(([A-Z])\)"),                                 # "(A) 21"
+    re.compile(r"(?:^|(?<=[\s,;:]))([A-Z])\)", re.M),            # "A) 21", AQuA's "A)21"
+    re.compile(r"(?:^|(?<=[\s,;:]))([A-Z])\.(?=[ \t]*[^\s.])", re.M),  # "A. 21"
+    re.compile(r"(?:^|(?<=[\s,;]))([A-Z]):(?=[ \t]*\S)", re.M),      # "A: 21"
+)
+
+
+def offered_letters(text: str) -> str:
+    """The option letters a question's ``text`` lists, ``A`` on (``""`` if fewer than two).
+
+    An option is a letter written ``A)``, ``(A)``, ``A.`` or ``A:`` at a line's start or
+    inline (AQuA's ``Options: A)21 B)21.5``); of each way of writing them, the letters count
+    from ``A`` up to the first one missing, and the way that lists the most wins, so a
+    stray ``(X)`` or ``vitamin C.`` is not an option.
+
+    >>> offered_letters("What is 2+2? Options: A)3 B)4 C)5 D)6 E)7")
+    'ABCDE'
+    >>> offered_letters("Pick one.\\n(A) iron\\n(B) neon\\nAnswer in the form (X).")
+    'AB'
+    >>> offered_letters("Is vitamin C. an acid? Answer (X)."), offered_letters("A: yes B: no")
+    ('', 'AB')
+    """
+    best = ""
+    for pattern in _OFFERED:
+        found = set(pattern.findall(text or ""))
+        run = next((ALL_LETTERS[:i] for i, ch in enumerate(ALL_LETTERS) if ch not in found),
+                   ALL_LETTERS)
+        if len(run) > len(best):
+            best = run
+    return best if len(best) >= 2 else ""
+
+
 _WRAPPER = re.compile(r"\\(?:text|textbf|mathrm|mathbf)\s*\{([^{}]*)\}")
 
 
@@ -333,6 +376,100 @@ class ChoiceTask(Task):
         letters = option_letters(question)
         classes = tuple(parse_letter(a, letters) for a in answers)
         grades = tuple(Grade(False, parse_failure=True) if not c else Grade(c == question.gold)
+                       for c in classes)
+        return Judgement(classes, grades)
+
+
+# ---------------------------------------------------------------------------------------------
+# Yes/no: StrategyQA-style answers
+
+_YES_NO = {"yes": "yes", "true": "yes", "no": "no", "false": "no"}
+_WORD = r"(yes|no|true|false)"
+_OPEN = r"[\s(\[*\"'`]*"  # what may dress a stated word: brackets, quotes, markdown bold
+# a stated "yes"/"no" ends its clause: not "no one", "no evidence" ("no" as a determiner), but
+# "No, because", "no.", "No it is not", "yes since ..."
+_END = (r"(?![\w'\u2019-])(?!\s+(?!(?:because|since|as|for|but|it|he|she|they|we|i|you|this|"
+        r"that|there)\b)[A-Za-z])")
+_WHOLE = re.compile(rf"^{_OPEN}{_WORD}[\s)\]*\"'`.!]*$", re.I)
+_JSON_FIELD = re.compile(rf"[\"']answer[\"']\s*:\s*[\"']?\s*{_WORD}\b", re.I)
+_STATEMENTS = (  # explicit statements of the answer; the last one (by position) counts
+    re.compile(rf"\banswer\b(?:\s+to\s+(?:the|this|your)\s+question)?\s*"
+               rf"(?:is|was|would be|should be|will be|remains|stays|=|:)\s*:?\s*"
+               rf"(?:(?:still|definitely|clearly|indeed|therefore|also|then|simply|"
+               rf"the same|unchanged)\s*[:,-]?\s+)?{_OPEN}{_WORD}{_END}", re.I),
+    re.compile(rf"\\boxed\s*\{{\s*(?:\\text(?:bf)?\s*\{{\s*)?{_WORD}\s*\}}", re.I),
+    re.compile(rf"\(\s*{_WORD}\s*\)", re.I),
+    re.compile(rf"\b(?:therefore|thus|hence|so|in conclusion|in summary|to conclude|overall|"
+               rf"consequently|in short|ultimately)\s*[,:]?\s+[*\"']*(yes|no){_END}", re.I),
+)
+_LEADING = re.compile(rf"^{_OPEN}(yes|no){_END}", re.I)  # "No, because ..."
+_BOTH_AFTER = re.compile(rf"[\s)\]*\"'`]*,?\s*(?:or|and|nor|/)\s*{_OPEN}{_WORD}\b", re.I)
+_BOTH_BEFORE = re.compile(rf"\b{_WORD}[\s)\]*\"'`]*,?\s*(?:or|and|nor|/)\s*{_OPEN}$", re.I)
+
+
+def _hedged(text: str, hit: re.Match[str]) -> bool:
+    """Whether the word ``hit`` reads is one of two answers given together ("yes or no",
+    ``(yes) or (no)``, "yes/no", "yes and no")."""
+    word = hit.start(1), hit.end(1)
+    return bool(_BOTH_AFTER.match(text, word[1]) or _BOTH_BEFORE.search(text[:word[0]]))
+
+
+def parse_yes_no(text: str) -> str:
+    r"""``"yes"`` or ``"no"`` as ``text`` answers a yes/no question, or ``""``.
+
+    In order: the whole answer is the word (``Yes``, ``(no)``, ``**No.**``, ``True``); a
+    JSON ``"answer"`` field (``{"answer": "yes"}``, ``{"answer": false}``); the last explicit
+    statement (``the answer is yes``, ``Answer: No``, ``\boxed{no}``, ``(yes)``, ``So, no``);
+    a text that opens with its answer (``No, because ...``).  ``true``/``false`` are
+    ``yes``/``no`` where they stand as the answer; "no" as a determiner (``no one``, ``there
+    is no evidence``) is not an answer; the answer read is ``""`` when it is given together
+    with the other ("yes or no", ``(yes) or (no)``, "yes/no").  Nothing is evaluated.
+
+    >>> [parse_yes_no(t) for t in ["Yes.", "(no)", "False", '{"answer": true}']]
+    ['yes', 'no', 'no', 'yes']
+    >>> parse_yes_no("Aristotle died in 322 BC, so the answer is No."), \
+    ...     parse_yes_no("No, because laptops came much later."), parse_yes_no("yes or no")
+    ('no', 'no', '')
+    """
+    t = (text or "").strip()
+    if not t:
+        return ""
+    whole = _WHOLE.match(t)
+    if whole:
+        return _YES_NO[whole.group(1).lower()]
+    field = None
+    for field in _JSON_FIELD.finditer(t):
+        pass
+    if field is not None:
+        return "" if _hedged(t, field) else _YES_NO[field.group(1).lower()]
+    hits = [m for pattern in _STATEMENTS for m in pattern.finditer(t)]
+    if not hits:
+        lead = _LEADING.match(t)
+        hits = [lead] if lead else []
+    if not hits:
+        return ""
+    last = max(hits, key=lambda m: m.start(1))
+    return "" if _hedged(t, last) else _YES_NO[last.group(1).lower()]
+
+
+class YesNoTask(Task):
+    """A yes/no answer (StrategyQA): ``yes`` or ``no``, read by :func:`parse_yes_no`."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def canonical(self, text: str) -> str:
+        """``yes``, ``no`` or ``""`` (see :func:`parse_yes_no`).
+
+        >>> for_kind("yesno", "strategyqa").canonical("So, yes: he could.")
+        'yes'
+        """
+        return parse_yes_no(text)
+
+    def _judge(self, answers: Sequence[str], question: Question) -> Judgement:
+        gold = parse_yes_no(question.gold)
+        classes = tuple(parse_yes_no(a) for a in answers)
+        grades = tuple(Grade(False, parse_failure=True) if not c else Grade(c == gold)
                        for c in classes)
         return Judgement(classes, grades)
 
@@ -465,10 +602,10 @@ TASKS: dict[str, Task] = {
 
 
 GRADING_KINDS: dict[str, type[Task]] = {"numbers": NumericTask, "letters": ChoiceTask,
-                                         "math": MathTask}
+                                         "math": MathTask, "yesno": YesNoTask}
 """The grading kinds, by name: a final number (GSM8K's), an option letter (MMLU-Pro's), a
-LaTeX answer graded by Math-Verify (MATH-500's).  Records of a dataset we do not ship
-(``pear import --grading``) are graded with one of these."""
+LaTeX answer graded by Math-Verify (MATH-500's), yes or no (StrategyQA's).  Records of a
+dataset we do not ship (``pear import --grading``) are graded with one of these."""
 
 
 def kind_of(task: Task) -> str:
@@ -476,6 +613,8 @@ def kind_of(task: Task) -> str:
 
     >>> kind_of(get("gsm8k")), kind_of(get("mmlu_pro")), kind_of(get("math500"))
     ('numbers', 'letters', 'math')
+    >>> kind_of(for_kind("yesno", "strategyqa"))
+    'yesno'
     """
     return next(k for k, cls in GRADING_KINDS.items() if isinstance(task, cls))
 

@@ -227,8 +227,15 @@ def user_turns(contexts: list[list[dict[str, Any]]]) -> tuple[tuple[str, ...], .
 
 
 def gold_text(value: Any) -> str | None:
-    """A gold answer as text (numbers written out), or None when it is none."""
-    if isinstance(value, bool) or value is None:
+    """A gold answer as text (numbers written out, JSON's ``true``/``false`` as such, for a
+    yes/no grader), or None when it is none.
+
+    >>> gold_text(30), gold_text(2.5), gold_text(True), gold_text(" E "), gold_text("")
+    ('30', '2.5', 'true', 'E', None)
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
         return None
     if isinstance(value, (int, float)):
         return repr(value) if isinstance(value, float) else str(value)
