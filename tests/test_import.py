@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from pear import cli
-from pear.analysis import dynamics
+from pear.populations import dynamics
 from pear.core.graphs import fixed_topology
 from pear.paper import site
 from pear.paths import REAL_DEBATES_DIR
@@ -274,7 +274,7 @@ def test_statistics_that_cannot_be_computed_say_why(tmp_path):
 
 
 def test_notebook_17_glue_sets_the_simulated_population_beside_the_run(du_gsm, tmp_path):
-    from pear.paper import real_debates
+    from pear.populations import real_debates
     import_files("du", [du_gsm], tmp_path / "run", dataset="gsm8k")
     a = real_debates.analyse("du-gsm", tmp_path / "run", replicates=3, n_resamples=200)
     assert a.check.setting["protocol"]["name"] == "du" and a.check.setting["replicates"] == 3
@@ -359,7 +359,7 @@ def test_replay_build_on_an_imported_run(du_gsm, tmp_path, capsys):
 
 
 def test_a_cached_import_by_another_importer_version_is_imported_again(du_gsm, tmp_path):
-    from pear.paper.real_debates import imported_run
+    from pear.populations.real_debates import imported_run
     from pear.store.importing import IMPORT_VERSION
     run = imported_run("du", du_gsm, tmp_path / "run", dataset="gsm8k")
     first = manifest.read(run)["imported"]

@@ -109,7 +109,8 @@ def add_sim_check(sub: Any) -> None:
 
 def _cmd_sim_check(a: argparse.Namespace) -> int:
     import json
-    from pear.analysis.simcheck import check, summary  # heavy: pandas, scipy, only for this command
+    # heavy: pandas, scipy, only for this command
+    from pear.populations.simcheck import check, summary
     # start-up: only this command loads it (`pear --help` stays fast)
     from pear.sim.population import load as load_population
     from pear.store import manifest
