@@ -7,9 +7,6 @@ and, per debate round, the routed critiques as ``(source, target, decision)`` tr
 (``decision`` None = not delivered); it fills in correctness, votes, the answers and
 confidences each critique saw (those of round r-1), and the bookkeeping fields; the
 ``debate_id`` is the engine's hash of the identity fields (what :mod:`pear.store.validate` checks).
-``legacy=True`` writes the record as older engines did (no ``prompt_style``,
-``truncated_calls``, agents' ``truncated``; critiques with ``critique`` and
-``recommended_answer`` instead of the paper's review fields).
 """
 from __future__ import annotations
 
@@ -31,20 +28,15 @@ def _vote(canon: list[str]) -> str:
     return next(a for a in canon if counts[a] == best)
 
 
-def _critique(s: int, t: int, decision: str | None, answers, conf, r: int,
-              legacy: bool) -> CritiqueEntry:
-    entry = CritiqueEntry(
+def _critique(s: int, t: int, decision: str | None, answers, conf, r: int) -> CritiqueEntry:
+    return CritiqueEntry(
         source=s, target=t, source_answer=answers[r - 1][s], target_answer=answers[r - 1][t],
         source_confidence=conf[r - 1][s], target_confidence=conf[r - 1][t],
         delivered=decision is not None, decision=decision,
-        parse_error=None if decision else "no review")
-    if legacy:
-        entry.update(critique=f"agent {s} on agent {t}", recommended_answer=answers[r - 1][s])
-    else:
-        entry.update(step_loc="step 1", correction=f"use {answers[r - 1][s]}",
-                     assessment="Flawed" if answers[r - 1][s] != answers[r - 1][t]
-                     else "Acceptable", reason=f"agent {t}'s reason")
-    return entry
+        parse_error=None if decision else "no review", step_loc="step 1",
+        correction=f"use {answers[r - 1][s]}",
+        assessment="Flawed" if answers[r - 1][s] != answers[r - 1][t] else "Acceptable",
+        reason=f"agent {t}'s reason")
 
 
 def make_record(answers: Sequence[Sequence[str]], gold: str, *, method: str = "pear",
@@ -55,8 +47,7 @@ def make_record(answers: Sequence[Sequence[str]], gold: str, *, method: str = "p
                 influence: Sequence[Sequence[float]] | None = None,
                 canonical: Callable[[str], str] = lambda a: a,
                 tokens: tuple[int, int, int] = (100, 50, 0), calls: int = 1,
-                parse_failures: int = 0, truncated_calls: int = 0,
-                legacy: bool = False) -> DebateRecord:
+                parse_failures: int = 0, truncated_calls: int = 0) -> DebateRecord:
     """One debate record.  ``answers[r][i]`` is agent i's answer after round r;
     ``confidences[r][i]`` its confidence (default 3); ``critiques[r]`` the edges of
     round r >= 1; ``influence[r]`` rho after round r (default zeros); ``canonical`` maps
@@ -66,15 +57,12 @@ def make_record(answers: Sequence[Sequence[str]], gold: str, *, method: str = "p
     rounds_data: list[RoundEntry] = []
     for r, row in enumerate(answers):
         canon = [canonical(a) for a in row]
-        crit = [_critique(s, t, d, answers, conf, r, legacy)
+        crit = [_critique(s, t, d, answers, conf, r)
                 for s, t, d in (critiques or {}).get(r, ())]
-        agents = []
-        for i, a in enumerate(row):
-            agent = AgentEntry(agent=i, answer=a, canonical=canon[i], confidence=conf[r][i],
-                               reasoning="", correct=canon[i] == gold, parse_error=None)
-            if not legacy:
-                agent["truncated"] = False
-            agents.append(agent)
+        agents = [AgentEntry(agent=i, answer=a, canonical=canon[i], confidence=conf[r][i],
+                             reasoning="", correct=canon[i] == gold, parse_error=None,
+                             truncated=False)
+                  for i, a in enumerate(row)]
         vote = _vote(canon)
         rounds_data.append(RoundEntry(
             round=r, edges=[[c["source"], c["target"]] for c in crit], router=None,
@@ -91,9 +79,8 @@ def make_record(answers: Sequence[Sequence[str]], gold: str, *, method: str = "p
         gold=gold, rounds_data=rounds_data, final_answer=final, correct=final == gold,
         tokens=Tokens(prompt=tokens[0], completion=tokens[1], cached=tokens[2]),
         calls=calls, parse_failures=parse_failures, latency_s=0.0,
-        finished_at="2025-01-01T00:00:00Z")
-    if not legacy:
-        record.update(prompt_style="paper", truncated_calls=truncated_calls)
+        finished_at="2025-01-01T00:00:00Z", prompt_style="paper",
+        truncated_calls=truncated_calls)
     return record
 
 

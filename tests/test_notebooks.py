@@ -175,15 +175,17 @@ def test_render_transcript_shows_rounds_decisions_and_the_final_answer():
     assert text.rstrip().endswith("**Final answer: 4** — correct (gold 4)")
 
 
-def test_render_transcript_shows_the_papers_review_fields_and_older_ones():
+def test_render_transcript_shows_the_papers_review_fields():
     text = transcript.render_transcript(_debate())
     assert re.search(r"Agent 3 → Agent 1: .*assessment \*\*Flawed\*\*, at step 1: “use 4”"
                      r" → \*\*ACCEPT\*\* \(agent 0's reason\)", text)
-    old = make_record([["5", "4"], ["4", "4"]], "4", critiques={1: [(1, 0, "ACCEPT")]},
-                      legacy=True)
-    text = transcript.render_transcript(old)
-    assert re.search(r"Agent 2 → Agent 1: .*recommends \*\*4\*\*: “agent 1 on agent 0”"
-                     r" → \*\*ACCEPT\*\*", text)
+    # a critique whose source gave no review shows none (only the decision)
+    rec = make_record([["5", "4"], ["4", "4"]], "4", critiques={1: [(1, 0, None)]})
+    rec["rounds_data"][1]["critiques"][0].update(step_loc="", correction="", assessment="",
+                                                  reason="")
+    line = next(x for x in transcript.render_transcript(rec).splitlines()
+                if x.startswith("- Agent 2 → Agent 1"))
+    assert line.endswith("critiques 5 (conf 3) → **NOT DELIVERED**")
 
 
 def test_case_study_picks_the_first_minority_win_or_the_named_debate():

@@ -143,19 +143,17 @@ def _question_text(rec: dict[str, Any]) -> list[str]:
 
 def _critique_line(c: dict[str, Any]) -> str:
     """One critique: who critiqued whom, the answers and confidences, the review (the
-    paper's step_loc / correction / assessment, or an older record's recommended answer
-    and text) and the decision with the target's reason."""
+    paper's step_loc / correction / assessment; none where the source gave none) and the
+    decision with the target's reason."""
     decision = c["decision"] if c["delivered"] else "NOT DELIVERED"
     head = (f"- Agent {c['source'] + 1} → Agent {c['target'] + 1}: "
             f"{c['source_answer'] or '–'} (conf {c['source_confidence']}) critiques "
             f"{c['target_answer'] or '–'} (conf {c['target_confidence']})")
+    review = ""
     if any(c.get(k) for k in ("step_loc", "correction", "assessment")):
         review = (f", assessment **{c.get('assessment') or '–'}**"
                   + (f", at {_cell(c['step_loc'], 60)}" if c.get("step_loc") else "")
                   + (f": “{_cell(c['correction'])}”" if c.get("correction") else ""))
-    else:
-        review = (f", recommends **{_cell(c.get('recommended_answer'), 60)}**"
-                  + (f": “{_cell(c['critique'])}”" if c.get("critique") else ""))
     reason = f" ({_cell(c['reason'])})" if c.get("reason") else ""
     return f"{head}{review} → **{decision}**{reason}"
 
@@ -278,10 +276,7 @@ def _critique_rows(critiques: list[dict[str, Any]]) -> str:
             _e(c.get("assessment") or ""),
             f"<span class=\"muted\">at</span> {_full(c.get('step_loc'), 60)}"
             if c.get("step_loc") else "",
-            _full(c.get("correction"), 160) if c.get("correction") else "",
-            f"recommends {_full(c.get('recommended_answer'), 60)}"
-            if c.get("recommended_answer") else "",
-            _full(c.get("critique"), 160) if c.get("critique") else "") if x) or "–"
+            _full(c.get("correction"), 160) if c.get("correction") else "") if x) or "–"
         rows.append(
             f"<tr><td>{c['source'] + 1} → {c['target'] + 1}</td>"
             f"<td>{_full(c['source_answer'], 40)} ({_e(c['source_confidence'])})</td>"

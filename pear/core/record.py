@@ -5,7 +5,8 @@
 the store (:mod:`pear.store.records`) appends and reads it, the validator decodes against it and
 the columnar view (:mod:`pear.store.columns`) derives its Arrow tables from it (a test holds the
 two equal).  Fields added after schema 1 was first written are optional (``total=False`` parts);
-the store fills them for records that predate them (:func:`pear.store.records.with_defaults`).
+the store fills ``prompt_style``, ``truncated_calls`` and agents' ``truncated`` where a record
+(an import) lacks them (:func:`pear.store.records.with_defaults`).
 
 ``cot`` records hold agent 0 only; ``cot_sc`` records hold the n initial answers; both have a
 single round (round 0).  A critique whose source produced no usable review is recorded with
@@ -126,17 +127,14 @@ class _CritiqueRequired(TypedDict):
 
 
 class CritiqueEntry(_CritiqueRequired, total=False):
-    """One routed critique edge: the source's review of its target and the target's
-    decision.  Paper-style reviews carry ``step_loc``, ``correction``, ``assessment`` and
-    the target's one-sentence ``reason``; older records carry ``critique`` and
-    ``recommended_answer`` instead."""
+    """One routed critique edge: the source's review of its target (``step_loc``,
+    ``correction``, ``assessment``; "" where the source gave none) and the target's
+    decision with its one-sentence ``reason``."""
 
     step_loc: str
     correction: str
     assessment: Assessment
     reason: str
-    critique: str
-    recommended_answer: str
 
 
 class _RoundRequired(TypedDict):
@@ -210,9 +208,6 @@ class DebateRecord(_RecordRequired, total=False):
     imported: dict[str, Any]
 
 
-_OLDER_CRITIQUE_TEXTS = ("critique", "recommended_answer")
-
-
 # ----------------------------------------------------------------- field order
 
 def keys(part: type) -> tuple[str, ...]:
@@ -227,8 +222,8 @@ def keys(part: type) -> tuple[str, ...]:
 
 AGENT_KEYS = tuple(k for k in keys(AgentEntry) if k != "heard")
 """An agent entry's keys in the order the engine writes them (``heard``: imports only)."""
-CRITIQUE_KEYS = tuple(k for k in keys(CritiqueEntry) if k not in _OLDER_CRITIQUE_TEXTS)
-"""A critique entry's keys as the engine writes them (older records' texts left out)."""
+CRITIQUE_KEYS = keys(CritiqueEntry)
+"""A critique entry's keys in the order the engine writes them."""
 ROUTER_KEYS = keys(RouterEntry)
 ROUND_KEYS = keys(RoundEntry)
 RECORD_KEYS = keys(DebateRecord)

@@ -23,8 +23,7 @@ from pear.tasks.grading import get
 __all__ = ["Checker"]
 
 _AGENT_TEXTS = ("answer", "canonical", "reasoning")
-_CRITIQUE_TEXTS = ("step_loc", "correction", "reason", "critique", "recommended_answer",
-                   "source_answer", "target_answer")
+_CRITIQUE_TEXTS = ("step_loc", "correction", "reason", "source_answer", "target_answer")
 _NAMES = ("model", "backend", "question_id", "config_hash", "debate_id")
 
 

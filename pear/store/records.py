@@ -217,19 +217,12 @@ def read_records(run_dir: str | os.PathLike[str]) -> list[dict[str, Any]]:
     return out
 
 
-_CRITIQUE_TEXTS = ("step_loc", "correction", "assessment", "reason")
-"""The critique texts of schema 1's later revision (older critiques have ``critique`` and
-``recommended_answer`` instead)."""
-
-
 def with_defaults(record: dict[str, Any]) -> dict[str, Any]:
-    """``record`` with the fields later schema revisions added filled in where absent
-    (in place; returned for chaining): ``prompt_style`` and ``truncated_calls`` None
-    (unknown), agents' ``truncated`` False, critiques' ``step_loc``, ``correction``,
-    ``assessment``, ``reason`` "" (older critiques keep ``critique`` and
-    ``recommended_answer``).
+    """``record`` with the fields an imported record lacks filled in where absent (in
+    place; returned for chaining): ``prompt_style`` and ``truncated_calls`` None (unknown),
+    agents' ``truncated`` False.
 
-    >>> r = with_defaults({"rounds_data": [{"agents": [{}], "critiques": [{}]}]})
+    >>> r = with_defaults({"rounds_data": [{"agents": [{}], "critiques": []}]})
     >>> r["truncated_calls"], r["rounds_data"][0]["agents"][0]["truncated"]
     (None, False)
     """
@@ -238,9 +231,6 @@ def with_defaults(record: dict[str, Any]) -> dict[str, Any]:
     for rd in record.get("rounds_data", ()):
         for a in rd.get("agents", ()):
             a.setdefault("truncated", False)
-        for c in rd.get("critiques", ()):
-            for key in _CRITIQUE_TEXTS:
-                c.setdefault(key, "")
     return record
 
 
