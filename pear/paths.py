@@ -19,7 +19,7 @@ __all__ = ["PACKAGE_DIR", "REPO_ROOT", "DATA_DIR", "BENCHMARKS_DIR", "PAPER_DIR"
            "REAL_DEBATES_DIR",
            "FIGURES_DIR", "BUILD_DIR", "NOTEBOOKS_DIR", "TEMPLATES_FILE", "RECORDS_FILE",
            "RUN_MANIFEST", "VIEW_DIR", "VIEW_MANIFEST", "CACHE_FILE", "SITE_DIR",
-           "EXECUTED_DIR", "cache_path", "studies_dir", "ensemble_dir", "write_atomic",
+           "EXECUTED_DIR", "cache_path", "studies_dir", "ensemble_dir", "twin_dir", "write_atomic",
            "write_json", "fresh_dir", "new_dir"]
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -67,6 +67,17 @@ def ensemble_dir(run_dir: str | Path) -> Path:
     """
     root = Path(run_dir)
     return root.with_name(root.name + "-ensemble")
+
+
+def twin_dir(run_dir: str | Path) -> Path:
+    """Where the grid of a twin of recorded debates is run beside a build's run
+    (:mod:`pear.paper.your_model`): ``<run_dir>-twin/``.
+
+    >>> twin_dir("data/runs/sim-simulated").name
+    'sim-simulated-twin'
+    """
+    root = Path(run_dir)
+    return root.with_name(root.name + "-twin")
 
 
 def write_atomic(path: str | os.PathLike[str], text: str) -> Path:

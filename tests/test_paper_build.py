@@ -15,7 +15,9 @@ from pear.paper import build as paper, study
 from pear.runs.grid import preset, scope_debates
 from pear.runs.jobs import jobs
 from pear.runs.runner import run
-from pear.runs.factory import make_backend
+from pear.runs.factory import POPULATION_ENV, make_backend
+from pear.sim.population import Population, load as load_population
+from pear.store import manifest
 
 
 @pytest.fixture(scope="module")
@@ -54,6 +56,34 @@ def test_build_rejects_bad_arguments_before_starting_a_kernel():
 def test_runs_path_defaults_under_the_repository():
     assert paper.runs_path("", "sim", "simulated") == paper.REPO_ROOT / "data/runs/sim-simulated"
     assert paper.runs_path("/tmp/x", "sim", "simulated").as_posix() == "/tmp/x"
+
+
+def test_a_population_file_names_the_build_run_after_the_population(tmp_path, monkeypatch):
+    """``make paper BACKEND=simulated POPULATION=twin.json``: the run directory is named after
+    the population in the file (not the file's path), from any working directory, with the
+    file given to the kernels by its absolute path; a grid under it names it in its manifest."""
+    grounded = load_population("grounded").with_params(skill_mean=-1.0)
+    twin = Population("twin-of-mine", grounded.params, grounded.revision)
+    twin.write(tmp_path / "twin.json")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(POPULATION_ENV, raising=False)
+    runs = paper.REPO_ROOT / "data/runs"
+    named_run = runs / "sim-simulated-twin-of-mine"
+    assert paper.runs_path("", "sim", "simulated", "twin.json") == named_run
+    assert paper._population("twin.json") == str(tmp_path / "twin.json")
+    assert paper._population("study") == "study"
+    monkeypatch.setenv(POPULATION_ENV, str(tmp_path / "twin.json"))  # as the kernels get it
+    assert paper.runs_path("", "sim", "simulated") == named_run
+    assert paper.runs_path("", "sim", "simulated", "study") == runs / "sim-simulated-study"
+    assert paper.runs_path("", "sim", "simulated", "grounded") == runs / "sim-simulated"
+    # a file that holds the build default itself is the build default's run
+    load_population("grounded").write(tmp_path / "copy.json")
+    assert paper.runs_path("", "sim", "simulated", "copy.json") == runs / "sim-simulated"
+    exp = preset("smoke", datasets=("gsm8k",), methods=("cot",), seeds=(0,), n_questions=2,
+                 full_datasets=())
+    run(exp, make_backend("simulated", exp=exp), tmp_path / "run", progress=False)
+    named = manifest.read(tmp_path / "run")["backend_settings"][0]["population"]
+    assert named == {"name": "twin-of-mine", "fingerprint": twin.fingerprint}
 
 
 def test_load_results_selects_the_grid_and_names_missing_cells(sim_run, tmp_path):
@@ -383,6 +413,28 @@ def test_a_replay_of_imported_debates_skips_what_they_cannot_answer_among_parall
         ("08_case_study", "ok"), ("09_theory_checks", "skipped")]
     assert "cannot speak to imported debates" in (fig / "theory_checks.md").read_text()
     assert (fig / "case_study.md").read_text() == "x"
+
+
+def test_dylans_mmlu_debates_are_imported_once_before_two_notebooks_read_them(tmp_path,
+                                                                               monkeypatch):
+    """17 and 18 both read DyLAN's MMLU debates, imported on first use: when they run side by
+    side the build imports them first (two kernels importing into one folder at once would
+    clash); a step with one of them leaves the import to it."""
+    calls, ran = [], []
+    monkeypatch.setattr(paper, "_import_dylan_mmlu", lambda: calls.append(list(ran)))
+    monkeypatch.setattr(paper, "_notebook",
+                        lambda name, **kw: (ran.append(name), (0.0, None))[1])
+    monkeypatch.setattr(paper, "at_once", lambda: 1)
+    params = {"backend": "simulated", "preset": "sim", "runs_dir": str(tmp_path / "run"),
+              "commit": "abc"}
+    times = paper.BuildTimes(None, params)
+    both = ["00_run_experiments", "17_real_debates", "18_your_model"]
+    assert paper._execute(both, tmp_path, tmp_path, tmp_path, params, times) == 1  # no outputs
+    assert calls == [["00_run_experiments"]]  # after 00, before 17 and 18
+    calls.clear()
+    paper._execute(["00_run_experiments", "18_your_model"], tmp_path, tmp_path, tmp_path,
+                   params, times)
+    assert calls == []
 
 
 @pytest.mark.parametrize("backend, cores", [("simulated", ["2 2", "2 2"]),

@@ -60,7 +60,7 @@ NOTEBOOKS = ("00_run_experiments", "01_main_results", "02_full_dataset", "03_abl
              "04_round_curves", "05_diagnostics", "06_significance", "07_cost_pareto",
              "08_case_study", "09_theory_checks", "10_temperature_sweep", "11_early_stop",
              "12_robustness", "13_claims", "14_calibration", "15_your_method",
-             "16_counterfactual", "17_real_debates")
+             "16_counterfactual", "17_real_debates", "18_your_model")
 """The build, in order (``notebooks/<name>.py``)."""
 
 
@@ -101,6 +101,8 @@ EXPECTED_OUTPUTS: dict[str, tuple[str, ...]] = {
     "16_counterfactual": (*_tab("counterfactual"), *_fig("counterfactual")),
     "17_real_debates": (*_tab("real_debates"), *_fig("real_debates"), *_tab("leave_one_out"),
                         *_tab("leave_one_out_summary")),
+    "18_your_model": (*_tab("your_model_twin"), *_tab("your_model_power"),
+                      *_tab("your_model_claims")),
 }
 """Every file each notebook writes into the figures directory (one producer per file)."""
 
@@ -321,7 +323,8 @@ def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", run
     the results site (:func:`pear.paper.site.write_site`) is written into ``site_dir`` (default
     ``build/site``), with the claims that moved since ``previous`` (an earlier build's figures
     directory) when given.  ``population``: the simulated backend's population (a name or
-    file; '' = ``$PEAR_POPULATION``, else ``grounded``), set for the kernels."""
+    file; '' = ``$PEAR_POPULATION``, else ``grounded``), set for the kernels; a file's run
+    directory is named after the population's name (:func:`pear.paper.study.runs_path`)."""
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
     if preset not in PRESETS:
@@ -330,7 +333,7 @@ def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", run
             and not Path(previous).is_file():
         raise FileNotFoundError(f"--previous {previous!r} holds no claims.json: give an "
                                 "earlier build's figures directory")
-    population = sim_population(population or None) if backend == "simulated" else ""
+    population = _population(population) if backend == "simulated" else ""
     experiment(preset, seeds, n_questions, model, backend)  # validate before any kernel starts
     names = _notebooks(only)
     src_dir = Path(notebooks_dir) if notebooks_dir else REPO_ROOT / "notebooks"
@@ -372,6 +375,20 @@ def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", run
         return rc
 
 
+def _population(population: str) -> str:
+    """The simulated build's population (:func:`pear.runs.factory.sim_population`), a file
+    given by its absolute path, so that the kernels (working directory: the repository root)
+    read it from wherever ``pear paper`` was started.
+
+    >>> _population("study")
+    'study'
+    """
+    chosen = sim_population(population or None)
+    if chosen.endswith(".json") or os.sep in chosen:
+        return str(Path(chosen).resolve())
+    return chosen
+
+
 RUNS_THE_MODEL = ("00_run_experiments", "10_temperature_sweep", "11_early_stop", "12_robustness",
                   "15_your_method", "16_counterfactual")
 """The notebooks that call the build's backend (00 records the grid the others read)."""
@@ -386,10 +403,26 @@ a server or a GPU engine (one model in memory) a notebook of :data:`RUNS_THE_MOD
 alone.  ``time per notebook`` is each one's own wall time."""
 
 TYPICAL_S = {"12_robustness": 56, "14_calibration": 38, "15_your_method": 79,
-             "17_real_debates": 47, "10_temperature_sweep": 19}
+             "17_real_debates": 47, "10_temperature_sweep": 19,
+             "18_your_model": 15}  # 18: on simulated agents whatever the backend (2 cores)
 """Seconds a notebook took (the default smoke build on llama.cpp, 2 cores, 2026-11-27): the
 order in which side-by-side notebooks start, longest first, when no earlier build on the same
 backend has timed them (the order changes no output)."""
+
+
+READS_DYLAN_MMLU = ("17_real_debates", "18_your_model")
+"""Notebooks that read DyLAN's MMLU debates as imported runs
+(:func:`pear.populations.grounding.mmlu_runs`, imported on first use): before two of them run
+side by side the build imports them once, so that no two kernels import them at once."""
+
+
+def _import_dylan_mmlu() -> None:
+    """DyLAN's MMLU debates imported (kept when already there: seconds; else imported)."""
+    from pear.populations import grounding  # heavy: pandas, scipy, only for this function
+    t0 = time.perf_counter()
+    runs = grounding.mmlu_runs()
+    print(f"DyLAN's MMLU debates: {len(runs)} imported runs ready in "
+          f"{time.perf_counter() - t0:.1f} s", flush=True)
 
 
 BLAS_THREADS_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
@@ -413,6 +446,8 @@ def _execute(names: Sequence[str], src_dir: Path, out_dir: Path, fig_dir: Path,
             skipped = [n for n in step if imported and n in NOT_FOR_IMPORTED]
             todo = sorted((n for n in step if n not in skipped),
                           key=lambda n: -expected.get(n, 0.0))  # longest first
+            if len([n for n in todo if n in READS_DYLAN_MMLU]) > 1:
+                _import_dylan_mmlu()
             done = dict(zip(todo, fork_map(
                 partial(_notebook, src_dir=src_dir, out_dir=out_dir, params=params,
                         together=len(todo) > 1), todo, at_once())))

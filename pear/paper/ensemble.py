@@ -58,7 +58,7 @@ from pear.sim import population as pop
 __all__ = ["DEFAULT_K", "DEFAULT_QUESTIONS", "POINT", "MAIN", "BASELINES", "POOLED", "Ensemble",
            "grid", "write_populations", "write_family", "run", "for_build", "table_main", "table_gains",
            "table_claims", "caption_main", "caption_gains", "caption_claims",
-           "describe_times", "ensemble_dir", "family_dir"]
+           "describe_times", "claims_not_run", "ensemble_dir", "family_dir"]
 
 DEFAULT_K = 20  # issue 35: K populations, default 20
 DEFAULT_QUESTIONS = 20  # our choice: the CI size (14 methods x 4 datasets x 20 questions x 1 seed)
@@ -256,12 +256,7 @@ def run(exp: Any, root: str | Path, k: int = DEFAULT_K, seed: int = 0, *,
         _FORKED = None
     wall = time.perf_counter() - t0
     members = tuple(n for n in files if n != POINT)
-    # heavy: scipy, only for this function
-    from pear.claims.evaluate import load_recompute, methods_named
-    raw = load_recompute()
-    ran = set(exp.methods)
-    missing = {cid: need for cid in raw["claims"]
-               if (need := tuple(m for m in methods_named(cid, raw) if m not in ran))}
+    missing = claims_not_run(exp)
     cat = {key: pd.concat([r[key].assign(population=n) for n, r in results.items()],
                           ignore_index=True) for key in ("accuracy", "gains", "findings")}
     return Ensemble(exp, root, seed, members, cat["accuracy"], cat["gains"], cat["findings"],
@@ -270,6 +265,22 @@ def run(exp: Any, root: str | Path, k: int = DEFAULT_K, seed: int = 0, *,
 
 
 _FORKED: tuple[Any, ...] | None = None
+
+
+def claims_not_run(exp: Any) -> dict[str, tuple[str, ...]]:
+    """Claim -> the methods it names (:func:`pear.claims.evaluate.methods_named`) that
+    ``exp``'s grid does not run, for every claim that names one: on such a grid the ledger
+    would judge it on fewer methods than it names, so it is not evaluated.
+
+    >>> claims_not_run(grid(methods=MAIN))["intro-beats-fixed-all-settings"]
+    ('star', 'chain', 'ring')
+    """
+    # heavy: scipy, only for this function
+    from pear.claims.evaluate import load_recompute, methods_named
+    raw = load_recompute()
+    ran = set(exp.methods)
+    return {cid: need for cid in raw["claims"]
+            if (need := tuple(m for m in methods_named(cid, raw) if m not in ran))}
 
 
 def _population(name: str) -> tuple[dict[str, Any], int, float]:

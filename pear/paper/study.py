@@ -34,7 +34,7 @@ from pear.catalog.labels import (MAIN_METHODS, ROUTING_VARIANTS, dataset_label, 
 from pear.methods import load_plugins, plugin_names
 from pear.runs.factory import sim_population
 from pear.runs.grid import experiment as grid_experiment, full_questions, model_grid, scope_debates
-from pear.sim.population import BUILD_DEFAULT
+from pear.sim.population import BUILD_DEFAULT, load as load_population
 from pear.store.records import read_record_at
 from pear.tasks.benchmarks import load
 
@@ -54,14 +54,17 @@ BACKENDS = ("llamacpp", "vllm", "vllm-cpu", "openai", "simulated", "replay")
 def runs_path(runs_dir: str, preset: str, backend: str, population: str = "") -> Path:
     """The run directory: ``runs_dir`` if given, else ``data/runs/<preset>-<backend>``, and
     for a simulated population other than the build default (``population``, else
-    ``$PEAR_POPULATION``) ``data/runs/<preset>-simulated-<population>``."""
+    ``$PEAR_POPULATION``: a name or a population file) ``data/runs/<preset>-simulated-<name>``,
+    named after the population's own name (a file's ``name``, not its path; a file that holds
+    the build default itself is the build default's run)."""
     if runs_dir:
         return Path(runs_dir).expanduser().resolve()
     name = f"{preset}-{backend}"
     if backend == "simulated":
-        chosen = sim_population(population or None)
-        if chosen != BUILD_DEFAULT:
-            name += f"-{Path(chosen).stem}"
+        chosen = load_population(sim_population(population or None))
+        if chosen.name != BUILD_DEFAULT or chosen.fingerprint != load_population(
+                BUILD_DEFAULT).fingerprint:
+            name += f"-{chosen.name}"
     return RUNS_DIR / name
 
 
