@@ -146,6 +146,10 @@ def test_letters_are_graded_over_the_options_the_question_offers(tmp_path):
     assert _round0_accuracy(recs) == pytest.approx(3 / 6)
     assert aqua["correct"] and listed["correct"]
     assert validate(tmp_path / "run").findings.ok
+    # the options offered are recorded, and sim-check simulates that many (not A-D)
+    from pear.populations.simcheck import n_choices
+    assert [r["imported"]["extra"]["options"] for r in recs] == [5, 5]
+    assert [n_choices(r, "letters") for r in recs] == [5, 5]
 
 
 @pytest.mark.parametrize("text, letter", [

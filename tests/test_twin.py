@@ -178,3 +178,31 @@ def test_sim_check_family_reports_every_member_and_the_range(planted_run, capsys
     out = json.loads(capsys.readouterr().out)
     assert out["population"] == "family" and len(out["members"]) == len(family.load())
     assert all("range" in s for s in out["statistics"])
+
+
+def test_a_yes_no_run_is_simulated_and_fitted_as_two_options(tmp_path):
+    """StrategyQA-like debates graded yes/no: sim-check simulates two answers (A, B), never a
+    third, and a twin's fit reads them as a closed answer space."""
+    from pear.populations import simcheck
+    rows = {}
+    for i in range(40):
+        gold = "yes" if i % 2 else "no"
+        other = "no" if gold == "yes" else "yes"
+        per_agent = [[gold, gold], [other, gold], [other, other if i % 3 else gold]]
+        q = f"Question {i}: could a person of era {i} have done thing {i}?"
+        rows[q] = ([du_chat(q, [f"So the answer is {a}." for a in answers])
+                    for answers in per_agent], gold)
+    f = tmp_path / "sqa.json"
+    f.write_text(json.dumps(rows))
+    import_files("du", [f], tmp_path / "run", dataset="strategyqa", grading="yesno", model="m")
+    recs = twin.reading.records([tmp_path / "run"])
+    assert {r["gold"] for r in recs} == {"yes", "no"}
+    assert {simcheck.n_choices(r, "yesno") for r in recs} == {2}
+    c = simcheck.check(tmp_path / "run", "grounded", replicates=2)
+    assert set(c.simulated_agent_rounds["canonical"]) <= {"A", "B"}
+    st = {s["statistic"]: s for s in c.statistics}
+    assert st["agent_acc_first"]["real"] == pytest.approx(1 / 3)
+    assert twin.reading.options(tmp_path / "run")
+    tw = twin.fit_twin([tmp_path / "run"], prior=WIDE)
+    assert tw.population.info["diagnostics"]["options"] == 2
+    assert tw.population.params.wrong_focus_options == 1.0  # one wrong answer: all agree

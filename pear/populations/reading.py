@@ -44,12 +44,13 @@ def stops_on_quorum(run: str | os.PathLike[str]) -> bool:
 
 def options(run: str | os.PathLike[str],
             recs: Sequence[Mapping[str, Any]] | None = None) -> bool:
-    """Whether the run's questions offer labelled options (an import graded by letter; a run of
-    ours on multiple-choice datasets only): the revision model's ``*_x_options`` features.
+    """Whether the run's questions offer a few labelled options (an import graded by letter or
+    yes/no; a run of ours on multiple-choice datasets only): the revision model's
+    ``*_x_options`` features.
     ``recs``: the run's records when already read."""
     m = manifest.read(run) or {}
     if m.get("imported"):
-        return m["imported"].get("grading") == "letters"
+        return m["imported"].get("grading") in ("letters", "yesno")
     from pear.tasks.grading import get, kind_of
     datasets = {r["dataset"] for r in (read_records(run) if recs is None else recs)}
     return bool(datasets) and all(kind_of(get(d)) == "letters" for d in datasets)

@@ -334,10 +334,17 @@ def _matched(pop: Population, key: Mapping[tuple[str, str], str], dataset: str,
 
 
 def n_choices(rec: Mapping[str, Any], grading: str) -> int:
-    """The options of a letter-graded question (0: open-ended): our benchmark's, else the
-    letters its record shows (at least A-D, as ``pear import`` assumes)."""
+    """The options of a question with a closed answer space (0: open-ended): for letter
+    grading those its import recorded (``imported.extra.options``: the letters its text
+    lists), else our benchmark's, else the letters its record shows (at least A-D, as
+    ``pear import`` assumes); 2 for a yes/no question."""
+    if grading == "yesno":
+        return 2
     if grading != "letters":
         return 0
+    listed = ((rec.get("imported") or {}).get("extra") or {}).get("options")
+    if listed:
+        return int(listed)
     if rec["dataset"] in DATASETS:
         try:
             return len(get_question(rec["dataset"], rec["question_id"]).choices or ()) or 4
@@ -347,6 +354,15 @@ def n_choices(rec: Mapping[str, Any], grading: str) -> int:
                                            for a in rd["agents"]]
     top = max((ord(s) - 64 for s in seen if len(s) == 1 and "A" <= s <= "Z"), default=0)
     return max(4, top)
+
+
+YES_NO = {"yes": "A", "no": "B"}
+"""A yes/no question simulated as two options (its answers as the letters A and B)."""
+
+
+def _sim_answer(answer: str, grading: str) -> str:
+    """An answer of the record as the simulation writes it (a yes/no answer as its letter)."""
+    return YES_NO.get(answer, answer) if grading == "yesno" else answer
 
 
 def _simulate_imported(recs: Sequence[Mapping[str, Any]], proto: Protocol, pop: Population,
@@ -362,7 +378,8 @@ def _simulate_imported(recs: Sequence[Mapping[str, Any]], proto: Protocol, pop: 
     rows_r: list[tuple] = []
     skills = []
     for (model, dataset), idx in groups.items():
-        key = {(dataset, str(recs[i]["question_id"])): str(recs[i]["gold"]) for i in idx}
+        key = {(dataset, str(recs[i]["question_id"])): _sim_answer(str(recs[i]["gold"]), grading)
+               for i in idx}
         agents = [(str(recs[i]["question_id"]), a) for i in idx for a in range(proto.agents)]
         weights = [1.0 / proto.agents] * len(agents)
         be = _matched(pop, key, dataset, agents, weights, targets[(model, dataset)], seed,

@@ -316,7 +316,8 @@ def initial_params(base: SimParams, parts: Sequence[Sequence[Mapping[str, Any]]]
     if lettered:
         share, pairs = revision.same_wrong_answer(lettered)
         from pear.populations.simcheck import n_choices
-        n_opt = max(n_choices(r, "letters") for r in lettered)
+        n_opt = max(n_choices(r, "yesno" if str(r.get("gold")) in ("yes", "no") else "letters")
+                    for r in lettered)
         measured.update(same_wrong_answer_share_options=None if pairs == 0 else round(share, 4),
                         same_wrong_answer_pairs_options=pairs, options=n_opt)
         if pairs and share > 0:

@@ -232,7 +232,9 @@ def _record(raw: RawDebate, file: Path, *, fmt: str, dataset: str, task: Task, m
            "parse_failures": failures,
            "imported": ImportEntry(format=fmt, file=file.name, entry=short(raw.entry, 200),
                                    matched=ours is not None, file_gold=raw.gold,
-                                   gold_agrees=agrees, extra=dict(raw.extra))}
+                                   gold_agrees=agrees,
+                                   extra={**dict(raw.extra),
+                                          **({"options": len(q.choices)} if q.choices else {})})}
     return rec, ""
 
 
