@@ -289,9 +289,17 @@ def test_settings_record_engine_args_and_version(fake):
     json.dumps(settings)
 
 
-def test_satisfies_backend_protocol(fake):
-    from pear.core.backend import Backend
-    assert isinstance(vllm_backend.VLLMBackend("org/model"), Backend)
+def test_generate_keeps_the_backend_contract(fake):
+    # pear.core.backend: one completion per request, in input order, with its own text and
+    # token counts (the fake answers the last message and seed; prompt tokens = its words)
+    backend = vllm_backend.VLLMBackend("org/model")
+    texts = ["one two three", "four", "five six"]
+    out = backend.generate([_request(t, seed=10 + k) for k, t in enumerate(texts)])
+    assert [json.loads(c.text) for c in out] == [{"echo": t, "seed": 10 + k}
+                                                 for k, t in enumerate(texts)]
+    assert [c.prompt_tokens for c in out] == [5, 3, 4]  # "be brief" + the question's words
+    assert [c.completion_tokens for c in out] == [len(c.text.split()) for c in out]
+    assert all(c.ok and c.finish_reason == "stop" and not c.cache_hit for c in out)
 
 
 # -- real GPU ---------------------------------------------------------------------------

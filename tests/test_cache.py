@@ -8,12 +8,13 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Sequence
 
 import pytest
 
-from pear.core.backend import Backend, Completion, Request
+from pear.core.backend import Completion, Request
 from pear.backends.cache import CachedBackend, cache_key
 
 REPO = Path(__file__).resolve().parents[1]
@@ -148,14 +149,29 @@ def test_key_is_canonical():
                 schema={"a": 2, "b": 1})
     assert cache_key("n", "m", a) == cache_key("n", "m", b)
     assert len(cache_key("n", "m", a)) == 64
+    # every sampling setting, the model and the backend are in it; meta is not
+    variants = [replace(a, temperature=0.7), replace(a, max_tokens=100), replace(a, seed=1),
+                replace(a, schema=None), replace(a, messages=({"role": "user", "content": "y"},))]
+    keys = {cache_key("n", "m", r) for r in variants}
+    keys |= {cache_key("other", "m", a), cache_key("n", "other", a)}
+    assert len(keys) == 7 and cache_key("n", "m", a) not in keys
+    assert cache_key("n", "m", replace(a, meta={"debate": 9})) == cache_key("n", "m", a)
 
 
-def test_passes_backend_identity_through(path):
-    cached = CachedBackend(CountingBackend("model-x"), path)
+def test_passes_backend_identity_and_completions_through(path):
+    inner = CountingBackend("model-x")
+    cached = CachedBackend(inner, path)
     assert cached.name == "counting" and cached.model_id == "model-x"
     assert cached.settings() == {"model_id": "model-x", "cache_path": str(path)}
-    assert isinstance(cached, Backend)
-    assert cached.generate([]) == []
+    assert cached.generate([]) == [] and inner.calls == []
+    first = cached.generate([_request("ab", seed=1), _request("c", seed=2)])
+    assert [(c.text, c.prompt_tokens, c.completion_tokens, c.cached_tokens, c.finish_reason)
+            for c in first] == [("model-x:ab:1", 12, 4, 2, "stop"),
+                                ("model-x:c:2", 11, 4, 2, "stop")]
+    again = cached.generate([_request("c", seed=2), _request("ab", seed=1)])  # order kept
+    assert [(c.text, c.prompt_tokens, c.cache_hit) for c in again] == [
+        ("model-x:c:2", 11, True), ("model-x:ab:1", 12, True)]
+    assert len(inner.calls) == 1
 
 
 def test_wal_mode(path):

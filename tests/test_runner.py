@@ -1,6 +1,7 @@
 """Runner: kill -9 and resume, manifest mismatch, torn last line, CLI exit codes."""
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -216,10 +217,54 @@ def test_cli_bad_input_one_line_exit_2(tmp_path, args, needle):
     assert "Traceback" not in p.stderr
 
 
-def test_cli_help_everywhere():
-    for args in ([], ["run"], ["show"], ["paper"]):
-        p = _cli(*args, "--help")
-        assert p.returncode == 0 and "usage: pear" in p.stdout
+HELP_SHOWS = {  # per command, a few of its own arguments its --help must show
+    "run": ("--preset PRESET", "--backend BACKEND", "--out"),
+    "models": (),  # no options: its usage is "pear models [-h]"
+    "plan": ("--preset PRESET", "--n-questions N_QUESTIONS"),
+    "merge": ("out runs [runs ...]",),
+    "show": ("--debate ID", "--html", "run_dir"),
+    "index": ("--drop-invalid", "run_dir"),
+    "validate": ("run_dir",),
+    "grade-check": ("--examples EXAMPLES", "run_dir"),
+    "import": ("--out OUT", "--grading", "--skip-bad", "FILE [FILE ...]"),
+    "sim-check": ("--population NAME|FILE", "--replicates K"),
+    "paper": ("--only ONLY", "--previous DIR"),
+    "methods": ("--plugin MODULE",),
+    "claims-diff": ("--seed SEED", "build_a build_b"),
+    "parity": ("--out OUT", "RUN [RUN ...]"),
+    "branch": ("--from-round R", "--parent-method PARENT_METHOD"),
+    "launch": ("slurm", "status"),
+    "ensemble": ("--k K", "--family", "--replay"),
+    "fit": ("--out FILE.json", "--prior FILE"),
+    "family": ("--replicates K", "split-half"),
+}
+
+
+def test_cli_help_lists_every_command_with_its_help_line():
+    from pear.cli import COMMANDS
+    p = _cli("--help")
+    assert p.returncode == 0 and p.stdout.startswith("usage: pear"), p.stderr
+    listed = re.search(r"^  \{([a-z,-]+)\}$", p.stdout, re.M).group(1).split(",")
+    assert listed == list(HELP_SHOWS) and len(listed) == len(COMMANDS)
+    for cmd in listed:
+        assert re.search(rf"^    {re.escape(cmd)} +\w", p.stdout, re.M), f"{cmd}: no help line"
+
+
+@pytest.mark.parametrize("cmd", sorted(HELP_SHOWS))
+def test_cli_help_of_each_command_shows_its_own_options(cmd, capsys, monkeypatch):
+    from pear.cli import main
+    monkeypatch.setenv("COLUMNS", "200")  # usage on one line: option and metavar together
+    with pytest.raises(SystemExit) as done:
+        main([cmd, "--help"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    usage = out.splitlines()[0]
+    assert usage.startswith(f"usage: pear {cmd} [-h]"), usage
+    assert len(out.splitlines()) > 3  # a description, not the usage alone
+    for shown in HELP_SHOWS[cmd]:
+        assert shown in out, f"pear {cmd} --help lacks {shown!r}"
+    if not HELP_SHOWS[cmd]:
+        assert usage == f"usage: pear {cmd} [-h]"
 
 
 def test_cli_run_and_show(tmp_path):
