@@ -69,7 +69,7 @@ def test_planted_effects_are_recovered_within_their_standard_errors(planted_run)
     # the initial answers: the run's strength and how correlated its agents' errors are
     acc = d["round0_accuracy"]["gsm8k"]
     assert 0.2 < acc < 0.8
-    assert twin._moments(tw.population.params, "gsm8k")[0] == pytest.approx(acc, abs=0.01)
+    assert twin.round0_moments(tw.population.params, "gsm8k")[0] == pytest.approx(acc, abs=0.01)
     assert tw.population.params.difficulty_sd > 0
 
 

@@ -121,7 +121,7 @@ def match(row: Row, base: Population, seed: int = 0, steps: int = 10
         lo, hi = (mid, hi) if final < row.debate else (lo, mid)
     effect = round((lo + hi) / 2, 3)
     first, final = simulate_gain(at(effect), row, seed)
-    name, ease = twin._ease_for(base.params, DATASET, row.single)
+    name, ease = twin.ease_for(base.params, DATASET, row.single)
     params = dataclasses.replace(base.params, **{name: ease})
     member = at(effect)
     sources = {f.name: f"the base population {base.name} ({base.fingerprint[:12]})"

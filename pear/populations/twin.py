@@ -45,7 +45,8 @@ from pear.sim import population as pop, revision
 from pear.sim.population import DATASET_EASE, Population, RevisionModel, SimParams
 
 __all__ = ["EFFECTS", "BASE", "PRIOR_FILE", "Prior", "Twin", "design", "fit_effects",
-           "fit_twin", "estimate_prior", "load_prior", "initial_params", "check_records"]
+           "fit_twin", "estimate_prior", "load_prior", "initial_params", "check_records",
+           "shifted", "ease_for", "round0_moments"]
 
 BASE = "grounded"
 """The corpus fit a twin is pooled toward (its revision model is the prior mean)."""
@@ -231,7 +232,7 @@ def shifted(base: RevisionModel, effects: Mapping[str, float]) -> RevisionModel:
 
 # ----------------------------------------------------------------- initial answers
 
-def _moments(params: SimParams, dataset: str) -> tuple[float, float]:
+def round0_moments(params: SimParams, dataset: str) -> tuple[float, float]:
     """The expected round-0 accuracy of an agent on ``dataset`` and the probability that two
     agents of one debate are both right (they share the question's difficulty): Gauss-Hermite
     quadrature over the difficulty and each agent's skill."""
@@ -243,7 +244,7 @@ def _moments(params: SimParams, dataset: str) -> tuple[float, float]:
     return float(p @ w), float((p ** 2) @ w)
 
 
-def _ease_for(params: SimParams, dataset: str, accuracy: float) -> tuple[str, float]:
+def ease_for(params: SimParams, dataset: str, accuracy: float) -> tuple[str, float]:
     """The ease field of ``dataset`` and the value that makes the population's expected
     round-0 accuracy there ``accuracy`` (bisection on the monotone map)."""
     name = DATASET_EASE.get(dataset, "ease_other")
@@ -251,7 +252,7 @@ def _ease_for(params: SimParams, dataset: str, accuracy: float) -> tuple[str, fl
     lo, hi = -40.0, 40.0
     for _ in range(50):
         mid = (lo + hi) / 2
-        acc = _moments(dataclasses.replace(params, **{name: mid}), dataset)[0]
+        acc = round0_moments(dataclasses.replace(params, **{name: mid}), dataset)[0]
         lo, hi = (mid, hi) if acc < target else (lo, mid)
     return name, round((lo + hi) / 2, DECIMALS)
 
@@ -265,11 +266,11 @@ def _difficulty_for(params: SimParams, dataset: str, accuracy: float, both: floa
     for _ in range(30):
         mid = (lo + hi) / 2
         trial = dataclasses.replace(params, difficulty_sd=mid)
-        name, ease = _ease_for(trial, dataset, accuracy)
-        pair = _moments(dataclasses.replace(trial, **{name: ease}), dataset)[1]
+        name, ease = ease_for(trial, dataset, accuracy)
+        pair = round0_moments(dataclasses.replace(trial, **{name: ease}), dataset)[1]
         lo, hi = (mid, hi) if pair < both else (lo, mid)
     sd = round((lo + hi) / 2, 3)
-    name, ease = _ease_for(dataclasses.replace(params, difficulty_sd=sd), dataset, accuracy)
+    name, ease = ease_for(dataclasses.replace(params, difficulty_sd=sd), dataset, accuracy)
     return sd, name, ease
 
 
@@ -300,7 +301,7 @@ def initial_params(base: SimParams, parts: Sequence[Sequence[Mapping[str, Any]]]
         changes["difficulty_sd"] = sd
         measured["round0_both_right"] = round(float(np.mean(pairs[main])), 4)
     for ds, accs in sorted(acc.items()):
-        name, value = _ease_for(params, ds, float(np.mean(accs)))
+        name, value = ease_for(params, ds, float(np.mean(accs)))
         params = dataclasses.replace(params, **{name: value})
         changes[name] = value
         measured.setdefault("round0_accuracy", {})[ds] = round(float(np.mean(accs)), 4)
