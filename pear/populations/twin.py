@@ -41,6 +41,7 @@ import numpy as np
 import pear
 from pear.paths import DATA_DIR
 from pear.populations import reading
+from pear.populations.simcheck import n_choices
 from pear.sim import population as pop, revision
 from pear.sim.population import DATASET_EASE, Population, RevisionModel, SimParams
 
@@ -257,11 +258,10 @@ def ease_for(params: SimParams, dataset: str, accuracy: float) -> tuple[str, flo
     return name, round((lo + hi) / 2, DECIMALS)
 
 
-def _difficulty_for(params: SimParams, dataset: str, accuracy: float, both: float
-                    ) -> tuple[float, str, float]:
-    """The ``difficulty_sd`` (and the dataset's ease) at which two agents of a debate are both
-    right ``both`` of the time while one is right ``accuracy`` of the time (how correlated the
-    agents' errors are; clipped to [0, 8])."""
+def _difficulty_for(params: SimParams, dataset: str, accuracy: float, both: float) -> float:
+    """The ``difficulty_sd`` at which two agents of a debate are both right ``both`` of the
+    time while one is right ``accuracy`` of the time (how correlated the agents' errors are;
+    clipped to [0, 8]; the dataset's ease re-solved at each trial)."""
     lo, hi = 0.0, 8.0
     for _ in range(30):
         mid = (lo + hi) / 2
@@ -269,21 +269,20 @@ def _difficulty_for(params: SimParams, dataset: str, accuracy: float, both: floa
         name, ease = ease_for(trial, dataset, accuracy)
         pair = round0_moments(dataclasses.replace(trial, **{name: ease}), dataset)[1]
         lo, hi = (mid, hi) if pair < both else (lo, mid)
-    sd = round((lo + hi) / 2, 3)
-    name, ease = ease_for(dataclasses.replace(params, difficulty_sd=sd), dataset, accuracy)
-    return sd, name, ease
+    return round((lo + hi) / 2, 3)
 
 
 def initial_params(base: SimParams, parts: Sequence[Sequence[Mapping[str, Any]]],
                    flags: Sequence[bool]) -> tuple[SimParams, dict[str, Any]]:
     """The base's parameters with the run's initial answers: the ease of each dataset it holds
-    (from its round-0 agent accuracy, over every debate of the dataset), how often erring agents
-    agree (``wrong_focus``/``n_wrong`` from free-answer debates, ``wrong_focus_options`` from
-    lettered ones), and what was measured."""
-    changes: dict[str, Any] = {"skill_mean": 0.0}
+    (from its round-0 agent accuracy, over every debate of the dataset), how correlated its
+    agents' errors are (``difficulty_sd``, from how often two agents of a debate are both
+    right, on its main dataset), how often erring agents agree (``wrong_focus``/``n_wrong``
+    from free-answer debates, ``wrong_focus_options`` from lettered ones), and what was
+    measured."""
     measured: dict[str, Any] = {}
     acc: dict[str, list[float]] = {}
-    pairs: dict[str, list[float]] = {}
+    both: dict[str, list[float]] = {}
     for part in parts:
         for r in part:
             right = [bool(a.get("correct")) for a in r["rounds_data"][0]["agents"]]
@@ -291,19 +290,16 @@ def initial_params(base: SimParams, parts: Sequence[Sequence[Mapping[str, Any]]]
                 acc.setdefault(str(r["dataset"]), []).append(float(np.mean(right)))
             if len(right) >= 2:
                 k, n = sum(right), len(right)
-                pairs.setdefault(str(r["dataset"]), []).append(k * (k - 1) / (n * (n - 1)))
+                both.setdefault(str(r["dataset"]), []).append(k * (k - 1) / (n * (n - 1)))
     params = dataclasses.replace(base, skill_mean=0.0)
     main = max(acc, key=lambda d: len(acc[d]))  # the dataset with the most debates
-    if pairs.get(main):  # the agents' errors as correlated as the run's (its main dataset)
-        sd, _, _ = _difficulty_for(params, main, float(np.mean(acc[main])),
-                                   float(np.mean(pairs[main])))
-        params = dataclasses.replace(params, difficulty_sd=sd)
-        changes["difficulty_sd"] = sd
-        measured["round0_both_right"] = round(float(np.mean(pairs[main])), 4)
+    if both.get(main):  # the agents' errors as correlated as the run's (its main dataset)
+        params = dataclasses.replace(params, difficulty_sd=_difficulty_for(
+            params, main, float(np.mean(acc[main])), float(np.mean(both[main]))))
+        measured["round0_both_right"] = round(float(np.mean(both[main])), 4)
     for ds, accs in sorted(acc.items()):
         name, value = ease_for(params, ds, float(np.mean(accs)))
         params = dataclasses.replace(params, **{name: value})
-        changes[name] = value
         measured.setdefault("round0_accuracy", {})[ds] = round(float(np.mean(accs)), 4)
     free = [r for part, o in zip(parts, flags) if not o for r in part]
     lettered = [r for part, o in zip(parts, flags) if o for r in part]
@@ -313,20 +309,18 @@ def initial_params(base: SimParams, parts: Sequence[Sequence[Mapping[str, Any]]]
                         same_wrong_answer_pairs=pairs)
         if pairs and share > 0:
             focus, n_wrong = pop.wrong_answers_for(share, base.n_wrong)
-            changes.update(wrong_focus=round(focus, 3), n_wrong=n_wrong)
+            params = dataclasses.replace(params, wrong_focus=round(focus, 3), n_wrong=n_wrong)
     if lettered:
         share, pairs = revision.same_wrong_answer(lettered)
-        from pear.populations.simcheck import n_choices
         n_opt = max(n_choices(r, "yesno" if str(r.get("gold")) in ("yes", "no") else "letters")
                     for r in lettered)
         measured.update(same_wrong_answer_share_options=None if pairs == 0 else round(share, 4),
                         same_wrong_answer_pairs_options=pairs, options=n_opt)
         if pairs and share > 0:
             focus = round(pop.wrong_focus_for(share, n_opt - 1), 3)
-            changes["wrong_focus_options"] = focus
-            if not free:
-                changes["wrong_focus"] = focus
-    return dataclasses.replace(base, **changes), measured
+            params = dataclasses.replace(params, wrong_focus_options=focus,
+                                         **({} if free else {"wrong_focus": focus}))
+    return params, measured
 
 
 # ----------------------------------------------------------------- the twin
