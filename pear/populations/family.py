@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from pear.populations.simcheck import REPLICATES, SimCheck, check as simcheck
 from pear.paths import write_json
-from pear.populations import reading, twin
+from pear.populations import published_gains, reading, twin
 from pear.sim.population import Population, load as load_population
 from pear.sim.revision import subject
 
@@ -75,9 +75,8 @@ def groups(ms: Sequence[Member]) -> dict[str, tuple[Sequence[Path], Any]]:
 
 def published_members() -> tuple[list[Population], list[str]]:
     """The published members that match their figure, and a line per row that does not."""
-    from pear.populations import published_gains as published
     kept, left = [], []
-    for p in published.members():
+    for p in published_gains.members():
         d = p.info["diagnostics"]
         row = p.info["fitted_on"][0]
         if abs(d["simulated_debate"] - row["debate"]) <= MATCH_TOLERANCE:
@@ -91,11 +90,11 @@ def published_members() -> tuple[list[Population], list[str]]:
 
 def fit_members(ms: Sequence[Member], prior: twin.Prior | None = None
                 ) -> tuple[list[Population], twin.Prior, list[str]]:
-    """Every member (the published ones first, then each licensed run's twin pooled with
-    ``prior``, default: estimated on the licensed runs and the published members), the prior,
-    and the published rows left out."""
+    """Every member (each licensed run's twin pooled with ``prior``, default: estimated on the
+    licensed runs and the published members' matched effects; then the published members),
+    the prior, and the published rows left out."""
     pub, left = published_members()
-    prior = prior or twin.estimate_prior(groups(ms), matched={
+    prior = prior or twin.estimate_prior(groups(ms), matched={  # the effect each matched
         p.name: {k: v["estimate"] for k, v in p.info["diagnostics"]["effects"].items()
                  if v["se"] is None and v["estimate"]} for p in pub})
     twins = [twin.fit_twin(m.runs, name=m.name, prior=prior, keep=m.keep,
@@ -122,7 +121,7 @@ def load(where: Path = FAMILY_DIR) -> list[Population]:
     """The shipped members, by name."""
     files = sorted(p for p in Path(where).glob("*.json") if p.name != "prior.json")
     if not files:
-        raise ValueError(f"no family members in {str(where)!r} (pear family --write)")
+        raise ValueError(f"no family members in {str(where)!r} (pear family write)")
     return [load_population(p) for p in files]
 
 

@@ -105,7 +105,7 @@ def load_prior(path: str | os.PathLike[str] | None = None) -> Prior:
     if d.get("effects") != EFFECTS:
         raise ValueError(f"prior file {str(path)!r} frees other effects than this code "
                          f"({sorted(d.get('effects') or {})} vs {sorted(EFFECTS)}): write it "
-                         "again (pear family --write)")
+                         "again (pear family write)")
     info = {k: v for k, v in d.items() if k not in ("base", "effects", "sd")}
     return Prior({k: float(v) for k, v in d["sd"].items()}, d.get("base", BASE), info)
 
