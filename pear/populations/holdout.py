@@ -75,10 +75,8 @@ def split_half(run: str | os.PathLike[str], *, keep: Callable[[Mapping[str, Any]
     if not fit_half or not check_half:
         raise ValueError(f"{str(run)!r}: too few questions to split in half "
                          f"({len(recs)} debates)")
-    fit_ids = {(r["dataset"], str(r["question_id"])) for r in fit_half}
-    tw = fit_twin([run], name=name or f"twin-{run.name}-half",
-                  prior=prior, keep=lambda r: (keep is None or keep(r))
-                  and (r["dataset"], str(r["question_id"])) in fit_ids)
+    tw = fit_twin([run], name=name or f"twin-{run.name}-half", prior=prior,
+                  keep=lambda r: (keep is None or keep(r)) and half(r, seed) == 0)
     twin_check = check(run, tw.population, replicates, seed, records=check_half)
     base_check = check(run, base, replicates, seed, records=check_half) if base else None
     return SplitHalf(name or run.name, tw, twin_check, base_check)
