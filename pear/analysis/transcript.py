@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import html
 import re
+from importlib.resources import files
+from string import Template
 from typing import Any
 
 import numpy as np
@@ -216,31 +218,20 @@ def render_transcript(record: dict[str, Any]) -> str:
 
 # ----------------------------------------------------------------- HTML
 
-PAGE_CSS = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1d1d1f;
-background:#fafafa}
-main{max-width:1180px;margin:0 auto;padding:16px 24px 48px}
-h1{font-size:1.5em;margin:.4em 0}h2{font-size:1.25em;margin:1.4em 0 .4em;
-border-bottom:1px solid #ddd}h3{font-size:1.05em;margin:1.1em 0 .3em}
-table{border-collapse:collapse;margin:.4em 0 1em;background:#fff;font-size:.9em}
-th,td{border:1px solid #d8d8d8;padding:3px 7px;text-align:left;vertical-align:top}
-th{background:#f0f0f2}td.num{text-align:right;font-variant-numeric:tabular-nums}
-.mark{color:#b2182b;font-weight:600}.muted{color:#666}.ok{color:#1a7f37}.bad{color:#b2182b}
-.accept{color:#1a7f37;font-weight:600}.reject{color:#b2182b;font-weight:600}
-details>summary{cursor:pointer;color:#0550ae}pre,.text{white-space:pre-wrap;
-word-break:break-word}pre{background:#f3f3f3;padding:6px;font-size:.85em}
-blockquote{margin:.5em 0;padding:.3em .8em;border-left:3px solid #ccc;background:#fff}
-a{color:#0550ae}nav{font-size:.9em;margin-bottom:.5em}
-"""
+def _asset(name: str) -> str:
+    """A file of ``pear/analysis/assets/`` (package data: the pages' style and template)."""
+    return files(__package__).joinpath("assets", name).read_text(encoding="utf-8")
+
+
+PAGE_CSS = _asset("page.css")
 """The style of every page of the results site (inlined, so a page opens on its own)."""
+_PAGE = Template(_asset("page.html"))
+"""A standalone page: ``$title`` (escaped), ``$css`` and ``$body`` (HTML)."""
 
 
 def html_page(title: str, body: str, *, css: str = "") -> str:
     """A standalone HTML page (``title`` is escaped; ``body`` is HTML already)."""
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<title>{html.escape(title)}</title><style>{PAGE_CSS}{css}</style></head>"
-            f"<body><main>{body}</main></body></html>\n")
+    return _PAGE.substitute(title=html.escape(title), css=PAGE_CSS + css, body=body)
 
 
 def _e(text: Any) -> str:

@@ -28,6 +28,10 @@ plain HTML and CSS with a little vanilla JavaScript, no server, opens from the f
 Texts from records are HTML-escaped (pages) or put into the page with ``textContent``
 (listing); the listing's data is JSON inside a script file, ``</`` escaped.
 
+The site's style, the browser's script and page body, and the notebooks' export template are
+package data in ``pear/paper/assets/`` (the page frame and its base style in
+``pear/analysis/assets/``), read with :mod:`importlib.resources`.
+
 The claims ledger hook: ``write_site(..., ledger=...)`` takes an HTML fragment (str) or a
 callable returning one; without it, ``<figures>/claims.html`` (an HTML fragment) or else
 ``<figures>/claims.md`` (Markdown, rendered with raw HTML disabled) is used when present.
@@ -44,7 +48,9 @@ import shutil
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from importlib.resources import files
 from pathlib import Path
+from string import Template
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
@@ -61,7 +67,7 @@ from pear.tasks.benchmarks import get_question
 __all__ = ["write_site", "build_meta", "SiteSummary", "chosen_debates", "page_path",
            "page_name", "BESIDE",
            "KINDS", "ALL_PAGES_UP_TO", "markdown_html", "write_debate_page",
-           "export_notebook", "check_site", "main"]
+           "export_notebook", "check_site"]
 
 ALL_PAGES_UP_TO = 400  # our choice: a smoke or small run gets every transcript page
 OPENING_CHARS = 80  # our choice: the opening words of a question the debate browser shows
@@ -71,31 +77,16 @@ BESIDE = {"main_results": "main_results_vs_paper", "full_dataset": "full_dataset
           "diagnostics": "diagnostics_vs_paper", "significance": "significance_vs_paper",
           "spearman": "spearman_vs_paper", "tokens": "cost_vs_paper"}
 """Table -> the table with the study's printed numbers shown beside it."""
-_CHECKLIST_CSS = """
-table.checklist{table-layout:fixed;width:100%}table.checklist>tbody>tr>th{width:8.5em;
-text-align:left;vertical-align:top}table.checklist td{vertical-align:top;line-height:1.45}
-table.checklist table{font-size:.9em;margin:.4em 0}
-"""
+
+
+def _asset(name: str) -> str:
+    """A file of the site's ``assets/`` (package data: its CSS, its script, its templates)."""
+    return files(__package__).joinpath("assets", name).read_text(encoding="utf-8")
+
+
+_CHECKLIST_CSS = _asset("checklist.css")  # the reviewer's checklist page, after the site's
 FOLD_ROWS = 30  # our choice: a longer table shows its caption, the rows one click away
-_SITE_CSS = """
-.meta td:first-child{font-weight:600;white-space:nowrap}
-.pair{display:flex;flex-wrap:wrap;gap:18px;align-items:flex-start}
-.pair>div{flex:0 1 auto;min-width:300px;max-width:100%;overflow-x:auto}
-.pair>div:not(:only-child)>h3,.pair>div:not(:only-child)>.caption{contain:inline-size}
-figure{margin:.6em 0 1.2em}figure img{max-width:100%;height:auto;border:1px solid #e3e3e3;
-background:#fff}figcaption{font-size:.9em}.caption{font-size:.9em;color:#333}
-.toc{columns:2;font-size:.95em}.ledger{border:2px solid #0550ae;padding:4px 14px;
-background:#fff}
-table.claims{table-layout:fixed;width:100%}table.claims td{overflow-wrap:anywhere}
-col.c-quote{width:46%}col.c-verdict{width:16%}col.c-why{width:38%}
-table.claims summary{cursor:pointer}table.claims dl{margin:.4em 0;font-size:.92em}
-table.claims dt{font-weight:600}table.claims dd{margin:0 0 .3em 0}
-table.claims tr.claim-parts td{background:#f7f9fc;border-bottom:none}
-.n-parts{color:#666;font-size:.9em}
-table.claims tr.claim-part td:first-child{padding-left:1.6em;border-top:none}
-td{overflow-wrap:anywhere}
-nav.top{font-size:.95em;margin:.2em 0 .8em}details.fold>summary{margin:.2em 0 .8em}
-"""
+_SITE_CSS = _asset("site.css")  # every page of the site, after transcript.PAGE_CSS
 
 
 @dataclass
@@ -180,11 +171,8 @@ def chosen_debates(debates: pd.DataFrame, flags: pd.DataFrame,
 
 # ----------------------------------------------------------------- notebooks
 
-_OFFLINE_TEMPLATE = """{%- extends 'index.html.j2' -%}
-{%- block html_head_js -%}{%- endblock html_head_js -%}
-{%- block html_head_js_mathjax -%}{%- endblock html_head_js_mathjax -%}
-{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
-"""
+_OFFLINE_TEMPLATE = _asset("notebook_offline.html.j2")
+"""nbconvert's ``lab`` template without the scripts it would fetch from the network."""
 
 
 def export_notebook(ipynb: str | os.PathLike[str], out: str | os.PathLike[str]) -> Path:
@@ -339,116 +327,14 @@ def _meta_html(meta: Mapping[str, str]) -> str:
 
 # ----------------------------------------------------------------- debate browser
 
-_BROWSER_JS = r"""
-(function () {
-  var D = window.PEAR_DEBATES, cols = D.columns, rows = D.rows, per = 100, page = 0;
-  var c = {}; cols.forEach(function (n, i) { c[n] = i; });
-  function $(id) { return document.getElementById(id); }
-  function options(sel, values) {
-    values.forEach(function (v, i) {
-      var o = document.createElement("option"); o.value = String(i); o.textContent = v;
-      sel.appendChild(o);
-    });
-  }
-  options($("f-dataset"), D.datasets); options($("f-method"), D.methods);
-  options($("f-model"), D.models);
-  D.seeds.forEach(function (s) {
-    var o = document.createElement("option"); o.value = String(s); o.textContent = s;
-    $("f-seed").appendChild(o);
-  });
-  function want(id) { var v = $(id).value; return v === "" ? null : Number(v); }
-  function filtered() {
-    var ds = want("f-dataset"), me = want("f-method"), mo = want("f-model"),
-        se = want("f-seed"), co = $("f-correct").value,
-        q = $("f-text").value.trim().toLowerCase(),
-        mw = $("f-minority").checked, ml = $("f-majority").checked,
-        st = $("f-stopped").checked, pg = $("f-page").checked;
-    return rows.filter(function (r) {
-      return (ds === null || r[c.dataset] === ds) && (me === null || r[c.method] === me) &&
-        (mo === null || r[c.model] === mo) && (se === null || r[c.seed] === se) &&
-        (co === "" || r[c.correct] === Number(co)) && (!mw || r[c.minority_won]) &&
-        (!ml || r[c.majority_lost]) && (!st || r[c.stopped_early]) && (!pg || r[c.page]) &&
-        (q === "" || found(r, q));
-    });
-  }
-  function found(r, q) {
-    return [r[c.debate_id], r[c.question_id], r[c.question_text]].some(function (t) {
-      return t.toLowerCase().indexOf(q) >= 0;
-    });
-  }
-  function cell(tr, text, cls) {
-    var td = document.createElement("td"); td.textContent = text;
-    if (cls) { td.className = cls; } tr.appendChild(td); return td;
-  }
-  function draw() {
-    var hits = filtered(), body = $("rows"), pages = Math.max(1, Math.ceil(hits.length / per));
-    page = Math.min(page, pages - 1);
-    body.textContent = "";
-    hits.slice(page * per, page * per + per).forEach(function (r) {
-      var tr = document.createElement("tr"), id = r[c.debate_id], td = cell(tr, "");
-      if (r[c.page]) {
-        var a = document.createElement("a"); a.href = "d/" + r[c.page]; a.textContent = id;
-        td.appendChild(a);
-      } else {
-        td.textContent = id; td.title = "no page written: " + D.command.replace("ID", id);
-        td.className = "muted";
-      }
-      cell(tr, D.models[r[c.model]]); cell(tr, D.datasets[r[c.dataset]]);
-      cell(tr, D.methods[r[c.method]]); cell(tr, String(r[c.seed]), "num");
-      cell(tr, r[c.question_id]); cell(tr, r[c.question_text], "q-text");
-      cell(tr, r[c.correct] ? "\u2713" : "\u2717", r[c.correct] ? "ok" : "bad");
-      cell(tr, r[c.final]); cell(tr, r[c.gold]); cell(tr, String(r[c.rounds]), "num");
-      cell(tr, [r[c.minority_won] ? "minority-correct won" : "",
-                r[c.majority_lost] ? "majority-correct lost" : "",
-                r[c.stopped_early] ? "stopped early" : ""].filter(Boolean).join(", "));
-      cell(tr, String(r[c.tokens]), "num");
-      body.appendChild(tr);
-    });
-    $("count").textContent = hits.length + " of " + rows.length + " debates; page " +
-      (page + 1) + " of " + pages;
-    $("prev").disabled = page === 0; $("next").disabled = page >= pages - 1;
-  }
-  ["f-dataset", "f-method", "f-model", "f-seed", "f-correct", "f-minority", "f-majority",
-   "f-stopped", "f-page", "f-text"].forEach(function (id) {
-    $(id).addEventListener("input", function () { page = 0; draw(); });
-  });
-  $("prev").addEventListener("click", function () { page -= 1; draw(); });
-  $("next").addEventListener("click", function () { page += 1; draw(); });
-  draw();
-})();
-"""
+_BROWSER_JS = _asset("browser.js")
+"""The debate browser's script (``debates/browser.js``): filters, search and pages over
+``window.PEAR_DEBATES`` (``data.js``), every text put in with ``textContent``."""
+_BROWSER_BODY = Template(_asset("browser.html"))
+"""The debate browser's page body: ``$summary``, ``$pages_note``, ``$command`` (escaped
+HTML) and ``$static`` (the listing for a reader with JavaScript off)."""
+_BROWSER_CSS = _asset("browser.css")
 
-_BROWSER_BODY = """
-<nav><a href="../index.html">← results</a></nav>
-<h1>Debates</h1>
-<p>{summary}</p>
-<p class="muted">{pages_note} Any other debate: <code>{command}</code> writes its page
-where its link would point (hover a grey id to see the command for it).</p>
-<div id="listing">
-<form onsubmit="return false">
-<label>Dataset <select id="f-dataset"><option value="">all</option></select></label>
-<label>Method <select id="f-method"><option value="">all</option></select></label>
-<label>Model <select id="f-model"><option value="">all</option></select></label>
-<label>Seed <select id="f-seed"><option value="">all</option></select></label>
-<label>Correct <select id="f-correct"><option value="">all</option><option value="1">yes
-</option><option value="0">no</option></select></label>
-<label><input type="checkbox" id="f-minority"> minority-correct won</label>
-<label><input type="checkbox" id="f-majority"> majority-correct lost</label>
-<label><input type="checkbox" id="f-stopped"> stopped early</label>
-<label><input type="checkbox" id="f-page"> has a page</label>
-<label>Search <input id="f-text" type="search" size="28"
-placeholder="question words or id"></label>
-</form>
-<p><button id="prev" type="button">← previous</button> <span id="count"></span>
-<button id="next" type="button">next →</button></p>
-<div class="scroll"><table><thead><tr><th>Debate</th><th>Model</th><th>Dataset</th>
-<th>Method</th><th>Seed</th><th>Question</th><th>Opens with</th><th>Correct</th>
-<th>Final answer</th><th>Gold</th><th>Rounds</th><th>Kind</th><th>Tokens</th></tr></thead>
-<tbody id="rows"></tbody></table></div>
-</div>
-<noscript><style>#listing{{display:none}}</style>{static}</noscript>
-<script src="data.js"></script><script src="browser.js"></script>
-"""
 
 
 def _short(v: Any, limit: int = 40) -> str:
@@ -544,17 +430,13 @@ def _write_browser(site: Path, view: Any, runs_dir: Path, extra: Iterable[str],
                   f"{len(chosen)} debates have a transcript page: per model x dataset x "
                   f"method, the first debate (record order) of each kind: "
                   f"{', '.join(KIND_LABELS[k] for k in KINDS)}; and the case study.")
-    body = _BROWSER_BODY.format(
+    body = _BROWSER_BODY.substitute(
         summary=html.escape(f"{len(deb)} debates recorded in {runs_dir}.")
         + (f"</p><p class=\"mark\">{html.escape(mark)}" if mark else ""),
         pages_note=html.escape(pages_note), command=html.escape(command),
         static=_static_listing(rows, cols, data))
-    (out / "index.html").write_text(html_page("PEAR debates", body, css=_SITE_CSS +
-                                              "form label{margin-right:10px;white-space:"
-                                              "nowrap}form{line-height:2}.scroll{overflow-x:"
-                                              "auto}.scroll table{font-size:.85em}"
-                                              "td.q-text{min-width:16em}"),
-                                         encoding="utf-8")
+    (out / "index.html").write_text(html_page("PEAR debates", body,
+                                              css=_SITE_CSS + _BROWSER_CSS), encoding="utf-8")
     return len(deb), len(chosen)
 
 
@@ -671,22 +553,3 @@ def check_site(site_dir: str | os.PathLike[str]) -> list[str]:
             elif not (page.parent / html.unescape(link)).exists():
                 problems.append(f"{page.relative_to(root)} links a missing file: {link}")
     return problems
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m pear.paper.site --check DIR``: exit 1 naming every problem of the site."""
-    import argparse
-    import sys
-    p = argparse.ArgumentParser(prog="python -m pear.paper.site",
-                                description="Check a results site written by `pear paper`.")
-    p.add_argument("--check", metavar="DIR", required=True, help="the site (build/site)")
-    problems = check_site(p.parse_args(argv).check)
-    for line in problems:
-        print(line, file=sys.stderr)
-    if not problems:
-        print(f"site {p.parse_args(argv).check}: every page and link present")
-    return 1 if problems else 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
