@@ -46,11 +46,70 @@ def test_a_claim_of_several_parts_shows_its_text_once_and_labels_each_part():
     assert re.search(rf'<tr class="claim-parts"><td colspan="3">{re.escape(LLAMA)} '
                      r'<span class="n-parts">\(3 parts\)</span></td></tr>\n'
                      r'<tr id="claim-res-llama-gain-mmlu-pro"', html)
-    # every sentence of the study once, every claim still a row of its own
-    for quote in csv["quote"].unique():
-        assert html.count(f">{ledger.escape(quote)}") == 1, quote
+    # every claim's text once, as the first cell of a row; every claim id still a row
+    rows = _rows(csv)
+    for group in ledger.claim_groups(rows):
+        text = ledger.escape(ledger.claim_text(group))
+        assert html.count(f"<td>{text}</td>") + html.count(f'<td colspan="3">{text} ') == 1
     assert html.count('<tr id="claim-') == len(csv)
-    assert html.count('class="claim-parts"') == 3  # Llama gains, Qwen rounds, GPT rounds
+    # split per dataset: Llama gains, Qwen rounds, GPT rounds; listing numbers: the mean
+    # accuracies, the per-dataset gains, PEAR's tokens beside Clique's, its gains in cost
+    assert html.count('class="claim-parts"') == 7
+
+
+MEAN_ACC = ("PEAR reaches a mean accuracy of 0.701, compared with 0.620 for Fixed Clique, "
+            "0.602 for Fixed Star, 0.610 for Fixed Chain, and 0.609 for Fixed Ring")
+GAINS = ("Per-dataset gains over the best fixed topology are 6.0 points on MMLU-Pro, 3.9 on "
+         "TruthfulQA, 4.8 on GSM8K, and 5.6 on MATH-500")
+
+
+@pytest.mark.parametrize("text, parts", [
+    (MEAN_ACC, [("res-mean-acc-pear", "PEAR reaches a mean accuracy of 0.701"),
+                ("res-mean-acc-clique", "0.620 for Fixed Clique"),
+                ("res-mean-acc-star", "0.602 for Fixed Star"),
+                ("res-mean-acc-chain", "0.610 for Fixed Chain"),
+                ("res-mean-acc-ring", "0.609 for Fixed Ring")]),
+    (GAINS, [("res-gain-vs-best-fixed-mmlu-pro",
+              "Per-dataset gains over the best fixed topology are 6.0 points on MMLU-Pro"),
+             ("res-gain-vs-best-fixed-truthfulqa", "3.9 on TruthfulQA"),
+             ("res-gain-vs-best-fixed-gsm8k", "4.8 on GSM8K"),
+             ("res-gain-vs-best-fixed-math500", "5.6 on MATH-500")])])
+def test_a_sentence_listing_values_is_one_claim_with_its_parts(text, parts):
+    """The study's sentence that lists several numbers is transcribed one row per number,
+    each quoting only its item ("0.602 for Fixed Star"): the ledger shows the sentence once
+    as one claim, each number a part of it, never an item as a claim of its own."""
+    csv = claims.load_claims()
+    rows = _rows(csv)
+    group = next(g for g in ledger.claim_groups(rows) if parts[0][0] in set(g["id"]))
+    assert list(group["id"]) == [cid for cid, _ in parts]
+    assert ledger.claim_text(group) == text
+    html = ledger.ledger_html(rows, title="")
+    n = len(parts)
+    ids = "".join(rf'\n<tr id="claim-{re.escape(cid)}" class="verdict-supported claim-part">'
+                  rf'<td><span class="part-label">{re.escape(label)}</span></td>[^\n]*'
+                  for cid, label in parts)
+    assert re.search(rf'<tr class="claim-parts"><td colspan="3">{re.escape(text)} '
+                     rf'<span class="n-parts">\({n} parts\)</span></td></tr>{ids}', html)
+    for cid, _ in parts:
+        assert len(re.findall(rf'<tr id="claim-{re.escape(cid)}"', html)) == 1
+    items = csv.set_index("id").loc[[cid for cid, _ in parts[1:]], "quote"]
+    for item in items:  # no item of the list as a claim's text of its own
+        assert f"<td>{item}</td>" not in html and f'colspan="3">{item} ' not in html
+    # the Markdown/TeX ledger: the same claim, its ids numbered as its parts
+    table = ledger.table_ledger(rows)
+    assert table.loc[[cid for cid, _ in parts], "Part"].tolist() == [
+        f"{k} of {n}" for k in range(1, n + 1)]
+    assert table.loc["res-pear-best-every-row", "Part"] == "–"
+
+
+@pytest.mark.parametrize("quote, item", [
+    ("0.602 for Fixed Star", True), ("and 5.6 on MATH-500", True),
+    ("compared with 0.620 for Fixed Clique", True),
+    ("PEAR reaches a mean accuracy of 0.701", False),
+    ("with six of the eight significant at p<0.01", False),
+    ("falls in the narrow band [0.589, 0.612]", False)])
+def test_a_list_item_is_told_from_a_sentence(quote, item):
+    assert ledger.list_item(quote) is item
 
 
 def test_a_single_part_claim_reads_as_before_and_every_text_is_escaped():

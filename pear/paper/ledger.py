@@ -23,7 +23,8 @@ from pear.paper import study, provenance
 from pear.paper.build import EXPECTED_OUTPUTS
 
 __all__ = ["load_build", "counts_line", "table_ledger", "table_consistency", "forest_frame",
-           "plot_forest", "ledger_html", "part_labels", "site_link", "save_html",
+           "plot_forest", "ledger_html", "part_labels", "claim_groups", "claim_text",
+           "list_item", "site_link", "save_html",
            "caption_ledger", "caption_consistency", "default_link"]
 
 _UNIT_LABELS = {"fraction": "fraction (accuracy, rates)", "points": "points",
@@ -50,14 +51,18 @@ def counts_line(ledger: pd.DataFrame, column: str = "verdict") -> str:
 
 
 def table_ledger(ledger: pd.DataFrame) -> pd.DataFrame:
-    """One row per claim: kind, the printed claim, what the study's own tables give, this
-    build's reproduced values, the verdict (with the finding when it is not evidence) and
-    the reason or the questions that would decide it."""
+    """One row per claim id: which part of a claim of several parts it is
+    (:func:`claim_groups`: "2 of 5"; "–" for a claim of one part), kind, the printed claim,
+    what the study's own tables give, this build's reproduced values, the verdict (with the
+    finding when it is not evidence) and the reason or the questions that would decide it."""
     def verdict(r: pd.Series) -> str:
         return r["verdict"] if r["verdict"] == r["finding"] else \
             f"{r['verdict']} (finding: {r['finding']})"
+    part = [f"{k} of {len(g)}" if len(g) > 1 else "–"
+            for g in claim_groups(ledger) for k in range(1, len(g) + 1)]
     out = pd.DataFrame({
-        "Claim": ledger["id"], "Kind": ledger["kind"], "Printed": ledger["printed"],
+        "Claim": ledger["id"], "Part": part, "Kind": ledger["kind"],
+        "Printed": ledger["printed"],
         "Study's tables": ledger["table_finding"],
         "Reproduced": ledger["reproduced"].where(ledger["reproduced"] != "", "–"),
         "Verdict": ledger.apply(verdict, axis=1),
@@ -270,12 +275,57 @@ def part_labels(rows: pd.DataFrame) -> list[str]:
             for lab, i in zip(labels, rows["id"])]
 
 
-def _claim_groups(ledger: pd.DataFrame) -> list[pd.DataFrame]:
-    """The ledger's rows in order, consecutive rows with the same quote together (the parts
-    of one printed sentence, e.g. one per dataset)."""
+_LIST_ITEM = re.compile(r"(?:(?:and|or|compared with)\s+)?[+-]?\d")
+"""A quote that is an item of a list (a number first, after "and", "or" or "compared
+with" at most): the study's transcription gives each number of a sentence that lists
+several its own row, quoting only its item ("0.602 for Fixed Star", "and 5.6 on
+MATH-500")."""
+_CONNECTIVE = re.compile(r"^(?:and|or|compared with)\s+")
+
+
+def list_item(quote: str) -> bool:
+    """Whether ``quote`` is an item of a list a previous claim's sentence began
+    (:data:`_LIST_ITEM`), not a sentence of its own.
+
+    >>> list_item("0.602 for Fixed Star"), list_item("and 5.6 on MATH-500")
+    (True, True)
+    >>> list_item("PEAR reaches a mean accuracy of 0.701"), list_item("with six of the eight")
+    (False, False)
+    """
+    return bool(_LIST_ITEM.match(_text(quote)))
+
+
+def claim_groups(ledger: pd.DataFrame) -> list[pd.DataFrame]:
+    """The ledger's rows in order, the rows of one claim together: consecutive rows with
+    the same quote (a sentence split into parts, e.g. one per dataset), and the rows whose
+    quote is an item of the list the row before began (:func:`list_item`, same section):
+    "PEAR reaches a mean accuracy of 0.701" then "compared with 0.620 for Fixed Clique",
+    "0.602 for Fixed Star", ... are one claim with five parts.  Each row keeps its id."""
     quotes = ledger["quote"].map(_text).to_numpy()
-    starts = [i for i in range(len(ledger)) if i == 0 or quotes[i] != quotes[i - 1]]
+    sections = (ledger["section"].map(_text).to_numpy() if "section" in ledger
+                else [""] * len(ledger))
+    starts = [i for i in range(len(ledger))
+              if i == 0 or not (quotes[i] == quotes[i - 1] or (
+                  list_item(quotes[i]) and sections[i] == sections[i - 1]))]
     return [ledger.iloc[a:b] for a, b in zip(starts, starts[1:] + [len(ledger)])]
+
+
+def claim_text(group: pd.DataFrame) -> str:
+    """The text of one claim (a group of :func:`claim_groups`): its quote, or the quotes
+    of a listed claim joined in order ("PEAR reaches a mean accuracy of 0.701, compared
+    with 0.620 for Fixed Clique, ...")."""
+    return ", ".join(dict.fromkeys(group["quote"].map(_text)))
+
+
+def _group_labels(group: pd.DataFrame) -> list[str]:
+    """Each part's label: :func:`part_labels` for a sentence split into parts; for a
+    listed claim, each part's own item without its leading "and" or "compared with" (the
+    claim id where two parts would read alike)."""
+    if group["quote"].map(_text).nunique() == 1:
+        return part_labels(group)
+    labels = [_CONNECTIVE.sub("", _text(q)) for q in group["quote"]]
+    return [lab if lab and labels.count(lab) == 1 else _text(i)
+            for lab, i in zip(labels, group["id"])]
 
 
 def _claim_row(r: pd.Series, first: str, link: Callable[[str, str], str | None],
@@ -309,15 +359,16 @@ def _claim_row(r: pd.Series, first: str, link: Callable[[str, str], str | None],
 
 
 def _claim_rows(group: pd.DataFrame, link: Callable[[str, str], str | None]) -> list[str]:
-    """The rows of one quote: a claim of one part as one row; one of several parts as its
-    quote once (a row of its own), then a row per part labelled by what sets it apart."""
+    """The rows of one claim (:func:`claim_groups`): a claim of one part as one row; one
+    of several parts as its text once (a row of its own), then a row per part labelled by
+    what sets it apart."""
     if len(group) == 1:
         return [_claim_row(group.iloc[0], escape(group.iloc[0]["quote"]), link)]
-    head = (f'<tr class="claim-parts"><td colspan="3">{escape(group.iloc[0]["quote"])} '
+    head = (f'<tr class="claim-parts"><td colspan="3">{escape(claim_text(group))} '
             f'<span class="n-parts">({len(group)} parts)</span></td></tr>')
     return [head] + [_claim_row(r, f'<span class="part-label">{escape(label)}</span>', link,
                                 part=True)
-                     for (_, r), label in zip(group.iterrows(), part_labels(group))]
+                     for (_, r), label in zip(group.iterrows(), _group_labels(group))]
 
 
 def ledger_html(ledger: pd.DataFrame, *, link: Callable[[str, str], str | None] = default_link,
@@ -327,8 +378,9 @@ def ledger_html(ledger: pd.DataFrame, *, link: Callable[[str, str], str | None] 
     its quote, its verdict and a one-line reason; a click opens the rest (the printed value,
     the study's own tables, the reproduced values, the whole reason, and links to the tables,
     figures and debates behind it: ``link(kind, name)`` builds each address, None for none).
-    Claims that are parts of one sentence (consecutive, same quote) show the quote once,
-    each part's row labelled by :func:`part_labels`.  Models are named by display name;
+    A claim of several parts (:func:`claim_groups`: a sentence split per dataset, or one
+    that lists several numbers) shows its text once, each part's row labelled by what sets
+    it apart.  Models are named by display name;
     every text is escaped."""
     counts = verdict_counts(ledger)
     head = "".join(f"<th>{escape(v)}</th>" for v in counts.index)
@@ -344,7 +396,7 @@ def ledger_html(ledger: pd.DataFrame, *, link: Callable[[str, str], str | None] 
     out.append('<table class="claims"><colgroup><col class="c-quote"><col class="c-verdict">'
                '<col class="c-why"></colgroup>'
                "<tr><th>Claim</th><th>Verdict</th><th>Why (click for details)</th></tr>")
-    for group in _claim_groups(ledger):
+    for group in claim_groups(ledger):
         out += _claim_rows(group, link)
     out.append("</table></section>")
     return "\n".join(out)
