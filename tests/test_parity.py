@@ -60,3 +60,21 @@ def test_pear_parity_writes_markdown_and_latex(tmp_path, capsys):
     assert "| vLLM | initial | 1/1 (CoT calls) | 100% |" in md
     assert "\\toprule" in (tmp_path / "fig" / "parity.tex").read_text()
     assert main(["parity", str(tmp_path / "llamacpp"), str(tmp_path / "missing")]) == 2
+
+
+def test_pear_parity_run_writes_a_valid_run_of_the_grid_that_pear_parity_compares(tmp_path,
+                                                                                  capsys):
+    """`pear parity-run` on the simulated backend (a fraction of a second): the parity grid's 9
+    debates (GSM8K, 3 questions, CoT, Clique and PEAR), a run `pear validate` accepts; two such
+    runs (seeded, greedy) agree everywhere."""
+    for side in ("a", "b"):
+        assert main(["parity-run", "simulated", str(tmp_path / side)]) == 0
+    assert capsys.readouterr().out.splitlines()[0] == \
+        f"{tmp_path / 'a'}: 9 debates written, complete=True"
+    assert main(["validate", str(tmp_path / "a")]) == 0
+    assert "no problem found" in capsys.readouterr().out
+    out = tmp_path / "parity"
+    assert main(["parity", f"A={tmp_path / 'a'}", f"B={tmp_path / 'b'}", "--out", str(out)]) == 0
+    md = out.with_suffix(".md").read_text()
+    assert "| B | initial | 3/3 (CoT calls) | 100% | 100% |" in md
+    assert "| B | final |  | 100% |  |" in md and "9 debates" in md

@@ -232,11 +232,13 @@ HELP_SHOWS = {  # per command, a few of its own arguments its --help must show
     "methods": ("--plugin MODULE",),
     "claims-diff": ("--seed SEED", "build_a build_b"),
     "parity": ("--out OUT", "RUN [RUN ...]"),
+    "parity-run": ("--model-path PATH", "--base-url URL", "BACKEND OUT"),
     "branch": ("--from-round R", "--parent-method PARENT_METHOD"),
     "launch": ("slurm", "status"),
     "ensemble": ("--k K", "--family", "--replay"),
     "fit": ("--out FILE.json", "--prior FILE"),
     "family": ("--replicates K", "split-half"),
+    "populations": ("check", "write-graded", "in-sample", "bootstrap", "published"),
 }
 
 

@@ -1,7 +1,8 @@
 """The ``pear`` command line, one module per command family: :mod:`~pear.cli.run` (``run``,
 ``plan``, ``merge``, ``branch``, ``launch``), :mod:`~pear.cli.inspect` (``show``, ``index``,
-``validate``, ``grade-check``, ``parity``), :mod:`~pear.cli.importing` (``import``,
-``sim-check``), :mod:`~pear.cli.populations` (``fit``, ``family``), :mod:`~pear.cli.paper` (``paper``, ``claims-diff``, ``ensemble``) and
+``validate``, ``grade-check``, ``parity``, ``parity-run``), :mod:`~pear.cli.importing`
+(``import``, ``sim-check``), :mod:`~pear.cli.populations` (``fit``, ``family``,
+``populations``), :mod:`~pear.cli.paper` (``paper``, ``claims-diff``, ``ensemble``) and
 :mod:`~pear.cli.catalog` (``models``, ``methods``).  Each family adds its commands' parsers, and
 each parser names its handler; :func:`main` assembles them, loads the plug-ins and turns a
 user's error into one line.
@@ -26,8 +27,10 @@ __all__ = ["main", "make_backend"]
 COMMANDS = (run.add_run, catalog.add_models, run.add_plan, run.add_merge, inspect.add_show,
             inspect.add_index, inspect.add_validate, inspect.add_grade_check,
             importing.add_import, importing.add_sim_check, paper.add_paper,
-            catalog.add_methods, paper.add_claims_diff, inspect.add_parity, run.add_branch,
-            run.add_launch, paper.add_ensemble, populations.add_fit, populations.add_family)
+            catalog.add_methods, paper.add_claims_diff, inspect.add_parity,
+            inspect.add_parity_run, run.add_branch,
+            run.add_launch, paper.add_ensemble, populations.add_fit, populations.add_family,
+            populations.add_populations)
 """Every command, in the order ``pear --help`` lists them."""
 
 

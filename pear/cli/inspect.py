@@ -1,5 +1,6 @@
 """Commands that read recorded runs: ``pear show``, ``pear index``, ``pear validate``,
-``pear grade-check`` and ``pear parity`` (runs of one grid on different backends)."""
+``pear grade-check`` and ``pear parity`` (runs of one grid on different backends), with
+``pear parity-run``, which writes one such run."""
 from __future__ import annotations
 
 import argparse
@@ -9,7 +10,8 @@ from typing import Any
 from pear.cli.options import DROP_HELP, nonneg
 from pear.paths import SITE_DIR
 
-__all__ = ["add_show", "add_index", "add_validate", "add_grade_check", "add_parity"]
+__all__ = ["add_show", "add_index", "add_validate", "add_grade_check", "add_parity",
+           "add_parity_run"]
 
 
 def add_show(sub: Any) -> None:
@@ -136,8 +138,8 @@ def _cmd_grade_check(a: argparse.Namespace) -> int:
 def add_parity(sub: Any) -> None:
     pa = sub.add_parser("parity", help="compare runs of one grid on different backends",
                         description="Backend parity: the same seeded grid on one model through "
-                        "two or more backends (e.g. `python -m pear.runs.parity run BACKEND "
-                        "OUT` for each), compared per phase with the first run: prompt tokens, "
+                        "two or more backends (e.g. `pear parity-run BACKEND OUT` for "
+                        "each), compared per phase with the first run: prompt tokens, "
                         "answer and confidence agreement, parse and truncation rates, final "
                         "accuracy.  Writes PREFIX.md and PREFIX.tex.")
     pa.add_argument("runs", nargs="+", metavar="RUN", help="run directories (LABEL=DIR names "
@@ -166,4 +168,29 @@ def _cmd_parity(a: argparse.Namespace) -> int:
     out.with_suffix(".md").write_text(md)
     out.with_suffix(".tex").write_text(tex)
     print(md + f"\nwritten: {out.with_suffix('.md')}, {out.with_suffix('.tex')}")
+    return 0
+
+
+def add_parity_run(sub: Any) -> None:
+    pr = sub.add_parser("parity-run", help="run the parity grid on one backend",
+                        description="Run the parity grid (pear.runs.parity.PARITY_GRID: GSM8K, "
+                        "3 questions, CoT, Clique and PEAR, 3 agents, 1 round, greedy) on one "
+                        "backend into OUT, as `pear run` builds that backend; compare such runs "
+                        "with `pear parity A=DIR B=DIR ...`.")
+    pr.add_argument("backend", metavar="BACKEND",
+                    help="llamacpp | openai | vllm | vllm-cpu | simulated")
+    pr.add_argument("out", metavar="OUT", help="the run directory to write")
+    pr.add_argument("--model", help="the model's name (as for pear run)")
+    pr.add_argument("--model-path", metavar="PATH", help="a GGUF file (llamacpp)")
+    pr.add_argument("--base-url", metavar="URL", help="an OpenAI-compatible server")
+    pr.add_argument("--prompt-style", choices=("compact", "paper"), default="compact",
+                    help="the prompts (default: compact)")
+    pr.set_defaults(handler=_cmd_parity_run)
+
+
+def _cmd_parity_run(a: argparse.Namespace) -> int:
+    from pear.runs.parity import run_side  # heavy: the runner and backends, only for this command
+    s = run_side(a.backend, a.out, model=a.model, model_path=a.model_path,
+                 base_url=a.base_url, prompt_style=a.prompt_style)
+    print(f"{a.out}: {s.written} debates written, complete={s.complete}")
     return 0

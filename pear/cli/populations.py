@@ -1,11 +1,18 @@
-"""Commands that fit simulated populations to recorded runs: ``pear fit`` (a twin) and
-``pear family`` (the shipped family of real twins: write, check, split-half)."""
+"""Commands that fit simulated populations to recorded runs: ``pear fit`` (a twin),
+``pear family`` (the shipped family of real twins: write, check, split-half) and
+``pear populations`` (the shipped corpus fit, :mod:`pear.populations.grounding`: check, write,
+write-graded, fit, bootstrap, in-sample; and the check against published figures,
+:mod:`pear.populations.published_dynamics`: published)."""
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 from typing import Any
 
-__all__ = ["add_fit", "add_family"]
+from pear.cli.options import positive
+
+__all__ = ["add_fit", "add_family", "add_populations"]
 
 
 def add_fit(sub: Any) -> None:
@@ -85,4 +92,155 @@ def _cmd_family(a: argparse.Namespace) -> int:
             for m in ms]
     import pandas as pd
     print(pd.DataFrame(rows).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    return 0
+
+
+# ----------------------------------------------------------------- pear populations
+
+def add_populations(sub: Any) -> None:
+    p = sub.add_parser("populations", help="the shipped populations: check, write, fit, "
+                       "bootstrap, in-sample, published",
+                       description="The shipped simulated populations (data/populations/: "
+                                   "study, grounded, grounded-math and grounded's bootstrap "
+                                   "draws) and the corpus fit they are written from (DyLAN's "
+                                   "MATH and MMLU debates, pear.populations.grounding), checked, "
+                                   "written, refitted; and a population held against published "
+                                   "per-model debate figures.")
+    modes = p.add_subparsers(dest="mode", required=True)
+
+    def mode(name: str, handler: Any, summary: str, description: str | None = None,
+             also: bool = False) -> argparse.ArgumentParser:
+        m = modes.add_parser(name, help=summary,
+                             description=description or summary[0].upper() + summary[1:] + ".")
+        if also:
+            m.add_argument("--also", nargs="+", default=[], type=_run_dir, metavar="RUN",
+                           help="imported runs (or runs of ours) to fit on besides DyLAN's "
+                                "debates")
+        m.set_defaults(handler=handler)
+        return m
+
+    mode("check", _cmd_populations_check,
+         "import DyLAN's MATH and MMLU debates from scratch and refit from them; exit 1 unless "
+         "the shipped graded import has the same records and the shipped population files "
+         "(study, grounded, grounded-math and the ensemble's draws) the same fingerprints "
+         "(minutes; run by CI)")
+    mode("write", _cmd_populations_write,
+         "rewrite data/populations/study.json, grounded.json, grounded-math.json and the "
+         "ensemble's draws (data/populations/ensemble/)", also=True)
+    mode("write-graded", _cmd_populations_write_graded,
+         "import DyLAN's MATH corpus from scratch and rewrite its shipped graded copy "
+         "(data/real-debates/graded/dylan-math-gpt35)")
+    mode("fit", _cmd_populations_fit,
+         "print the corpus fit (on DyLAN's debates and the --also runs): its size, the "
+         "coefficients and the diagnostics", also=True)
+    b = mode("bootstrap", _cmd_populations_bootstrap,
+             "time K bootstrap refits of the corpus fit and print the spread of their "
+             "coefficients", also=True)
+    b.add_argument("k", type=positive, metavar="K", help="how many refits")
+    b.add_argument("--seed", type=int, default=0, help="the bootstrap's seed (default 0)")
+    mode("in-sample", _cmd_populations_in_sample,
+         "hold the fit against its own data: the choice level per situation and the corpus's "
+         "debates simulated under their own protocol; exit 1 when a situation's choices are "
+         "off (pear.populations.grounding.in_sample)", also=True)
+    pub = mode("published", _cmd_populations_published,
+               "hold a population against published per-model debate figures (DebateLedger's "
+               "collapse and recovery of 11 models; pear.populations.published_dynamics)")
+    pub.add_argument("--population", default="grounded", metavar="NAME|FILE",
+                     help="study, grounded, grounded-math or a file (default: grounded)")
+    pub.add_argument("--replicates", type=positive, default=5, metavar="K",
+                     help="simulations per model (default 5)")
+    pub.add_argument("--questions", type=positive, default=500, metavar="N",
+                     help="a seeded sample of N MMLU-Pro questions (default 500)")
+    pub.add_argument("--seed", type=int, default=0, help="the simulations' seed (default 0)")
+
+
+def _run_dir(text: str) -> str:
+    if not Path(text, "manifest.json").is_file():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a run directory (no manifest.json)")
+    return text
+
+
+def _ground(a: argparse.Namespace) -> Any:
+    """The corpus fit on DyLAN's debates and the --also runs, printed."""
+    from pear.populations.grounding import fit_summary, ground  # heavy: only for this command
+    g = ground(extra=a.also)
+    print(fit_summary(g))
+    return g
+
+
+def _cmd_populations_check(a: argparse.Namespace) -> int:
+    from pear.populations import grounding  # heavy: pandas, scipy, only for this command
+    graded, problems = grounding.check_all(log=print)
+    where = grounding.shown(grounding.GRADED)
+    for line in graded:
+        print(f"graded import check FAILED: {line}", file=sys.stderr)
+    if graded:
+        print(f"graded import check: {where} is not what the code produces now; if the change "
+              "is intended, rewrite it with `pear populations write-graded`", file=sys.stderr)
+    else:
+        print(f"graded import check: {where} holds the records an import from scratch writes")
+    for line in problems:
+        print(f"population check FAILED: {line}", file=sys.stderr)
+    if not problems:
+        print(f"population check: the shipped study, grounded, grounded-math and "
+              f"{grounding.ENSEMBLE_K} bootstrap files are what the shipped data and code "
+              "produce")
+    return 1 if problems or graded else 0
+
+
+def _cmd_populations_write(a: argparse.Namespace) -> int:
+    from pear.populations import grounding  # heavy: pandas, scipy, only for this command
+    written, record = grounding.write_populations(_ground(a))
+    for path, p in written:
+        print(f"wrote {path} (fingerprint {p.fingerprint[:12]})")
+    print(f"wrote {grounding.ENSEMBLE_K} bootstrap draws of seed {grounding.ENSEMBLE_SEED} and "
+          f"{record}")
+    return 0
+
+
+def _cmd_populations_write_graded(a: argparse.Namespace) -> int:
+    import time
+    from pear.populations.grounding import shown, write_graded  # heavy: only for this command
+    t0 = time.perf_counter()
+    dest = write_graded()
+    sizes = ", ".join(f"{p.name} {p.stat().st_size:,} bytes" for p in sorted(dest.iterdir()))
+    print(f"wrote {shown(dest)} ({sizes}) from an import from scratch in "
+          f"{time.perf_counter() - t0:.0f} s")
+    return 0
+
+
+def _cmd_populations_fit(a: argparse.Namespace) -> int:
+    _ground(a)
+    return 0
+
+
+def _cmd_populations_bootstrap(a: argparse.Namespace) -> int:
+    from pear.populations.grounding import bootstrap_spread  # heavy: only for this command
+    dt, sd = bootstrap_spread(a.k, a.seed, _ground(a))
+    print(f"{a.k} bootstrap refits in {dt:.2f} s ({dt / a.k:.3f} s each); sd of the "
+          "coefficients: " + ", ".join(f"{f} {s:.3f}" for f, s in sd.items()))
+    return 0
+
+
+def _cmd_populations_in_sample(a: argparse.Namespace) -> int:
+    import time
+    from pear.populations.grounding import in_sample  # heavy: only for this command
+    g = _ground(a)
+    t0 = time.perf_counter()
+    table, debates, problems = in_sample(g)
+    print("the choice level, real and predicted, per situation (own answer x heard):")
+    print(table.round(3).to_string())
+    print(f"the corpus simulated under its own protocol ({debates.setting.get('replicates')} "
+          "replicates):")
+    print(debates.table())
+    print(f"in-sample check in {time.perf_counter() - t0:.0f} s: " + (
+        "every situation's choices as predicted" if not problems else f"{len(problems)} gaps"))
+    for line in problems:
+        print(f"in-sample check FAILED: {line}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+def _cmd_populations_published(a: argparse.Namespace) -> int:
+    from pear.populations.published_dynamics import report  # heavy: the simulator, pandas
+    print(report(a.population, a.replicates, a.seed, a.questions))
     return 0

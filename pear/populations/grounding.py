@@ -26,31 +26,29 @@ written from the shipped data and code, checked, and resampled.
   :data:`ENSEMBLE_K` draws of seed :data:`ENSEMBLE_SEED` are shipped too
   (``data/populations/ensemble/``: ``grounded-b<i>.json`` and ``ensemble.json``, the seed and
   every fingerprint), so that an ensemble of at most that size needs neither DyLAN's corpus
-  imported nor a refit; ``--check`` refits them as well.
+  imported nor a refit; ``pear populations check`` refits them as well.
 
 DyLAN's corpus is imported once per machine (``build/imported/``); a first build writes that
 run from its shipped graded copy (:data:`GRADED`) instead of grading its 57,000 answers again,
-and ``--check`` holds that copy equal to an import from scratch.
+and ``pear populations check`` holds that copy equal to an import from scratch.
 
-Command line::
+Command line (:mod:`pear.cli.populations`)::
 
-    python -m pear.populations.grounding --check   # import the corpus from scratch and refit; exit 1
-                                             # unless the shipped graded import and population
-                                             # files match
-    python -m pear.populations.grounding --write-graded  # import the corpus from scratch and rewrite
-                                             # its graded copy, data/real-debates/graded/
-    python -m pear.populations.grounding --write   # rewrite data/populations/{study,grounded,
-                                             # grounded-math}.json and data/populations/ensemble/
-    python -m pear.populations.grounding --fit --also RUN   # the fit on the corpus and an imported run
-    python -m pear.populations.grounding --bootstrap 20     # time 20 bootstrap refits
+    pear populations check          # import the corpus from scratch and refit; exit 1 unless
+                                    # the shipped graded import and population files match
+    pear populations write-graded   # import the corpus from scratch and rewrite its graded
+                                    # copy, data/real-debates/graded/
+    pear populations write          # rewrite data/populations/{study,grounded,
+                                    # grounded-math}.json and data/populations/ensemble/
+    pear populations fit --also RUN # the fit on the corpus and an imported run
+    pear populations bootstrap 20   # time 20 bootstrap refits
+    pear populations in-sample      # the fit held against its own data; exit 1 on a gap
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import os
 import shutil
-import sys
 import time
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -69,7 +67,8 @@ __all__ = ["CORPUS", "CORPUS_DATASET", "CORPUS_GRADING", "CORPUS_MODEL", "GRADED
            "ENSEMBLE_DIR", "ENSEMBLE_K", "ENSEMBLE_SEED", "corpus_run", "write_graded",
            "check_graded", "records", "study_population",
            "grounded_population", "Grounding", "ground", "bootstrap_populations",
-           "shipped_draws", "write_draws", "sources", "check", "sequential", "main",
+           "shipped_draws", "write_draws", "sources", "check", "sequential", "check_all",
+           "write_populations", "bootstrap_spread", "fit_summary", "shown",
            "CRITIQUE_WEIGHTS", "MMLU_CORPUS", "MMLU_TEAMS", "mmlu_runs", "default_runs",
            "options", "MATH_ONLY", "math_population"]
 
@@ -86,8 +85,8 @@ MMLU_TEAMS = (2, 3, 4, 7)
 MMLU_DATASET = "mmlu"
 MMLU_GRADING = "letters"
 """The shipped graded copy of :data:`CORPUS`'s import (:mod:`pear.store.shipped`: its manifest
-and its records xz-compressed), written by ``--write-graded`` and held equal to a fresh import
-by ``--check``; derived from DyLAN's records (MIT, ``data/real-debates/LICENSE-DyLAN``)."""
+and its records xz-compressed), written by ``pear populations write-graded`` and held equal to a
+fresh import by ``pear populations check``; derived from DyLAN's records (MIT, ``data/real-debates/LICENSE-DyLAN``)."""
 DECIMALS = 3
 """Decimals of the stored coefficients and of ``wrong_focus``."""
 
@@ -159,10 +158,11 @@ def check_graded(run: str | os.PathLike[str], dest: Path = GRADED) -> list[str]:
     :func:`pear.store.shipped.differences`: timing, wall-clock and environment fields aside)."""
     if shipped_import.read_manifest(dest) is None:
         return [f"{dest}: no graded copy of {CORPUS.name} is shipped there"]
-    return [f"{_shown(dest)}: {d}" for d in shipped_import.differences(dest, run)]
+    return [f"{shown(dest)}: {d}" for d in shipped_import.differences(dest, run)]
 
 
-def _shown(path: Path) -> str:
+def shown(path: Path) -> str:
+    """``path`` relative to the checkout where it lies inside it, else as given."""
     try:
         return Path(path).resolve().relative_to(REPO_ROOT).as_posix()
     except ValueError:
@@ -350,7 +350,7 @@ def bootstrap_populations(k: int = 20, seed: int = 0, g: Grounding | None = None
     ``seed``; the same-wrong-answer share stays the whole data's; the spread of the skill
     interactions is the strength dependence's) and PEAR's protocol mapped with the critique
     weight :data:`CRITIQUE_WEIGHTS` ``[i % 2]``: an ensemble over both.  Without ``g``, the shipped
-    draws when they hold these (:func:`shipped_draws`: what ``--check`` holds equal to a
+    draws when they hold these (:func:`shipped_draws`: what ``pear populations check`` holds equal to a
     refit), else refitted on :func:`ground`'s fit."""
     if g is None:
         shipped = shipped_draws(k, seed)
@@ -444,7 +444,7 @@ def check(g: Grounding | None = None, g_math: Grounding | None = None) -> list[s
     if shipped_draws_ is None:
         return problems + [f"{ENSEMBLE_DIR.name}: the {ENSEMBLE_K} bootstrap draws of seed "
                            f"{ENSEMBLE_SEED} of the shipped grounded are not shipped "
-                           f"({ENSEMBLE_DIR}): run --write"]
+                           f"({ENSEMBLE_DIR}): run `pear populations write`"]
     for shipped, now in zip(shipped_draws_,
                             bootstrap_populations(ENSEMBLE_K, ENSEMBLE_SEED, g)):
         if shipped.fingerprint != now.fingerprint:
@@ -487,116 +487,63 @@ def in_sample(g: Grounding, replicates: int = 20, seed: int = 0) -> tuple[Any, A
     return table, debates, problems
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m pear.populations.grounding", description=__doc__
-                                 .split("\n\n")[0])
-    what = ap.add_mutually_exclusive_group(required=True)
-    what.add_argument("--check", action="store_true",
-                      help="import DyLAN's MATH and MMLU debates from scratch and refit from "
-                           "them; exit 1 unless the shipped graded import has the same records "
-                           "and the shipped population files (study, grounded, grounded-math "
-                           "and the ensemble's draws) the same fingerprints")
-    what.add_argument("--write-graded", action="store_true",
-                      help=f"import DyLAN's corpus from scratch and rewrite its shipped graded "
-                           f"copy ({_shown(GRADED)})")
-    what.add_argument("--write", action="store_true",
-                      help="rewrite data/populations/study.json, grounded.json, "
-                           "grounded-math.json and the ensemble's draws "
-                           "(data/populations/ensemble/)")
-    what.add_argument("--bootstrap", type=int, metavar="K",
-                      help="time K bootstrap refits and print their coefficients")
-    what.add_argument("--fit", action="store_true",
-                      help="print the fit (on the corpus and the --also runs) and stop")
-    what.add_argument("--in-sample", action="store_true",
-                      help="hold the fit against its own data: the choice level per situation "
-                           "and the corpus's debates simulated under their own protocol; exit "
-                           "1 when a situation's choices are off (pear.populations.grounding."
-                           "in_sample)")
-    ap.add_argument("--also", nargs="+", default=[], metavar="RUN",
-                    help="imported runs (or runs of ours) to fit on besides DyLAN's corpus "
-                         "(--fit, --write, --bootstrap; --check reads the shipped data only)")
-    ap.add_argument("--seed", type=int, default=0, help="the bootstrap's seed")
-    a = ap.parse_args(argv)
-    for run in a.also:
-        if not Path(run, "manifest.json").is_file():
-            ap.error(f"--also {run!r} is not a run directory (no manifest.json)")
-    if a.write_graded:
-        t0 = time.perf_counter()
-        dest = write_graded()
-        sizes = ", ".join(f"{p.name} {p.stat().st_size:,} bytes" for p in sorted(dest.iterdir()))
-        print(f"wrote {_shown(dest)} ({sizes}) from an import from scratch in "
-              f"{time.perf_counter() - t0:.0f} s")
-        return 0
-    graded: list[str] = []
-    if a.check:  # the corpus imported from scratch, never from the shipped copy it checks
-        t0 = time.perf_counter()
-        run = corpus_run(fresh=True)
-        graded = check_graded(run)
-        print(f"imported {CORPUS.name} from scratch in {time.perf_counter() - t0:.0f} s "
-              f"({run}); shipped graded copy: {'DIFFERS' if graded else 'the same records'}")
-        t0 = time.perf_counter()
-        g = ground(runs=[run, *mmlu_runs(fresh=True)])
-        print(f"imported {MMLU_CORPUS.name}'s {len(MMLU_TEAMS)} teams from scratch and fitted "
-              f"in {time.perf_counter() - t0:.0f} s")
-    else:
-        g = ground(extra=a.also)
-    print(f"fit: {g.fit.n_choices} choice sets of {g.fit.n_debates} debates in "
-          f"{g.fit.seconds:.2f} s (with reading: {g.seconds:.1f} s); same wrong answer "
-          f"{g.same_wrong:.3f} of {g.wrong_pairs} pairs of erring agents")
-    print(g.fit.table().round(4).to_string())
-    print(g.fit.diagnostics())
-    if a.fit:
-        return 0
-    if a.in_sample:
-        t0 = time.perf_counter()
-        table, debates, problems = in_sample(g)
-        print("the choice level, real and predicted, per situation (own answer x heard):")
-        print(table.round(3).to_string())
-        print(f"the corpus simulated under its own protocol ({debates.setting.get('replicates')} "
-              "replicates):")
-        print(debates.table())
-        print(f"in-sample check in {time.perf_counter() - t0:.0f} s: " + (
-            "every situation's choices as predicted" if not problems else
-            f"{len(problems)} gaps"))
-        for line in problems:
-            print(f"in-sample check FAILED: {line}", file=sys.stderr)
-        return 1 if problems else 0
-    if a.bootstrap:
-        t0 = time.perf_counter()
-        pops = bootstrap_populations(a.bootstrap, a.seed, g)
-        dt = time.perf_counter() - t0
-        coefs = np.array([p.revision.coef for p in pops])
-        print(f"{a.bootstrap} bootstrap refits in {dt:.2f} s ({dt / a.bootstrap:.3f} s each); "
-              "sd of the coefficients: " + ", ".join(
-                  f"{f} {s:.3f}" for f, s in zip(pops[0].revision.features, coefs.std(0))))
-        return 0
-    if a.write:
-        pop.POPULATIONS_DIR.mkdir(parents=True, exist_ok=True)
-        point = grounded_population(g)
-        for p in (study_population(), point, math_population(ground(runs=[g.runs[0]]))):
-            path = p.write(pop.POPULATIONS_DIR / f"{p.name}.json")
-            print(f"wrote {path} (fingerprint {p.fingerprint[:12]})")
-        draws = bootstrap_populations(ENSEMBLE_K, ENSEMBLE_SEED, g)
-        path = write_draws(draws, ENSEMBLE_SEED, point)
-        print(f"wrote {len(draws)} bootstrap draws of seed {ENSEMBLE_SEED} and {path}")
-        return 0
-    problems = check(g)
-    for line in graded:
-        print(f"graded import check FAILED: {line}", file=sys.stderr)
-    if graded:
-        print(f"graded import check: {_shown(GRADED)} is not what the code produces now; if "
-              "the change is intended, rewrite it with `python -m pear.populations.grounding "
-              "--write-graded`", file=sys.stderr)
-    else:
-        print(f"graded import check: {_shown(GRADED)} holds the records an import from scratch "
-              "writes")
-    for line in problems:
-        print(f"population check FAILED: {line}", file=sys.stderr)
-    if not problems:
-        print(f"population check: the shipped study, grounded, grounded-math and {ENSEMBLE_K} "
-              "bootstrap files are what the shipped data and code produce")
-    return 1 if problems or graded else 0
+def fit_summary(g: Grounding) -> str:
+    """The fit as ``pear populations`` prints it: its size, time and same-wrong-answer share,
+    the coefficients' table and the fit's diagnostics."""
+    return "\n".join([
+        f"fit: {g.fit.n_choices} choice sets of {g.fit.n_debates} debates in "
+        f"{g.fit.seconds:.2f} s (with reading: {g.seconds:.1f} s); same wrong answer "
+        f"{g.same_wrong:.3f} of {g.wrong_pairs} pairs of erring agents",
+        g.fit.table().round(4).to_string(), str(g.fit.diagnostics())])
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def check_all(log: Callable[[str], None] | None = None) -> tuple[list[str], list[str]]:
+    """The reproducibility check (``pear populations check``, run by CI): DyLAN's MATH corpus
+    imported from scratch (never from the shipped graded copy it checks) and held against that
+    copy (:func:`check_graded`), its MMLU teams imported from scratch, the whole fitted, and the
+    shipped population files held against that fit (:func:`check`).  Returns what differs: the
+    graded copy's records and the population files (both empty: everything as shipped).
+    ``log`` is told each step's time and the fit as it goes (minutes in all)."""
+    say = log or (lambda line: None)
+    t0 = time.perf_counter()
+    run = corpus_run(fresh=True)
+    graded = check_graded(run)
+    say(f"imported {CORPUS.name} from scratch in {time.perf_counter() - t0:.0f} s ({run}); "
+        f"shipped graded copy: {'DIFFERS' if graded else 'the same records'}")
+    t0 = time.perf_counter()
+    g = ground(runs=[run, *mmlu_runs(fresh=True)])
+    say(f"imported {MMLU_CORPUS.name}'s {len(MMLU_TEAMS)} teams from scratch and fitted in "
+        f"{time.perf_counter() - t0:.0f} s")
+    say(fit_summary(g))
+    return graded, check(g)
+
+
+def write_populations(g: Grounding | None = None
+                      ) -> tuple[list[tuple[Path, Population]], Path]:
+    """Write the shipped populations from ``g`` (:func:`ground`'s fit; default: now):
+    ``study``, ``grounded`` and ``grounded-math`` (fitted on ``g``'s first run) in
+    :data:`~pear.sim.population.POPULATIONS_DIR`, and the :data:`ENSEMBLE_K` bootstrap draws
+    of :data:`ENSEMBLE_SEED` from that ``grounded`` (:func:`write_draws`).  Returns each
+    population file written with what it holds, and the draws' record."""
+    g = g or ground()
+    pop.POPULATIONS_DIR.mkdir(parents=True, exist_ok=True)
+    point = grounded_population(g)
+    written = [(p.write(pop.POPULATIONS_DIR / f"{p.name}.json"), p)
+               for p in (study_population(), point, math_population(ground(runs=[g.runs[0]])))]
+    draws = bootstrap_populations(ENSEMBLE_K, ENSEMBLE_SEED, g)
+    return written, write_draws(draws, ENSEMBLE_SEED, point)
+
+
+def bootstrap_spread(k: int, seed: int = 0, g: Grounding | None = None
+                     ) -> tuple[float, dict[str, float]]:
+    """``k`` bootstrap refits of ``g`` (:func:`bootstrap_populations`, seeded by ``seed``;
+    default: :func:`ground` now): the seconds they took and each coefficient's standard
+    deviation across them."""
+    if k < 1:
+        raise ValueError(f"bootstrap needs at least one refit, got {k}")
+    g = g or ground()
+    t0 = time.perf_counter()
+    pops = bootstrap_populations(k, seed, g)
+    dt = time.perf_counter() - t0
+    coefs = np.array([p.revision.coef for p in pops])
+    return dt, {f: float(s) for f, s in zip(pops[0].revision.features, coefs.std(0))}

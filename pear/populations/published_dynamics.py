@@ -1,5 +1,5 @@
 """A simulated population held against published per-model debate figures
-(``python -m pear.populations.published_dynamics``).
+(``pear populations published``).
 
 DebateLedger (arXiv 2609.35279; its table CONDITIONAL_COLLAPSE_TABLE.md, as quoted in
 ``../shared/data/real-debates/published-dynamics.md``) ran 3 agents of one model for 3 debate
@@ -21,8 +21,6 @@ fitted on these figures: they are a check across strength (weight 0 in every fit
 """
 from __future__ import annotations
 
-import argparse
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -39,7 +37,7 @@ from pear.sim.population import Population, load
 from pear.store.readers.protocols import Protocol
 from pear.tasks.benchmarks import load as load_questions
 
-__all__ = ["PUBLISHED", "PROTOCOL", "Figure", "check", "main"]
+__all__ = ["PUBLISHED", "PROTOCOL", "Figure", "check", "table", "report"]
 
 SOURCE = ("DebateLedger (arXiv 2609.35279), abc_exp/results/CONDITIONAL_COLLAPSE_TABLE.md "
           "@cf84b4f, as quoted in published-dynamics.md")
@@ -176,24 +174,13 @@ def table(df: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m pear.populations.published_dynamics",
-                                 description=__doc__.split("\n\n")[0])
-    ap.add_argument("--population", default="grounded",
-                    help="study, grounded, grounded-math or a file")
-    ap.add_argument("--replicates", type=int, default=5)
-    ap.add_argument("--questions", type=int, default=500,
-                    help="a seeded sample of N MMLU-Pro questions (default 500)")
-    ap.add_argument("--seed", type=int, default=0)
-    a = ap.parse_args(argv)
+def report(population: str | Population = "grounded", replicates: int = 5, seed: int = 0,
+           n_questions: int = 500) -> str:
+    """The check (:func:`check`) as ``pear populations published`` prints it: a line naming the
+    population, the source, the replicates, the questions and the time taken, then
+    :func:`table`."""
     t0 = time.perf_counter()
-    df = check(a.population, a.replicates, a.seed, a.questions)
-    print(f"{load(a.population).name} against {SOURCE}, {a.replicates} replicates of "
-          f"{len(load_questions(DATASET, a.questions))} MMLU-Pro questions "
-          f"({time.perf_counter() - t0:.0f} s)\n")
-    print(table(df))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    df = check(population, replicates, seed, n_questions)
+    return (f"{load(population).name} against {SOURCE}, {replicates} replicates of "
+            f"{len(load_questions(DATASET, n_questions))} MMLU-Pro questions "
+            f"({time.perf_counter() - t0:.0f} s)\n\n" + table(df))

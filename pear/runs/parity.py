@@ -14,13 +14,12 @@ tokens are the initial phase's exactly and must be equal on two backends that sh
 template and tokenizer; later phases quote earlier outputs, so their prompts are equal only
 where the transcripts agree.
 
-The runs: ``python -m pear.runs.parity run BACKEND OUT [--model-path P] [--model M]
-[--base-url U]`` runs :data:`PARITY_GRID` greedily (temperature 0) into ``OUT`` with the
+The runs: ``pear parity-run BACKEND OUT [--model-path P] [--model M] [--base-url U]``
+(:func:`run_side`) runs :data:`PARITY_GRID` greedily (temperature 0) into ``OUT`` with the
 environment's backend; ``pear parity RUN_A RUN_B ...`` compares them.
 """
 from __future__ import annotations
 
-import argparse
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -221,24 +220,3 @@ def run_side(backend: str, out: str | os.PathLike[str], *, model: str | None = N
                       base_urls=[base_url] if base_url else None,
                       cache_path=cache_path(out))
     return run(exp, be, out, progress=False)
-
-
-def _main(argv: Sequence[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m pear.runs.parity")
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    r = sub.add_parser("run", help="run the parity grid on one backend")
-    r.add_argument("backend")
-    r.add_argument("out")
-    r.add_argument("--model")
-    r.add_argument("--model-path")
-    r.add_argument("--base-url")
-    r.add_argument("--prompt-style", choices=("compact", "paper"), default="compact")
-    a = ap.parse_args(argv)
-    s = run_side(a.backend, a.out, model=a.model, model_path=a.model_path,
-                 base_url=a.base_url, prompt_style=a.prompt_style)
-    print(f"{a.out}: {s.written} debates written, complete={s.complete}")
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(_main())
