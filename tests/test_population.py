@@ -341,9 +341,9 @@ def test_dylan_reader_reads_a_tgz_of_json_files(tmp_path):
 
 
 def test_check_names_what_differs_from_the_shipped_files():
-    """The reproducibility check (``python -m pear.populations.grounding --check``, run by CI on the
-    shipped corpus) reports a grounded population fitted on other debates and each of the
-    ensemble's bootstrap draws refitted on them, and passes study."""
+    """The reproducibility check (``pear populations check``, run by CI on the shipped corpus)
+    reports a grounded population fitted on other debates and each of the ensemble's bootstrap
+    draws refitted on them, and passes study."""
     from pear.populations import grounding
     tr = _synthetic(3, n_sets=300)
     g = grounding.Grounding(revision.fit(tr), 0.3, 40, tr, (), 0.0)
