@@ -75,3 +75,40 @@ def test_fit_on_every_default_run_imported_afresh(tmp_path, monkeypatch, capsys)
     assert "new_x_right_x_options" in out and "'converged': True" in out
     assert sorted(p.name.split("-")[1] for p in (tmp_path / "imported").iterdir()) == \
         ["math", "mmlu2", "mmlu3", "mmlu4", "mmlu7"]
+
+
+def test_check_names_each_difference_on_stderr_and_exits_1(monkeypatch, capsys):
+    """What `pear populations check` prints for what grounding.check_all found (the check
+    itself, minutes, runs in CI and, with the imports restored, in the slow test below)."""
+    monkeypatch.setattr(grounding, "check_all", lambda log=None: (
+        ["graded/dylan-math-gpt35: record 7 differs"], ["grounded: fingerprint aaa shipped"]))
+    assert cli.main(["populations", "check"]) == 1
+    out, err = capsys.readouterr()
+    assert err.splitlines() == [
+        "graded import check FAILED: graded/dylan-math-gpt35: record 7 differs",
+        "graded import check: data/real-debates/graded/dylan-math-gpt35 is not what the code "
+        "produces now; if the change is intended, rewrite it with `pear populations "
+        "write-graded`",
+        "population check FAILED: grounded: fingerprint aaa shipped"]
+    assert out == ""
+
+
+@pytest.mark.slow
+def test_check_passes_on_the_shipped_files(tmp_path, monkeypatch, capsys):
+    """`pear populations check` on DyLAN's debates imported into an empty build folder, the MATH
+    corpus restored from its graded copy rather than graded from scratch (CI does that: 2-4
+    minutes): the shipped graded copy and every population file as the code writes them (about
+    45 s: the MMLU import, the fits, 20 bootstrap refits)."""
+    monkeypatch.setattr(grounding, "BUILD_DIR", tmp_path)
+    for name in ("corpus_run", "mmlu_runs"):
+        monkeypatch.setattr(grounding, name, lambda *a, fresh=False, _f=getattr(grounding, name),
+                            **k: _f(*a, **k))
+    assert cli.main(["populations", "check"]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    lines = out.splitlines()
+    assert lines[0].startswith("imported dylan-math-gpt35.tgz from scratch in ")
+    assert lines[0].endswith("shipped graded copy: the same records")
+    assert lines[2].startswith("fit: 27268 choice sets of 7277 debates in ")
+    assert lines[-1] == ("population check: the shipped study, grounded, grounded-math and 20 "
+                         "bootstrap files are what the shipped data and code produce")
