@@ -14,6 +14,7 @@ from pear import cli
 from pear.catalog import models
 from pear.backends import vllm as vllm_backend
 from pear.core.methods import ABLATIONS
+from pear.runs.factory import make_backend
 from pear.runs.grid import model_grid, preset
 from pear.store.manifest import read as read_manifest
 from pear.store.records import read_records
@@ -114,13 +115,13 @@ def test_backend_settings_per_model():
 
 def test_api_models_through_the_openai_backend_never_store_the_key(monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-secret-123")
-    be = cli.make_backend("openai", model="claude-haiku-4-5")
+    be = make_backend("openai", model="claude-haiku-4-5")
     assert be.model_id == "claude-haiku-4-5"  # the model; the endpoint is in the settings
     assert be.settings()["hosts"] == ["api.anthropic.com"]
     assert be.settings()["api_key_env"] == "ANTHROPIC_API_KEY"
     assert "sk-secret-123" not in json.dumps(be.settings()) + repr(be)
     # an explicit --base-url wins (e.g. a proxy)
-    be = cli.make_backend("openai", model="claude-haiku-4-5",
+    be = make_backend("openai", model="claude-haiku-4-5",
                           base_urls=["http://127.0.0.1:9000/v1"])
     assert be.model_id == "claude-haiku-4-5"
     assert be.settings()["hosts"] == ["127.0.0.1:9000"]
@@ -178,7 +179,7 @@ def test_api_model_on_vllm_and_registry_names_on_llamacpp_are_errors(monkeypatch
                             "--out", str(tmp_path / "a")])) == 2
     assert "API model: run it with --backend openai" in capsys.readouterr().err
     with pytest.raises(ValueError, match="names the study's models"):
-        cli.make_backend("llamacpp", model_path="paper")
+        make_backend("llamacpp", model_path="paper")
 
 
 def test_unknown_bare_name_for_vllm_is_one_line(monkeypatch, tmp_path, capsys):

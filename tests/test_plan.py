@@ -15,7 +15,7 @@ import pytest
 from pear import cli
 from pear.core.backend import Request
 from pear.backends.dry import DryBackend, fill_schema
-from pear.cli import make_backend
+from pear.runs.factory import make_backend
 from pear.core.config import RouterConfig
 from pear.core.methods import METHODS
 from pear.core.engine import Engine

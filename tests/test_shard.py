@@ -74,7 +74,7 @@ def test_merged_shards_equal_one_unsharded_run(tmp_path, capsys):
 
 def test_missing_shard_is_reported_and_resuming_finishes_it(tmp_path, capsys):
     exp = _grid(full_datasets=(), seeds=(0,))
-    from pear.cli import make_backend
+    from pear.runs.factory import make_backend
     for i in (1, 3):
         e = _grid(full_datasets=(), seeds=(0,), shard=(i, 3))
         run(e, make_backend("simulated", exp=e), tmp_path / f"s{i}", progress=False)
@@ -87,7 +87,7 @@ def test_missing_shard_is_reported_and_resuming_finishes_it(tmp_path, capsys):
 
 
 def test_merge_refuses_runs_of_different_settings(tmp_path, capsys):
-    from pear.cli import make_backend
+    from pear.runs.factory import make_backend
     a, b = _grid(seeds=(0,), full_datasets=()), _grid(seeds=(0,), full_datasets=(), rounds=3)
     run(a, make_backend("simulated", exp=a), tmp_path / "a", progress=False)
     run(b, make_backend("simulated", exp=b), tmp_path / "b", progress=False)
@@ -98,7 +98,7 @@ def test_merge_refuses_runs_of_different_settings(tmp_path, capsys):
 
 
 def test_merge_refuses_repeated_shards_and_a_non_empty_target(tmp_path):
-    from pear.cli import make_backend
+    from pear.runs.factory import make_backend
     e = _grid(seeds=(0,), full_datasets=(), shard=(1, 2))
     run(e, make_backend("simulated", exp=e), tmp_path / "s1", progress=False)
     with pytest.raises(ValueError, match="shard 1/2 is given twice"):
@@ -113,7 +113,7 @@ def test_merge_refuses_repeated_shards_and_a_non_empty_target(tmp_path):
 
 
 def test_a_shard_directory_cannot_be_resumed_as_another_shard(tmp_path):
-    from pear.cli import make_backend
+    from pear.runs.factory import make_backend
     e1 = _grid(seeds=(0,), full_datasets=(), shard=(1, 2))
     run(e1, make_backend("simulated", exp=e1), tmp_path / "s", progress=False)
     e2 = _grid(seeds=(0,), full_datasets=(), shard=(2, 2))

@@ -1,30 +1,27 @@
-"""LLM backends by name.  Importing this package imports no LLM runtime.
+"""LLM backends by name (:mod:`pear.backends.registry`, one entry per name).  Importing this
+package imports no LLM runtime.
 
 >>> get("nonexistent")
 Traceback (most recent call last):
 ...
-ValueError: unknown backend 'nonexistent': choose one of llamacpp, openai, vllm, simulated
+ValueError: unknown backend 'nonexistent': choose one of llamacpp, openai, vllm, vllm-cpu, simulated, replay
 """
 from __future__ import annotations
 
 import importlib
 from typing import Any
 
+from pear.backends.registry import BACKENDS, BackendSpec, names, spec
 from pear.core.backend import Backend, BackendError, Completion, Request
 
-__all__ = ["get", "BACKENDS", "Backend", "BackendError", "Completion", "Request"]
-
-BACKENDS = {
-    "llamacpp": ("pear.backends.llamacpp", "LlamaCppBackend"),
-    "openai": ("pear.backends.openai_compat", "OpenAIBackend"),
-    "vllm": ("pear.backends.vllm", "VLLMBackend"),
-    "simulated": ("pear.sim.backend", "SimulatedBackend"),
-}
+__all__ = ["get", "spec", "BACKENDS", "BackendSpec", "Backend", "BackendError", "Completion",
+           "Request"]
 
 
 def get(name: str, **settings: Any) -> Backend:
     """Construct the backend registered as ``name`` with ``settings``."""
-    if name not in BACKENDS:
-        raise ValueError(f"unknown backend {name!r}: choose one of {', '.join(BACKENDS)}")
-    module, cls = BACKENDS[name]
-    return getattr(importlib.import_module(module), cls)(**settings)
+    s = spec(name)
+    if not s.runs:
+        raise ValueError(f"backend {name!r} runs nothing ({s.summary}): choose one of "
+                         f"{', '.join(names(runs=True))}")
+    return getattr(importlib.import_module(s.module), s.cls)(**settings)

@@ -10,7 +10,7 @@ unlimited memory, in request order) gives the cached share of each prompt.
 Its answers are distinct per request ("42-<n>"), so agents never agree and no debate stops
 early (an upper bound where early stopping is on); confidence is 3.  The content is
 meaningless: only its length and shape matter.  Not registered in
-:data:`pear.backends.BACKENDS`.
+:data:`pear.backends.registry.BACKENDS`.
 """
 from __future__ import annotations
 

@@ -19,10 +19,9 @@ from typing import Sequence
 
 from pear.cli import catalog, importing, inspect, paper, populations, run
 from pear.cli.options import Parser
-from pear.runs.factory import make_backend
 from pear.core.backend import BackendError
 
-__all__ = ["main", "make_backend"]
+__all__ = ["main"]
 
 COMMANDS = (run.add_run, catalog.add_models, run.add_plan, run.add_merge, inspect.add_show,
             inspect.add_index, inspect.add_validate, inspect.add_grade_check,

@@ -3,33 +3,41 @@ recorded runs: ``pear import``, ``pear sim-check``."""
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 from typing import Any
+
+from pear.store.readers import FORMATS
 
 __all__ = ["add_import", "add_sim_check"]
 
 
 def add_import(sub: Any) -> None:
     im = sub.add_parser("import", help="import other frameworks' recorded debates as a run",
-                        description="Read debate records written by another framework (du: Du "
-                                    "et al.'s {question: [agent_contexts, gold]}; dylan: "
-                                    "DyLAN's variant) into a new run directory of PEAR "
-                                    "records, graded by our graders; questions found in our "
-                                    "benchmark by their text take our ids and gold. inspect: "
-                                    "Inspect eval logs of pear's solver (pear/pear_debate), "
-                                    "whose samples hold PEAR records, as a run of ours. Bad "
-                                    "input is an error naming the file and the entry (exit 2) "
-                                    "and nothing is written, unless --skip-bad.")
-    im.add_argument("format", choices=("du", "dylan", "dylan-mmlu", "inspect"),
-                    help="the files' format (dylan-mmlu: DyLAN's MMLU JSON Lines, question and "
-                         "gold from the <archive stem>-key.tsv beside the archive; inspect: "
-                         "Inspect logs of pear/pear_debate, with the inspect extra)")
+                        description="Read debate records written by another framework into a "
+                                    "new run directory of PEAR records, graded by our graders; "
+                                    "questions found in our benchmark by their text take our "
+                                    "ids and gold ("
+                                    + "; ".join(f"{f.name}: {f.summary}"
+                                                for f in FORMATS.values() if f.reader)
+                                    + "); or "
+                                    + "; ".join(f"{f.name}: {f.summary}"
+                                                for f in FORMATS.values() if not f.reader)
+                                    + ". Bad input is an error naming the file and the entry "
+                                    "(exit 2) and nothing is written, unless --skip-bad.")
+    im.add_argument("format", choices=tuple(FORMATS),
+                    help="the files' format" + "".join(
+                        f"; {f.name} needs the {f.extra} extra" for f in FORMATS.values()
+                        if f.extra))
     im.add_argument("files", nargs="+", metavar="FILE",
-                    help="record files (.json, .json.gz or .tgz; inspect: .eval or .json)")
+                    help="record files (" + "; ".join(f"{f.name}: {f.files}"
+                                                      for f in FORMATS.values()) + ")")
     im.add_argument("--out", required=True, help="new run directory")
     im.add_argument("--dataset", default=None,
                     help="one of ours (mmlu_pro, truthfulqa, gsm8k, math500; default math500) "
-                         "or a new name with --grading (not for inspect: its records name it)")
+                         "or a new name with --grading (not for "
+                         + ", ".join(f.name for f in FORMATS.values() if not f.reader)
+                         + ": its records name it)")
     # pear.tasks.grading.GRADING_KINDS, spelled out so that `pear --help` stays fast (a test
     # holds the two equal)
     im.add_argument("--grading", choices=("numbers", "letters", "math", "yesno"), default=None,
@@ -49,8 +57,8 @@ def add_import(sub: Any) -> None:
 
 
 def _cmd_import(a: argparse.Namespace) -> int:
-    if a.format == "inspect":
-        return _cmd_import_inspect(a)
+    if FORMATS[a.format].reader is None:
+        return _cmd_import_records(a)
     # start-up: only this command loads it (`pear --help` stays fast)
     from pear.store.importing import import_files
     print(import_files(a.format, a.files, a.out, dataset=a.dataset or "math500",
@@ -60,20 +68,23 @@ def _cmd_import(a: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_import_inspect(a: argparse.Namespace) -> int:
-    """``pear import inspect LOG...``: logs of pear's Inspect solver as a run of ours."""
+def _cmd_import_records(a: argparse.Namespace) -> int:
+    """``pear import FORMAT FILE...`` of a format whose entries are PEAR records already (e.g.
+    the Inspect logs of pear's solver): its importer writes them as a run of ours."""
+    fmt = FORMATS[a.format]
     given = [f"--{k.replace('_', '-')}" for k in ("dataset", "grading", "model", "protocol")
              if getattr(a, k, None)]
     if given:
-        raise ValueError(f"{', '.join(given)} does not apply to inspect logs: their PEAR "
+        raise ValueError(f"{', '.join(given)} does not apply to {fmt.name} files: their PEAR "
                          "records name the dataset, grading, model and protocol")
+    module, _, function = fmt.importer.partition(":")
     try:  # the one importer of pear.harness: inspect_ai is a heavy optional extra
-        from pear.harness.logs import import_logs
+        import_files = getattr(importlib.import_module(module), function)
     except ImportError as err:
-        raise ValueError(f"pear import inspect needs Inspect (missing {err.name or err}): "
-                         "install the inspect extra (make setup-inspect, or pip install "
-                         "'pear[inspect]')") from None
-    print(import_logs(a.files, a.out, skip_bad=a.skip_bad).report())
+        raise ValueError(f"pear import {fmt.name} needs the {fmt.extra} extra (missing "
+                         f"{err.name or err}): make setup-{fmt.extra}, or pip install "
+                         f"'pear[{fmt.extra}]'") from None
+    print(import_files(a.files, a.out, skip_bad=a.skip_bad).report())
     return 0
 
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+from pear.backends.registry import BACKENDS, names
+
 __all__ = ["Parser", "comma_list", "int_at_least", "positive", "nonneg", "positive_float",
-           "add_plugin_argument", "DROP_HELP"]
+           "add_plugin_argument", "add_backend_argument", "DROP_HELP"]
 
 
 class Parser(argparse.ArgumentParser):
@@ -48,6 +50,25 @@ def positive_float(text: str) -> float:
     if not v > 0 or v != v or v == float("inf"):
         raise argparse.ArgumentTypeError(f"must be > 0: {text!r}")
     return v
+
+
+def add_backend_argument(parser: argparse.ArgumentParser, *, default: str | None,
+                         help: str = "") -> None:
+    """``--backend``, one of the backends that run (:mod:`pear.backends.registry`); an unknown
+    name is one line naming it and the names (exit 2)."""
+    def backend(text: str) -> str:
+        if text not in names(runs=True):
+            what = f"backend {text!r} runs nothing" if text in BACKENDS else \
+                f"unknown backend {text!r}"
+            raise argparse.ArgumentTypeError(f"{what}: choose one of "
+                                             f"{', '.join(names(runs=True))}")
+        return text
+
+    listed = "; ".join(f"{n}: {BACKENDS[n].summary}" for n in names(runs=True))
+    parser.add_argument("--backend", default=default, type=backend, choices=names(runs=True),
+                        metavar="BACKEND",
+                        help=(help or "the backend") + f" ({listed})"
+                        + (f" (default: {default})" if default else ""))
 
 
 def add_plugin_argument(parser: argparse.ArgumentParser) -> None:

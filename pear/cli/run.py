@@ -7,14 +7,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from pear.cli.options import (Parser, add_plugin_argument, comma_list, nonneg, positive,
-                              positive_float)
+from pear.cli.options import (Parser, add_backend_argument, add_plugin_argument, comma_list,
+                              nonneg, positive, positive_float)
 from pear.paths import cache_path
 from pear.runs.factory import make_backend, grid_backend, default_workers
 from pear import backends
 from pear.backends.dry import CHARS_PER_TOKEN
+from pear.backends.registry import BACKENDS
 
 __all__ = ["add_run", "add_plan", "add_merge", "add_branch", "add_launch"]
+
+_MODEL_NAMED_BY = "/".join(n for n, s in BACKENDS.items() if s.takes_model_name)
+"""The backends that take ``--model NAME`` (:mod:`pear.backends.registry`)."""
 
 
 def _role(text: str) -> tuple[int, str]:
@@ -39,8 +43,7 @@ def _grid_arguments(parser: argparse.ArgumentParser, *, preset: str, backend: st
     """The arguments that choose a grid, shared by ``run`` and ``plan``."""
     parser.add_argument("--preset", default=preset,
                         help=f"smoke | paper | sim | beyond (default: {preset})")
-    parser.add_argument("--backend", default=backend,
-                        help=f"llamacpp | openai | vllm | simulated (default: {backend})")
+    add_backend_argument(parser, default=backend)
     parser.add_argument("--datasets", type=comma_list(str), help="comma-separated datasets")
     parser.add_argument("--methods", type=comma_list(str), help="comma-separated methods")
     parser.add_argument("--seeds", type=comma_list(int), help="comma-separated run seeds")
@@ -74,7 +77,8 @@ def add_run(sub: Any) -> None:
                    "overconfident | underconfident; repeatable")
     r.add_argument("--agent-models", type=comma_list(str), metavar="M1,M2,...",
                    help="one model per agent (a mixed-model panel; openai or llamacpp backend)")
-    r.add_argument("--model", action="append", help="model name (vllm/openai); repeatable")
+    r.add_argument("--model", action="append",
+                   help=f"model name ({_MODEL_NAMED_BY}); repeatable")
     r.add_argument("--model-path", help="GGUF file for the llamacpp backend")
     r.add_argument("--base-url", action="append",
                    help="OpenAI-compatible endpoint; repeatable; MODEL=URL serves one of "
@@ -196,9 +200,6 @@ def add_plan(sub: Any) -> None:
 def _cmd_plan(a: argparse.Namespace) -> int:
     # start-up: only this command loads it (`pear --help` stays fast)
     from pear.runs.plan import estimate, format_plan
-    if a.backend not in backends.BACKENDS:
-        raise ValueError(f"unknown backend {a.backend!r}: choose one of "
-                         f"{', '.join(backends.BACKENDS)}")
     if a.fill > 1:
         raise ValueError(f"invalid --fill {a.fill!r}: a share of the token budget in (0, 1]")
     exp = _run_experiment(a)
@@ -248,9 +249,9 @@ def add_branch(sub: Any) -> None:
     b.add_argument("--out", required=True, help="run directory of the branches")
     b.add_argument("--parent-method", help="the parent debates' method (default: the run's "
                    "one debate method, else random)")
-    b.add_argument("--backend", help="the parent's model through this backend (default: the "
-                   "parent's simulated agents; a real model must be named)")
-    b.add_argument("--model", help="model name (vllm/openai)")
+    add_backend_argument(b, default=None, help="the parent's model through this backend "
+                         "(default: the parent's simulated agents; a real model must be named)")
+    b.add_argument("--model", help=f"model name ({_MODEL_NAMED_BY})")
     b.add_argument("--model-path", help="GGUF file for the llamacpp backend")
     b.add_argument("--base-url", action="append", help="OpenAI-compatible endpoint")
     b.add_argument("--no-cache", action="store_true", help="do not use the response cache")
@@ -268,7 +269,7 @@ def _cmd_branch(a: argparse.Namespace) -> int:
     # heavy: pandas, msgspec, only for this command
     from pear.runs.branch import branch, parent_experiment
     backend = None
-    if a.backend and a.backend != "simulated":
+    if a.backend and not backends.spec(a.backend).simulator:
         _, exp = parent_experiment(a.run_dir)
         cache = None if a.no_cache else cache_path(a.out)
         Path(a.out).mkdir(parents=True, exist_ok=True)
@@ -388,7 +389,6 @@ def _run_parser() -> argparse.ArgumentParser:
 def _cmd_launch(a: argparse.Namespace) -> int:
     # start-up: only this command loads it (`pear --help` stays fast)
     from pear.runs import launch as L
-    from pear.runs.grid import MODEL_BACKENDS
     if a.launch_command in ("status", "merge"):
         spec = L.read_launch(a.out)
         if a.launch_command == "status":
@@ -404,8 +404,8 @@ def _cmd_launch(a: argparse.Namespace) -> int:
     run_ns = _run_parser().parse_args(["run", *run_args, "--out", a.out]
                                   + [x for m in (a.model or []) for x in ("--model", m)])
     exp = _run_experiment(run_ns)
-    if a.backend not in MODEL_BACKENDS and a.model:
-        raise ValueError(f"--model is for the vllm and openai backends, not {a.backend!r}")
+    if not BACKENDS[a.backend].takes_model_name and a.model:
+        raise ValueError(f"--model is for the {_MODEL_NAMED_BY} backends, not {a.backend!r}")
     if a.launch_command == "slurm" and not a.dry_run:
         L.check_slurm(a.partition)  # before anything is written
     spec = L.plan_launch(exp, run_args, a.out, backend=a.backend, shards=a.shards,

@@ -20,6 +20,7 @@ from matplotlib.figure import Figure
 from pear import paths
 from pear.analysis import stats
 from pear.analysis.figures import METHOD_COLORS, annotate
+from pear.backends.registry import spec as backend_spec
 from pear.catalog.labels import method_label
 from pear.paper.study import Results
 from pear.store import view
@@ -48,11 +49,12 @@ def run_branches(backend: str, parent: Results, methods: Sequence[str], from_rou
     rounds = parent.exp.debate.rounds
     r = max(0, min(int(from_round), rounds - 1))
     out = branch_dir(parent.runs_dir, r)
-    if backend != "replay":
+    spec = backend_spec(backend)
+    if spec.runs:
         be = None
-        if backend != "simulated":
+        if not spec.simulator:
             be = make_backend(backend, exp=parent.exp, model=model or None,
-                              model_path=model or None if backend == "llamacpp" else None,
+                              model_path=model or None if spec.model == "model_path" else None,
                               cache_path=paths.cache_path(parent.runs_dir))
         branch(parent.runs_dir, r, list(methods), out, backend=be,
                parent_method=parent_method, progress=progress,

@@ -45,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from pear.analysis import metrics
+from pear.backends.registry import spec as backend_spec
 from pear.catalog.labels import dataset_label, method_label
 from pear.parallel import fork_map
 from pear.paths import ensemble_dir, write_json
@@ -374,12 +375,13 @@ def for_build(backend: str, preset: str, runs_dir: str = "", *, seeds: str = "",
     exp = experiment(preset, seeds=seeds, n_questions=n_questions, backend=backend)
     root = family_dir(run_dir) if family else ensemble_dir(run_dir)
     note = ""
-    if backend not in ("simulated", "replay"):
+    replay = not backend_spec(backend).runs
+    if not (replay or backend_spec(backend).simulator):
         note = (f"this build's agents are a real model (backend {backend}): there is no "
                 "simulated population to vary")
-    elif backend == "replay" and is_imported(run_dir):
+    elif replay and is_imported(run_dir):
         note = "this build replays imported debates: there is no simulated population to vary"
-    elif backend == "replay" and not (root / RECORD).is_file():
+    elif replay and not (root / RECORD).is_file():
         note = (f"no {'family' if family else 'ensemble'} was run beside this run "
                 f"({root.name} is missing): a simulated build or `pear ensemble"
                 f"{' --family' if family else ''}` runs it")
@@ -388,7 +390,7 @@ def for_build(backend: str, preset: str, runs_dir: str = "", *, seeds: str = "",
         return Ensemble(exp, root, seed, (), empty, empty, empty, None, note=note,
                         family=family)
     small = grid(base=exp, n_questions=questions)
-    return run(small, root, k, seed, workers=workers, replay=backend == "replay",
+    return run(small, root, k, seed, workers=workers, replay=replay,
                family=family)
 
 

@@ -28,10 +28,12 @@ import numpy as np
 import pandas as pd
 
 from pear.analysis import metrics, report
+from pear.backends.registry import names as backend_names, spec as backend_spec
 from pear.store import manifest, view
 from pear.catalog.labels import (MAIN_METHODS, ROUTING_VARIANTS, dataset_label, evidence_mark,
                          model_labels, with_plugins)
 from pear.methods import load_plugins, plugin_names
+from pear.paths import REPO_ROOT, RUNS_DIR
 from pear.runs.factory import sim_population
 from pear.runs.grid import experiment as grid_experiment, full_questions, model_grid, scope_debates
 from pear.sim.population import BUILD_DEFAULT, load as load_population
@@ -44,9 +46,10 @@ __all__ = [
     "significance_sets", "describe_scope", "is_imported",
 ]
 
-from pear.paths import REPO_ROOT, RUNS_DIR  # noqa: E402
-BACKENDS = ("llamacpp", "vllm", "vllm-cpu", "openai", "simulated", "replay")
-"""``replay``: run nothing, read the records already in the run directory."""
+BACKENDS = backend_names()
+"""The notebook build's backends: every name of :mod:`pear.backends.registry`, where
+``pear.backends.registry.REPLAY`` runs nothing and reads the records already in the run
+directory."""
 
 
 # ----------------------------------------------------------------- the notebooks' parameters
@@ -90,8 +93,8 @@ def experiment(preset: str, seeds: str | Sequence[int] = "", n_questions: int = 
     >>> e.seeds, e.n_questions
     ((3, 4), 5)
     """
-    if backend and backend not in BACKENDS:
-        raise ValueError(f"unknown backend {backend!r}: choose one of {', '.join(BACKENDS)}")
+    if backend:
+        backend_spec(backend)  # an unknown name: one error listing the names
     over: dict[str, Any] = {}
     if (parsed := _seeds(seeds)) is not None:
         over["seeds"] = parsed

@@ -15,6 +15,7 @@ import json
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
+from pear.backends.registry import BACKENDS
 from pear.core.config import DebateConfig, RouterConfig, identity_dict, roles_for
 from pear.core.methods import METHODS
 from pear.methods import is_self_consistency, spec as method_spec
@@ -189,9 +190,10 @@ def preset(name: str, **overrides: Any) -> Experiment:
     return _filter_full(replace(exp, **overrides), set(overrides))
 
 
-MODEL_BACKENDS = ("vllm", "vllm-cpu", "openai")
-"""The backends that take a model name: the grid's ``models`` are theirs; the others
-(llamacpp, simulated, replay) run their own model and ignore one given."""
+MODEL_BACKENDS = tuple(n for n, s in BACKENDS.items() if s.takes_model_name)
+"""The backends that take a model name (:mod:`pear.backends.registry`): the grid's ``models``
+are theirs; the others (a GGUF file, the simulator, replay) run their own model and ignore one
+given."""
 
 
 def experiment(preset_name: str, *, backend: str | None, models: tuple[str, ...] = (),

@@ -30,6 +30,7 @@ from pear.runs.jobs import shard_sizes
 from pear.store.manifest import read as read_manifest
 from pear.store.records import completed_ids
 from pear.backends.dry import CHARS_PER_TOKEN
+from pear.backends.registry import REPLAY
 from pear.runs.plan import estimate
 
 __all__ = ["ModelArray", "Launch", "plan_launch", "shard_dir", "shard_command", "paper_command",
@@ -219,7 +220,7 @@ def paper_command(launch: Launch) -> list[str]:
         raise ValueError(f"--then-paper builds the notebooks from one run directory: launch "
                          f"one model, not {len(launch.arrays)}")
     args = list(launch.run_args)
-    cmd = [launch.python, "-m", "pear", "paper", "--backend", "replay",
+    cmd = [launch.python, "-m", "pear", "paper", "--backend", REPLAY,
            "--runs", str(launch.out / launch.arrays[0].slug)]
     for flag in ("--preset", "--seeds", "--n-questions"):
         if flag in args:
