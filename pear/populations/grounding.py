@@ -78,15 +78,16 @@ CORPUS_DATASET = "math"
 CORPUS_GRADING = "math"
 CORPUS_MODEL = "gpt-3.5-turbo-0301"
 GRADED = REAL_DEBATES_DIR / "graded" / "dylan-math-gpt35"
+"""The shipped graded copy of :data:`CORPUS`'s import (:mod:`pear.store.shipped`: its manifest
+and its records xz-compressed), written by ``pear populations write-graded`` and held equal to a
+fresh import by ``pear populations check``; derived from DyLAN's records (MIT,
+``data/real-debates/LICENSE-DyLAN``)."""
 MMLU_CORPUS = REAL_DEBATES_DIR / "dylan-mmlu-gpt35.tgz"
 """DyLAN's MMLU debates (MIT): role-prompted gpt-3.5 teams of 2, 3, 4 and 7 on 2,809 MMLU
 questions, one source protocol per team size (``pear import dylan-mmlu --protocol``)."""
 MMLU_TEAMS = (2, 3, 4, 7)
 MMLU_DATASET = "mmlu"
 MMLU_GRADING = "letters"
-"""The shipped graded copy of :data:`CORPUS`'s import (:mod:`pear.store.shipped`: its manifest
-and its records xz-compressed), written by ``pear populations write-graded`` and held equal to a
-fresh import by ``pear populations check``; derived from DyLAN's records (MIT, ``data/real-debates/LICENSE-DyLAN``)."""
 DECIMALS = 3
 """Decimals of the stored coefficients and of ``wrong_focus``."""
 
@@ -350,8 +351,8 @@ def bootstrap_populations(k: int = 20, seed: int = 0, g: Grounding | None = None
     ``seed``; the same-wrong-answer share stays the whole data's; the spread of the skill
     interactions is the strength dependence's) and PEAR's protocol mapped with the critique
     weight :data:`CRITIQUE_WEIGHTS` ``[i % 2]``: an ensemble over both.  Without ``g``, the shipped
-    draws when they hold these (:func:`shipped_draws`: what ``pear populations check`` holds equal to a
-    refit), else refitted on :func:`ground`'s fit."""
+    draws when they hold these (:func:`shipped_draws`: what ``pear populations check`` holds
+    equal to a refit), else refitted on :func:`ground`'s fit."""
     if g is None:
         shipped = shipped_draws(k, seed)
         if shipped is not None:
