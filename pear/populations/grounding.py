@@ -60,6 +60,7 @@ from pear.sim import population as pop, revision
 from pear.sim.population import Population, RevisionModel, SimParams
 from pear.core.hashing import file_sha256
 from pear.store import shipped as shipped_import
+from pear.store.readers import DylanMmluReader, DylanReader
 from pear.populations.reading import fitted_on as _fitted_on, options, records, sequential
 import pear
 
@@ -116,8 +117,9 @@ def corpus_run(where: str | os.PathLike[str] | None = None, *, corpus: Path = CO
     out = root / f"dylan-math-{file_sha256(corpus)[:8]}"
     if fresh and out.exists():
         shutil.rmtree(out)
-    return imported_run("dylan", corpus, out, dataset=CORPUS_DATASET, grading=CORPUS_GRADING,
-                        model=CORPUS_MODEL, skip_bad=True, shipped=None if fresh else graded)
+    return imported_run(DylanReader.name, corpus, out, dataset=CORPUS_DATASET,
+                        grading=CORPUS_GRADING, model=CORPUS_MODEL, skip_bad=True,
+                        shipped=None if fresh else graded)
 
 
 def mmlu_runs(where: str | os.PathLike[str] | None = None, *, corpus: Path = MMLU_CORPUS,
@@ -134,7 +136,7 @@ def mmlu_runs(where: str | os.PathLike[str] | None = None, *, corpus: Path = MML
         run = root / f"dylan-mmlu{n}-{sha8}"
         if fresh and run.exists():
             shutil.rmtree(run)
-        out.append(imported_run("dylan-mmlu", corpus, run, dataset=MMLU_DATASET,
+        out.append(imported_run(DylanMmluReader.name, corpus, run, dataset=MMLU_DATASET,
                                 grading=MMLU_GRADING, model=CORPUS_MODEL, skip_bad=True,
                                 protocol=f"dylan-mmlu-{n}"))
     return out

@@ -24,12 +24,13 @@ from pear.populations import dynamics, simcheck
 from pear.paths import BUILD_DIR, REAL_DEBATES_DIR
 from pear.store import manifest, shipped as shipped_import
 from pear.store.importing import import_files, same_import
+from pear.store.readers import DuReader, DylanReader
 from pear.tasks.benchmarks import sha256_files
 
 __all__ = ["SHIPPED", "Analysis", "imported_run", "shipped_runs", "analyse", "table", "verdicts",
            "plot_real_vs_simulated", "describe"]
 
-SHIPPED = {"dylan-math500": ("dylan", "dylan-math500-gpt35.json.gz", "math500",
+SHIPPED = {"dylan-math500": (DylanReader.name, "dylan-math500-gpt35.json.gz", "math500",
                              "gpt-3.5-turbo-0301")}
 """Name -> (format, file under data/real-debates, dataset, model) of each shipped file."""
 
@@ -81,8 +82,8 @@ def shipped_runs(du_file: str = "", du_dataset: str = "gsm8k", du_grading: str =
                                  dataset=dataset, model=model)
     if du_file:
         name = f"du-{Path(du_file).name.split('.')[0]}"
-        out[name] = imported_run("du", du_file, root / f"{name}-{data}", dataset=du_dataset,
-                                 model=du_model, grading=du_grading or None)
+        out[name] = imported_run(DuReader.name, du_file, root / f"{name}-{data}",
+                                 dataset=du_dataset, model=du_model, grading=du_grading or None)
     return out
 
 
