@@ -149,7 +149,7 @@ $(VENV)/.installed-inspect: $(VENV)/.installed requirements/inspect.txt
 lab: setup-lab
 	@mkdir -p $(LAB_SETTINGS)
 	@echo '{"@jupyterlab/docmanager-extension:plugin": {"defaultViewers": {"python": "Jupytext Notebook"}}}' > $(LAB_SETTINGS)/overrides.json
-	$(BIN)/python -c "from pear.paper.build import ensure_kernel; ensure_kernel()"
+	$(BIN)/python -c "from pear.paper.kernels import ensure_kernel; ensure_kernel()"
 	$(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/notebooks \
 	  $(if $(filter 0,$(shell id -u)),--allow-root,) $(LAB_ARGS)
 

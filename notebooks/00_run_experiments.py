@@ -28,11 +28,11 @@ n_questions = 0  # questions per dataset; 0: the preset value
 base_url = ""  # OpenAI-compatible endpoint (backend openai)
 
 # %%
-from pear.paper import build as paper
+from pear.paper import experiments, study
 
-exp = paper.experiment(preset, seeds=seeds, n_questions=n_questions, model=model,
+exp = study.experiment(preset, seeds=seeds, n_questions=n_questions, model=model,
                        backend=backend)
-runs = paper.runs_path(runs_dir, preset, backend)
+runs = study.runs_path(runs_dir, preset, backend)
 print(f"preset {exp.name}: {len(exp.datasets)} datasets x {len(exp.methods)} methods x "
       f"{len(exp.seeds)} seeds x {exp.n_questions} questions; full sets {exp.full_datasets}")
 print(f"run directory: {runs}")
@@ -41,10 +41,10 @@ print(f"run directory: {runs}")
 # ## Run (or resume) the grid
 
 # %%
-summary = paper.run_experiments(backend, exp, runs, model=model, base_url=base_url)
+summary = experiments.run_experiments(backend, exp, runs, model=model, base_url=base_url)
 
 # %% [markdown]
 # ## Summary: debates recorded per model, method and dataset
 
 # %%
-paper.describe_runs(runs)
+experiments.describe_runs(runs)

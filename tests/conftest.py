@@ -14,7 +14,7 @@ def pytest_configure(config):
     if hasattr(config, "workerinput"):  # an xdist worker: the controller has done it
         return
     if importlib.util.find_spec("ipykernel") is not None:
-        from pear.paper.build import ensure_kernel
+        from pear.paper.kernels import ensure_kernel
 
         try:
             ensure_kernel()

@@ -75,7 +75,7 @@ def test_pear_paper_reaches_the_build(capsys):
 
 def test_the_site_shows_the_claims_that_moved_since_a_previous_build(tmp_path):
     from pear.claims.diff import diff_html
-    from pear.paper.build import previous_diff
+    from pear.paper.publish import previous_diff
     ledger = [{"id": "c1", "finding": "supported", "verdict": "supported", "parts": [
         {"label": "gain <b>", "setting": "m / d", "value": 0.05, "low": 0.01, "high": 0.09,
          "verdict": "supported"}]}]

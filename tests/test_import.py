@@ -294,13 +294,13 @@ def test_notebook_17_glue_sets_the_simulated_population_beside_the_run(du_gsm, t
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # a first run imports DyLAN's corpus (~3.5 min) for the leave-one-out
 def test_notebook_17_on_the_shipped_dylan_debates(tmp_path, capsys):
-    from pear.paper import build
+    from pear.paper import build, outputs
     figures = tmp_path / "figures"
     rc = build.build(backend="simulated", preset="sim", only="17", runs=str(tmp_path / "runs"),
                      figures=figures, build_dir=tmp_path / "build")
     out = capsys.readouterr().out
     assert rc == 0, out
-    assert build.check_outputs(figures, ["17_real_debates"]) == []
+    assert outputs.check_outputs(figures, ["17_real_debates"]) == []
     table = (figures / "real_debates.md").read_text()
     assert "| dylan-math500 | agent accuracy, round 0 | 0.373 [" in table
     assert "| dylan-math500 | R2W (per query) | 0.488 [" in table
@@ -337,7 +337,7 @@ def test_imported_model_text_is_escaped_in_transcripts(tmp_path):
 @pytest.mark.timeout(900)
 def test_replay_build_on_an_imported_run(du_gsm, tmp_path, capsys):
     """`make paper BACKEND=replay RUNS=<imported run>`: every notebook runs or says why not."""
-    from pear.paper import build
+    from pear.paper import build, outputs
     run = tmp_path / "imported"
     import_files("du", [du_gsm], run, dataset="gsm8k", model="qwen-3b")
     figures = tmp_path / "figures"
@@ -345,9 +345,9 @@ def test_replay_build_on_an_imported_run(du_gsm, tmp_path, capsys):
                      build_dir=tmp_path / "build", site_dir=tmp_path / "site")
     out = capsys.readouterr().out
     assert rc == 0, out
-    assert build.check_outputs(figures) == []
+    assert outputs.check_outputs(figures) == []
     assert site.check_site(tmp_path / "site") == []  # every page and link
-    for name in build.NOT_FOR_IMPORTED:
+    for name in outputs.NOT_FOR_IMPORTED:
         assert f"skipped {name}:" in out
     assert "cannot speak to imported debates" in (figures / "robustness.md").read_text()
     diag = (figures / "diagnostics.md").read_text()

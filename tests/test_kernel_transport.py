@@ -6,7 +6,7 @@ import nbformat
 import papermill
 import pytest
 
-from pear.paper.build import KERNEL, ensure_kernel, ipc_kernel_manager
+from pear.paper.kernels import KERNEL, ensure_kernel, ipc_kernel_manager
 
 
 @pytest.mark.slow

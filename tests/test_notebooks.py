@@ -13,7 +13,10 @@ from pathlib import Path
 import jupytext
 import pytest
 
-from pear.paper import build as paper
+from pear.cli import main
+from pear.paper import build as paper, outputs
+from pear.paper.times import TIMES_FILE
+from pear.paths import REPO_ROOT
 from pear.paper import site
 from pear.analysis import report, transcript
 from pear.store import view
@@ -21,7 +24,7 @@ from pear.store.validate import validate
 from pear.tasks.benchmarks import FILES, data_dir
 from record_factory import make_record
 
-NOTEBOOK_DIR = paper.REPO_ROOT / "notebooks"
+NOTEBOOK_DIR = REPO_ROOT / "notebooks"
 COMMON = {"backend", "preset", "runs_dir", "model", "seeds", "n_questions"}
 SAVERS = {"save_ledger": (".json",), "save_figure": (".pdf", ".png"), "save_table": (".tex", ".md"),
           "save_markdown": (".md",), "save_html": (".html",)}
@@ -37,9 +40,9 @@ def _code(name: str) -> ast.Module:
 
 def test_the_notebook_folder_is_the_ordered_build():
     on_disk = sorted(p.stem for p in NOTEBOOK_DIR.glob("[0-9][0-9]_*.py"))
-    assert on_disk == list(paper.NOTEBOOKS)
-    assert list(paper.NOTEBOOKS) == sorted(paper.NOTEBOOKS)
-    assert set(paper.EXPECTED_OUTPUTS) == set(paper.NOTEBOOKS)
+    assert on_disk == list(outputs.NOTEBOOKS)
+    assert list(outputs.NOTEBOOKS) == sorted(outputs.NOTEBOOKS)
+    assert set(outputs.EXPECTED_OUTPUTS) == set(outputs.NOTEBOOKS)
 
 
 TEACHES = {"15_your_method": ["FunctionDef minority_to_majority"]}
@@ -47,14 +50,14 @@ TEACHES = {"15_your_method": ["FunctionDef minority_to_majority"]}
 write a router, so it defines that one router function (and nothing else)."""
 
 
-@pytest.mark.parametrize("name", paper.NOTEBOOKS)
+@pytest.mark.parametrize("name", outputs.NOTEBOOKS)
 def test_notebook_defines_no_function_or_class(name):
     defs = [f"{type(n).__name__} {getattr(n, 'name', '')}".strip() for n in ast.walk(_code(name))
             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda))]
     assert defs == TEACHES.get(name, []), f"{name} defines {defs}: move the logic into pear/"
 
 
-@pytest.mark.parametrize("name", paper.NOTEBOOKS)
+@pytest.mark.parametrize("name", outputs.NOTEBOOKS)
 def test_notebook_has_one_parameters_cell_with_the_common_parameters(name):
     nb = jupytext.read(NOTEBOOK_DIR / f"{name}.py")
     tagged = [i for i, c in enumerate(nb.cells)
@@ -67,7 +70,7 @@ def test_notebook_has_one_parameters_cell_with_the_common_parameters(name):
     assert all(c.cell_type != "code" for c in nb.cells[:tagged[0]])
 
 
-@pytest.mark.parametrize("name", paper.NOTEBOOKS)
+@pytest.mark.parametrize("name", outputs.NOTEBOOKS)
 def test_notebook_holds_no_path_string(name):
     paths = [n.value for n in ast.walk(_code(name))
              if isinstance(n, ast.Constant) and isinstance(n.value, str)
@@ -77,14 +80,14 @@ def test_notebook_holds_no_path_string(name):
         "pear.analysis.report.figures_dir()"
 
 
-@pytest.mark.parametrize("name", paper.NOTEBOOKS)
+@pytest.mark.parametrize("name", outputs.NOTEBOOKS)
 def test_notebook_passes_no_output_folder(name):
     calls = [n.func.attr for n in ast.walk(_code(name)) if isinstance(n, ast.Call)
              and isinstance(n.func, ast.Attribute) and any(k.arg == "out_dir" for k in n.keywords)]
     assert calls == [], f"{name} passes out_dir to {calls}: the library picks the folder"
 
 
-@pytest.mark.parametrize("name", paper.NOTEBOOKS)
+@pytest.mark.parametrize("name", outputs.NOTEBOOKS)
 def test_notebook_imports_only_pear_and_ipython_display(name):
     mods = set()
     for n in ast.walk(_code(name)):
@@ -112,13 +115,13 @@ def _saved_files(name: str) -> set[str]:
     return out
 
 
-@pytest.mark.parametrize("name", paper.NOTEBOOKS)
+@pytest.mark.parametrize("name", outputs.NOTEBOOKS)
 def test_expected_outputs_list_what_each_notebook_saves(name):
-    assert _saved_files(name) == set(paper.EXPECTED_OUTPUTS[name])
+    assert _saved_files(name) == set(outputs.EXPECTED_OUTPUTS[name])
 
 
 def test_each_output_has_one_producer_and_the_study_is_covered():
-    files = [f for n in paper.NOTEBOOKS for f in paper.EXPECTED_OUTPUTS[n]]
+    files = [f for n in outputs.NOTEBOOKS for f in outputs.EXPECTED_OUTPUTS[n]]
     assert len(files) == len(set(files))
     for needed in ("main_results.tex", "main_results.md", "main_results_vs_paper.md",
                    "numbers.tex", "full_dataset.tex", "full_dataset_vs_paper.md",
@@ -131,23 +134,23 @@ def test_each_output_has_one_producer_and_the_study_is_covered():
 
 
 def test_check_reports_missing_outputs(tmp_path, capsys):
-    assert paper.main(["--check", str(tmp_path)]) == 1
+    assert main(["check", "outputs", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert "main_results.tex (from 01_main_results)" in err and "case_study.md" in err
-    for f in paper.EXPECTED_OUTPUTS["08_case_study"]:
+    for f in outputs.EXPECTED_OUTPUTS["08_case_study"]:
         (tmp_path / f).write_text("x")
     # present, but of no known run: the folder has no build manifest
-    assert paper.main(["--check", str(tmp_path), "--only", "08"]) == 1
+    assert main(["check", "outputs", str(tmp_path), "--only", "08"]) == 1
     assert "no build manifest" in capsys.readouterr().err
     from pear.paper import provenance
     run = tmp_path / "run"
     run.mkdir()
     params = {"runs_dir": str(run), "preset": "smoke", "backend": "simulated"}
-    provenance.record(tmp_path, "08_case_study", paper.EXPECTED_OUTPUTS["08_case_study"],
+    provenance.record(tmp_path, "08_case_study", outputs.EXPECTED_OUTPUTS["08_case_study"],
                       params, "c0")
-    assert paper.main(["--check", str(tmp_path), "--only", "08"]) == 0
+    assert main(["check", "outputs", str(tmp_path), "--only", "08"]) == 0
     (tmp_path / "case_study.md").write_text("")  # empty counts as missing
-    assert paper.main(["--check", str(tmp_path), "--only", "08"]) == 1
+    assert main(["check", "outputs", str(tmp_path), "--only", "08"]) == 1
 
 
 # -- (d) the case-study transcript ----------------------------------------------------------
@@ -231,14 +234,14 @@ def test_build_on_simulated_agents_produces_every_output(tmp_path, monkeypatch, 
                      site_dir=tmp_path / "site")
     out = capsys.readouterr().out
     assert rc == 0, out
-    assert paper.check_outputs(figures) == []
+    assert outputs.check_outputs(figures) == []
     # what CI once checked in a build of its own: every record of the run valid from scratch,
     # the results site with every page and link
     assert validate(tmp_path / "runs").findings.ok
     assert site.check_site(tmp_path / "site") == []
-    assert all(f"ok {n} in" in out for n in paper.NOTEBOOKS)
-    times = json.loads((tmp_path / "build" / paper.TIMES_FILE).read_text())["notebooks"]
-    assert list(times) == [*paper.NOTEBOOKS, "results site"]
+    assert all(f"ok {n} in" in out for n in outputs.NOTEBOOKS)
+    times = json.loads((tmp_path / "build" / TIMES_FILE).read_text())["notebooks"]
+    assert list(times) == [*outputs.NOTEBOOKS, "results site"]
     assert {e["status"] for e in times.values()} == {"ok"}
     assert times["00_run_experiments"]["grid"]["debates"] > 0
     assert "simulated agents" in (figures / "main_results.md").read_text()

@@ -1,17 +1,24 @@
-"""The build's parameters and argument checks (pear.paper.build), the glue the analysis notebooks
-call: the debates of a scope as the grid defines it (pear.paper.study), the study's numbers beside
-the reproduced ones and quoted numbers as macros (pear.analysis.compare), and the case study from
-real records (pear.analysis.transcript)."""
+"""The build's parameters and argument checks (pear.paper.build), its outputs table
+(pear.paper.outputs), its kernels and their scheduling (pear.paper.kernels: unit tests, one
+real kernel in the slow suite), notebook 00's glue (pear.paper.experiments), the glue the
+analysis notebooks call: the debates of a scope as the grid defines it (pear.paper.study), the
+study's numbers beside the reproduced ones and quoted numbers as macros
+(pear.analysis.compare), and the case study from real records (pear.analysis.transcript)."""
 from __future__ import annotations
 
+import json
+import os
 import re
 import warnings
 
 import pandas as pd
 import pytest
 
+from pear import parallel
 from pear.analysis import compare, transcript
-from pear.paper import build as paper, study
+from pear.paper import build as paper, experiments, kernels, outputs, study
+from pear.paper.times import TIMES_FILE, BuildTimes
+from pear.paths import REPO_ROOT
 from pear.runs.grid import preset, scope_debates
 from pear.runs.jobs import jobs
 from pear.runs.runner import run
@@ -32,14 +39,14 @@ def sim_run(tmp_path_factory):
 
 
 def test_experiment_takes_the_notebook_parameters():
-    e = paper.experiment("sim", seeds="2, 3", n_questions=7, model="org/m", backend="vllm")
+    e = study.experiment("sim", seeds="2, 3", n_questions=7, model="org/m", backend="vllm")
     assert (e.seeds, e.n_questions, e.models) == ((2, 3), 7, ("org/m",))
-    assert paper.experiment("sim").seeds == preset("sim").seeds  # "" / 0 = the preset's
-    assert paper.experiment("sim", model="x.gguf", backend="llamacpp").models == ()
+    assert study.experiment("sim").seeds == preset("sim").seeds  # "" / 0 = the preset's
+    assert study.experiment("sim", model="x.gguf", backend="llamacpp").models == ()
     with pytest.raises(ValueError, match="invalid seeds '0,a'"):
-        paper.experiment("sim", seeds="0,a")
+        study.experiment("sim", seeds="0,a")
     with pytest.raises(ValueError, match="unknown backend 'gpu'"):
-        paper.experiment("sim", backend="gpu")
+        study.experiment("sim", backend="gpu")
 
 
 def test_build_rejects_bad_arguments_before_starting_a_kernel():
@@ -49,13 +56,14 @@ def test_build_rejects_bad_arguments_before_starting_a_kernel():
         paper.build(backend="simulated", preset="big")
     with pytest.raises(ValueError, match="--only '42' matches no notebook"):
         paper.build(backend="simulated", only="01,42")
-    assert paper._notebooks("0") == [n for n in paper.NOTEBOOKS if n.startswith("0")]
-    assert paper._notebooks("03_abl, 01") == ["01_main_results", "03_ablation"]
+    assert outputs.select("0") == [n for n in outputs.NOTEBOOKS if n.startswith("0")]
+    assert outputs.select("03_abl, 01") == ["01_main_results", "03_ablation"]
+    assert outputs.select(" , ") == list(outputs.NOTEBOOKS)
 
 
 def test_runs_path_defaults_under_the_repository():
-    assert paper.runs_path("", "sim", "simulated") == paper.REPO_ROOT / "data/runs/sim-simulated"
-    assert paper.runs_path("/tmp/x", "sim", "simulated").as_posix() == "/tmp/x"
+    assert study.runs_path("", "sim", "simulated") == REPO_ROOT / "data/runs/sim-simulated"
+    assert study.runs_path("/tmp/x", "sim", "simulated").as_posix() == "/tmp/x"
 
 
 def test_a_population_file_names_the_build_run_after_the_population(tmp_path, monkeypatch):
@@ -67,18 +75,18 @@ def test_a_population_file_names_the_build_run_after_the_population(tmp_path, mo
     twin.write(tmp_path / "twin.json")
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv(POPULATION_ENV, raising=False)
-    runs = paper.REPO_ROOT / "data/runs"
+    runs = REPO_ROOT / "data/runs"
     named_run = runs / "sim-simulated-twin-of-mine"
-    assert paper.runs_path("", "sim", "simulated", "twin.json") == named_run
+    assert study.runs_path("", "sim", "simulated", "twin.json") == named_run
     assert paper._population("twin.json") == str(tmp_path / "twin.json")
     assert paper._population("study") == "study"
     monkeypatch.setenv(POPULATION_ENV, str(tmp_path / "twin.json"))  # as the kernels get it
-    assert paper.runs_path("", "sim", "simulated") == named_run
-    assert paper.runs_path("", "sim", "simulated", "study") == runs / "sim-simulated-study"
-    assert paper.runs_path("", "sim", "simulated", "grounded") == runs / "sim-simulated"
+    assert study.runs_path("", "sim", "simulated") == named_run
+    assert study.runs_path("", "sim", "simulated", "study") == runs / "sim-simulated-study"
+    assert study.runs_path("", "sim", "simulated", "grounded") == runs / "sim-simulated"
     # a file that holds the build default itself is the build default's run
     load_population("grounded").write(tmp_path / "copy.json")
-    assert paper.runs_path("", "sim", "simulated", "copy.json") == runs / "sim-simulated"
+    assert study.runs_path("", "sim", "simulated", "copy.json") == runs / "sim-simulated"
     exp = preset("smoke", datasets=("gsm8k",), methods=("cot",), seeds=(0,), n_questions=2,
                  full_datasets=())
     run(exp, make_backend("simulated", exp=exp), tmp_path / "run", progress=False)
@@ -153,12 +161,12 @@ def test_load_results_holds_each_model_of_a_merged_run_to_its_own_grid(tmp_path)
 
 def test_run_experiments_replay_needs_records(tmp_path, sim_run):
     with pytest.raises(FileNotFoundError, match="backend 'replay' needs recorded debates"):
-        paper.run_experiments("replay", sim_run[0], tmp_path)
-    assert paper.run_experiments("replay", *sim_run) is None
+        experiments.run_experiments("replay", sim_run[0], tmp_path)
+    assert experiments.run_experiments("replay", *sim_run) is None
 
 
 def test_describe_runs_counts_debates_per_model_method_and_dataset(sim_run):
-    table = paper.describe_runs(sim_run[1])
+    table = experiments.describe_runs(sim_run[1])
     assert list(table.columns) == ["truthfulqa", "gsm8k"]   # the study's dataset order
     assert table.index.get_level_values("method").tolist() == ["cot", "ring", "pear"]
     assert (table.to_numpy() == 3 * 2).all()   # 3 questions x 2 seeds per cell
@@ -293,7 +301,6 @@ def test_the_build_kernel_talks_over_ipc_in_a_private_folder():
     connection file and the IPC sockets sit in a fresh 0700 folder, short enough for a
     socket path, removed at shutdown."""
     import asyncio
-    import os
     import stat
     import tempfile
     from pathlib import Path
@@ -301,13 +308,13 @@ def test_the_build_kernel_talks_over_ipc_in_a_private_folder():
     import zmq
     if not zmq.has("ipc"):
         pytest.skip("this ZeroMQ build has no IPC transport (the manager keeps TCP)")
-    km = paper.ipc_kernel_manager()(kernel_name=paper.KERNEL)
-    other = paper.ipc_kernel_manager()(kernel_name=paper.KERNEL)
+    km = kernels.ipc_kernel_manager()(kernel_name=kernels.KERNEL)
+    other = kernels.ipc_kernel_manager()(kernel_name=kernels.KERNEL)
     folder = Path(km.connection_file).parent
     try:
         assert km.transport == "ipc"
         assert folder.parent == Path(tempfile.gettempdir())
-        assert folder.name.startswith(paper.IPC_PREFIX)
+        assert folder.name.startswith(kernels.IPC_PREFIX)
         assert stat.S_IMODE(folder.stat().st_mode) == 0o700
         assert Path(km.ip).parent == folder  # sockets <folder>/kernel-ipc-<n>, not in the cwd
         assert len(f"{km.ip}-99999".encode()) < zmq.IPC_PATH_MAX_LEN
@@ -320,95 +327,218 @@ def test_the_build_kernel_talks_over_ipc_in_a_private_folder():
     assert not folder.exists()
 
 
+def test_the_build_kernel_is_shut_down_without_an_interrupt(monkeypatch):
+    """jupyter_client sends a kernel SIGINT before asking it to shut down; ipykernel logs
+    "KeyboardInterrupt caught in kernel." when it lands mid-message (seen after notebook 00).
+    The build's manager sends none at shutdown, and interrupts as ever otherwise."""
+    import asyncio
+    import signal
+    manager = kernels.ipc_kernel_manager()
+    monkeypatch.setattr(manager, "has_kernel", property(lambda self: True))
+    km = manager(kernel_name=kernels.KERNEL)
+    sent, steps = [], []
+
+    async def record_signal(signum):
+        sent.append(signum)
+
+    async def step(name, **kw):
+        steps.append(name)
+
+    km._async_signal_kernel = record_signal
+    km._async_request_shutdown = lambda **kw: step("request", **kw)
+    km._async_finish_shutdown = lambda **kw: step("finish", **kw)
+    km._async_cleanup_resources = lambda **kw: step("cleanup", **kw)
+    asyncio.run(km.interrupt_kernel())  # a user's interrupt: SIGINT, as jupyter_client sends it
+    assert sent == [signal.SIGINT]
+    asyncio.run(km.shutdown_kernel())
+    assert sent == [signal.SIGINT] and steps == ["request", "finish", "cleanup"]
+
+
 @pytest.mark.slow
 def test_an_executed_notebook_carries_no_tcp_warning_and_leaves_no_socket(tmp_path, capfd,
                                                                            monkeypatch):
     """A notebook run as the build runs it (papermill, the ``pear`` kernel, the build's
     kernel manager): its outputs and the process's output hold no "without encryption"
-    warning, and no socket file is left in the working directory or the temp folder."""
+    warning nor an interrupt at shutdown, and no socket file is left in the working
+    directory or the temp folder."""
     import glob
     import tempfile
 
     import nbformat
     import papermill
-    paper.ensure_kernel()
+    kernels.ensure_kernel()
     monkeypatch.chdir(tmp_path)
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
         "import json\nfrom ipykernel import get_connection_file\n"
         "print(json.load(open(get_connection_file()))['transport'])")])
     nbformat.write(nb, tmp_path / "in.ipynb")
-    before = set(glob.glob(f"{tempfile.gettempdir()}/{paper.IPC_PREFIX}*"))
+    before = set(glob.glob(f"{tempfile.gettempdir()}/{kernels.IPC_PREFIX}*"))
     papermill.execute_notebook(str(tmp_path / "in.ipynb"), str(tmp_path / "out.ipynb"),
-                               kernel_name=paper.KERNEL, progress_bar=False, cwd=str(tmp_path),
-                               kernel_manager_class=paper.ipc_kernel_manager())
+                               kernel_name=kernels.KERNEL, progress_bar=False,
+                               cwd=str(tmp_path), kernel_manager_class=kernels.ipc_kernel_manager())
     out = nbformat.read(tmp_path / "out.ipynb", as_version=4)
     assert out.cells[0].outputs[0]["text"].strip() == "ipc"
     assert "without encryption" not in (tmp_path / "out.ipynb").read_text()
     captured = capfd.readouterr()
     assert "without encryption" not in captured.out + captured.err
+    assert "KeyboardInterrupt" not in captured.out + captured.err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.ipynb", "out.ipynb"]
-    assert set(glob.glob(f"{tempfile.gettempdir()}/{paper.IPC_PREFIX}*")) == before
+    assert set(glob.glob(f"{tempfile.gettempdir()}/{kernels.IPC_PREFIX}*")) == before
 
 
-def test_the_build_says_what_each_notebook_cost(tmp_path, capsys):
-    """Each executed notebook's wall time and status go to build-times.json beside the
-    executed notebooks (rewritten as each ends, so a failed build keeps what finished) and
-    into the build's log, one line per notebook; notebooks that only read the run (08, 09)
-    run at the same time."""
-    import json
-    src = tmp_path / "notebooks"
-    src.mkdir()
-    params = ("# ---\n# jupyter:\n#   kernelspec:\n#     display_name: Python (pear)\n"
-              "#     language: python\n#     name: pear\n# ---\n\n"
-              '# %% tags=["parameters"]\nbackend = ""\n\n')
-    (src / "08_case_study.py").write_text(
-        params + "# %%\nimport os, pathlib, time\ntime.sleep(1.5)\n"
-        "pathlib.Path(os.environ['PEAR_FIGURES_DIR'], 'case_study.md').write_text('x')\n")
-    (src / "09_theory_checks.py").write_text(
-        params + "# %%\nimport time\ntime.sleep(1.5)\nraise ValueError('no states')\n")
+# -- which notebooks run alone or side by side, and with what --------------------------------
+
+def test_notebook_00_runs_alone_and_the_rest_side_by_side_unless_a_server_runs_the_model():
+    names = ["00_run_experiments", "08_case_study", "09_theory_checks", "12_robustness",
+             "13_claims"]
+    for backend in kernels.SIDE_BY_SIDE:
+        assert kernels.steps(names, backend) == [["00_run_experiments"], names[1:]]
+    # a server or GPU engine holds one model: a notebook that calls it runs alone
+    assert kernels.steps(names, "vllm") == [["00_run_experiments"], ["08_case_study",
+                                            "09_theory_checks"], ["12_robustness"],
+                                            ["13_claims"]]
+    assert kernels.steps(["08_case_study"], "vllm") == [["08_case_study"]]
+    assert kernels.steps([], "llamacpp") == []
+
+
+def test_side_by_side_notebooks_start_longest_first():
+    names = ["08_case_study", "12_robustness", "14_calibration", "13_claims"]
+    # no earlier build on this backend: the typical times (12: 56 s, 14: 38 s), others last
+    assert kernels.start_order(names, {}) == ["12_robustness", "14_calibration",
+                                              "08_case_study", "13_claims"]
+    # an earlier build's times come first
+    assert kernels.start_order(names, {"13_claims": 90.0, "12_robustness": 1.0}) == [
+        "13_claims", "14_calibration", "12_robustness", "08_case_study"]
+
+
+def test_a_kernel_side_by_side_gets_its_share_of_the_cores(monkeypatch):
+    """Beside another notebook a kernel's thread teams (llama.cpp's PEAR_THREADS, numpy's
+    BLAS) keep to its share of the cores; alone, nothing is capped."""
+    import multiprocessing
+    monkeypatch.setattr(parallel, "usable_cores", lambda: 4)
+    assert kernels.kernel_env(False) == {}
+    assert kernels.kernel_env(True) == dict.fromkeys(
+        (parallel.THREADS_ENV, *kernels.BLAS_THREADS_ENV), "4")
+    # in one of two fork_map workers, each with a notebook to run: half the cores
+    monkeypatch.setattr(parallel, "_POOL", (2, multiprocessing.Value("i", 2)))
+    assert kernels.kernel_env(True) == dict.fromkeys(
+        (parallel.THREADS_ENV, "OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"),
+        "2")
+
+
+def test_environ_sets_variables_for_a_block_and_puts_them_back(monkeypatch):
+    monkeypatch.setenv("PEAR_TEST_SET", "before")
+    monkeypatch.delenv("PEAR_TEST_UNSET", raising=False)
+    with pytest.raises(KeyError):
+        with kernels.environ({"PEAR_TEST_SET": "inside", "PEAR_TEST_UNSET": "new"}):
+            assert os.environ["PEAR_TEST_SET"] == "inside"
+            assert os.environ["PEAR_TEST_UNSET"] == "new"
+            raise KeyError("a failing notebook")
+    assert os.environ["PEAR_TEST_SET"] == "before" and "PEAR_TEST_UNSET" not in os.environ
+
+
+def _write_notebook(src, name: str, params: str = 'backend = ""\nruns_dir = ""\n') -> None:
+    src.mkdir(exist_ok=True)
+    (src / f"{name}.py").write_text(
+        "# ---\n# jupyter:\n#   kernelspec:\n#     display_name: Python (pear)\n"
+        "#     language: python\n#     name: pear\n# ---\n\n"
+        f'# %% tags=["parameters"]\n{params}\n# %%\nprint(backend)\n')
+
+
+def test_a_notebook_gets_its_parameters_relative_to_the_repository_and_its_share_of_cores(
+        tmp_path, monkeypatch):
+    """What papermill is given for one notebook (no kernel started): the parameters the
+    notebook declares, the run directory named relative to the repository root (the kernel's
+    working directory: an executed notebook does not carry where it was built), the build's
+    kernel and kernel manager, and, beside other notebooks, the cores' share in the
+    kernel's environment, put back afterwards."""
+    import multiprocessing
+
+    import papermill
+    given = []
+    monkeypatch.setattr(papermill, "execute_notebook", lambda src, out, **kw: given.append(
+        {**kw, "threads": os.environ.get(parallel.THREADS_ENV)}))
+    monkeypatch.setattr(parallel, "usable_cores", lambda: 4)
+    monkeypatch.setattr(parallel, "_POOL", (2, multiprocessing.Value("i", 2)))
+    monkeypatch.delenv(parallel.THREADS_ENV, raising=False)
+    src, out = tmp_path / "notebooks", tmp_path / "build"
+    (out / "src").mkdir(parents=True)
+    _write_notebook(src, "08_case_study")
+    params = {"backend": "simulated", "preset": "sim", "seeds": "",
+              "runs_dir": str(REPO_ROOT / "data" / "runs" / "sim-simulated")}
+    assert paper._notebook("08_case_study", src, out, params, together=True) == (
+        pytest.approx(0, abs=5), None)
+    paper._notebook("08_case_study", src, out, {**params, "runs_dir": str(tmp_path / "r")})
+    first, alone = given
+    assert first["parameters"] == {"backend": "simulated", "runs_dir": "data/runs/sim-simulated"}
+    assert first["cwd"] == str(REPO_ROOT) and first["kernel_name"] == kernels.KERNEL
+    assert first["kernel_manager_class"].__name__ == "IPCKernelManager"
+    assert first["threads"] == "2" and alone["threads"] is None
+    assert alone["parameters"]["runs_dir"] == str(tmp_path / "r")  # outside: as given
+    assert parallel.THREADS_ENV not in os.environ
+    assert (out / "src" / "08_case_study.ipynb").is_file()
+    # in the kernel (cwd: the repository root) the relative path is the build's run
+    monkeypatch.chdir(REPO_ROOT)
+    assert study.runs_path("data/runs/sim-simulated", "sim", "simulated") == \
+        REPO_ROOT / "data" / "runs" / "sim-simulated"
+    assert paper.kernel_parameters({"population": str(REPO_ROOT / "twin.json"), "x": 1},
+                                   {"population": ""}) == {"population": "twin.json"}
+
+
+def _fake_notebooks(monkeypatch, results, ran):
+    """``build._notebook`` replaced: each notebook "runs" in this process (one at a time),
+    returning its (seconds, error) from ``results`` and its call recorded in ``ran``."""
+    def fake(name, *, src_dir, out_dir, params, together=False):
+        ran.append((name, together))
+        return results[name]
+    monkeypatch.setattr(paper, "_notebook", fake)
+    monkeypatch.setattr(kernels, "at_once", lambda: 1)
+    monkeypatch.setattr(kernels, "ensure_kernel", lambda: None)
+
+
+def test_the_build_says_what_each_notebook_cost(tmp_path, monkeypatch, capsys):
+    """Each notebook's wall time and status go to build-times.json beside the executed
+    notebooks (rewritten as each ends, so a failed build keeps what finished) and into the
+    build's log, one line per notebook, in build order; notebooks that only read the run
+    (08, 09) are one step, each told it runs beside the other."""
+    ran = []
+    _fake_notebooks(monkeypatch, {"08_case_study": (1.52, None),
+                                  "09_theory_checks": (0.71, "ValueError: no states")}, ran)
     rc = paper.build(backend="simulated", preset="sim", only="08,09",
                      runs=str(tmp_path / "no-run"), figures=tmp_path / "figures",
-                     build_dir=tmp_path / "build", notebooks_dir=src)
+                     build_dir=tmp_path / "build", notebooks_dir=tmp_path)
     assert rc == 1
-    times = json.loads((tmp_path / "build" / paper.TIMES_FILE).read_text())
+    assert sorted(ran) == [("08_case_study", True), ("09_theory_checks", True)]
+    times = json.loads((tmp_path / "build" / TIMES_FILE).read_text())
     assert list(times["notebooks"]) == ["08_case_study", "09_theory_checks"]
-    ok, failed = times["notebooks"].values()
-    assert ok["status"] == "ok" and 1.5 <= ok["seconds"] < 120
-    assert failed["status"] == "failed" and 0 < failed["seconds"] < 120
-    assert times["total_s"] == pytest.approx(ok["seconds"] + failed["seconds"], abs=0.02)
-    # 08 and 09 only read the run: they ran at the same time, each in its own kernel
-    assert max(ok["seconds"], failed["seconds"]) <= times["wall_s"] < 0.8 * times["total_s"]
+    assert times["notebooks"] == {"08_case_study": {"seconds": 1.52, "status": "ok"},
+                                  "09_theory_checks": {"seconds": 0.71, "status": "failed"}}
+    assert times["total_s"] == pytest.approx(2.23)
     assert (times["backend"], times["preset"]) == ("simulated", "sim")
-    out = capsys.readouterr().out
-    assert re.search(r"^  08_case_study +\d+\.\d s  ok$", out, re.M), out
-    assert re.search(r"^  09_theory_checks +\d+\.\d s  failed$", out, re.M), out
+    out, err = capsys.readouterr()
+    assert re.search(r"^  08_case_study +1\.5 s  ok$", out, re.M), out
+    assert re.search(r"^  09_theory_checks +0\.7 s  failed$", out, re.M), out
+    assert "FAILED 09_theory_checks after 0.7 s\nValueError: no states" in err
 
 
 def test_a_replay_of_imported_debates_skips_what_they_cannot_answer_among_parallel_notebooks(
         tmp_path, monkeypatch):
     """On imported debates, 09 (read-only, so run beside 08) is skipped with its outputs saying
     why, while 08 runs; both are in build-times.json in build order."""
-    import json
     monkeypatch.setattr(study, "is_imported", lambda runs_dir: True)
-    src = tmp_path / "notebooks"
-    src.mkdir()
-    head = ("# ---\n# jupyter:\n#   kernelspec:\n#     display_name: Python (pear)\n"
-            "#     language: python\n#     name: pear\n# ---\n\n"
-            '# %% tags=["parameters"]\nbackend = ""\n\n')
     fig = tmp_path / "figures"
     fig.mkdir()
-    write = f"pathlib.Path({str(fig)!r}, 'case_study.md').write_text('x')"
-    (src / "08_case_study.py").write_text(head + f"# %%\nimport pathlib\n{write}\n")
-    (src / "09_theory_checks.py").write_text(head + "# %%\nraise ValueError('ran')\n")
+    (fig / "case_study.md").write_text("x")  # what 08 writes
+    ran = []
+    _fake_notebooks(monkeypatch, {"08_case_study": (0.5, None)}, ran)
     out = tmp_path / "build"
-    (out / "src").mkdir(parents=True)
+    out.mkdir()
     params = {"backend": "replay", "preset": "sim", "runs_dir": str(tmp_path / "imported"),
               "commit": "abc"}
-    paper.ensure_kernel()
-    times = paper.BuildTimes(out / paper.TIMES_FILE, params)
-    rc = paper._execute(["08_case_study", "09_theory_checks"], src, out, fig, params, times)
-    assert rc == 0
-    notebooks = json.loads((out / paper.TIMES_FILE).read_text())["notebooks"]
+    times = BuildTimes(out / TIMES_FILE, params)
+    rc = paper._execute(["08_case_study", "09_theory_checks"], tmp_path, out, fig, params, times)
+    assert rc == 0 and ran == [("08_case_study", False)]  # 09 skipped: 08 runs alone
+    notebooks = json.loads((out / TIMES_FILE).read_text())["notebooks"]
     assert [(n, e["status"]) for n, e in notebooks.items()] == [
         ("08_case_study", "ok"), ("09_theory_checks", "skipped")]
     assert "cannot speak to imported debates" in (fig / "theory_checks.md").read_text()
@@ -421,13 +551,12 @@ def test_dylans_mmlu_debates_are_imported_once_before_two_notebooks_read_them(tm
     side the build imports them first (two kernels importing into one folder at once would
     clash); a step with one of them leaves the import to it."""
     calls, ran = [], []
-    monkeypatch.setattr(paper, "_import_dylan_mmlu", lambda: calls.append(list(ran)))
-    monkeypatch.setattr(paper, "_notebook",
-                        lambda name, **kw: (ran.append(name), (0.0, None))[1])
-    monkeypatch.setattr(paper, "at_once", lambda: 1)
+    monkeypatch.setattr(paper, "_import_dylan_mmlu", lambda: calls.append([n for n, _ in ran]))
+    _fake_notebooks(monkeypatch, dict.fromkeys(
+        ("00_run_experiments", "17_real_debates", "18_your_model"), (0.0, None)), ran)
     params = {"backend": "simulated", "preset": "sim", "runs_dir": str(tmp_path / "run"),
               "commit": "abc"}
-    times = paper.BuildTimes(None, params)
+    times = BuildTimes(None, params)
     both = ["00_run_experiments", "17_real_debates", "18_your_model"]
     assert paper._execute(both, tmp_path, tmp_path, tmp_path, params, times) == 1  # no outputs
     assert calls == [["00_run_experiments"]]  # after 00, before 17 and 18
@@ -437,41 +566,55 @@ def test_dylans_mmlu_debates_are_imported_once_before_two_notebooks_read_them(tm
     assert calls == []
 
 
-@pytest.mark.parametrize("backend, cores", [("simulated", ["2 2", "2 2"]),
-                                            ("vllm", ["unset unset", "unset unset"])])
-def test_notebooks_side_by_side_share_the_cores_unless_one_runs_the_model_on_a_server(
-        tmp_path, monkeypatch, backend, cores):
-    """After 00, notebooks run side by side, each kernel told its share of the cores
-    (PEAR_THREADS for llama.cpp's thread team, and numpy's BLAS threads); with a server or GPU
-    engine a notebook that runs the model (12) runs alone, its threads not capped."""
-    import json
-    import os
-    from pear import parallel
+@pytest.mark.parametrize("backend, together", [("simulated", [True, True]),
+                                               ("vllm", [False, False])])
+def test_notebooks_side_by_side_unless_one_runs_the_model_on_a_server(tmp_path, monkeypatch,
+                                                                      backend, together):
+    """After 00, notebooks run side by side, each told so (its kernel then keeps to its share
+    of the cores); with a server or GPU engine a notebook that runs the model (12) runs alone."""
+    ran = []
+    _fake_notebooks(monkeypatch, {"08_case_study": (0.1, None), "12_robustness": (0.2, None)},
+                    ran)
+    out = tmp_path / "build"
+    out.mkdir()
+    params = {"backend": backend, "preset": "sim", "runs_dir": str(tmp_path / "run"),
+              "commit": "abc"}
+    times = BuildTimes(out / TIMES_FILE, params)
+    assert paper._execute(["08_case_study", "12_robustness"], tmp_path, out, tmp_path / "fig",
+                          params, times) == 1  # the fakes write none of their outputs
+    assert sorted(ran) == list(zip(["08_case_study", "12_robustness"], together))
+    notebooks = json.loads((out / TIMES_FILE).read_text())["notebooks"]
+    assert list(notebooks) == ["08_case_study", "12_robustness"]  # build order
+
+
+@pytest.mark.slow
+def test_notebooks_side_by_side_run_at_once_each_on_its_share_of_the_cores(tmp_path,
+                                                                           monkeypatch):
+    """The one real-kernel build of the scheduling: 08 and 12 (simulated backend) run at the
+    same time in two kernels, each with half of (a pretended) 4 cores, their times in
+    build-times.json; a failing one is timed too."""
     monkeypatch.setattr(parallel, "usable_cores", lambda: 4)
+    monkeypatch.setattr(kernels, "at_once", lambda: 2)
     monkeypatch.delenv(parallel.THREADS_ENV, raising=False)
     monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
     src = tmp_path / "notebooks"
-    src.mkdir()
-    head = ("# ---\n# jupyter:\n#   kernelspec:\n#     display_name: Python (pear)\n"
-            "#     language: python\n#     name: pear\n# ---\n\n"
-            '# %% tags=["parameters"]\nbackend = ""\n\n')
-    for name in ("08_case_study", "12_robustness"):
-        (src / f"{name}.py").write_text(
-            head + "# %%\nimport os, pathlib, time\ntime.sleep(2)\n"
-            f"pathlib.Path({str(tmp_path)!r}, '{name}.cores').write_text("
-            "os.environ.get('PEAR_THREADS', 'unset') + ' ' + "
-            "os.environ.get('OPENBLAS_NUM_THREADS', 'unset'))\n")
-    out = tmp_path / "build"
-    (out / "src").mkdir(parents=True)
-    params = {"backend": backend, "preset": "sim", "runs_dir": str(tmp_path / "run"),
-              "commit": "abc"}
-    paper.ensure_kernel()
-    times = paper.BuildTimes(out / paper.TIMES_FILE, params)
-    rc = paper._execute(["08_case_study", "12_robustness"], src, tmp_path / "build",
-                        tmp_path / "figures", params, times)
-    assert rc == 1  # the toy notebooks write none of their outputs
+    for name, end in (("08_case_study", ""), ("12_robustness", "raise ValueError('no run')\n")):
+        _write_notebook(src, name)
+        with open(src / f"{name}.py", "a") as fh:
+            fh.write("import os, pathlib, time\ntime.sleep(1.5)\n"
+                     f"pathlib.Path({str(tmp_path)!r}, '{name}.cores').write_text("
+                     "os.environ.get('PEAR_THREADS', 'unset') + ' ' + "
+                     "os.environ.get('OPENBLAS_NUM_THREADS', 'unset'))\n" + end)
+    rc = paper.build(backend="simulated", preset="sim", only="08,12",
+                     runs=str(tmp_path / "no-run"), figures=tmp_path / "figures",
+                     build_dir=tmp_path / "build", notebooks_dir=src)
+    assert rc == 1
     assert [(tmp_path / f"{n}.cores").read_text()
-            for n in ("08_case_study", "12_robustness")] == cores
-    notebooks = json.loads((out / paper.TIMES_FILE).read_text())["notebooks"]
-    assert list(notebooks) == ["08_case_study", "12_robustness"]  # build order
+            for n in ("08_case_study", "12_robustness")] == ["2 2", "2 2"]
+    times = json.loads((tmp_path / "build" / TIMES_FILE).read_text())
+    ok, failed = times["notebooks"]["08_case_study"], times["notebooks"]["12_robustness"]
+    assert (ok["status"], failed["status"]) == ("ok", "failed")
+    assert 1.5 <= ok["seconds"] < 120 and 1.5 <= failed["seconds"] < 120
+    # at the same time, each in its own kernel
+    assert max(ok["seconds"], failed["seconds"]) <= times["wall_s"] < 0.8 * times["total_s"]
     assert parallel.THREADS_ENV not in os.environ and "OPENBLAS_NUM_THREADS" not in os.environ

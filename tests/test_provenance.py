@@ -11,6 +11,7 @@ import pytest
 from pear.cli import main
 from pear.paper import build as paper
 from pear.paper import provenance
+from pear.paper.outputs import EXPECTED_OUTPUTS
 from pear.store.manifest import fingerprint
 
 GRID = ["--preset", "sim", "--backend", "simulated", "--datasets", "gsm8k", "--methods",
@@ -64,11 +65,11 @@ def test_outputs_of_another_run_are_not_current_and_the_check_names_them(runs, t
     assert line.startswith("08_case_study: built ") and str(runs / "a") in line
     # the build's check: exit 1 naming the stale notebook (its outputs are present)
     (fig / "main_results.md").write_text("x")
-    for f in paper.EXPECTED_OUTPUTS["08_case_study"] + paper.EXPECTED_OUTPUTS["01_main_results"]:
+    for f in EXPECTED_OUTPUTS["08_case_study"] + EXPECTED_OUTPUTS["01_main_results"]:
         (fig / f).write_text("x")
-    assert paper.main(["--check", str(fig), "--only", "01,08"]) == 1
+    assert main(["check", "outputs", str(fig), "--only", "01,08"]) == 1
     provenance.record(fig, "08_case_study", ["case_study.md"], _params(runs / "b"), "c2")
-    assert paper.main(["--check", str(fig), "--only", "01,08"]) == 0
+    assert main(["check", "outputs", str(fig), "--only", "01,08"]) == 0
 
 
 def test_a_damaged_build_manifest_proves_nothing(tmp_path):
@@ -99,6 +100,6 @@ def test_partial_rebuilds_on_another_run_never_mix_builds(tmp_path, capsys):
     index = (site / "index.html").read_text()
     stale = re.search(r"Debate `([^`]+)`", first).group(1)  # run a's case study
     assert stale not in index and not list(site.rglob(f"*{stale}*"))
-    assert paper.main(["--check", str(fig), "--only", "00,01"]) == 0
-    assert paper.main(["--check", str(fig), "--only", "00,01,08"]) == 1
+    assert main(["check", "outputs", str(fig), "--only", "00,01"]) == 0
+    assert main(["check", "outputs", str(fig), "--only", "00,01,08"]) == 1
     assert "08_case_study: built" in capsys.readouterr().err

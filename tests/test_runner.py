@@ -229,6 +229,7 @@ HELP_SHOWS = {  # per command, a few of its own arguments its --help must show
     "import": ("--out OUT", "--grading", "--skip-bad", "FILE [FILE ...]"),
     "sim-check": ("--population NAME|FILE", "--replicates K"),
     "paper": ("--only ONLY", "--previous DIR"),
+    "check": ("outputs", "site"),
     "methods": ("--plugin MODULE",),
     "claims-diff": ("--seed SEED", "build_a build_b"),
     "parity": ("--out OUT", "RUN [RUN ...]"),

@@ -248,7 +248,7 @@ def test_every_kind_is_documented_and_severities_are_known():
 
 
 def test_replay_checks_the_records_first(clean, tmp_path, capsys):
-    from pear.paper.build import run_experiments
+    from pear.paper.experiments import run_experiments
     run_dir = tmp_path / "run"
     path, recs = _copy(clean, run_dir)
     exp = preset("sim", **EXP)

@@ -2,9 +2,10 @@
 ``plan``, ``merge``, ``branch``, ``launch``), :mod:`~pear.cli.inspect` (``show``, ``index``,
 ``validate``, ``grade-check``, ``parity``, ``parity-run``), :mod:`~pear.cli.importing`
 (``import``, ``sim-check``), :mod:`~pear.cli.populations` (``fit``, ``family``,
-``populations``), :mod:`~pear.cli.paper` (``paper``, ``claims-diff``, ``ensemble``) and
-:mod:`~pear.cli.catalog` (``models``, ``methods``).  Each family adds its commands' parsers, and
-each parser names its handler; :func:`main` assembles them, loads the plug-ins and turns a
+``populations``), :mod:`~pear.cli.paper` (``paper``, ``claims-diff``, ``ensemble``),
+:mod:`~pear.cli.check` (``check outputs``, ``check site``) and :mod:`~pear.cli.catalog`
+(``models``, ``methods``).  Each family adds its commands' parsers, and each parser names its
+handler; :func:`main` assembles them, loads the plug-ins and turns a
 user's error into one line.
 
 Errors a user can make (bad argument, unknown preset/dataset/method/backend, missing file,
@@ -17,7 +18,7 @@ import os
 import sys
 from typing import Sequence
 
-from pear.cli import catalog, importing, inspect, paper, populations, run
+from pear.cli import catalog, check, importing, inspect, paper, populations, run
 from pear.cli.options import Parser
 from pear.core.backend import BackendError
 
@@ -25,7 +26,7 @@ __all__ = ["main"]
 
 COMMANDS = (run.add_run, catalog.add_models, run.add_plan, run.add_merge, inspect.add_show,
             inspect.add_index, inspect.add_validate, inspect.add_grade_check,
-            importing.add_import, importing.add_sim_check, paper.add_paper,
+            importing.add_import, importing.add_sim_check, paper.add_paper, check.add_check,
             catalog.add_methods, paper.add_claims_diff, inspect.add_parity,
             inspect.add_parity_run, run.add_branch,
             run.add_launch, paper.add_ensemble, populations.add_fit, populations.add_family,

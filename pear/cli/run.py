@@ -142,13 +142,9 @@ def _cmd_run(a: argparse.Namespace) -> int:
         print(f"pear: stopped by a signal after {summary.written} debates (every finished "
               "debate is recorded); rerun the same command to resume", file=sys.stderr)
         return 143
-    print(f"{summary.written} debates written, {summary.already_done} already done, "
-          f"{len(summary.failed)} failed; {summary.requests} requests in "
-          f"{summary.generate_calls} backend calls, {summary.tokens} tokens, "
-          f"{summary.cache_hits} cache hits")
-    if summary.failed:
-        print(f"first failure: {summary.failed[0][1]} (rerun the same command to resume)",
-              file=sys.stderr)
+    print(summary.line())
+    if not summary.complete:
+        print(f"pear: {summary.incomplete()}", file=sys.stderr)
     return 0 if summary.complete else 1
 
 

@@ -28,13 +28,12 @@ from pear.core.config import RouterConfig, roles_for
 from pear.catalog.labels import METHOD_LABELS
 from pear.runs.grid import Experiment, preset
 from pear.analysis.figures import METHOD_COLORS, annotate
-from pear.catalog.labels import dataset_label
 from pear.paths import cache_path, studies_dir
 from pear.store.records import iter_records
 from pear.paper.study import Results, load_results, experiment
 from pear.store import manifest, view
 from pear.analysis.compare import load_paper
-from pear.paper.build import run_experiments
+from pear.paper.experiments import run_experiments
 from pear.runs import stopped
 from pear.runs.factory import default_workers, grid_backend
 from pear.runs.together import recorded_in, run_together
@@ -153,13 +152,10 @@ def run_variants(backend: str, variants: Mapping[str, Experiment], runs_dir: str
         s = run_together(to_run, be, progress=progress,
                          reuse=main if main_view is not None else None,
                          workers=default_workers(backend))
-        print(f"{len(to_run)} variants run: {s.written} debates written, {s.already_done} "
-              f"already recorded or copied from the main run, {len(s.failed)} failed of {s.total}; {len(reused)} variants "
-              f"read from the main run ({', '.join(reused) or 'none'})")
-        if s.failed or s.written + s.already_done != s.total:
-            raise RuntimeError(f"the studies' grids are incomplete ({len(s.failed)} debates "
-                               f"failed; first: {s.failed[0][1] if s.failed else 'unknown'});"
-                               " rerun to resume")
+        print(f"{len(to_run)} variants run: {s.line()} (already done: recorded or copied "
+              f"from the main run); {len(reused)} variants read from the main run "
+              f"({', '.join(reused) or 'none'})")
+        s.raise_if_incomplete("the studies' run")
     elif be is not None:  # a backend per model: each variant through the runner in turn
         for rdir, exp in to_run.items():
             run_experiments(backend, exp, rdir, model=model, progress=progress,
@@ -214,9 +210,9 @@ def _derive(cut: Mapping[str, Path | str], variants: Mapping[str, Experiment],
                            recorded=recorded if source == Path(runs_dir) else None)
         print(f"{len(grids)} variants cut at their stop rules from {str(source)!r}: {n} "
               "debates written")
-    if late and (s := run_together(late, be, progress=progress, workers=workers)).failed:
-        raise RuntimeError(f"{len(s.failed)} debates of the stop-rule variants failed "
-                           f"(first: {s.failed[0][1]}); rerun to resume")
+    if late:
+        run_together(late, be, progress=progress, workers=workers).raise_if_incomplete(
+            "the stop-rule variants' run")
 
 
 # --------------------------------------------------------------------------- 09 theory
@@ -504,8 +500,3 @@ def plot_robustness(table: pd.DataFrame, *, source: str = "", mark: str = "",
     ax.legend(fontsize=6, ncol=len(pops), loc="upper center", bbox_to_anchor=(0.5, 1.18))
     fig.tight_layout()
     return annotate(fig, [ax], source=source, mark=mark, simulated=simulated)
-
-
-def dataset_labels(df: pd.DataFrame) -> pd.DataFrame:
-    """``df`` with display names in its ``dataset`` column."""
-    return df.assign(dataset=df["dataset"].map(dataset_label)) if "dataset" in df else df

@@ -20,7 +20,7 @@ from pear.store.validate import escape
 from pear.analysis.report import figures_dir, output_name
 from pear.catalog.labels import dataset_label, method_label, model_label
 from pear.paper import study, provenance
-from pear.paper.build import EXPECTED_OUTPUTS
+from pear.paper.outputs import EXPECTED_OUTPUTS
 
 __all__ = ["load_build", "counts_line", "table_ledger", "table_consistency", "forest_frame",
            "plot_forest", "ledger_html", "part_labels", "claim_groups", "claim_text",

@@ -75,6 +75,37 @@ class RunSummary:
     def complete(self) -> bool:
         return self.already_done + self.written == self.total
 
+    def line(self) -> str:
+        """The run in one line: debates written, already done and failed of the grid, then
+        the model calls and tokens it cost.
+
+        >>> RunSummary(6, 2, 3, [("d", "timeout")], 5, 9, 120, 4).line()
+        '3 debates written, 2 already done, 1 failed of 6; 9 requests in 5 backend calls, \
+120 tokens, 4 cache hits'
+        """
+        return (f"{self.written} debates written, {self.already_done} already done, "
+                f"{len(self.failed)} failed of {self.total}; {self.requests} requests in "
+                f"{self.generate_calls} backend calls, {self.tokens} tokens, "
+                f"{self.cache_hits} cache hits")
+
+    def incomplete(self, what: str = "the grid") -> str:
+        """Why ``what`` is not complete ("" when it is): the debates that failed and the
+        first failure, and that running it again resumes.
+
+        >>> RunSummary(6, 2, 3, [("d", "timeout")], 5, 9, 120, 4).incomplete()
+        'the grid is incomplete (1 debates failed; first: timeout); rerun to resume'
+        """
+        if self.complete:
+            return ""
+        first = self.failed[0][1] if self.failed else "unknown"
+        return (f"{what} is incomplete ({len(self.failed)} debates failed; first: {first}); "
+                "rerun to resume")
+
+    def raise_if_incomplete(self, what: str = "the grid") -> None:
+        """RuntimeError(:meth:`incomplete`) unless every debate of the grid is recorded."""
+        if not self.complete:
+            raise RuntimeError(self.incomplete(what))
+
 
 def run(exp: Experiment, backend: Any | Callable[[str], Any], out_dir: str | os.PathLike[str],
         *, progress: bool = True, task_for: Callable[[str], Any] | None = None,
