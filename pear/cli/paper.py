@@ -19,7 +19,7 @@ def add_paper(sub: Any) -> None:
     pp.add_argument("--backend", default="llamacpp",
                     help="; ".join(f"{n}: {s.summary}" for n, s in BACKENDS.items())
                     + " (default: llamacpp)")
-    pp.add_argument("--preset", default="smoke", help="smoke | paper | sim")
+    pp.add_argument("--preset", default="smoke", help="smoke | paper | sim | beyond")
     pp.add_argument("--model", default="", help="model name/path ('' = backend default)")
     pp.add_argument("--runs", default="", help="run directory (default data/runs/<preset>-<backend>)")
     pp.add_argument("--seeds", default="", help="comma-separated seeds ('' = preset's)")

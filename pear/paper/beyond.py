@@ -35,6 +35,7 @@ from pear.store import manifest, view
 from pear.analysis.compare import load_paper
 from pear.paper.experiments import run_experiments
 from pear.runs import stopped
+from pear.backends.registry import REPLAY
 from pear.runs.factory import default_workers, grid_backend
 from pear.runs.together import recorded_in, run_together
 
@@ -132,7 +133,7 @@ def run_variants(backend: str, variants: Mapping[str, Experiment], runs_dir: str
     ``backend="replay"`` only reads what is there."""
     main = Path(runs_dir)
     be, ident = None, None  # the backend and its (model id, name): the debates' identity
-    if backend == "replay":  # the main run's identity: what its records were run with
+    if backend == REPLAY:  # the main run's identity: what its records were run with
         old = manifest.read(main) if main.is_dir() else None
         if old and len(old.get("model_ids") or []) == 1:
             ident = (old["model_ids"][0], old["backend"])

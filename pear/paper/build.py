@@ -36,6 +36,7 @@ from pear.paper.times import TIMES_FILE, BuildTimes, earlier_times, grid_attempt
 from pear.runs.factory import POPULATION_ENV, sim_population
 from pear.runs.grid import PRESETS
 from pear.store.validate import DROP_ENV
+from pear.backends.registry import REPLAY
 
 __all__ = ["PATH_PARAMETERS", "build", "notebook_parameters", "kernel_parameters"]
 
@@ -140,7 +141,7 @@ def _execute(names: Sequence[str], src_dir: Path, out_dir: Path, fig_dir: Path,
     step with a failed notebook or when outputs are missing at the end, else 0."""
     print(f"pear paper: {len(names)} notebooks, backend {params['backend']}, preset "
           f"{params['preset']}, runs {params['runs_dir']}, figures {fig_dir}", flush=True)
-    imported = params["backend"] == "replay" and study.is_imported(params["runs_dir"])
+    imported = params["backend"] == REPLAY and study.is_imported(params["runs_dir"])
     earlier = earlier_times(out_dir / TIMES_FILE, params["backend"])
     try:
         for step in kernels.steps(names, params["backend"]):

@@ -19,6 +19,7 @@ from pear.runs.runner import RunSummary, run
 from pear.store.records import record_files
 from pear.store.validate import ValidationError, drop_invalid_default, validate
 from pear.store.view import index, load
+from pear.backends.registry import REPLAY
 
 __all__ = ["run_experiments", "describe_runs"]
 
@@ -36,7 +37,7 @@ def run_experiments(backend: str, exp: Any, runs_dir: str | os.PathLike[str], *,
     (:func:`pear.store.validate.validate`: a damaged run stops here, unless
     ``PEAR_DROP_INVALID=1``) and returns None."""
     out = Path(runs_dir)
-    if backend == "replay":
+    if backend == REPLAY:
         if not out.is_dir() or not any(p.stat().st_size for p in record_files(out)):
             raise FileNotFoundError(f"backend 'replay' needs recorded debates, but {str(out)!r} "
                                     "holds none: pass --runs DIR of an earlier run")

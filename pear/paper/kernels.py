@@ -21,6 +21,7 @@ from typing import Iterator, Mapping, Sequence
 
 from pear.parallel import THREADS_ENV, cores_per_process, usable_cores
 from pear.paper.outputs import NOTEBOOKS
+from pear.backends.registry import BACKENDS
 
 __all__ = ["KERNEL", "IPC_PREFIX", "RUNS_THE_MODEL", "SIDE_BY_SIDE", "TYPICAL_S",
            "READS_DYLAN_MMLU", "BLAS_THREADS_ENV", "ensure_kernel", "ipc_kernel_manager",
@@ -37,7 +38,7 @@ RUNS_THE_MODEL = ("00_run_experiments", "10_temperature_sweep", "11_early_stop",
                   "15_your_method", "16_counterfactual")
 """The notebooks that call the build's backend (00 records the grid the others read)."""
 
-SIDE_BY_SIDE = ("llamacpp", "simulated", "replay")
+SIDE_BY_SIDE = tuple(n for n, s in BACKENDS.items() if not s.runs or (s.local and not s.one_model))
 """Backends that run on this machine's cores.  After notebook 00 (every other notebook reads
 its grid; none reads another's outputs) the notebooks run :func:`at_once` at a time, longest
 first, each kernel's spinning thread teams kept to its share of the cores

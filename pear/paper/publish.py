@@ -15,6 +15,7 @@ from pear.paper.outputs import EXPECTED_OUTPUTS
 from pear.paper.site import build_meta, write_site
 from pear.paper.study import REPO_ROOT, describe_scope, experiment
 from pear.store.view import load
+from pear.backends.registry import REPLAY
 
 __all__ = ["previous_diff", "write_results_site"]
 
@@ -43,7 +44,7 @@ def write_results_site(site: Path, *, names: Sequence[str], figures: Path, noteb
     grid = describe_scope(exp, "subset") + (f"; {describe_scope(exp, 'full')}"
                                             if exp.full_datasets else "")
     backends = ", ".join(sorted(set(deb["backend"]))) or params["backend"]
-    meta = build_meta(backend=backends if params["backend"] != "replay"
+    meta = build_meta(backend=backends if params["backend"] != REPLAY
                       else f"replay of {backends}", preset=params["preset"],
                       models=sorted(set(deb["model"])), grid=grid, debates=len(deb),
                       started=started, seconds=time.time() - started, repo=REPO_ROOT)

@@ -13,6 +13,7 @@ from typing import Any, Mapping
 from pear.parallel import usable_cores
 from pear.paths import write_json
 from pear.store import manifest as manifest_io
+from pear.backends.registry import REPLAY
 
 __all__ = ["TIMES_FILE", "BuildTimes", "earlier_times", "grid_attempt"]
 
@@ -96,7 +97,7 @@ def grid_attempt(params: Mapping[str, Any]) -> dict[str, Any] | None:
     """The run's last attempt (notebook 00's grid: its wall time and debates written), or
     None for a replay or a directory without a run manifest."""
     runs = Path(params["runs_dir"])
-    man = manifest_io.read(runs) if params["backend"] != "replay" and runs.is_dir() else None
+    man = manifest_io.read(runs) if params["backend"] != REPLAY and runs.is_dir() else None
     attempts = (man or {}).get("attempts") or []
     if not attempts or attempts[-1].get("wall_s") is None:
         return None
