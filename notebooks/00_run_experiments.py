@@ -29,13 +29,14 @@ base_url = ""  # OpenAI-compatible endpoint (backend openai)
 
 # %%
 from pear.paper import experiments, study
+from pear.paths import shown
 
 exp = study.experiment(preset, seeds=seeds, n_questions=n_questions, model=model,
                        backend=backend)
 runs = study.runs_path(runs_dir, preset, backend)
 print(f"preset {exp.name}: {len(exp.datasets)} datasets x {len(exp.methods)} methods x "
       f"{len(exp.seeds)} seeds x {exp.n_questions} questions; full sets {exp.full_datasets}")
-print(f"run directory: {runs}")
+print(f"run directory: {shown(runs)}")
 
 # %% [markdown]
 # ## Run (or resume) the grid

@@ -49,6 +49,7 @@ bootstrap_seed = 0  # our choice: the ledger's bootstrap replicates
 # %%
 from pear.analysis import report
 from pear.paper import your_model
+from pear.paths import shown
 
 twin = your_model.fit(twin_runs)
 print(your_model.describe_twin(twin))
@@ -67,7 +68,7 @@ twin_table
 
 # %%
 tg = your_model.for_build(twin, backend, preset, runs_dir, twin_questions)
-print(f"{tg.run_dir}: {tg.written} debates written in {tg.seconds:.1f} s")
+print(f"{shown(tg.run_dir)}: {tg.written} debates written in {tg.seconds:.1f} s")
 
 # %% [markdown]
 # ## How many questions would the study need?

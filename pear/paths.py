@@ -15,7 +15,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-__all__ = ["PACKAGE_DIR", "REPO_ROOT", "DATA_DIR", "BENCHMARKS_DIR", "PAPER_DIR", "RUNS_DIR",
+__all__ = ["shown", "PACKAGE_DIR", "REPO_ROOT", "DATA_DIR", "BENCHMARKS_DIR", "PAPER_DIR", "RUNS_DIR",
            "REAL_DEBATES_DIR",
            "FIGURES_DIR", "BUILD_DIR", "NOTEBOOKS_DIR", "TEMPLATES_FILE", "RECORDS_FILE",
            "RUN_MANIFEST", "VIEW_DIR", "VIEW_MANIFEST", "CACHE_FILE", "SITE_DIR",
@@ -147,3 +147,16 @@ def write_json(path: str | os.PathLike[str], data: Any, *, indent: int = 2,
     """
     text = json.dumps(data, indent=indent, sort_keys=sort_keys, default=default)
     return write_atomic(path, text + "\n" if newline else text)
+
+
+def shown(path: str | os.PathLike[str]) -> str:
+    """``path`` as a file or a printed line names it: relative to the checkout when inside it
+    (no builder's absolute path), else as given.
+
+    >>> shown(REPO_ROOT / "data" / "runs")
+    'data/runs'
+    """
+    try:
+        return Path(path).resolve().relative_to(REPO_ROOT).as_posix()
+    except ValueError:
+        return str(path)

@@ -206,3 +206,29 @@ def test_a_yes_no_run_is_simulated_and_fitted_as_two_options(tmp_path):
     tw = twin.fit_twin([tmp_path / "run"], prior=WIDE)
     assert tw.population.info["diagnostics"]["options"] == 2
     assert tw.population.params.wrong_focus_options == 1.0  # one wrong answer: all agree
+
+
+def test_unread_wrong_answers_are_simulated_and_measured(tmp_path):
+    """A population whose erring agents give no readable answer 40% of the time in round 0:
+    the simulator writes those answers as "" (none right, no vote counts them), and a twin
+    fitted on its imported debates measures the share back (and sets it; 0 stays unset)."""
+    pop = _planted().with_params(unread_wrong=0.4)
+    run = _du_run(tmp_path, pop, 150, "unread", seed=3)
+    recs = twin.reading.records([run])
+    first = [a for r in recs for a in r["rounds_data"][0]["agents"]]
+    wrong = [a for a in first if not a["correct"]]
+    unread = [a for a in wrong if not a["canonical"]]
+    assert len(wrong) > 150  # skill_mean -2.5: most round-0 answers are wrong
+    assert abs(len(unread) / len(wrong) - 0.4) < 4 * (0.24 / len(wrong)) ** 0.5
+    assert not any(not a["canonical"] for a in first if a["correct"])
+    later = [a for r in recs for rd in r["rounds_data"][1:] for a in rd["agents"]]
+    assert all(a["canonical"] for a in later)  # revisions are always read
+    tw = twin.fit_twin([run], prior=WIDE)
+    got = tw.population.params.unread_wrong
+    assert got == pytest.approx(len(unread) / len(wrong), abs=1e-3)
+    assert tw.population.info["diagnostics"]["unread_wrong"] == pytest.approx(got, abs=1e-3)
+    assert "measured" in tw.population.info["sources"]["unread_wrong"]
+    assert twin.fit_twin([_du_run(tmp_path, _planted(), 30, "read")],
+                         prior=WIDE).population.params.unread_wrong is None
+    with pytest.raises(ValueError, match="unread_wrong"):
+        pop.with_params(unread_wrong=1.0)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from pear.cli.options import positive
+from pear.paths import shown
 
 __all__ = ["add_fit", "add_family", "add_populations"]
 
@@ -171,7 +172,7 @@ def _ground(a: argparse.Namespace) -> Any:
 def _cmd_populations_check(a: argparse.Namespace) -> int:
     from pear.populations import grounding  # heavy: pandas, scipy, only for this command
     graded, problems = grounding.check_all(log=print)
-    where = grounding.shown(grounding.GRADED)
+    where = shown(grounding.GRADED)
     for line in graded:
         print(f"graded import check FAILED: {line}", file=sys.stderr)
     if graded:
@@ -200,7 +201,7 @@ def _cmd_populations_write(a: argparse.Namespace) -> int:
 
 def _cmd_populations_write_graded(a: argparse.Namespace) -> int:
     import time
-    from pear.populations.grounding import shown, write_graded  # heavy: only for this command
+    from pear.populations.grounding import write_graded  # heavy: only for this command
     t0 = time.perf_counter()
     dest = write_graded()
     sizes = ", ".join(f"{p.name} {p.stat().st_size:,} bytes" for p in sorted(dest.iterdir()))

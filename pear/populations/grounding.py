@@ -55,7 +55,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from pear.paths import BUILD_DIR, REAL_DEBATES_DIR, REPO_ROOT, PAPER_DIR, write_json
+from pear.paths import BUILD_DIR, REAL_DEBATES_DIR, REPO_ROOT, PAPER_DIR, shown, write_json
 from pear.sim import population as pop, revision
 from pear.sim.population import Population, RevisionModel, SimParams
 from pear.core.hashing import file_sha256
@@ -69,7 +69,7 @@ __all__ = ["CORPUS", "CORPUS_DATASET", "CORPUS_GRADING", "CORPUS_MODEL", "GRADED
            "check_graded", "records", "study_population",
            "grounded_population", "Grounding", "ground", "bootstrap_populations",
            "shipped_draws", "write_draws", "sources", "check", "sequential", "check_all",
-           "write_populations", "bootstrap_spread", "fit_summary", "shown",
+           "write_populations", "bootstrap_spread", "fit_summary",
            "CRITIQUE_WEIGHTS", "MMLU_CORPUS", "MMLU_TEAMS", "mmlu_runs", "default_runs",
            "options", "MATH_ONLY", "math_population"]
 
@@ -164,14 +164,6 @@ def check_graded(run: str | os.PathLike[str], dest: Path = GRADED) -> list[str]:
     return [f"{shown(dest)}: {d}" for d in shipped_import.differences(dest, run)]
 
 
-def shown(path: Path) -> str:
-    """``path`` relative to the checkout where it lies inside it, else as given."""
-    try:
-        return Path(path).resolve().relative_to(REPO_ROOT).as_posix()
-    except ValueError:
-        return str(path)
-
-
 def sources(grounded: bool) -> dict[str, str]:
     """Which data each parameter came from (a population file's ``sources``)."""
     from pear.populations.calibration import STAGES  # heavy: pandas, matplotlib, only for this function
@@ -195,6 +187,8 @@ def sources(grounded: bool) -> dict[str, str]:
         out["n_wrong"] = ("our choice (8), raised to the fewest wrong answers that allow the "
                           "measured same-wrong-answer share when it is below 1/8")
         out["revise_focus"] = "not used (the revision model draws another wrong answer)"
+        out["unread_wrong"] = ("our choice: unset (every initial answer is read); a twin "
+                               "measures it on its run (pear.populations.twin)")
         out["recheck"] = "not used (the revision model replaces persuasion-driven revision)"
         out["revision"] = (f"fitted by maximum likelihood (conditional logit, "
                            f"pear.sim.revision) to every debate round of {real}")

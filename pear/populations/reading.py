@@ -7,20 +7,11 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from pear.core.hashing import file_sha256
-from pear.paths import REPO_ROOT
+from pear.paths import shown
 from pear.store import manifest
 from pear.store.records import read_records, record_files
 
-__all__ = ["records", "sequential", "stops_on_quorum", "options", "fitted_on", "shown"]
-
-
-def shown(path: str | os.PathLike[str]) -> str:
-    """A path as a file records it: relative to the checkout when inside it (no builder's
-    absolute path), else as given."""
-    try:
-        return Path(path).resolve().relative_to(REPO_ROOT).as_posix()
-    except ValueError:
-        return str(path)
+__all__ = ["records", "sequential", "stops_on_quorum", "options", "fitted_on"]
 
 
 def records(runs: Sequence[str | os.PathLike[str]]) -> list[dict[str, Any]]:

@@ -39,7 +39,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 import pear
-from pear.paths import DATA_DIR
+from pear.paths import DATA_DIR, shown
 from pear.populations import reading
 from pear.populations.simcheck import n_choices
 from pear.sim import population as pop, revision
@@ -278,14 +278,19 @@ def initial_params(base: SimParams, parts: Sequence[Sequence[Mapping[str, Any]]]
     (from its round-0 agent accuracy, over every debate of the dataset), how correlated its
     agents' errors are (``difficulty_sd``, from how often two agents of a debate are both
     right, on its main dataset), how often erring agents agree (``wrong_focus``/``n_wrong``
-    from free-answer debates, ``wrong_focus_options`` from lettered ones), and what was
-    measured."""
+    from free-answer debates, ``wrong_focus_options`` from lettered ones), how many wrong
+    answers no grader read (``unread_wrong``; of the revised ones only measured), and what
+    was measured."""
     measured: dict[str, Any] = {}
     acc: dict[str, list[float]] = {}
     both: dict[str, list[float]] = {}
+    wrong = unread = 0
     for part in parts:
         for r in part:
-            right = [bool(a.get("correct")) for a in r["rounds_data"][0]["agents"]]
+            agents = r["rounds_data"][0]["agents"]
+            wrong += sum(1 for a in agents if not a.get("correct"))
+            unread += sum(1 for a in agents if not a.get("correct") and not a.get("canonical"))
+            right = [bool(a.get("correct")) for a in agents]
             if right:
                 acc.setdefault(str(r["dataset"]), []).append(float(np.mean(right)))
             if len(right) >= 2:
@@ -301,6 +306,15 @@ def initial_params(base: SimParams, parts: Sequence[Sequence[Mapping[str, Any]]]
         name, value = ease_for(params, ds, float(np.mean(accs)))
         params = dataclasses.replace(params, **{name: value})
         measured.setdefault("round0_accuracy", {})[ds] = round(float(np.mean(accs)), 4)
+    revised = [a for part in parts for r in part for rd in r["rounds_data"][1:]
+               for a in rd["agents"]]
+    if revised:  # measured, not simulated: revised answers no grader read (see unread_wrong)
+        measured["unread_revision"] = round(
+            sum(1 for a in revised if not a.get("canonical")) / len(revised), 4)
+    if wrong:  # wrong initial answers no grader read (the vote does not count them)
+        measured["unread_wrong"] = round(unread / wrong, 4)
+        if unread:
+            params = dataclasses.replace(params, unread_wrong=round(unread / wrong, 3))
     free = [r for part, o in zip(parts, flags) if not o for r in part]
     lettered = [r for part, o in zip(parts, flags) if o for r in part]
     if free:
@@ -357,7 +371,7 @@ def fit_twin(runs: Sequence[str | os.PathLike[str]], *, name: str | None = None,
     n_debates = sum(map(len, parts))
     sources = {f: f"the base population {base_pop.name} ({base_pop.fingerprint[:12]})"
                for f in (x.name for x in dataclasses.fields(SimParams))}
-    for f in ("wrong_focus", "n_wrong", "wrong_focus_options", "skill_mean",
+    for f in ("wrong_focus", "n_wrong", "wrong_focus_options", "unread_wrong", "skill_mean",
               "difficulty_sd") + tuple(
             k for k in DATASET_EASE.values()) + ("ease_other",):
         if getattr(params, f) != getattr(base_pop.params, f):
@@ -375,7 +389,7 @@ def fit_twin(runs: Sequence[str | os.PathLike[str]], *, name: str | None = None,
         "diagnostics": {
             "base": base_pop.manifest(),
             "prior": {"sd": {k: round(prior.sd[k], DECIMALS) for k in EFFECTS},
-                      "file": reading.shown(PRIOR_FILE) if PRIOR_FILE.is_file() else None},
+                      "file": shown(PRIOR_FILE) if PRIOR_FILE.is_file() else None},
             "effects": {k: {"estimate": round(eff.estimate[k], DECIMALS),
                             "se": round(eff.se[k], DECIMALS)} for k in EFFECTS},
             "log_likelihood": round(eff.loglik, 3),

@@ -284,17 +284,24 @@ class SimulatedBackend:
               focus: float | None = None) -> tuple[str, bool]:
         """An answer to ``q`` (right with the agent's solve probability; a wrong one is the
         attractive answer with probability ``focus``, default ``wrong_focus``, or
-        ``wrong_focus_options`` on a multiple-choice question where it is set); 2 uniforms."""
+        ``wrong_focus_options`` on a multiple-choice question where it is set; an initial one
+        is ``""``, read by no grader, ``unread_wrong`` of the time); 2 uniforms."""
         if u[0] < self._p_solve(q, meta) or not q.wrong:
             return q.gold, True
+        unread = self.params.unread_wrong if meta.get("phase") == "initial" else None
+        w = u[1]
+        if unread:  # the same uniform: below ``unread`` no answer is read, above it rescaled
+            if w < unread:
+                return "", False
+            w = (w - unread) / (1 - unread)
         if focus is None:
             focus = self.params.wrong_focus
             if meta.get("n_choices") and self.params.wrong_focus_options is not None:
                 focus = self.params.wrong_focus_options
-        if u[1] < focus or len(q.wrong) == 1:
+        if w < focus or len(q.wrong) == 1:
             return q.wrong[0], False
         rest = len(q.wrong) - 1
-        v = (u[1] - focus) / (1 - focus)
+        v = (w - focus) / (1 - focus)
         return q.wrong[1 + min(rest - 1, int(v * rest))], False
 
     def confidence(self, correct: bool, meta: Mapping[str, Any], u: float) -> int:

@@ -101,6 +101,11 @@ class SimParams:
     answers instead of returning to the attractive one)."""
     n_wrong: int = 8  # our choice
     """Plausible wrong answers per question (fewer where a question has fewer options)."""
+    unread_wrong: float | None = None  # our choice (None: 0); a twin: measured
+    """Share of wrong initial answers that no grader reads (a letter the question does not
+    offer, no answer at all): recorded as an answer of ``""`` (a parse failure), which no vote
+    counts.  DyLAN's gpt-3.5 MMLU teams give 0.15-0.28 of their wrong round-0 answers so (an
+    "I" or an "E" on four options), its MATH debates 0.003."""
     # confidence -------------------------------------------------------------------
     conf_base: float = 3.005  # fitted
     """Mean confidence (1..5 scale) of a wrong answer."""
@@ -136,6 +141,8 @@ class SimParams:
                   ("wrong_focus_options", self.wrong_focus_options is None
                    or 0 <= self.wrong_focus_options <= 1, "None or in [0, 1]"),
                   ("revise_focus", 0 <= self.revise_focus <= 1, "in [0, 1]"),
+                  ("unread_wrong", self.unread_wrong is None or 0 <= self.unread_wrong < 1,
+                   "None or in [0, 1)"),
                   ("n_wrong", isinstance(self.n_wrong, int) and self.n_wrong >= 1,
                    "an integer >= 1"),
                   ("conf_gap", self.conf_gap >= 0, ">= 0"),
@@ -475,7 +482,7 @@ def skill_of(accuracy: float) -> float:
     return _logit(accuracy)
 
 
-_UNSET_UNHASHED = ("wrong_focus_options",)
+_UNSET_UNHASHED = ("wrong_focus_options", "unread_wrong")
 """Fields added after population files were first written: unset (None) they do not enter the
 fingerprint, so the files written before them keep theirs."""
 
