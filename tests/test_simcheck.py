@@ -173,6 +173,29 @@ def test_the_judge_keeps_the_most_confident_agents_ties_at_random():
     assert len(rand) == 6  # every pair
 
 
+def test_by_default_the_ranker_keeps_agents_as_right_as_those_it_drops():
+    """DyLAN's ranker, simulated by default, keeps agents at random: the kept agents' round-0
+    answers are right as often as every agent's (the same draws), where keeping the most
+    confident (the population's signal of being right) keeps right ones more often."""
+    be = _backend(400)
+    proto = Protocol(name="drop", agents=4, rounds=2, drop=Drop(before_round=1, keep=2))
+    whole = Protocol(name="whole", agents=4, rounds=1)
+    acc = {"all": [], "random": [], "confidence": [], "default": []}
+    for i in range(400):
+        meta = {"dataset": "math500", "question_id": f"q{i}", "n_choices": 0}
+        acc["all"] += [ok for _, _, ok in simcheck.simulate_protocol(
+            be, whole, meta, np.random.default_rng(i))[0]]
+        for judge in ("random", "confidence"):
+            acc[judge] += [ok for _, _, ok in simcheck.simulate_protocol(
+                be, proto, meta, np.random.default_rng(i), judge)[0]]
+        acc["default"] += [ok for _, _, ok in simcheck.simulate_protocol(
+            be, proto, meta, np.random.default_rng(i))[0]]
+    rate = {k: float(np.mean(v)) for k, v in acc.items()}
+    assert acc["default"] == acc["random"]
+    assert abs(rate["random"] - rate["all"]) < 0.04, rate
+    assert rate["confidence"] > rate["random"] + 0.03, rate
+
+
 def test_a_quorum_after_the_first_answers_keeps_only_those_agents():
     # a protocol whose quorum is reachable from the 2nd answer: agents that had not answered
     # are not in the record
