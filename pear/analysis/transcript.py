@@ -29,6 +29,7 @@ import pandas as pd
 
 from pear.catalog.labels import dataset_label, method_label, model_label
 from pear.tasks.benchmarks import get_question
+from pear.backends.registry import SIMULATED
 
 __all__ = ["choose_case", "case_study", "render_transcript", "render_transcript_html",
            "debate_flags", "KIND_LABELS", "PAGE_CSS", "html_page"]
@@ -173,7 +174,7 @@ def render_transcript(record: dict[str, Any]) -> str:
            f"Debate `{r['debate_id']}` · model `{r['model']}` (backend {r['backend']}) · "
            f"{r['n_agents']} agents · {r['rounds']} rounds · gold answer **{_cell(r['gold'])}**",
            ""]
-    if r["backend"] == "simulated":
+    if r["backend"] == SIMULATED:
         out += ["*Simulated agents: answers, confidences and decisions come from the simulated "
                 "population, not from a language model.*", ""]
     if r.get("prompt_style") == "compact":
@@ -300,7 +301,7 @@ def render_transcript_html(record: dict[str, Any], *, flags: dict[str, bool] | N
            f" · {_e(r['n_agents'])} agents · {_e(r['rounds'])} rounds"
            + (f" (stopped: {_e(r.get('stop_reason'))})" if r.get("stop_reason") else "")
            + f" · gold answer <b>{_e(r['gold'])}</b></p>"]
-    if r["backend"] == "simulated":
+    if r["backend"] == SIMULATED:
         out.append("<p class=\"mark\">Simulated agents: answers, confidences and decisions "
                    "come from the simulated population, not from a language model.</p>")
     if r.get("prompt_style") == "compact":

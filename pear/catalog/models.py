@@ -29,14 +29,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Mapping
 
+from pear.backends.registry import SIMULATED
 from pear.core.methods import ABLATIONS, METHODS
+from pear.paths import PAPER_DIR
 
 __all__ = ["StudyModel", "MODELS", "GROUPS", "get", "lookup", "group", "expand",
            "backend_settings", "check_vllm_model", "printed_numbers", "display_name", "PAPER_DIR",
            "GpuKind", "GPU_KINDS", "Resources", "resources"]
-
-from pear.paths import PAPER_DIR  # noqa: E402
-"""The study's printed numbers (``main_results.csv`` ...)."""
 
 STUDY_METHODS = tuple(m for m in METHODS if m not in ABLATIONS)
 """The main table's eight methods (every model of the study)."""
@@ -343,7 +342,7 @@ def display_name(model_id: str) -> str:
     if found is not None:
         return found.display_name
     name = model_id.strip()
-    if name == "simulated" or name.startswith("simulated-"):
+    if name == SIMULATED or name.startswith(f"{SIMULATED}-"):
         return "simulated agents"
     name = re.sub(r"@sha256:[0-9a-fA-F]+$", "", name)
     if name.lower().endswith(".gguf"):

@@ -34,6 +34,7 @@ from pear.core.config import RouterConfig
 from pear.store.checks import Checker
 from pear.store.indexing import VIEW_DIR, read_manifest
 from pear.store.validate import Findings
+from pear.backends.registry import SIMULATED
 
 __all__ = ["N_BOOT", "Cell", "Source", "per_debate", "from_view", "from_paper", "build_source",
            "paper_source", "METRIC_UNITS", "OPEN_MODELS", "PSEUDO_MODELS"]
@@ -365,7 +366,7 @@ def build_source(subset: Any, full: Any = None, *, rng: np.random.Generator,
                  k=exp.debate.k if exp is not None else None,
                  states=_states(sv, router_states),
                  router=exp.router if exp is not None else RouterConfig(),
-                 simulated=bool((deb["backend"] == "simulated").any()),
+                 simulated=bool((deb["backend"] == SIMULATED).any()),
                  smoke="pipeline check" in getattr(subset, "mark", ""),
                  imported=bool((deb["backend"] == "imported").any()),
                  description=getattr(subset, "label", "in-memory records"))

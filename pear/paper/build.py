@@ -36,7 +36,7 @@ from pear.paper.times import TIMES_FILE, BuildTimes, earlier_times, grid_attempt
 from pear.runs.factory import POPULATION_ENV, sim_population
 from pear.runs.grid import PRESETS
 from pear.store.validate import DROP_ENV
-from pear.backends.registry import REPLAY
+from pear.backends.registry import REPLAY, SIMULATED
 
 __all__ = ["PATH_PARAMETERS", "build", "notebook_parameters", "kernel_parameters"]
 
@@ -77,7 +77,7 @@ def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", run
             and not Path(previous).is_file():
         raise FileNotFoundError(f"--previous {previous!r} holds no claims.json: give an "
                                 "earlier build's figures directory")
-    population = _population(population) if backend == "simulated" else ""
+    population = _population(population) if backend == SIMULATED else ""
     study.experiment(preset, seeds, n_questions, model, backend)  # checked before any kernel
     names = select(only)
     src_dir = Path(notebooks_dir) if notebooks_dir else REPO_ROOT / "notebooks"

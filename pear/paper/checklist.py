@@ -27,6 +27,7 @@ from pear.runs.compute import clock, reproducibility, total
 from pear.store.environment import describe, lock
 from pear.store.manifest import read
 from pear.catalog.models import lookup
+from pear.backends.registry import SIMULATED
 
 __all__ = ["PAGE", "PROVENANCE", "build_runs", "checklist_body", "copy_provenance",
            "paper_command"]
@@ -122,7 +123,7 @@ def _params_b(model: str, backend: str = "") -> str:
     """A model's parameters: none for simulated agents, the catalog's (model card), else
     read from its name, else unknown."""
     from pear.catalog.labels import model_labels  # heavy: pandas, only for this function
-    if backend == "simulated":
+    if backend == SIMULATED:
         return "none: simulated agents, no model"
     m = lookup(model)
     if m is not None and m.params_b:

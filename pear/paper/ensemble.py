@@ -45,7 +45,7 @@ import numpy as np
 import pandas as pd
 
 from pear.analysis import metrics
-from pear.backends.registry import spec as backend_spec
+from pear.backends.registry import SIMULATED, spec as backend_spec
 from pear.catalog.labels import dataset_label, method_label
 from pear.parallel import fork_map
 from pear.paths import ensemble_dir, write_json
@@ -119,7 +119,7 @@ def grid(preset: str = "sim", n_questions: int = DEFAULT_QUESTIONS, *, seeds: st
     if isinstance(n_questions, bool) or not isinstance(n_questions, (int, np.integer)) \
             or n_questions < 1:
         raise ValueError(f"invalid n_questions={n_questions!r}: questions per dataset >= 1")
-    exp = base if base is not None else experiment(preset, seeds=seeds, backend="simulated")
+    exp = base if base is not None else experiment(preset, seeds=seeds, backend=SIMULATED)
     chosen = tuple(methods) if methods else tuple(m for m in exp.methods if m in METHODS)
     lacking = [m for m in MAIN if m not in chosen]
     if lacking:
@@ -231,7 +231,7 @@ def run(exp: Any, root: str | Path, k: int = DEFAULT_K, seed: int = 0, *,
     bootstrap draws."""
     global _FORKED
     k = _check_k(k)
-    workers = check_workers(workers or default_workers("simulated"))
+    workers = check_workers(workers or default_workers(SIMULATED))
     root = Path(root)
     if family:
         files = _recorded_family(root) if replay else write_family(root)
@@ -292,7 +292,7 @@ def _population(name: str) -> tuple[dict[str, Any], int, float]:
     exp, root, files, seed, paper, replay, progress = _FORKED
     t0, written = time.perf_counter(), 0
     if not replay:
-        be = grid_backend("simulated", exp, extra={"population": str(files[name])})
+        be = grid_backend(SIMULATED, exp, extra={"population": str(files[name])})
         s = run_grid(exp, be, root / name, progress=progress, workers=1)
         if not s.complete:
             first = s.failed[0][1] if s.failed else "unknown"

@@ -15,7 +15,7 @@ from pear.paper.outputs import EXPECTED_OUTPUTS
 from pear.paper.site import build_meta, write_site
 from pear.paper.study import REPO_ROOT, describe_scope, experiment
 from pear.store.view import load
-from pear.backends.registry import REPLAY
+from pear.backends.registry import REPLAY, SIMULATED
 
 __all__ = ["previous_diff", "write_results_site"]
 
@@ -57,7 +57,7 @@ def write_results_site(site: Path, *, names: Sequence[str], figures: Path, noteb
               f"{runs}", flush=True)
         found = None
     t0 = time.perf_counter()
-    mark = evidence_mark(simulated="simulated" in set(deb["backend"]), preset=exp.name,
+    mark = evidence_mark(simulated=SIMULATED in set(deb["backend"]), preset=exp.name,
                          models=sorted(set(deb["model"])), n_questions=exp.n_questions)
     out = write_site(site, figures_dir=figures, notebooks_dir=notebooks, runs_dir=runs,
                      notebooks={n: EXPECTED_OUTPUTS[n] for n in names}, meta=meta,

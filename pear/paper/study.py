@@ -28,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from pear.analysis import metrics, report
-from pear.backends.registry import names as backend_names, spec as backend_spec
+from pear.backends.registry import SIMULATED, names as backend_names, spec as backend_spec
 from pear.store import manifest, view
 from pear.catalog.labels import (MAIN_METHODS, ROUTING_VARIANTS, dataset_label, evidence_mark,
                          model_labels, with_plugins)
@@ -63,7 +63,7 @@ def runs_path(runs_dir: str, preset: str, backend: str, population: str = "") ->
     if runs_dir:
         return Path(runs_dir).expanduser().resolve()
     name = f"{preset}-{backend}"
-    if backend == "simulated":
+    if backend == SIMULATED:
         chosen = load_population(sim_population(population or None))
         if chosen.name != BUILD_DEFAULT or chosen.fingerprint != load_population(
                 BUILD_DEFAULT).fingerprint:
@@ -170,7 +170,7 @@ class Results:
     @property
     def simulated(self) -> bool:
         """Whether any record comes from simulated agents."""
-        return "simulated" in self.backends
+        return SIMULATED in self.backends
 
     @property
     def model_names(self) -> tuple[str, ...]:

@@ -47,6 +47,7 @@ from pear.runs.grid import preset as grid_preset
 from pear.runs.runner import run as run_grid
 from pear.sim.population import expected_accuracy, load as load_population
 from pear.tasks.benchmarks import load as load_questions
+from pear.backends.registry import SIMULATED
 
 __all__ = ["DEFAULT_QUESTIONS", "DEFAULT_TEAM", "METHODS", "AGAINST", "STUDY", "POOLED",
            "TwinGrid", "source_runs", "fit", "table_twin", "describe_twin", "grid", "run",
@@ -172,9 +173,9 @@ def run(tw: Twin, root: str | Path, n_questions: int = DEFAULT_QUESTIONS, *,
         file.parent.mkdir(parents=True, exist_ok=True)
         p.write(file)
     out = root / f"{p.name}-{p.fingerprint[:8]}"
-    be = grid_backend("simulated", exp, extra={"population": str(file)})
+    be = grid_backend(SIMULATED, exp, extra={"population": str(file)})
     s = run_grid(exp, be, out, progress=progress,
-                 workers=workers or default_workers("simulated"))
+                 workers=workers or default_workers(SIMULATED))
     if not s.complete:
         first = s.failed[0][1] if s.failed else "unknown"
         raise RuntimeError(f"twin {p.name}: the grid is incomplete ({len(s.failed)} debates "

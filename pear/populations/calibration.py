@@ -45,6 +45,7 @@ from pear.store.records import records_of
 from pear.sim.population import load as load_population
 from pear.tasks import grading as tasks
 from pear.tasks.benchmarks import DATASETS, load as load_questions
+from pear.backends.registry import SIMULATED
 
 __all__ = [
     "FITTED_METHODS", "HELD_OUT_METHODS", "DIAGNOSTICS", "STAGES", "BOUNDS", "FitResult",
@@ -184,7 +185,7 @@ def simulate(params: SimParams | None = None,
     chunks = list(question_chunks(by_question(jobs(exp)), chunk_questions))  # whole questions
 
     def records() -> Iterable[dict[str, Any]]:
-        with chunk_runner(engine, chunks, default_workers("simulated")
+        with chunk_runner(engine, chunks, default_workers(SIMULATED)
                           if workers is None else workers) as ran:
             for chunk in ran:
                 yield from chunk

@@ -41,6 +41,7 @@ from pear.runs.factory import default_workers
 from pear.sim.population import load
 from pear.store import manifest
 from pear.store.records import read_records
+from pear.backends.registry import SIMULATED
 
 __all__ = ["CONTRAST", "LeaveOneOut", "subjects", "population_name", "fit_without",
            "leave_one_out", "cache_key", "table", "summary", "describe"]
@@ -186,7 +187,7 @@ def leave_one_out(run: str | os.PathLike[str] | None = None, *, replicates: int 
         return LeaveOneOut(pd.DataFrame(data["rows"]), pd.DataFrame(data["folds"]),
                            {**data["setting"], "cached": True, "cache": str(path)})
     t0 = time.perf_counter()
-    n = min(workers or default_workers("simulated"), len(chosen))
+    n = min(workers or default_workers(SIMULATED), len(chosen))
     done = list(fork_map(partial(_fold, run, replicates=replicates, seed=seed,
                                  contrast=tuple(contrast), n_resamples=n_resamples,
                                  extra=extra), chosen, n))

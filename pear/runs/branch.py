@@ -35,6 +35,7 @@ from pear.store.records import completed_ids, parse_line
 from pear.sim.backend import SimulatedBackend
 from pear.tasks import grading as tasks
 from pear.tasks.benchmarks import GoldAnswers
+from pear.backends.registry import SIMULATED
 
 __all__ = ["BranchSummary", "Parents", "BranchPlan", "parent_method_of", "parent_experiment",
            "check", "plan", "write", "branch"]
@@ -169,7 +170,7 @@ def plan(parents: Parents, from_round: int, methods: Sequence[str],
     the parent's model (None: the parent's simulated agents, rebuilt from its manifest)."""
     exp = parents.exp
     if backend is None:
-        if parents.manifest["backend"] != "simulated":
+        if parents.manifest["backend"] != SIMULATED:
             raise ValueError(f"the parent run used backend {parents.manifest['backend']!r}: "
                              "give the same model (--backend, --model-path / --model) to "
                              "branch it")
