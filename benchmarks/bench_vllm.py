@@ -22,12 +22,14 @@ import tempfile
 import time
 from typing import Any, Sequence
 
+from pear.backends.base import Wrapper
 
-class Timed:
+
+class Timed(Wrapper):
     """The backend, keeping every batch and the seconds spent in it and in ``LLM.chat``."""
 
     def __init__(self, inner: Any) -> None:
-        self.inner, self.name = inner, inner.name
+        super().__init__(inner)
         self.batches: list[list[Any]] = []
         self.backend_s = self.chat_s = 0.0
         self.tokens = 0
@@ -42,20 +44,10 @@ class Timed:
         self._restore = lambda: setattr(inner._llm, "chat", chat)
         inner._llm.chat = timed_chat
 
-    @property
-    def model_id(self) -> str:
-        return self.inner.model_id
-
-    def settings(self) -> dict[str, Any]:
-        return self.inner.settings()
-
-    def generate(self, requests: Sequence[Any]) -> list[Any]:
-        t0 = time.perf_counter()
-        out = self.inner.generate(requests)
-        self.backend_s += time.perf_counter() - t0
+    def observe(self, requests: Sequence[Any], out: list[Any], seconds: float) -> None:
+        self.backend_s += seconds
         self.batches.append(list(requests))
         self.tokens += sum(c.completion_tokens for c in out)
-        return out
 
 
 def vllm_alone(llm: Any, batches: list[list[Any]], chat_template_kwargs: Any) -> tuple[float, int]:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from pear import cli
+from pear.backends.base import Wrapper
 from pear.core.backend import Request
 from pear.backends.dry import DryBackend, fill_schema
 from pear.runs.factory import make_backend
@@ -33,26 +34,17 @@ def _grid(**over):
     return preset("sim", **{**base, **over})
 
 
-class _Counting:
+class _Counting(Wrapper):
     """A backend wrapper that adds up the tokens of every completion."""
 
     def __init__(self, inner):
-        self.inner, self.name = inner, inner.name
+        super().__init__(inner)
         self.prompt = self.completion = self.requests = 0
 
-    @property
-    def model_id(self):
-        return self.inner.model_id
-
-    def settings(self):
-        return self.inner.settings()
-
-    def generate(self, requests):
-        out = self.inner.generate(requests)
+    def observe(self, requests, out, seconds):
         self.requests += len(out)
         self.prompt += sum(c.prompt_tokens for c in out)
         self.completion += sum(c.completion_tokens for c in out)
-        return out
 
 
 @pytest.fixture(scope="module")

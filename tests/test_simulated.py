@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from pear.populations import calibration
+from pear.backends.base import Wrapper
 from pear.sim.backend import SimParams, SimulatedBackend
 from pear.core.config import DebateConfig
 from pear.core.methods import method
@@ -166,23 +167,15 @@ def test_round0_is_shared_by_every_method_and_differs_across_run_seeds():
     assert any(by[(0, q.id, "cot_sc")] != by[(1, q.id, "cot_sc")] for q in QS[:30])
 
 
-class _Recording:
+class _Recording(Wrapper):
     """The simulated backend, keeping each request's meta and its completion's text."""
 
     def __init__(self, inner: SimulatedBackend) -> None:
-        self.inner, self.name, self.seen = inner, inner.name, []
+        super().__init__(inner)
+        self.seen: list = []
 
-    @property
-    def model_id(self) -> str:
-        return self.inner.model_id
-
-    def settings(self) -> dict:
-        return self.inner.settings()
-
-    def generate(self, requests):
-        out = self.inner.generate(requests)
+    def observe(self, requests, out, seconds):
         self.seen += [(r.meta, c.text) for r, c in zip(requests, out)]
-        return out
 
 
 def _is_json(text: str) -> bool:

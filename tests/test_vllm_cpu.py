@@ -21,6 +21,8 @@ from pathlib import Path
 
 import pytest
 
+from pear.backends.base import Wrapper
+
 pytestmark = [pytest.mark.vllm_cpu, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,24 +59,15 @@ def model_dir(tmp_path_factory) -> Path:
     return probe
 
 
-class Recorder:
+class Recorder(Wrapper):
     """The backend, keeping every request's phase and its completion."""
 
     def __init__(self, inner):
-        self.inner, self.name = inner, inner.name
+        super().__init__(inner)
         self.seen: list[tuple[str, object]] = []
 
-    @property
-    def model_id(self):
-        return self.inner.model_id
-
-    def settings(self):
-        return self.inner.settings()
-
-    def generate(self, requests):
-        out = self.inner.generate(requests)
+    def observe(self, requests, out, seconds):
         self.seen += [(r.meta.get("phase", "?"), c) for r, c in zip(requests, out)]
-        return out
 
 
 @pytest.fixture(scope="session")
