@@ -19,12 +19,12 @@ import tarfile
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Iterator
+from typing import Any, Callable, ClassVar, Iterator, Sequence
 
 from pear.store.readers.protocols import Protocol
 
 __all__ = ["RawDebate", "BadEntry", "BadInput", "Reader", "load_json", "load_archive",
-           "agent_texts", "user_turns", "gold_text", "short", "debate"]
+           "agent_texts", "user_turns", "gold_text", "short", "debate", "keyed_entries"]
 
 
 def short(text: str, n: int = 60) -> str:
@@ -263,3 +263,29 @@ def debate(path: Path, entry: str, question: str, contexts: Any, gold: Any,
                       for turns in user_turns(contexts))
     return RawDebate(entry=entry, question=question, gold=answer, texts=texts,
                      extra=dict(extra or {}), heard=heard)
+
+
+def keyed_entries(path: Path, data: Any, *, source: str, key: str, fields: Sequence[str],
+                  make: Callable[[str, list[Any]], RawDebate | BadEntry],
+                  name: Callable[[str], str] = str) -> Iterator[RawDebate | BadEntry]:
+    """The entries of a file whose JSON object maps each ``key`` to a list ``[fields...]``
+    (Du et al.'s layout and DyLAN's): ``make(entry, value)`` per entry, named ``name(key)``;
+    data that is not such an object (the whole file), or a value that is not such a list, is
+    a :class:`BadEntry` saying what ``source``'s format expects.
+
+    >>> bad, = keyed_entries(Path("x.json"), {"q": [1]}, source="Du et al.'s", key="question",
+    ...                      fields=("agent_contexts", "gold"), make=None)
+    >>> bad.message()
+    "x.json: entry 'q': not Du et al.'s format: the value is not [agent_contexts, gold]"
+    """
+    shape = f"[{', '.join(fields)}]"
+    if not isinstance(data, dict) or not data:
+        yield BadEntry(str(path), "", f"not {source} format: expected a JSON object mapping "
+                                      f"each {key} to {shape}")
+        return
+    for k, value in data.items():
+        entry = name(k)
+        if not isinstance(value, list) or len(value) != len(fields):
+            yield BadEntry(str(path), entry, f"not {source} format: the value is not {shape}")
+            continue
+        yield make(entry, value)

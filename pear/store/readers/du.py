@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterator
 
-from pear.store.readers.base import BadEntry, RawDebate, Reader, debate
+from pear.store.readers.base import BadEntry, RawDebate, Reader, debate, keyed_entries
 from pear.store.readers.protocols import Protocol
 
 __all__ = ["DuReader", "DU_SOURCE"]
@@ -27,16 +27,9 @@ class DuReader(Reader):
     same_shape = True
 
     def entries(self, path: Path, data: Any) -> Iterator[RawDebate | BadEntry]:
-        if not isinstance(data, dict) or not data:
-            yield BadEntry(str(path), "", "not Du et al.'s format: expected a JSON object "
-                                          "mapping each question to [agent_contexts, gold]")
-            return
-        for key, value in data.items():
-            if not isinstance(value, list) or len(value) != 2:
-                yield BadEntry(str(path), key, "not Du et al.'s format: the value is not "
-                                               "[agent_contexts, gold]")
-                continue
-            yield debate(path, key, key, value[0], value[1])
+        return keyed_entries(path, data, source="Du et al.'s", key="question",
+                             fields=("agent_contexts", "gold"),
+                             make=lambda q, v: debate(path, q, q, v[0], v[1]))
 
     def protocol(self, first: RawDebate) -> Protocol:
         """Every agent answers every round, all at once, hearing the full answers of all the

@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
-from pear.store.readers.base import BadEntry, RawDebate, Reader, debate
+from pear.store.readers.base import BadEntry, RawDebate, Reader, debate, keyed_entries
 from pear.store.readers.protocols import Drop, Protocol, Quorum
 
 __all__ = ["DylanReader", "problem_text", "quoted_solutions", "PROTOCOL"]
@@ -65,19 +65,11 @@ class DylanReader(Reader):
     same_shape = False
 
     def entries(self, path: Path, data: Any) -> Iterator[RawDebate | BadEntry]:
-        if not isinstance(data, dict) or not data:
-            yield BadEntry(str(path), "", "not DyLAN's format: expected a JSON object mapping "
-                                          "each prompt to [agent_contexts, gold, level, "
-                                          "subject]")
-            return
-        for key, value in data.items():
-            question = problem_text(key)
-            if not isinstance(value, list) or len(value) != 4:
-                yield BadEntry(str(path), question, "not DyLAN's format: the value is not "
-                                                    "[agent_contexts, gold, level, subject]")
-                continue
-            yield debate(path, question, question, value[0], value[1],
-                         {"level": value[2], "subject": value[3]}, quoted=quoted_solutions)
+        return keyed_entries(
+            path, data, source="DyLAN's", key="prompt",
+            fields=("agent_contexts", "gold", "level", "subject"), name=problem_text,
+            make=lambda q, v: debate(path, q, q, v[0], v[1], {"level": v[2], "subject": v[3]},
+                                     quoted=quoted_solutions))
 
     def protocol(self, first: RawDebate) -> Protocol:
         """DyLAN's CoT baseline (:data:`PROTOCOL`), the same for every file."""
