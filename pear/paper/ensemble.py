@@ -39,7 +39,7 @@ import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -402,6 +402,19 @@ def _spread(values: pd.Series) -> dict[str, float]:
             f"{PERCENTILES[0]} %": float(lo), f"{PERCENTILES[1]} %": float(hi)}
 
 
+def _point_rows(frame: pd.DataFrame, keys: tuple[str, ...]
+                ) -> Iterator[tuple[pd.Series, pd.DataFrame]]:
+    """Each row of :data:`POINT` in ``frame`` (in frame order) with the other populations'
+    rows of the same ``keys``."""
+    point = frame[frame["population"] == POINT]
+    draws = frame[frame["population"] != POINT]
+    for _, r in point.iterrows():
+        same = draws[keys[0]] == r[keys[0]]
+        for key in keys[1:]:
+            same = same & (draws[key] == r[key])
+        yield r, draws[same]
+
+
 def _note(ens: Ensemble) -> pd.DataFrame:
     return pd.DataFrame({"note": [f"Not computed: {ens.note}."]})
 
@@ -412,12 +425,8 @@ def table_main(ens: Ensemble) -> pd.DataFrame:
     in the study's table order.  (Each population is its own simulated model.)"""
     if ens.note:
         return _note(ens)
-    acc = ens.accuracy
-    point = acc[acc["population"] == POINT]
-    draws = acc[acc["population"] != POINT]
     rows = []
-    for _, r in point.iterrows():
-        d = draws[(draws["dataset"] == r["dataset"]) & (draws["method"] == r["method"])]
+    for r, d in _point_rows(ens.accuracy, ("dataset", "method")):
         rows.append({"Dataset": dataset_label(r["dataset"]), "Method": method_label(r["method"]),
                      "Grounded": r["accuracy"], **_spread(d["accuracy"])})
     return pd.DataFrame(rows).set_index(["Dataset", "Method"])
@@ -429,12 +438,8 @@ def table_gains(ens: Ensemble) -> pd.DataFrame:
     and in how many of the K populations PEAR is ahead (gain > 0)."""
     if ens.note:
         return _note(ens)
-    g = ens.gains
-    point = g[g["population"] == POINT]
-    draws = g[g["population"] != POINT]
     rows = []
-    for _, r in point.iterrows():
-        d = draws[(draws["baseline"] == r["baseline"]) & (draws["dataset"] == r["dataset"])]
+    for r, d in _point_rows(ens.gains, ("baseline", "dataset")):
         ahead = int((d["gain"] > 0).sum())
         rows.append({"Over": method_label(r["baseline"]),
                      "Dataset": "Pooled" if r["dataset"] == POOLED
