@@ -62,6 +62,15 @@ def _grid_arguments(parser: argparse.ArgumentParser, *, preset: str, backend: st
                              "population file (default: $PEAR_POPULATION, else grounded)")
 
 
+def _running_arguments(parser: argparse.ArgumentParser, *, workers: str) -> None:
+    """How the debates run, shared by ``run`` and ``branch``: ``--no-cache``, ``--quiet``,
+    ``--workers`` (``workers``: its help) and ``--plugin``."""
+    parser.add_argument("--no-cache", action="store_true", help="do not use the response cache")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument("--workers", type=positive, default=None, help=workers)
+    add_plugin_argument(parser)
+
+
 def add_run(sub: Any) -> None:
     r = sub.add_parser("run", help="run (or resume) an experiment grid",
                        description="Run every missing debate of a preset grid into --out; "
@@ -83,13 +92,9 @@ def add_run(sub: Any) -> None:
     r.add_argument("--base-url", action="append",
                    help="OpenAI-compatible endpoint; repeatable; MODEL=URL serves one of "
                    "--agent-models from its own server")
-    r.add_argument("--no-cache", action="store_true", help="do not use the response cache")
-    r.add_argument("--quiet", action="store_true", help="no progress bar")
-    r.add_argument("--workers", type=positive, default=None,
-                   help="processes that run the grid (default: every core for the simulated "
-                   "backend, one per core up to 4 for llamacpp, each on its share of the "
-                   "cores, else 1); the records are the same for any number")
-    add_plugin_argument(r)
+    _running_arguments(r, workers="processes that run the grid (default: every core for the "
+                       "simulated backend, one per core up to 4 for llamacpp, each on its "
+                       "share of the cores, else 1); the records are the same for any number")
     r.add_argument("--tensor-parallel-size", type=positive,
                    help="vllm: GPUs per model (tensor parallel)")
     r.set_defaults(handler=_cmd_run)
@@ -250,13 +255,9 @@ def add_branch(sub: Any) -> None:
     b.add_argument("--model", help=f"model name ({_MODEL_NAMED_BY})")
     b.add_argument("--model-path", help="GGUF file for the llamacpp backend")
     b.add_argument("--base-url", action="append", help="OpenAI-compatible endpoint")
-    b.add_argument("--no-cache", action="store_true", help="do not use the response cache")
-    b.add_argument("--quiet", action="store_true", help="no progress bar")
-    b.add_argument("--workers", type=positive, default=None,
-                   help="processes that run the branches (default: every core for the "
-                   "simulated backend, one per core up to 4 for llamacpp, else 1); the "
-                   "records are the same for any number")
-    add_plugin_argument(b)
+    _running_arguments(b, workers="processes that run the branches (default: every core for "
+                       "the simulated backend, one per core up to 4 for llamacpp, else 1); the "
+                       "records are the same for any number")
     b.set_defaults(handler=_cmd_branch)
 
 
