@@ -97,6 +97,9 @@ class Task(ABC):
 
     name: str
 
+    def __init__(self, name: str) -> None:
+        self.name = name
+
     @abstractmethod
     def canonical(self, text: str) -> str:
         """The answer read from ``text`` in canonical form; ``""`` when it holds none."""
@@ -243,9 +246,6 @@ def parse_number(text: str) -> Fraction | None:
 class NumericTask(Task):
     """A numeric answer (GSM8K): the final number, compared exactly."""
 
-    def __init__(self, name: str) -> None:
-        self.name = name
-
     def canonical(self, text: str) -> str:
         """The final number of ``text`` in canonical form (``""`` if there is none).
 
@@ -361,9 +361,6 @@ def parse_letter(text: str, letters: str = ALL_LETTERS) -> str:
 class ChoiceTask(Task):
     """A multiple-choice answer (MMLU-Pro, TruthfulQA): the letter of a shown option."""
 
-    def __init__(self, name: str) -> None:
-        self.name = name
-
     def canonical(self, text: str) -> str:
         """The option letter stated in ``text``, any of A-Z (see :func:`parse_letter`).
 
@@ -455,9 +452,6 @@ def parse_yes_no(text: str) -> str:
 class YesNoTask(Task):
     """A yes/no answer (StrategyQA): ``yes`` or ``no``, read by :func:`parse_yes_no`."""
 
-    def __init__(self, name: str) -> None:
-        self.name = name
-
     def canonical(self, text: str) -> str:
         """``yes``, ``no`` or ``""`` (see :func:`parse_yes_no`).
 
@@ -488,7 +482,7 @@ class MathTask(Task):
     def __init__(self, name: str, timeout_s: float = mathgrade.DEFAULT_TIMEOUT_S) -> None:
         if not timeout_s > 0:
             raise ValueError(f"invalid timeout_s={timeout_s!r}: use a positive number of seconds")
-        self.name = name
+        super().__init__(name)
         self.timeout_s = float(timeout_s)
 
     def canonical(self, text: str) -> str:
