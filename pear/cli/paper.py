@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from pear.backends.registry import BACKENDS
+from pear.backends.registry import BACKENDS, SIMULATED
 from pear.cli.options import DROP_HELP, add_plugin_argument, comma_list, nonneg, positive
 
 __all__ = ["add_paper", "add_claims_diff", "add_ensemble"]
@@ -136,7 +136,7 @@ def _cmd_ensemble(a: argparse.Namespace) -> int:
     k = ensemble.DEFAULT_K if a.k is None else a.k
     exp = ensemble.grid(a.preset, a.n_questions or ensemble.DEFAULT_QUESTIONS,
                         seeds=a.seeds, methods=a.methods)
-    run_dir = runs_path("", a.preset, "simulated")
+    run_dir = runs_path("", a.preset, SIMULATED)
     root = a.out or (ensemble.family_dir(run_dir) if a.family
                      else ensemble.ensemble_dir(run_dir))
     ens = ensemble.run(exp, root, k, a.seed, workers=a.workers, progress=a.progress,

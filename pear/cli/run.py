@@ -13,7 +13,7 @@ from pear.paths import cache_path
 from pear.runs.factory import make_backend, grid_backend, default_workers
 from pear import backends
 from pear.backends.dry import CHARS_PER_TOKEN
-from pear.backends.registry import BACKENDS
+from pear.backends.registry import BACKENDS, SIMULATED
 
 __all__ = ["add_run", "add_plan", "add_merge", "add_branch", "add_launch"]
 
@@ -123,7 +123,7 @@ def _population(a: argparse.Namespace) -> str | None:
     population file (an error naming the bad value otherwise)."""
     if not a.population:
         return None
-    if a.backend != "simulated":
+    if a.backend != SIMULATED:
         raise ValueError(f"--population is for the simulated backend, not {a.backend!r}")
     # start-up: only this command loads it (`pear --help` stays fast)
     from pear.sim.population import load
@@ -274,7 +274,7 @@ def _cmd_branch(a: argparse.Namespace) -> int:
                                base_urls=a.base_url, cache_path=cache)
     s = branch(a.run_dir, a.from_round, a.methods, a.out, backend=backend,
                parent_method=a.parent_method, progress=not a.quiet,
-               workers=a.workers or default_workers(a.backend or "simulated"))
+               workers=a.workers or default_workers(a.backend or SIMULATED))
     print(f"{s.written} branches written, {s.already_done} already done, "
           f"{s.skipped_stopped} parents ended by round {a.from_round}; {s.calls} model calls "
           f"made, {s.calls_copied} calls of copied rounds not repeated")
