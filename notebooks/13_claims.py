@@ -117,8 +117,10 @@ ensemble.table_claims(ens)
 # The same reduced grid under every member of the family (`data/populations/family/`: a twin
 # of each licensed run, DyLAN's MATH subjects and MMLU teams, and a moment-matched twin of
 # each published model and task; `pear.populations.family`): each claim holds in how many
-# members. The bootstrap above is the sampling error within one member; the family is how
-# far models differ.
+# members, and in which: "Where it holds" names the one trait of the members (a twin's
+# revision effects, or its round-0 accuracy) that sorts them, when one does. The ledger's page
+# says the same per claim and lists the members. The bootstrap above is the sampling error
+# within one member; the family is how far models differ.
 
 # %%
 fam = ensemble.for_build(backend, preset, runs_dir, seeds=seeds, n_questions=n_questions,
@@ -140,7 +142,8 @@ report.save_table(ledger.table_consistency(table), "claims_consistency",
 figures.save_figure(fig, "claims_forest")
 diff.save_ledger(table, "claims")  # claims.json: `pear claims-diff` compares two builds
 ledger.save_html(ledger.ledger_html(table, link=ledger.site_link, title="",
-                                    source=subset.caption("The claims ledger of this build:")),
+                                    source=subset.caption("The claims ledger of this build:"),
+                                    family=ensemble.family_words(fam)),
                  "claims")
 report.save_table(ensemble.table_main(ens), "ensemble_main",
                   caption=ensemble.caption_main(ens))

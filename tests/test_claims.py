@@ -293,3 +293,10 @@ def test_forest_rows_and_the_html_fragment_escape_every_text(small_ledger):
     assert html.count("<tr id=\"claim-") == 102
     assert "claims-counts" in html and ledger.counts_line(small_ledger) .split(",")[0] \
         .split()[0] in html
+    cid = small_ledger["id"].iloc[3]
+    said = ledger.ledger_html(small_ledger, family={
+        cid: "holds in 2 of 5 members: those where <b>x</b>. Holds in: a, b."})
+    row = said[said.index(f'id="claim-{cid}"'):].split("</tr>")[0]
+    assert " · family: holds in 2 of 5 members</summary>" in row
+    assert "<dt>Across the family</dt>" in row and "&lt;b&gt;x" in row
+    assert said.count("Across the family") == 1

@@ -203,6 +203,22 @@ def test_the_family_runs_every_member_and_states_each_claim_per_member(tmp_path)
     table = ensemble.table_claims(fam)
     judged = table[table["Share"].notna()]
     assert len(judged) and all(r.endswith(f"/{len(members)}") for r in judged["Holds in"])
+    # each claim per member, and in words which members: the traits come from the files
+    traits = ensemble.member_traits(fam)
+    assert list(traits.index) == members and list(traits.columns) == list(ensemble.TRAITS)
+    assert traits["strength"].between(0, 1).all() and traits["follow_right"].std() > 0.5
+    assert traits.loc[[m for m in members if m.startswith("published")],
+                      ["follow", "keep", "invent"]].eq(0).all().all()  # they free follow_right
+    held = ensemble.held_by_member(fam)
+    words = ensemble.family_words(fam)
+    for cid, h in held.items():
+        assert list(h.index) == members
+        assert f"/{len(members)}" in table.loc[cid, "Holds in"]
+        assert int(table.loc[cid, "Holds in"].split("/")[0]) == int(h.sum())
+        assert words[cid].startswith(f"holds in {int(h.sum())} of {len(members)} members")
+        named = words[cid].partition("Holds in: ")[2].rstrip(".")
+        assert named == (", ".join(h.index[h]) or "none")
+    assert "Where it holds" in table.columns
     assert "family of" in ensemble.caption_claims(fam)
     assert "family members" in ensemble.describe_times(fam)
     again = ensemble.run(exp, root, family=True, workers=1, say=None, replay=True)

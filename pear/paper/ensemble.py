@@ -58,6 +58,8 @@ from pear.sim import population as pop
 
 __all__ = ["DEFAULT_K", "DEFAULT_QUESTIONS", "POINT", "MAIN", "BASELINES", "POOLED", "Ensemble",
            "grid", "write_populations", "write_family", "run", "for_build", "table_main", "table_gains",
+           "held_by_member", "TRAITS", "TRAIT_GAP", "member_traits", "where_it_holds", "sorting_trait",
+           "family_words",
            "table_claims", "caption_main", "caption_gains", "caption_claims",
            "describe_times", "claims_not_run", "ensemble_dir", "family_dir"]
 
@@ -450,36 +452,152 @@ def table_gains(ens: Ensemble) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index(["Over", "Dataset"])
 
 
+def held_by_member(ens: Ensemble) -> dict[str, pd.Series]:
+    """Per claim the grid judges (not covered and not-run claims left out), whether it holds
+    in each member (a boolean series indexed by member name, in the ensemble's order)."""
+    if ens.note:
+        return {}
+    f = ens.findings
+    draws = f[(f["population"] != POINT) & (f["finding"] != "not covered")]
+    out = {}
+    for cid, part in draws.groupby("id", sort=False):
+        if cid not in ens.missing:
+            out[cid] = (part.set_index("population")["finding"] == "supported").reindex(
+                [m for m in ens.members if m in set(part["population"])])
+    return out
+
+
+TRAITS = {"follow_right": "agents follow a right answer they hear",
+          "follow": "agents follow the answers they hear",
+          "keep": "agents keep their own answer",
+          "invent": "agents come up with another answer",
+          "strength": "agents answer right at first"}
+"""What sets a family's members apart (:func:`member_traits`), in words: the twins' four
+revision effects (:mod:`pear.populations.twin`) and their round-0 accuracy."""
+TRAIT_GAP = {"follow_right": 0.1, "follow": 0.1, "keep": 0.1, "invent": 0.1, "strength": 0.02}
+"""Our choice: the least gap between the members on either side of a threshold for
+:func:`sorting_trait` to say it: about one standard error of a twin's effect (0.07-0.11 for
+DyLAN's twins, in logits) and two points of accuracy; a closer split is noise."""
+
+
+def member_traits(ens: Ensemble) -> pd.DataFrame:
+    """Per member of a family ensemble (index: name) its :data:`TRAITS`: the revision
+    effects its file records (a published member frees ``follow_right`` only, the others are
+    the base's, 0) and ``strength``, its expected round-0 accuracy averaged over the grid's
+    datasets (:func:`pear.sim.population.expected_accuracy`)."""
+    rows = {}
+    for name in ens.members:
+        p = pop.load(ens.root / "populations" / f"{name}.json")
+        effects = p.info.get("diagnostics", {}).get("effects", {})
+        row = {t: float(effects.get(t, {}).get("estimate", 0.0)) for t in TRAITS
+               if t != "strength"}
+        row["strength"] = float(np.mean([pop.expected_accuracy(p.params, d)
+                                         for d in ens.exp.datasets]))
+        rows[name] = row
+    return pd.DataFrame.from_dict(rows, orient="index", columns=list(TRAITS))
+
+
+def where_it_holds(held: pd.Series, traits: pd.DataFrame) -> str:
+    """In words, the members in which a claim holds (``held``: a boolean per member) and,
+    when one trait sorts them, which (:func:`sorting_trait`).
+
+    >>> t = pd.DataFrame({"follow_right": [1.0, 0.5, -0.2, -1.0], "follow": [0, 0, 0, 0.0],
+    ...                   "keep": [0.0] * 4, "invent": [0.0] * 4,
+    ...                   "strength": [0.5, 0.6, 0.5, 0.6]}, index=list("abcd"))
+    >>> where_it_holds(pd.Series([True, True, False, False], index=list("abcd")), t)
+    'holds in 2 of 4 members: those where agents follow a right answer they hear more (follow_right >= 0.5: 2 of 2; below: 0 of 2)'
+    >>> where_it_holds(pd.Series([False, True, True, True], index=list("abcd")), t)
+    'holds in 3 of 4 members; no one trait of the members sorts them'
+    """
+    words = f"holds in {int(held.astype(bool).sum())} of {len(held)} members"
+    which = sorting_trait(held, traits)
+    return words + (f": {which}" if which.startswith("those") else f"; {which}" if which
+                    else "")
+
+
+def sorting_trait(held: pd.Series, traits: pd.DataFrame) -> str:
+    """Which members a claim holds in, by one trait (``""`` when it holds in all or none):
+    the threshold on one :data:`TRAITS` column that puts the most members on their side
+    (ties: the earlier trait, the lower threshold), between members at least
+    :data:`TRAIT_GAP` apart, said only when it sorts at least two more members than calling
+    them all alike and all but at most a tenth of them."""
+    h = held.astype(bool).to_numpy()
+    n, k = len(h), int(h.sum())
+    if n == 0 or k in (0, n):
+        return ""
+    best = None
+    for trait in TRAITS:
+        x = traits.loc[held.index, trait].to_numpy(float)
+        values = np.unique(x)
+        for t in values[1:][np.diff(values) >= TRAIT_GAP[trait]]:
+            above = x >= t
+            for more in (True, False):  # holds where the trait is high, or where it is low
+                side = above if more else ~above
+                right = int((side == h).sum())
+                if best is None or right > best[0]:
+                    best = (right, trait, t, more, side)
+    if best is None:
+        return "no one trait of the members sorts them"
+    right, trait, t, more, side = best
+    if right < max(k, n - k) + 2 or n - right > n // 10:
+        return "no one trait of the members sorts them"
+    x = traits.loc[held.index, trait].to_numpy(float)
+    high, low = h[x >= t], h[x < t]
+    if more:
+        rule, (first, second, other) = f"{trait} >= {t:.2g}", (high, low, "below")
+    else:
+        rule, (first, second, other) = f"{trait} < {t:.2g}", (low, high, "above")
+    return (f"those where {TRAITS[trait]} {'more' if more else 'less'} ({rule}: "
+            f"{int(first.sum())} of {len(first)}; {other}: {int(second.sum())} of "
+            f"{len(second)})")
+
+
+def family_words(ens: Ensemble) -> dict[str, str]:
+    """Claim -> :func:`where_it_holds` across a family ensemble's members, then the members
+    it holds in by name (what the ledger shows of the family); empty without a family."""
+    if not ens.family or ens.note:
+        return {}
+    traits = member_traits(ens)
+    return {cid: f"{where_it_holds(h, traits)}. Holds in: "
+                 f"{', '.join(h.index[h.astype(bool)]) or 'none'}."
+            for cid, h in held_by_member(ens).items()}
+
+
 def table_claims(ens: Ensemble) -> pd.DataFrame:
     """Every claim of the ledger: its finding under grounded (the ledger's 95 % intervals
     on this grid), whether it holds at grounded's point values, and in how many of the K
     populations it holds at theirs (and the share), or why it is not evaluated (a method
-    the grid does not run; not covered by such a grid)."""
+    the grid does not run; not covered by such a grid).  Across a family, the members in
+    which it holds in words (:func:`where_it_holds`)."""
     if ens.note:
         return _note(ens)
-    f = ens.findings
-    point = f[f["population"] == POINT].set_index("id")["finding"]
-    draws = f[f["population"] != POINT]
+    point = ens.findings[ens.findings["population"] == POINT].set_index("id")["finding"]
+    held = held_by_member(ens)
+    traits = member_traits(ens) if ens.family else None
     rows = []
     for _, r in ens.ledger.iterrows():
         cid = r["id"]
-        d = draws.loc[draws["id"] == cid, "finding"]
-        judged = d[d != "not covered"]
-        held = int((judged == "supported").sum())
+        row = {"Claim": cid, "Kind": r["kind"], "Grounded finding": r["finding"]}
         if cid in ens.missing:
             where = (f"not evaluated: the ensemble grid does not run "
                      f"{', '.join(method_label(m) for m in ens.missing[cid])}")
             at_point, share = "–", np.nan
-        elif judged.empty:
+        elif cid not in held or held[cid].empty:
             where, at_point, share = "not covered by the ensemble grid", "–", np.nan
         else:
-            where = f"{held}/{len(judged)}"
+            h = held[cid]
+            where = f"{int(h.sum())}/{len(h)}"
             at_point = {"supported": "yes", "not covered": "–"}.get(point.get(cid), "no")
-            share = held / len(judged)
-        rows.append({"Claim": cid, "Kind": r["kind"], "Grounded finding": r["finding"],
-                     "Holds at grounded's point": at_point, "Holds in": where,
+            share = float(h.mean())
+            if traits is not None:
+                row["Where it holds"] = sorting_trait(h, traits) or "–"
+        rows.append({**row, "Holds at grounded's point": at_point, "Holds in": where,
                      "Share": share})
-    return pd.DataFrame(rows).set_index("Claim")
+    out = pd.DataFrame(rows).set_index("Claim")
+    if traits is not None:  # last: the long text
+        out = out[[c for c in out.columns if c != "Where it holds"] + ["Where it holds"]]
+        out["Where it holds"] = out["Where it holds"].fillna("–")
+    return out
 
 
 def _grid_words(ens: Ensemble) -> str:
@@ -529,7 +647,10 @@ def caption_claims(ens: Ensemble) -> str:
             "evaluators with every interval collapsed to its value: a comparison on its "
             "claimed side, a printed number within its rounding). "
             f"{part} claims hold in some populations and not in others: those conclusions "
-            "depend on the simulated population.")
+            "depend on the simulated population."
+            + (" Where it holds: the one trait of the members (a revision effect of the twin, "
+               "or its round-0 accuracy) whose threshold sorts them, when one does."
+               if ens.family else ""))
 
 
 def describe_times(ens: Ensemble) -> str:

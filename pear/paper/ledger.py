@@ -10,7 +10,7 @@ is escaped in HTML (:func:`pear.store.validate.escape`).
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import pandas as pd
@@ -329,9 +329,10 @@ def _group_labels(group: pd.DataFrame) -> list[str]:
 
 
 def _claim_row(r: pd.Series, first: str, link: Callable[[str, str], str | None],
-               part: bool = False) -> str:
+               part: bool = False, family: str = "") -> str:
     """One ledger row: ``first`` (the quote, or a part's label; escaped HTML), the verdict
-    and a one-line reason with the details behind a click."""
+    and a one-line reason with the details behind a click; ``family``: what the claim does
+    across the family of real twins (its first sentence is said beside the reason)."""
     links = []
     for item in r["evidence"]:
         kind, _, name = item.partition(":")
@@ -351,28 +352,35 @@ def _claim_row(r: pd.Series, first: str, link: Callable[[str, str], str | None],
             ("Study's tables", escape(r["table_finding"])),
             ("Reproduced", escape(r["reproduced"] or "–")),
             ("Why", escape(r["reason"] or "–")),
+            *((("Across the family", escape(family)),) if family else ()),
             ("Behind it", " · ".join(links) or "–")))
+    summary = one_line(r["reason"]) or "–"
+    if family and (count := re.match(r"holds in \d+ of \d+ members", family)):
+        summary += f" · family: {count.group()}"
     return (f'<tr id="claim-{escape(r["id"])}" class="verdict-{escape(cls)}">'
             f'<td>{first}</td><td>{escape(verdict)}</td>'
-            f'<td><details><summary>{escape(one_line(r["reason"]) or "–")}</summary>'
+            f'<td><details><summary>{escape(summary)}</summary>'
             f"<dl>{details}</dl></details></td></tr>")
 
 
-def _claim_rows(group: pd.DataFrame, link: Callable[[str, str], str | None]) -> list[str]:
+def _claim_rows(group: pd.DataFrame, link: Callable[[str, str], str | None],
+                family: Mapping[str, str]) -> list[str]:
     """The rows of one claim (:func:`claim_groups`): a claim of one part as one row; one
     of several parts as its text once (a row of its own), then a row per part labelled by
     what sets it apart."""
     if len(group) == 1:
-        return [_claim_row(group.iloc[0], escape(group.iloc[0]["quote"]), link)]
+        r = group.iloc[0]
+        return [_claim_row(r, escape(r["quote"]), link, family=family.get(r["id"], ""))]
     head = (f'<tr class="claim-parts"><td colspan="3">{escape(claim_text(group))} '
             f'<span class="n-parts">({len(group)} parts)</span></td></tr>')
     return [head] + [_claim_row(r, f'<span class="part-label">{escape(label)}</span>', link,
-                                part=True)
+                                part=True, family=family.get(r["id"], ""))
                      for (_, r), label in zip(group.iterrows(), _group_labels(group))]
 
 
 def ledger_html(ledger: pd.DataFrame, *, link: Callable[[str, str], str | None] = default_link,
-                title: str = "The study's claims, one by one", source: str = "") -> str:
+                title: str = "The study's claims, one by one", source: str = "",
+                family: Mapping[str, str] | None = None) -> str:
     """The ledger as an HTML fragment (a ``<section>``, no page chrome): the counts per
     verdict (and per finding when the build is not evidence), then one row per claim with
     its quote, its verdict and a one-line reason; a click opens the rest (the printed value,
@@ -380,8 +388,9 @@ def ledger_html(ledger: pd.DataFrame, *, link: Callable[[str, str], str | None] 
     figures and debates behind it: ``link(kind, name)`` builds each address, None for none).
     A claim of several parts (:func:`claim_groups`: a sentence split per dataset, or one
     that lists several numbers) shows its text once, each part's row labelled by what sets
-    it apart.  Models are named by display name;
-    every text is escaped."""
+    it apart.  ``family``: claim id -> what it does across the family of real twins
+    (:func:`pear.paper.ensemble.family_words`), said beside its reason and in its details.
+    Models are named by display name; every text is escaped."""
     counts = verdict_counts(ledger)
     head = "".join(f"<th>{escape(v)}</th>" for v in counts.index)
     rows_counts = "".join(
@@ -397,7 +406,7 @@ def ledger_html(ledger: pd.DataFrame, *, link: Callable[[str, str], str | None] 
                '<col class="c-why"></colgroup>'
                "<tr><th>Claim</th><th>Verdict</th><th>Why (click for details)</th></tr>")
     for group in claim_groups(ledger):
-        out += _claim_rows(group, link)
+        out += _claim_rows(group, link, family or {})
     out.append("</table></section>")
     return "\n".join(out)
 
