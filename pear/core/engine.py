@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import time
 from collections import defaultdict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from operator import attrgetter
 from types import SimpleNamespace
@@ -428,7 +428,8 @@ class Engine:
                 r: int) -> list[list[Critique]]:
         """Every agent answers the critiques delivered to it and revises its answer (none:
         it keeps its previous answer and confidence).  Returns the decisions: per debate, its
-        critiques in order, each delivered one with its target's verdict (ACCEPT/REJECT)."""
+        critiques in order, each delivered one given its target's verdict (ACCEPT/REJECT;
+        the round's critiques are this round's own objects, decided in place)."""
         reqs, owners = [], []
         for j, d in enumerate(debates):
             if d.failed:
@@ -452,7 +453,6 @@ class Engine:
                     meta, sources=[c.source for c in received[i]]))
                 owners.append((j, i, received[i]))
         revised: dict[int, tuple[list[parsing.AnswerParse], list[bool]]] = {}
-        verdicts: dict[tuple[int, int, int], Critique] = {}
         for (j, i, received_i), comp in zip(owners, self._generate(reqs, debates)):  # failed
             d = debates[j]
             if not d.charge(comp):
@@ -460,9 +460,9 @@ class Engine:
             p = parsing.parse_revision(comp.text, [c.source for c in received_i])
             miss = f"missing decision from agent {i + 1}"
             for c in received_i:  # a delivered critique has no parse error of its own
-                verdicts[j, c.source, i] = replace(
-                    c, decision=p.decisions.get(c.source), reason=p.reasons.get(c.source, ""),
-                    parse_error=None if c.source in p.decisions else miss)
+                c.decision = p.decisions.get(c.source)
+                c.reason = p.reasons.get(c.source, "")
+                c.parse_error = None if c.source in p.decisions else miss
             if not p.answer:  # documented fallback: keep the previous answer and confidence
                 prev = d.agents[i]
                 p = parsing.AnswerParse(prev.answer, prev.confidence,
@@ -475,8 +475,7 @@ class Engine:
                  for j in going for parses, truncated in [revised[j]]]
         for j, agents in zip(going, self._agents_from(batch)):
             debates[j].agents = agents
-        return [[verdicts.get((j, c.source, c.target), c) for c in crits]
-                for j, crits in enumerate(critiques)]
+        return critiques
 
     def _update_influence(self, debates: list[_Debate],
                           decisions: list[list[tuple[int, bool]]]) -> None:
