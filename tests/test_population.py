@@ -54,7 +54,13 @@ def test_grounded_file_has_a_fitted_revision_model_with_its_provenance():
     assert pop.same_wrong_share(g.params.wrong_focus, n_wrong) == pytest.approx(share, abs=2e-3)
     # everything but the wrong answers' agreement and the revision model is the study's
     assert dataclasses.replace(g.params, wrong_focus=SimParams().wrong_focus,
-                               n_wrong=SimParams().n_wrong, wrong_focus_options=None) == SimParams()
+                               n_wrong=SimParams().n_wrong, wrong_focus_options=None,
+                               wrong_focus_many=None) == SimParams()
+    # on ten options, pinned by DebateLedger's figures, not carried from DyLAN's four
+    from pear.populations.grounding import WRONG_FOCUS_MANY
+    assert g.params.wrong_focus_many == WRONG_FOCUS_MANY == 0.75
+    assert g.info["sources"]["wrong_focus_many"].startswith("pinned by published figures")
+    assert m.params.wrong_focus_many is None
     share = g.info["diagnostics"]["same_wrong_answer_share_options"]  # 3 wrong letters of 4
     assert g.info["diagnostics"]["options"] == 4
     assert pop.same_wrong_share(g.params.wrong_focus_options, 3) == pytest.approx(share, abs=2e-3)
@@ -108,10 +114,10 @@ def test_design_names_candidates_and_features():
     names, X = RevisionModel.design("B", ["A"], gold="C", round=2, skill=0.0, options=True)
     assert names == ["B", "A", RevisionModel.NEW_RIGHT, RevisionModel.NEW_WRONG]
     np.testing.assert_allclose(X[:, len(FEATURES):],
-                               [[1, 0, 0, 0, 1, 0, 0, 0, 0, 0],  # own, round 2
-                                [0, 1, 0, 0, 0, 0, 0, 0, 0, 0],  # heard
-                                [0, 0, 1, 1, 0, 1, 0, 0, 0, 0],  # another, right
-                                [0, 0, 1, 0, 0, 0, 0, 0, 0, 0]])  # another, wrong
+                               [[1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0],  # own, round 2
+                                [0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0],  # heard
+                                [0, 0, 1, 1, 0, 1, 0, 0, 0, 0, 0],  # another, right
+                                [0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0]])  # another, wrong
     m = RevisionModel((1.0, -2.0), features=("own", "own_x_options"))
     assert m.vector[RevisionModel.COLUMNS.index("own_x_options")] == -2.0
     assert m.probabilities(X)[0] == pytest.approx(
@@ -123,6 +129,13 @@ def test_design_names_candidates_and_features():
     assert X[:, agree].tolist() == [1, 0, 0] and not X[:, alone].any()
     _, X = RevisionModel.design("B", ["B", "A"], gold="C", round=1, skill=0.0)  # not unanimous
     assert not X[:, agree].any()
+    # new_x_right_x_agree: another answer, right, after several answers heard, all its own
+    several = RevisionModel.COLUMNS.index("new_x_right_x_agree")
+    names, X = RevisionModel.design("B", ["B", "B"], gold="C", round=1, skill=0.0)
+    assert names[1] == RevisionModel.NEW_RIGHT and X[:, several].tolist() == [0, 1, 0]
+    for heard in (["B"], ["B", "A"], []):  # one heard alone, a split, nothing heard
+        assert not RevisionModel.design("B", heard, gold="C", round=1, skill=0.0)[1][
+            :, several].any()
     # fresh: the share of the answers heard that are j and were given in this round
     fresh = RevisionModel.COLUMNS.index("fresh")
     names, X = RevisionModel.design("4", ["5", "6", "5"], gold="7", round=1, skill=0.0,
@@ -194,6 +207,14 @@ def test_erring_agents_of_a_multiple_choice_question_agree_with_wrong_focus_opti
         got = [be.solve(q, {"dataset": "mmlu", "question_id": "q", "agent": 0, **meta}, x)[0]
                for x in u]
         assert got.count("B") / len(got) == pytest.approx(focus, abs=0.02)
+    many = pop.Population("p", dataclasses.replace(p, wrong_focus_many=0.5))
+    be = SimulatedBackend({("mmlu", "q"): "A"}, population=many)
+    q = _Question("A", 0.0, tuple("BCDEFGHIJ"))
+    for meta, focus in (({"n_choices": 10}, 0.5), ({"n_choices": 4}, 0.9)):
+        got = [be.solve(q, {"dataset": "mmlu", "question_id": "q", "agent": 0, **meta}, x)[0]
+               for x in u]
+        assert got.count("B") / len(got) == pytest.approx(focus, abs=0.02)
+    assert many.fingerprint != pop.Population("p", p).fingerprint
     unset = pop.Population("s", SimParams())
     assert unset.fingerprint == pop.load("study").fingerprint
     assert dataclasses.replace(p, wrong_focus_options=None) != p

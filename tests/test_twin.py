@@ -206,6 +206,11 @@ def test_a_yes_no_run_is_simulated_and_fitted_as_two_options(tmp_path):
     tw = twin.fit_twin([tmp_path / "run"], prior=WIDE)
     assert tw.population.info["diagnostics"]["options"] == 2
     assert tw.population.params.wrong_focus_options == 1.0  # one wrong answer: all agree
+    # measured on its own options, it governs every option count: the base's ten-option
+    # value, pinned on published figures, gives way
+    assert load_population("grounded").params.wrong_focus_many is not None
+    assert tw.population.params.wrong_focus_many is None
+    assert tw.population.info["sources"]["wrong_focus_many"].startswith("measured")
 
 
 def test_unread_wrong_answers_are_simulated_and_measured(tmp_path):

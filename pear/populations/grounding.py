@@ -184,6 +184,11 @@ def sources(grounded: bool) -> dict[str, str]:
         out["wrong_focus_options"] = (f"measured like wrong_focus, on the debates of {real} "
                                       "whose questions offer labelled options (unset: "
                                       "wrong_focus)")
+        out["wrong_focus_many"] = (
+            f"pinned by published figures: {WRONG_FOCUS_MANY} (pear.populations.grounding."
+            "WRONG_FOCUS_MANY), where DebateLedger's MMLU-Pro collapse and recovery of 11 "
+            "models are likeliest (pear.populations.published_dynamics); unset on free answers "
+            "(grounded-math)")
         out["n_wrong"] = ("our choice (8), raised to the fewest wrong answers that allow the "
                           "measured same-wrong-answer share when it is below 1/8")
         out["revise_focus"] = "not used (the revision model draws another wrong answer)"
@@ -281,6 +286,18 @@ def ground(runs: Sequence[str | os.PathLike[str]] | None = None,
                      time.perf_counter() - t0, total - len(recs), share_o, pairs_o, n_options)
 
 
+WRONG_FOCUS_MANY = 0.75
+"""``grounded``'s :attr:`~pear.sim.population.SimParams.wrong_focus_many` (erring agents on ten
+options, MMLU-Pro's): pinned by DebateLedger's published MMLU-Pro figures, not by DyLAN's
+four-option debates (whose 0.873, carried to ten options, makes erring agents share a letter
+0.76 of the time).  The binomial log-likelihood of the 22 published shares (collapse and
+recovery of 11 models, :func:`pear.populations.published_dynamics.check`, 10 replicates) is
+-3583 at 0.873 and flat from 0.55 to 0.75 (-3545, -3555, -3548 at 0.55, 0.65, 0.75: within the
+simulation's noise); of that plateau, the value nearest the measured one, which also keeps the
+most simulated shares inside their published intervals (10 of 22, against 9 at 0.65 and 8 at
+0.55)."""
+
+
 def _grounded(g: Grounding, model: RevisionModel, se: Sequence[float] | None,
               name: str = "grounded", diagnostics: Mapping[str, Any] | None = None
               ) -> Population:
@@ -305,7 +322,9 @@ def _grounded(g: Grounding, model: RevisionModel, se: Sequence[float] | None,
     if se is not None:
         info["revision_se"] = {f: round(float(s), 4) for f, s in zip(model.features, se)}
     return Population(name, dataclasses.replace(base, wrong_focus=round(focus, DECIMALS),
-                                                n_wrong=n_wrong, wrong_focus_options=focus_o),
+                                                n_wrong=n_wrong, wrong_focus_options=focus_o,
+                                                wrong_focus_many=None if focus_o is None
+                                                else WRONG_FOCUS_MANY),
                       coef, info)
 
 

@@ -332,7 +332,9 @@ def initial_params(base: SimParams, parts: Sequence[Sequence[Mapping[str, Any]]]
                         same_wrong_answer_pairs_options=pairs, options=n_opt)
         if pairs and share > 0:
             focus = round(pop.wrong_focus_for(share, n_opt - 1), 3)
-            params = dataclasses.replace(params, wrong_focus_options=focus,
+            # measured on the run's own options: it governs every option count (the base's
+            # wrong_focus_many, pinned on published ten-option figures, gives way)
+            params = dataclasses.replace(params, wrong_focus_options=focus, wrong_focus_many=None,
                                          **({} if free else {"wrong_focus": focus}))
     return params, measured
 
@@ -371,7 +373,8 @@ def fit_twin(runs: Sequence[str | os.PathLike[str]], *, name: str | None = None,
     n_debates = sum(map(len, parts))
     sources = {f: f"the base population {base_pop.name} ({base_pop.fingerprint[:12]})"
                for f in (x.name for x in dataclasses.fields(SimParams))}
-    for f in ("wrong_focus", "n_wrong", "wrong_focus_options", "unread_wrong", "skill_mean",
+    for f in ("wrong_focus", "n_wrong", "wrong_focus_options", "wrong_focus_many",
+              "unread_wrong", "skill_mean",
               "difficulty_sd") + tuple(
             k for k in DATASET_EASE.values()) + ("ease_other",):
         if getattr(params, f) != getattr(base_pop.params, f):

@@ -79,8 +79,8 @@ import numpy as np
 
 from pear.core.backend import Completion, Request
 from pear.core.hashing import hex_id, int_seed
-from pear.sim.population import (DATASET_EASE, Population, RevisionModel, SimParams,
-                                 expected_accuracy, identity, load, skill_of)
+from pear.sim.population import (DATASET_EASE, FEW_OPTIONS, Population, RevisionModel,
+                                 SimParams, expected_accuracy, identity, load, skill_of)
 
 __all__ = ["SimParams", "SimulatedBackend", "DATASET_EASE", "Population"]
 
@@ -284,7 +284,9 @@ class SimulatedBackend:
               focus: float | None = None) -> tuple[str, bool]:
         """An answer to ``q`` (right with the agent's solve probability; a wrong one is the
         attractive answer with probability ``focus``, default ``wrong_focus``, or
-        ``wrong_focus_options`` on a multiple-choice question where it is set; an initial one
+        ``wrong_focus_options`` on a multiple-choice question where it is set, and
+        ``wrong_focus_many`` on one of more than :data:`~pear.sim.population.FEW_OPTIONS`
+        options where that is set; an initial one
         is ``""``, read by no grader, ``unread_wrong`` of the time); 2 uniforms."""
         if u[0] < self._p_solve(q, meta) or not q.wrong:
             return q.gold, True
@@ -298,6 +300,9 @@ class SimulatedBackend:
             focus = self.params.wrong_focus
             if meta.get("n_choices") and self.params.wrong_focus_options is not None:
                 focus = self.params.wrong_focus_options
+            if (int(meta.get("n_choices") or 0) > FEW_OPTIONS
+                    and self.params.wrong_focus_many is not None):
+                focus = self.params.wrong_focus_many
         if w < focus or len(q.wrong) == 1:
             return q.wrong[0], False
         rest = len(q.wrong) - 1
