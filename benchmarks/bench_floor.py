@@ -13,6 +13,14 @@ floor, the work no simulated debate can skip, timed alone on the same debates:
   and lists) and written (:class:`pear.store.records.RecordWriter`: JSON, the schema check,
   append, one fsync per chunk).
 
+Then what every request costs at least while the records stay what they are, timed alone on
+the grid's own requests rebuilt from its records (round 0 once per question and agent; a
+critique per source with out-edges, a revision per agent and round): its seed
+(:func:`pear.core.hashing.request_seed`, sha256), the simulated backend's generator reseeded
+from it with its six uniforms, and its prompt rendered (the prompt's length is the request's
+prompt tokens).  Added to the floor, that is the least a debate costs with today's records,
+whatever batching does (docs/performance.md).
+
 Prints microseconds per debate of the grid (all methods: the single-agent ones route nothing).
 
     python benchmarks/bench_floor.py [--questions 20] [--repeat 5]
@@ -98,6 +106,58 @@ def main() -> None:
                 if i % 500 == 499:
                     w.sync()
 
+    # every request's own work that the records fix: seed, draws, prompt (rebuilt from them)
+    from pear.core import prompts
+    from pear.core.hashing import request_seed
+    from pear.runs.jobs import jobs
+    questions = {(j.question.dataset, j.question.id): j.question for j in jobs(exp)}
+    style = exp.debate.prompt_style
+    requests: list[tuple] = []  # (seed parts, phase, prompt arguments)
+    initial = set()
+    for r in records:
+        q = questions[r["dataset"], r["question_id"]]
+        for a0 in r["rounds_data"][0]["agents"]:
+            key = (r["seed"], r["dataset"], r["question_id"], a0["agent"])
+            if key not in initial:
+                initial.add(key)
+                requests.append(((r["seed"], "", r["dataset"], r["question_id"], a0["agent"],
+                                  0, "initial"), "initial", (q, a0["agent"])))
+        rounds = r["rounds_data"]
+        for prev, cur in zip(rounds, rounds[1:]):
+            views = [{"agent": x["agent"], "answer": x["answer"] or "(no answer)",
+                      "canonical": x["canonical"], "confidence": x["confidence"],
+                      "reasoning": x["reasoning"]} for x in prev["agents"]]
+            targets: dict[int, list[int]] = {}
+            for s_, t_ in cur["edges"]:
+                targets.setdefault(s_, []).append(t_)
+            for s_, ts in sorted(targets.items()):
+                requests.append(((r["seed"], r["method"], r["dataset"], r["question_id"], s_,
+                                  cur["round"], "critique"), "critique",
+                                 (q, views[s_], [views[t] for t in ts])))
+            for i, view in enumerate(views):
+                shown = [{"source": c["source"], "step_loc": c["step_loc"],
+                          "correction": c["correction"], "assessment": c["assessment"]}
+                         for c in cur["critiques"] if c["target"] == i and c["delivered"]]
+                requests.append(((r["seed"], r["method"], r["dataset"], r["question_id"], i,
+                                  cur["round"], "revision"), "revision", (q, view, shown)))
+    render = {"initial": prompts.initial_messages, "critique": prompts.critique_messages,
+              "revision": prompts.revision_messages}
+
+    def seeds_all() -> None:
+        for parts_, _, _ in requests:
+            request_seed(*parts_)
+
+    seeds = [request_seed(*parts_) for parts_, _, _ in requests]
+
+    def draws_all() -> None:  # the backend's own reseeding (a private step, timed as it runs)
+        for sd in seeds:
+            backend._reseed(sd)
+            backend._rng.random(6).tolist()
+
+    def prompts_all() -> None:
+        for _, phase, args in requests:
+            render[phase](*args, style)
+
     def timed(fn, *args) -> float:
         times = []
         for i in range(a.repeat):
@@ -118,8 +178,18 @@ def main() -> None:
     for name, us in parts.items():
         print(f"  {name:<22} {us:9.1f}")
     print(f"  {'floor':<22} {floor:9.1f}")
+    per_request = {"request seeds (sha256)": timed(seeds_all),
+                   "reseed and 6 uniforms": timed(draws_all),
+                   "prompts rendered": timed(prompts_all)}
+    kept = floor + sum(per_request.values())
+    print(f"what today's records fix for each of the {len(requests)} requests "
+          f"({len(requests) / len(records):.1f} a debate), microseconds per debate:")
+    for name, us in per_request.items():
+        print(f"  {name:<22} {us:9.1f}   ({us * len(records) / len(requests):.2f} a request)")
+    print(f"  {'floor, records kept':<22} {kept:9.1f}   ({1e6 / kept:.0f} debates/s a core)")
     print(f"  {'now (1 process)':<22} {now / len(records) * 1e6:9.1f}   "
-          f"x{now / len(records) * 1e6 / floor:.1f} the floor")
+          f"x{now / len(records) * 1e6 / floor:.1f} the floor, "
+          f"x{now / len(records) * 1e6 / kept:.1f} the floor with records kept")
 
 
 if __name__ == "__main__":
