@@ -532,13 +532,12 @@ def sorting_trait(held: pd.Series, traits: pd.DataFrame) -> str:
         for t in values[1:][np.diff(values) >= TRAIT_GAP[trait]]:
             above = x >= t
             for more in (True, False):  # holds where the trait is high, or where it is low
-                side = above if more else ~above
-                right = int((side == h).sum())
+                right = int(((above if more else ~above) == h).sum())
                 if best is None or right > best[0]:
-                    best = (right, trait, t, more, side)
+                    best = (right, trait, t, more)
     if best is None:
         return "no one trait of the members sorts them"
-    right, trait, t, more, side = best
+    right, trait, t, more = best
     if right < max(k, n - k) + 2 or n - right > n // 10:
         return "no one trait of the members sorts them"
     x = traits.loc[held.index, trait].to_numpy(float)
