@@ -20,6 +20,18 @@ def test_reproduces_the_seeds():
         hashing.derive_seed(0, "gsm8k", "q1", "base_graph")
 
 
+def test_request_seeds_are_the_derived_seeds_of_their_parts():
+    for seed, method, dataset, qid, agent, r in [(0, "pear", "gsm8k", "q1", 2, 1),
+                                                  (7, "sc@64", "math500", "test/x.json", 0, 3),
+                                                  (-1, "random", "mmlu_pro", "é 1", 4, 12)]:
+        assert hashing.request_seed(seed, method, dataset, qid, agent, 0, "initial") == \
+            hashing.derive_seed(seed, "round0", dataset, qid, agent, "initial")
+        assert hashing.request_seed(seed, method, dataset, qid, agent, r, "critique") == \
+            hashing.derive_seed(seed, method, dataset, qid, agent, r, "critique")
+        assert hashing.request_seed(seed, method, dataset, qid, agent, r, "revision") == \
+            hashing.derive_seed(seed, method, dataset, qid, agent, r, "update")
+
+
 def test_reproduces_the_ids():
     cfg = config.DebateConfig(rounds=3)
     blob = json.dumps([config.identity_dict(cfg)], sort_keys=True, separators=(",", ":"),

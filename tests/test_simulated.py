@@ -155,6 +155,33 @@ def test_runs_are_deterministic_and_the_backend_seed_changes_the_population():
     assert a == b and a != c
 
 
+
+@pytest.mark.parametrize("seed", [0, 7, -3, 2**70 + 5])
+def test_a_phase_draws_what_each_request_generator_draws(seed):
+    """request_uniforms (a phase's draws at once, array arithmetic) against numpy's own PCG64
+    generator started per request from the same scrambled state."""
+    from pear.sim.backend import request_uniforms
+    mask = (1 << 64) - 1
+
+    def mix(x: int) -> int:  # splitmix64's finaliser, on Python integers
+        x = (x + 0x9E3779B97F4A7C15) & mask
+        x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & mask
+        x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & mask
+        return x ^ (x >> 31)
+
+    request_seeds = [0, 1, 351798682, 2**31 - 1, mask, 12345]
+    got = request_uniforms(seed, request_seeds, 11)
+    assert got.shape == (6, 11)
+    for row, rs in zip(got, request_seeds):
+        hi = mix((seed * 0x100000001B3 ^ rs) & mask)
+        bits = np.random.PCG64(0)
+        state = bits.state
+        state["state"] = {"state": (hi << 64) | mix(hi ^ 0xD1B54A32D192ED03),
+                          "inc": 0xDA3E39CB94B95BDB}
+        bits.state = state
+        assert row.tolist() == np.random.Generator(bits).random(11).tolist()
+    assert len({tuple(r) for r in got.tolist()}) == 6 and 0 <= got.min() and got.max() < 1
+
 def test_round0_is_shared_by_every_method_and_differs_across_run_seeds():
     recs = _run(MIXED, ["cot", "cot_sc", "random", "clique", "pear"], questions=QS[:30],
                 seeds=(0, 1), rounds=1)

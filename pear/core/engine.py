@@ -101,6 +101,10 @@ def round_calls(debate: DebateConfig, job: Job, first: int) -> int:
     return 2 * agents * max(0, debate.rounds + 1 - first)
 
 
+PARSE_MEMO = 1 << 13
+"""Our choice: parsed replies an engine keeps (cleared when full; a miss costs a lookup)."""
+
+
 @dataclass(slots=True)
 class _Agent:
     """One agent's answer after a round; its attributes are the record's agent entry
@@ -240,6 +244,7 @@ class Engine:
         self.cache_hits = 0
         self.failed: list[tuple[str, str]] = []
         self._schemas: dict[tuple, dict[str, Any]] = {}
+        self._parses: dict[tuple, Any] = {}
         self._config_hashes: dict[Method, str] = {}
         self.phase = ""
         """What the engine is doing now (``round 2: critiques``), for progress displays."""
@@ -312,7 +317,8 @@ class Engine:
         errors = {key: next((c.error for c in round0[key] if not c.ok), None) for key in groups}
         answered = [key for key in groups if not errors[key]]
         initial = dict(zip(answered, self._agents_from([
-            ([parsing.parse_answer(c.text) for c in round0[key]], groups[key][0].question,
+            ([self._parsed(parsing.parse_answer, c.text) for c in round0[key]],
+             groups[key][0].question,
              [c.finish_reason == "length" for c in round0[key]]) for key in answered])))
         out: list[_Debate] = []
         for key, gjobs in groups.items():
@@ -412,7 +418,7 @@ class Engine:
             d = debates[j]
             if not d.charge(comp):
                 continue
-            parsed = parsing.parse_critique(comp.text, targets)
+            parsed = self._parsed(parsing.parse_critique, comp.text, tuple(targets))
             src = d.agents[s]
             for t in targets:
                 review, tgt = parsed.reviews.get(t), d.agents[t]
@@ -457,7 +463,8 @@ class Engine:
             d = debates[j]
             if not d.charge(comp):
                 continue
-            p = parsing.parse_revision(comp.text, [c.source for c in received_i])
+            p = self._parsed(parsing.parse_revision, comp.text,
+                             tuple(c.source for c in received_i))
             miss = f"missing decision from agent {i + 1}"
             for c in received_i:  # a delivered critique has no parse error of its own
                 c.decision = p.decisions.get(c.source)
@@ -619,6 +626,18 @@ class Engine:
         self.cache_hits += sum(bool(c.cache_hit) for c in done)
         self._progress()
         return done
+
+    def _parsed(self, parse: Callable[..., Any], text: str, *args: Any) -> Any:
+        """``parse(text, *args)``, memoized: a parse is a pure function of the reply, read
+        and never changed here, and replies recur (a question's few answers; a simulated
+        agent's replies are made from templates)."""
+        key = (parse, text, *args)
+        got = self._parses.get(key)
+        if got is None:
+            if len(self._parses) >= PARSE_MEMO:
+                self._parses.clear()
+            got = self._parses[key] = parse(text, *args)
+        return got
 
     def _backend_of(self, agent: int) -> Backend:
         """Agent ``agent``'s backend; the extra samples of ``sc@K`` (K > n) take the agents'

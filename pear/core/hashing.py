@@ -56,10 +56,16 @@ def request_seed(seed: int, method: str, dataset: str, question_id: str, agent: 
     >>> [request_seed(0, m, "gsm8k", "q1", 2, 0, "initial") for m in ("pear", "cot")]
     [351798682, 351798682]
     """
+    # derive_seed of the parts, joined here in one step: it runs for every model call
     if phase == "initial":
-        return derive_seed(seed, "round0", dataset, question_id, agent, "initial")
-    label = {"critique": "critique", "revision": "update"}[phase]
-    return derive_seed(seed, method, dataset, question_id, agent, round_, label)
+        text = f"{seed}\x1fround0\x1f{dataset}\x1f{question_id}\x1f{agent}\x1finitial"
+    else:
+        text = (f"{seed}\x1f{method}\x1f{dataset}\x1f{question_id}\x1f{agent}\x1f{round_}"
+                f"\x1f{_REQUEST_LABELS[phase]}")
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:4], "big") & 0x7FFFFFFF
+
+
+_REQUEST_LABELS = {"critique": "critique", "revision": "update"}
 
 
 def debate_seed(seed: int, method: str, dataset: str, question_id: str) -> int:

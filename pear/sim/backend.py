@@ -122,14 +122,51 @@ def _solve_rate(p: SimParams, dataset: str, latents: tuple[np.ndarray, np.ndarra
 
 
 _MASK64 = (1 << 64) - 1
+_U64 = np.uint64
 
 
-def _mix64(x: int) -> int:
-    """splitmix64's finaliser: a bijective scramble of a 64-bit integer."""
-    x = (x + 0x9E3779B97F4A7C15) & _MASK64
-    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
-    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & _MASK64
-    return x ^ (x >> 31)
+def _mix64(x: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser, a bijective scramble of 64-bit integers (uint64, wrapping)."""
+    x = x + _U64(0x9E3779B97F4A7C15)
+    x = (x ^ (x >> _U64(30))) * _U64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> _U64(27))) * _U64(0x94D049BB133111EB)
+    return x ^ (x >> _U64(31))
+
+
+_LOW32 = _U64(0xFFFFFFFF)
+_PCG_MUL = (_U64(0x2360ED051FC65DA4), _U64(0x4385DF649FCCF645))  # PCG64's multiplier (hi, lo)
+_PCG_INC = _U64(0xDA3E39CB94B95BDB)  # numpy PCG64's default stream (odd; the high half is 0)
+
+
+def _mul64(a: np.ndarray, b: np.uint64) -> tuple[np.ndarray, np.ndarray]:
+    """The 128-bit products ``a * b`` of uint64s, as (high, low) halves."""
+    a0, a1, b0, b1 = a & _LOW32, a >> _U64(32), b & _LOW32, b >> _U64(32)
+    p00, p01, p10 = a0 * b0, a0 * b1, a1 * b0
+    mid = (p00 >> _U64(32)) + (p01 & _LOW32) + (p10 & _LOW32)
+    return (a1 * b1 + (p01 >> _U64(32)) + (p10 >> _U64(32)) + (mid >> _U64(32)),
+            (mid << _U64(32)) | (p00 & _LOW32))
+
+
+def request_uniforms(seed: int, request_seeds: Sequence[int], width: int) -> np.ndarray:
+    """The first ``width`` uniforms of each request's generator, one row per request, for a
+    whole phase at once: numpy's ``PCG64`` (XSL-RR output, default stream) started from the
+    state that (backend ``seed``, request seed) scramble to, drawn as ``Generator.random``
+    draws them (``tests/test_simulated.py`` holds the two equal)."""
+    key = (int(seed) * 0x100000001B3) & _MASK64
+    with np.errstate(over="ignore"):
+        hi = _mix64(np.asarray(request_seeds, dtype=_U64) ^ _U64(key))
+        lo = _mix64(hi ^ _U64(0xD1B54A32D192ED03))
+        out = np.empty((len(hi), width))
+        mh, ml = _PCG_MUL
+        for j in range(width):  # state = state * multiplier + increment (mod 2**128)
+            carry_hi, lo_new = _mul64(lo, ml)
+            hi = carry_hi + hi * ml + lo * mh
+            lo = lo_new + _PCG_INC
+            hi = hi + (lo < _PCG_INC).astype(_U64)
+            x, rot = hi ^ lo, hi >> _U64(58)
+            x = (x >> rot) | (x << ((_U64(64) - rot) & _U64(63)))
+            out[:, j] = (x >> _U64(11)).astype(np.float64) * 2.0 ** -53
+    return out
 
 
 class SimulatedBackend:
@@ -171,10 +208,6 @@ class SimulatedBackend:
         self._questions: dict[tuple[str, str, int], _Question] = {}
         self._skills: dict[tuple[str, str, int], float] = {}
         self._cdfs: dict[tuple[Any, ...], list[float]] = {}  # revision choice, by structure
-        # one reusable bit generator, re-seeded per request (cheaper than default_rng)
-        self._bits = np.random.PCG64(0)
-        self._rng = np.random.Generator(self._bits)
-        self._state = self._bits.state
 
     @property
     def model_id(self) -> str:
@@ -410,7 +443,7 @@ class SimulatedBackend:
         q = self.question(meta)
         own = meta["own"]
         crits = meta["critiques"]
-        draws = self._rng.random(len(crits)).tolist() if crits else ()
+        draws = u[6:6 + len(crits)]  # after the request's fixed six (:meth:`_complete`)
         responses, accepted = {}, []
         for c, v in zip(crits, draws):
             ok = self.accept(own, c, q.gold, v)
@@ -429,19 +462,10 @@ class SimulatedBackend:
         return {"answer": answer, "confidence": conf, "reasoning": "simulated revision",
                 "critique_response": responses}
 
-    def _reseed(self, request_seed: int) -> None:
-        s = self._state
-        hi = _mix64(self.seed * 0x100000001B3 ^ int(request_seed))
-        lo = _mix64(hi ^ 0xD1B54A32D192ED03)
-        s["state"]["state"] = (hi << 64) | lo
-        s["state"]["inc"] = 0xDA3E39CB94B95BDB  # PCG64's default stream (odd)
-        s["has_uint32"] = 0
-        self._bits.state = s
-
-    def _complete(self, req: Request) -> Completion:
+    def _complete(self, req: Request, u: Sequence[float]) -> Completion:
+        """The completion of ``req`` from its generator's uniforms ``u``: six fixed ones (the
+        phase's own first), then one per critique a revision received, then the junk draw."""
         meta = req.meta
-        self._reseed(req.seed)
-        u = self._rng.random(6).tolist()  # fixed per request: the phase's own come first
         phase = meta["phase"]
         if phase not in ("initial", "critique", "revision"):
             raise ValueError(f"simulated backend: unknown phase {phase!r}")
@@ -450,7 +474,7 @@ class SimulatedBackend:
             obj = _role_reply(obj, meta, self.question(meta).wrong[0])
         text = _reply_text(obj)
         if self.params.malformed_rate and u[5] < self.params.malformed_rate:
-            v = self._rng.random()
+            v = u[6 + _extra_draws(meta)]
             text = text[: max(1, int(v * (len(text) - 1)))] if v < 0.7 \
                 else "I cannot answer in JSON."
         prompt_tokens = sum(len(m["content"]) for m in req.messages) // 4
@@ -458,16 +482,27 @@ class SimulatedBackend:
                           completion_tokens=max(1, len(text) // 4), finish_reason="stop")
 
     def generate(self, requests: Sequence[Request]) -> list[Completion]:
-        """One completion per request, in input order."""
+        """One completion per request, in input order; the draws of the whole batch (each
+        request's from its own generator, :func:`request_uniforms`) are made at once."""
         self.calls += 1
+        width = 6 + max(map(_extra_draws, (r.meta for r in requests)), default=0) \
+            + bool(self.params.malformed_rate)  # the junk draw, where junk is drawn at all
+        draws = request_uniforms(self.seed, [int(r.seed) & _MASK64 for r in requests],
+                                 width).tolist()
         out = []
-        for r in requests:
+        for r, u in zip(requests, draws):
             if self.params.latency_s:
                 time.sleep(self.params.latency_s)
-            out.append(self._complete(r))
+            out.append(self._complete(r, u))
             if self.on_completion is not None:
                 self.on_completion()
         return out
+
+
+def _extra_draws(meta: Mapping[str, Any]) -> int:
+    """The uniforms a request draws after its fixed six and before the junk draw: one per
+    critique a revision received."""
+    return len(meta["critiques"]) if meta["phase"] == "revision" else 0
 
 
 # the reply's text ---------------------------------------------------------------------------
