@@ -219,7 +219,27 @@ def initial_agents(m: Method, n: int) -> int:
 
 def check_edges(edges: Any, n: int, name: str = "router") -> np.ndarray:
     """``edges`` as a sorted int64 ``(m, 2)`` array, or ValueError naming what is wrong
-    (shape, agents out of range, self-loops, duplicate edges)."""
+    (shape, agents out of range, self-loops, duplicate edges).  An int64 array checked before
+    is answered from a memo (read-only: edge sets recur from round to round)."""
+    key = None
+    if isinstance(edges, np.ndarray) and edges.dtype == np.int64 and edges.ndim == 2 \
+            and edges.shape[1] == 2:
+        key = (n, edges.tobytes())
+        if (done := _CHECKED.get(key)) is not None:
+            return done
+    e = _checked(edges, n, name)
+    if key is not None:
+        if len(_CHECKED) >= 1 << 14:  # our choice: bounded
+            _CHECKED.clear()
+        e.flags.writeable = False
+        _CHECKED[key] = e
+    return e
+
+
+_CHECKED: dict[tuple[int, bytes], np.ndarray] = {}
+
+
+def _checked(edges: Any, n: int, name: str) -> np.ndarray:
     try:
         e = np.asarray(edges)
     except Exception:  # noqa: BLE001

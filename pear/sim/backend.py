@@ -208,6 +208,7 @@ class SimulatedBackend:
         self._questions: dict[tuple[str, str, int], _Question] = {}
         self._skills: dict[tuple[str, str, int], float] = {}
         self._cdfs: dict[tuple[Any, ...], list[float]] = {}  # revision choice, by structure
+        self._choices: dict[tuple[Any, ...], tuple[list[str], list[float]]] = {}
 
     @property
     def model_id(self) -> str:
@@ -396,6 +397,26 @@ class SimulatedBackend:
             s = self._skill_of[dataset] = skill_of(expected_accuracy(self.params, dataset))
         return s
 
+    def _choice_set(self, mine: str | None, heard: tuple[str, ...], fresh: tuple[bool, ...],
+                    gold: str, round_: int, dataset: str, options: bool, missed_quorum: bool
+                    ) -> tuple[list[str], list[float]]:
+        """:meth:`revise_choice`'s candidates and the cumulative probabilities of choosing
+        each, made once per distinct (own answer, answers heard, ..., missed quorum)."""
+        names, counts, right, recent = RevisionModel.candidates(mine, heard, gold, fresh=fresh)
+        key = (RevisionModel.structure(names, counts, right, mine, heard, recent), round_,
+               dataset, options, missed_quorum)
+        cdf = self._cdfs.get(key)
+        if cdf is None:  # RevisionModel.design's features; a choice set's shape recurs
+            X = RevisionModel.feature_rows(key[0], round_, self.population_skill(dataset),
+                                           options)
+            cdf = self._cdfs[key] = np.cumsum(self.revision.probabilities(
+                X, critiques=True, missed_quorum=missed_quorum)).tolist()
+        if len(self._choices) >= 1 << 16:  # our choice: bounded
+            self._choices.clear()
+        got = self._choices[(mine, heard, fresh, gold, round_, dataset, options,
+                             missed_quorum)] = (names, cdf)
+        return got
+
     def revise_choice(self, q: _Question, meta: Mapping[str, Any], u: Sequence[float]
                       ) -> tuple[str, int]:
         """The revised (answer, confidence) drawn from the population's revision model
@@ -406,18 +427,11 @@ class SimulatedBackend:
         own = meta["own"]
         mine = own["canonical"] or own["answer"] or None
         said = [c for c in meta["critiques"] if c["source_answer"]]
-        heard = [c["source_answer"] for c in said]
-        names, counts, right, fresh = RevisionModel.candidates(
-            mine, heard, q.gold, fresh=[bool(c.get("fresh")) for c in said])
-        key = (RevisionModel.structure(names, counts, right, mine, heard, fresh),
-               int(meta["round"]),
-               meta["dataset"], bool(meta.get("n_choices")),
-               bool(meta.get("missed_quorum")))
-        cdf = self._cdfs.get(key)
-        if cdf is None:  # RevisionModel.design's features; a choice set's shape recurs
-            X = RevisionModel.feature_rows(key[0], key[1], self.population_skill(key[2]), key[3])
-            cdf = self._cdfs[key] = np.cumsum(self.revision.probabilities(
-                X, critiques=True, missed_quorum=key[4])).tolist()
+        heard = tuple(c["source_answer"] for c in said)
+        fresh = tuple(bool(c.get("fresh")) for c in said)
+        seen = (mine, heard, fresh, q.gold, int(meta["round"]), meta["dataset"],
+                bool(meta.get("n_choices")), bool(meta.get("missed_quorum")))
+        names, cdf = self._choices.get(seen) or self._choice_set(*seen)
         pick = names[min(len(names) - 1, bisect.bisect_right(cdf, u[0] * cdf[-1]))]
         if pick == RevisionModel.NEW_RIGHT:
             pick = q.gold
