@@ -16,8 +16,9 @@ floor, the work no simulated debate can skip, timed alone on the same debates:
 Then what every request costs at least while the records stay what they are, timed alone on
 the grid's own requests rebuilt from its records (round 0 once per question and agent; a
 critique per source with out-edges, a revision per agent and round): its seed
-(:func:`pear.core.hashing.request_seed`, sha256), the simulated backend's generator reseeded
-from it with its six uniforms, and its prompt rendered (the prompt's length is the request's
+(:func:`pear.core.hashing.request_seed`, sha256), the six uniforms of the simulated backend's
+generator seeded from it (:func:`pear.sim.backend.request_uniforms`, a phase of about 2,400
+requests at once, as the grid's phases come), and its prompt rendered (the prompt's length is the request's
 prompt tokens).  Added to the floor, that is the least a debate costs with today's records,
 whatever batching does (docs/performance.md).
 
@@ -149,10 +150,12 @@ def main() -> None:
 
     seeds = [request_seed(*parts_) for parts_, _, _ in requests]
 
-    def draws_all() -> None:  # the backend's own reseeding (a private step, timed as it runs)
-        for sd in seeds:
-            backend._reseed(sd)
-            backend._rng.random(6).tolist()
+    from pear.sim.backend import request_uniforms
+    phases = [seeds[i:i + 2400] for i in range(0, len(seeds), 2400)]  # a phase's requests
+
+    def draws_all() -> None:  # each request's generator's six uniforms, a phase at once
+        for part in phases:
+            request_uniforms(backend.seed, part, 6).tolist()
 
     def prompts_all() -> None:
         for _, phase, args in requests:
@@ -179,7 +182,7 @@ def main() -> None:
         print(f"  {name:<22} {us:9.1f}")
     print(f"  {'floor':<22} {floor:9.1f}")
     per_request = {"request seeds (sha256)": timed(seeds_all),
-                   "reseed and 6 uniforms": timed(draws_all),
+                   "6 uniforms a request": timed(draws_all),
                    "prompts rendered": timed(prompts_all)}
     kept = floor + sum(per_request.values())
     print(f"what today's records fix for each of the {len(requests)} requests "

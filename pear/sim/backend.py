@@ -46,7 +46,8 @@ Populations (``study``, ``grounded``, or a file) are named, versioned data:
 Draws: question and agent latents from ``(seed, dataset, question_id[, agent])``; every
 request's choices from ``(seed, request.seed)`` with a fixed number of uniforms per decision
 (common random numbers: a parameter change moves outcomes smoothly, which the calibration
-needs).  The engine derives round-0 request seeds from (run seed, question, agent) only, so
+needs): each request has its own generator, and a batch's draws are made for all its
+requests at once (:func:`request_uniforms`).  The engine derives round-0 request seeds from (run seed, question, agent) only, so
 every method of a question starts from the same initial answers (CoT, CoT-SC and the debates
 are paired), and agents keep their skill through a debate.
 
