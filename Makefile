@@ -127,6 +127,7 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/bench_grid.py
 	$(BIN)/python benchmarks/bench_sim.py
 	$(BIN)/python benchmarks/bench_floor.py
+	$(BIN)/python benchmarks/bench_family.py
 	$(BIN)/python benchmarks/bench_llamacpp.py
 
 # JupyterLab on the notebooks: the .py notebooks (jupytext) open as notebooks on a click
