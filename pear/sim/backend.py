@@ -47,9 +47,10 @@ Draws: question and agent latents from ``(seed, dataset, question_id[, agent])``
 request's choices from ``(seed, request.seed)`` with a fixed number of uniforms per decision
 (common random numbers: a parameter change moves outcomes smoothly, which the calibration
 needs): each request has its own generator, and a batch's draws are made for all its
-requests at once (:func:`request_uniforms`).  The engine derives round-0 request seeds from (run seed, question, agent) only, so
-every method of a question starts from the same initial answers (CoT, CoT-SC and the debates
-are paired), and agents keep their skill through a debate.
+requests at once (:func:`request_uniforms`).  The engine derives round-0 request seeds from
+(run seed, question, agent) only, so every method of a question starts from the same initial
+answers (CoT, CoT-SC and the debates are paired), and agents keep their skill through a
+debate.
 
 Calibration (``benchmarks/calibrate_simulation.py``, :mod:`pear.populations.calibration`): the fields
 marked "fitted" were fitted by seeded ``scipy.optimize.least_squares`` to the study's
