@@ -43,7 +43,12 @@ def int_seed(*parts: object, nbytes: int = 8, sep: str = "\x1f", bits: int | Non
 def derive_seed(*parts: Any) -> int:
     """A 31-bit seed from any parts: per-request sampling seeds (run seed, method, question,
     agent, round, phase) and each debate's own generator."""
-    return int_seed(*parts, nbytes=4, bits=31)
+    return _seed31("\x1f".join(map(str, parts)))
+
+
+def _seed31(text: str) -> int:
+    """The low 31 bits of the first 4 bytes (big-endian) of sha256 of ``text``."""
+    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:4], "big") & 0x7FFFFFFF
 
 
 def request_seed(seed: int, method: str, dataset: str, question_id: str, agent: int,
@@ -62,7 +67,7 @@ def request_seed(seed: int, method: str, dataset: str, question_id: str, agent: 
     else:
         text = (f"{seed}\x1f{method}\x1f{dataset}\x1f{question_id}\x1f{agent}\x1f{round_}"
                 f"\x1f{_REQUEST_LABELS[phase]}")
-    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:4], "big") & 0x7FFFFFFF
+    return _seed31(text)
 
 
 _REQUEST_LABELS = {"critique": "critique", "revision": "update"}

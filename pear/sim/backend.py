@@ -399,11 +399,11 @@ class SimulatedBackend:
             s = self._skill_of[dataset] = skill_of(expected_accuracy(self.params, dataset))
         return s
 
-    def _choice_set(self, mine: str | None, heard: tuple[str, ...], fresh: tuple[bool, ...],
-                    gold: str, round_: int, dataset: str, options: bool, missed_quorum: bool
-                    ) -> tuple[list[str], list[float]]:
+    def _choice_set(self, seen: tuple[Any, ...]) -> tuple[list[str], list[float]]:
         """:meth:`revise_choice`'s candidates and the cumulative probabilities of choosing
-        each, made once per distinct (own answer, answers heard, ..., missed quorum)."""
+        each, made once per distinct ``seen`` (own answer, answers heard, whether each is
+        fresh, gold, round, dataset, whether it has options, missed quorum)."""
+        mine, heard, fresh, gold, round_, dataset, options, missed_quorum = seen
         names, counts, right, recent = RevisionModel.candidates(mine, heard, gold, fresh=fresh)
         key = (RevisionModel.structure(names, counts, right, mine, heard, recent), round_,
                dataset, options, missed_quorum)
@@ -415,8 +415,7 @@ class SimulatedBackend:
                 X, critiques=True, missed_quorum=missed_quorum)).tolist()
         if len(self._choices) >= 1 << 16:  # our choice: bounded
             self._choices.clear()
-        got = self._choices[(mine, heard, fresh, gold, round_, dataset, options,
-                             missed_quorum)] = (names, cdf)
+        got = self._choices[seen] = (names, cdf)
         return got
 
     def revise_choice(self, q: _Question, meta: Mapping[str, Any], u: Sequence[float]
@@ -433,7 +432,7 @@ class SimulatedBackend:
         fresh = tuple(bool(c.get("fresh")) for c in said)
         seen = (mine, heard, fresh, q.gold, int(meta["round"]), meta["dataset"],
                 bool(meta.get("n_choices")), bool(meta.get("missed_quorum")))
-        names, cdf = self._choices.get(seen) or self._choice_set(*seen)
+        names, cdf = self._choices.get(seen) or self._choice_set(seen)
         pick = names[min(len(names) - 1, bisect.bisect_right(cdf, u[0] * cdf[-1]))]
         if pick == RevisionModel.NEW_RIGHT:
             pick = q.gold
