@@ -123,3 +123,50 @@ def test_a_call_that_runs_over_in_a_batch_times_out_alone(fresh_caches) -> None:
     assert time.perf_counter() - start < 10.0
     assert got == [("timeout", False), ("ok", True), ("ok", False)]  # the rest: a fresh worker
     assert mathgrade.verify_all([("1", tower)], timeout_s=0.5) == [("timeout", False)]  # cached
+
+
+def test_replies_kept_on_disk_serve_another_process_without_a_worker(
+        fresh_caches, tmp_path, monkeypatch) -> None:
+    """Math-Verify's replies kept in the grading store (``PEAR_GRADING_CACHE``) answer a later
+    process's calls without a round trip, with the same results; a timeout is never kept, and
+    a store written by other code (another fingerprint) answers nothing."""
+    monkeypatch.setenv(mathgrade.CACHE_ENV, str(tmp_path / "grading.sqlite"))
+    monkeypatch.setattr(mathgrade, "_STORE", None)
+    pairs = [(r"\frac12", "0.5"), ("1234", "1, 234"), ("x", ""), ("7", r"\text{seven}")]
+    texts = [r"\boxed{(2,2)} and \boxed{(6,2)}", "no answer here", "The answer is 34."]
+    first_v, first_e = mathgrade.verify_all(pairs), mathgrade.extract_all(texts)
+    assert fresh_caches == [3, 3]  # asked of a worker: empty answers never reach it
+    assert first_v[0] == ("ok", True) and first_v[1] == ("ok", False)
+    assert first_e[0] == ("ok", "(2,2),(6,2)") and first_e[2] == ("ok", "34")
+    # another process: its memory empty, its store the same file
+    mathgrade._EXTRACTED.clear()
+    mathgrade._VERIFIED.clear()
+    monkeypatch.setattr(mathgrade, "_STORE", None)
+    assert mathgrade.verify_all(pairs) == first_v and mathgrade.extract_all(texts) == first_e
+    assert fresh_caches == [3, 3]  # no round trip
+    # a timeout is this machine's: not kept, asked again next time
+    monkeypatch.setattr(mathgrade._Pool, "call_many",
+                        lambda self, requests, timeout_s: [("timeout", None)] * len(requests))
+    assert mathgrade.verify_all([("5", "4 + 1")]) == [("timeout", False)]
+    mathgrade._VERIFIED.clear()
+    store = mathgrade._store()
+    assert store is not None and store.get(['["verify", "$5$", "$4 + 1$"]']) == {}
+    # other code computes replies another way: what it kept is not served
+    kept = ['["verify", "$\\\\frac12$", "$0.5$"]']
+    assert store.get(kept) == {kept[0]: ("ok", True)}
+    store.fingerprint = "another"
+    assert store.get(kept) == {}
+
+
+def test_an_unreadable_grading_store_is_left_alone(fresh_caches, tmp_path, monkeypatch,
+                                                   caplog) -> None:
+    """A store that is not a database (or cannot be opened) only costs the round trips."""
+    bad = tmp_path / "grading.sqlite"
+    bad.write_bytes(b"not a database, " * 100)
+    monkeypatch.setenv(mathgrade.CACHE_ENV, str(bad))
+    monkeypatch.setattr(mathgrade, "_STORE", None)
+    assert mathgrade.verify_all([(r"\frac12", "0.5")]) == [("ok", True)]
+    assert fresh_caches == [1] and "grading cache" in caplog.text
+    assert bad.read_bytes() == b"not a database, " * 100  # nothing written into it
+    monkeypatch.setenv(mathgrade.CACHE_ENV, "off")
+    assert mathgrade._store() is None

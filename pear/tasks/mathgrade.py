@@ -20,7 +20,9 @@ Two parts, used by :class:`pear.tasks.grading.MathTask`:
   timeout uses ``signal.alarm`` and works only in the main thread, so it is disabled; each call
   runs in a fresh ``python -c`` worker (a user's ``__main__`` is never re-imported) that is killed
   and replaced when a call runs over ``timeout_s``.  Workers start lazily, one per concurrent
-  caller up to :data:`MAX_WORKERS`, and serve any thread; results, timeouts included, are cached.
+  caller up to :data:`MAX_WORKERS`, and serve any thread; results, timeouts included, are cached
+  in the process, and the replies that depend on the texts alone also on disk, for every later
+  process and run on the machine (:data:`CACHE_ENV`, :class:`_Store`).
   :func:`extract_all` and :func:`verify_all` send every uncached call of a batch in one
   pipelined round trip (each call keeps its own timeout).
 
@@ -41,6 +43,8 @@ import logging
 import os
 import queue
 import re
+import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -435,20 +439,120 @@ _VERIFIED: dict[tuple[str, str, float], tuple[Status, bool]] = {}
 _CACHE_LOCK = threading.Lock()
 
 
+CACHE_ENV = "PEAR_GRADING_CACHE"
+"""Where Math-Verify's replies are kept across processes and runs: a sqlite file's path, or
+``off``; unset: ``build/cache/mathverify-<host>.sqlite`` in the checkout (one file per machine:
+sqlite's write-ahead log is not for a file several machines share, as a cluster's nodes do)."""
+_KEPT = ("ok", "unparsed", "gold_unparsed")  # replies that depend on the texts alone (not a
+# timeout, nor an error, which can be this machine's: a memory cap that failed to apply)
+
+
+class _Store:
+    """Math-Verify's replies on disk (sqlite, which several processes may read and write at
+    once), keyed by the request and a fingerprint of what computes the reply: this file (the
+    worker's program and its inputs) and the versions of Math-Verify and its parsers.  A
+    simulated grid asks the same few answers of every question again in every run: the
+    family's populations, the build's studies, a rerun."""
+
+    def __init__(self, path: Path) -> None:
+        import hashlib
+        from importlib import metadata
+        parts = [hashlib.sha256(Path(__file__).read_bytes()).hexdigest()]
+        for dist in ("math-verify", "latex2sympy2_extended", "sympy", "antlr4-python3-runtime"):
+            try:
+                parts.append(f"{dist}=={metadata.version(dist)}")
+            except metadata.PackageNotFoundError:
+                parts.append(f"{dist}: none")
+        self.fingerprint = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+        self.pid = os.getpid()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(path, timeout=60, isolation_level=None,
+                                  check_same_thread=False)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("CREATE TABLE IF NOT EXISTS replies (fingerprint TEXT, request TEXT, "
+                        "reply TEXT, PRIMARY KEY (fingerprint, request)) WITHOUT ROWID")
+
+    def get(self, requests: list[str]) -> dict[str, tuple[Status, Any]]:
+        """The stored replies of those of ``requests`` (JSON texts) that have one."""
+        found: dict[str, tuple[Status, Any]] = {}
+        try:
+            for i in range(0, len(requests), 500):
+                part = requests[i:i + 500]
+                rows = self.db.execute(
+                    "SELECT request, reply FROM replies WHERE fingerprint = ? AND request IN "
+                    f"({','.join('?' * len(part))})", (self.fingerprint, *part))
+                found.update((req, tuple(json.loads(reply))) for req, reply in rows)
+        except (sqlite3.Error, ValueError) as err:  # unreadable: asked of a worker instead
+            _LOG.warning("grading cache not read: %s", err)
+            return {}
+        return found
+
+    def put(self, replies: list[tuple[str, tuple[Status, Any]]]) -> None:
+        """Keep the replies that depend on the texts alone (:data:`_KEPT`), in one transaction."""
+        kept = [(self.fingerprint, req, json.dumps(list(rep))) for req, rep in replies
+                if rep[0] in _KEPT]
+        if not kept:
+            return
+        try:
+            with self.db:
+                self.db.executemany("INSERT OR IGNORE INTO replies VALUES (?, ?, ?)", kept)
+        except sqlite3.Error as err:  # not kept: the next run asks a worker again
+            _LOG.warning("grading cache not written: %s", err)
+
+
+_STORE: tuple[int, str, _Store | None] | None = None  # (pid, path, store) of this process
+_INHERITED: list[Any] = []
+_LOG = logging.getLogger(__name__)
+
+
+def _store() -> _Store | None:
+    """This process's :class:`_Store` (:data:`CACHE_ENV`), or None when it is off or cannot
+    be opened (then every uncached call goes to a worker, as without it)."""
+    global _STORE
+    where = os.environ.get(CACHE_ENV)
+    if where is None:
+        from pear.paths import BUILD_DIR
+        where = str(BUILD_DIR / "cache" / f"mathverify-{socket.gethostname()}.sqlite")
+    if _STORE is None or _STORE[0] != os.getpid() or _STORE[1] != where:
+        if _STORE is not None and _STORE[0] != os.getpid():
+            _INHERITED.append(_STORE)  # a fork's copy of the parent's: never used nor closed
+        store = None
+        if where.strip().lower() not in ("", "off", "0", "no"):
+            try:
+                store = _Store(Path(where))
+            except Exception as err:  # noqa: BLE001 - the store only saves time
+                _LOG.warning("grading cache %s not used: %s", where, err)
+        _STORE = (os.getpid(), where, store)
+    return _STORE[2]
+
+
 def _ask(cache: dict[Any, Any], keys: list[Any], requests: list[list[str]], timeout_s: float,
          result: Any) -> None:
-    """Fill ``cache`` for the ``keys`` it lacks: their ``requests`` in one pipelined round
-    trip to a worker, each reply turned into a cache entry by ``result``."""
+    """Fill ``cache`` for the ``keys`` it lacks: from the replies on disk (:class:`_Store`),
+    and the rest in one pipelined round trip to a worker, each reply turned into a cache
+    entry by ``result``."""
     with _CACHE_LOCK:
         todo = {k: r for k, r in zip(keys, requests) if k not in cache}
     if not todo:
         return
-    replies = _pool().call_many(list(todo.values()), timeout_s)
+    got: dict[Any, Any] = {}
+    store = _store()
+    if store is not None:
+        texts = {k: json.dumps(r) for k, r in todo.items()}
+        stored = store.get(list(texts.values()))
+        got = {k: result(*stored[t]) for k, t in texts.items() if t in stored}
+        todo = {k: r for k, r in todo.items() if k not in got}
+    if todo:
+        replies = _pool().call_many(list(todo.values()), timeout_s)
+        if store is not None:
+            store.put([(texts[k], tuple(rep)) for k, rep in zip(todo, replies)])
+        got.update((k, result(status, value)) for k, (status, value) in zip(todo, replies))
     with _CACHE_LOCK:
-        if len(cache) + len(todo) > _CACHE_SIZE:
+        if len(cache) + len(got) > _CACHE_SIZE:  # full: cleared, keeping what was asked
+            keep = {k: cache[k] for k in keys if k in cache}
             cache.clear()
-        for k, (status, value) in zip(todo, replies):
-            cache[k] = result(status, value)
+            cache.update(keep)
+        cache.update(got)
 
 
 def _extract_all(inputs: list[str], timeout_s: float) -> list[tuple[Status, str]]:
