@@ -44,6 +44,23 @@ def test_rendering_with_its_own_placeholders_gives_the_shipped_text_back(name):
     assert prompts.render(tpl, {k: "{" + k + "}" for k in names}) == tpl
 
 
+@pytest.mark.parametrize("name", ["initial", "revision", "critique", "gsm8k", "math500"])
+def test_rendering_fills_the_given_placeholders_once_and_leaves_the_rest(name):
+    """Each subset of a template's placeholders, filled with text holding braces and
+    placeholders of its own: the text as replacing each placeholder in one left-to-right pass
+    gives it (JSON braces kept, inserted text never re-scanned, unfilled ones left)."""
+    tpl = prompts.templates()[name]
+    pieces = re.split(r"\{([A-Za-z_][A-Za-z_ ]*)\}", tpl)
+    names = sorted(set(pieces[1::2]))
+    for k in range(len(names) + 1):
+        values = {n: (f"{{{names[0]}}} }}{{ {n}" if i % 2 else i) for i, n in enumerate(names[:k])}
+        expected = "".join(str(values.get(p, "{" + p + "}")) if i % 2 else p
+                           for i, p in enumerate(pieces))
+        assert prompts.render(tpl, values) == expected
+    with pytest.raises(ValueError, match=r"no placeholder \{nowhere\}"):
+        prompts.render(tpl, {"nowhere": 1})
+
+
 def _q(dataset, n=1, seed=0):
     return data.load(dataset, n=n, seed=seed)[0]
 

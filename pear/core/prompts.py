@@ -136,15 +136,27 @@ def render(template: str, values: Mapping[str, Any]) -> str:
     >>> render('Agent {agent_id}: {"answer": "x"} {question}', {"agent_id": 2, "question": "{q}"})
     'Agent 2: {"answer": "x"} {q}'
     """
-    texts, names = _pieces(template)
-    unused = [k for k in values if k not in names and "{" + k + "}" not in template]
+    return _format_string(template, tuple(values)).format_map(values)
+
+
+@lru_cache(maxsize=256)
+def _format_string(template: str, names: tuple[str, ...]) -> str:
+    """``template`` as a :meth:`str.format_map` string for values of ``names``: their
+    placeholders kept, every other brace doubled (shown as written); a name the template
+    has no placeholder for is an error."""
+    texts, found = _pieces(template)
+    unused = [k for k in names if k not in found and "{" + k + "}" not in template]
     if unused:
         raise ValueError(f"template has no placeholder {{{unused[0]}}}")
-    out = [texts[0]]
-    for name, text in zip(names, texts[1:]):
-        out.append(str(values[name]) if name in values else "{" + name + "}")
-        out.append(text)
+    out = [_braces(texts[0])]
+    for name, text in zip(found, texts[1:]):
+        out.append("{" + name + "}" if name in names else _braces("{" + name + "}"))
+        out.append(_braces(text))
     return "".join(out)
+
+
+def _braces(text: str) -> str:
+    return text.replace("{", "{{").replace("}", "}}")
 
 
 def _options(choices: Sequence[str]) -> str:
