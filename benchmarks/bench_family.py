@@ -9,13 +9,16 @@ seconds per population (run and read), the wall time, the rate, and what the gri
 study's size (``--study-questions``, 200 by default: the study's questions per dataset) would
 take at that rate, against the issue's 10 minutes.  The rate of a small grid includes each
 population's fixed costs (its Math-Verify worker's first reads, its ledger), so the
-extrapolation is an upper bound.
+extrapolation is an upper bound.  Math-Verify's replies are kept in an empty store of this
+run's own (:data:`pear.tasks.mathgrade.CACHE_ENV`): a machine's first family run, whose first
+members fill it for the others.
 
     python benchmarks/bench_family.py [--questions 20] [--study-questions 200] [--workers N]
 """
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 
@@ -34,6 +37,7 @@ def main() -> None:
     exp = ensemble.grid("sim", a.questions)
     study = ensemble.grid("sim", a.study_questions)
     with tempfile.TemporaryDirectory(prefix="bench-family-") as tmp:
+        os.environ["PEAR_GRADING_CACHE"] = os.path.join(tmp, "grading.sqlite")
         t0 = time.perf_counter()
         ens = ensemble.run(exp, tmp, workers=a.workers, family=True, say=None)
         wall = time.perf_counter() - t0

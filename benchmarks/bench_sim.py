@@ -8,6 +8,12 @@ directory and run with ``PYTHONPATH`` pointing there; this checkout runs with on
 (``--workers 1``) and with every core (``--workers N``).  Cases alternate, ``--repeat``
 times; medians are reported with the ratios to the earlier commit.
 
+Math-Verify's replies kept on disk (:data:`pear.tasks.mathgrade.CACHE_ENV`) would make every
+run after the first grade without a worker: each case of this checkout runs with an empty
+store of its own (a fresh machine's first run), and one more case with every core and a store
+that an untimed run of the same grid filled (a machine's later runs: the family's members, the
+build's studies, a rerun).
+
 Grids: ``small`` (gsm8k and math500, 40 questions each, seed 0, no full-dataset runs: 1,440
 debates) and ``paper`` (the sim preset's paper grid, cut to ``--paper-questions`` questions
 per dataset with seed 0 and no full-dataset runs, so that it fits a bench run; the whole grid
@@ -37,12 +43,13 @@ GRIDS = {
 }
 
 
-def _debates_per_s(pythonpath: Path, grid: list[str], out: Path, workers: int | None) -> float:
+def _debates_per_s(pythonpath: Path, grid: list[str], out: Path, workers: int | None,
+                   store: Path) -> float:
     cmd = [sys.executable, "-m", "pear", "run", "--backend", "simulated", "--preset", "sim",
            *grid, "--out", str(out), "--quiet"]
     if workers is not None:
         cmd += ["--workers", str(workers)]
-    env = {**os.environ, "PYTHONPATH": str(pythonpath)}
+    env = {**os.environ, "PYTHONPATH": str(pythonpath), "PEAR_GRADING_CACHE": str(store)}
     t = time.perf_counter()
     done = subprocess.run(cmd, env=env, cwd=pythonpath, check=True, capture_output=True,
                           text=True)
@@ -82,15 +89,19 @@ def main() -> None:
                         a.base], check=True, capture_output=True)
         try:
             cases = {"before (1 process)": (base, None), "now, 1 process": (ROOT, 1),
-                     f"now, {cores} processes": (ROOT, cores)}
+                     f"now, {cores} processes": (ROOT, cores),
+                     f"now, {cores}, store warm": (ROOT, cores)}
             for gname, grid in grids.items():
+                warm = Path(tmp) / f"{gname}-warm.sqlite"
+                _debates_per_s(ROOT, grid, Path(tmp) / f"{gname}-warming", cores, warm)
                 rates: dict[str, list[float]] = {c: [] for c in cases}
                 differ: dict[str, int] = {}
                 reference: dict[str, dict] = {}
                 for i in range(a.repeat):
                     for case, (path, workers) in cases.items():
-                        out = Path(tmp) / f"{gname}-{i}-{len(rates[case])}-{workers}"
-                        rates[case].append(_debates_per_s(path, grid, out, workers))
+                        out = Path(tmp) / f"{gname}-{i}-{list(cases).index(case)}"
+                        store = warm if "warm" in case else out.with_suffix(".sqlite")
+                        rates[case].append(_debates_per_s(path, grid, out, workers, store))
                         if i == 0 and path == ROOT:
                             recs = _records(out)
                             reference = reference or recs

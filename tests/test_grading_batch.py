@@ -170,3 +170,23 @@ def test_an_unreadable_grading_store_is_left_alone(fresh_caches, tmp_path, monke
     assert bad.read_bytes() == b"not a database, " * 100  # nothing written into it
     monkeypatch.setenv(mathgrade.CACHE_ENV, "off")
     assert mathgrade._store() is None
+
+
+def test_prestart_leaves_the_worker_to_the_first_miss_when_the_store_keeps_replies(
+        tmp_path, monkeypatch) -> None:
+    """A process on a machine whose store keeps replies starts no Math-Verify worker ahead of
+    time; on a machine's first run (an empty store) it does."""
+    monkeypatch.setenv(mathgrade.CACHE_ENV, str(tmp_path / "grading.sqlite"))
+    monkeypatch.setattr(mathgrade, "_STORE", None)
+    monkeypatch.setattr(mathgrade, "_POOL", mathgrade._Pool(1))
+    started: list[int] = []
+    monkeypatch.setattr(mathgrade._Worker, "_start", lambda self: started.append(1))
+    store = mathgrade._store()
+    assert store is not None and store.empty()
+    mathgrade.prestart()
+    assert mathgrade._POOL.started.wait(10) and started == [1]  # empty: started ahead
+    monkeypatch.setattr(mathgrade, "_POOL", mathgrade._Pool(1))
+    store.put([('["extract", "$1$"]', ("ok", "1"))])
+    assert not store.empty()
+    mathgrade.prestart()
+    assert started == [1]  # kept replies: no worker until a call misses
