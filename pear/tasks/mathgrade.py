@@ -469,7 +469,7 @@ class _Store:
             except metadata.PackageNotFoundError:
                 parts.append(f"{dist}: none")
         self.fingerprint = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
-        self.pid = os.getpid()
+        self.lock = threading.Lock()  # one connection, the process's threads in turn
         path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(path, timeout=60, isolation_level=None,
                                   check_same_thread=False)
@@ -481,12 +481,13 @@ class _Store:
         """The stored replies of those of ``requests`` (JSON texts) that have one."""
         found: dict[str, tuple[Status, Any]] = {}
         try:
-            for i in range(0, len(requests), 500):
-                part = requests[i:i + 500]
-                rows = self.db.execute(
-                    "SELECT request, reply FROM replies WHERE fingerprint = ? AND request IN "
-                    f"({','.join('?' * len(part))})", (self.fingerprint, *part))
-                found.update((req, tuple(json.loads(reply))) for req, reply in rows)
+            with self.lock:
+                for i in range(0, len(requests), 500):
+                    part = requests[i:i + 500]
+                    rows = self.db.execute(
+                        "SELECT request, reply FROM replies WHERE fingerprint = ? AND request "
+                        f"IN ({','.join('?' * len(part))})", (self.fingerprint, *part))
+                    found.update((req, tuple(json.loads(reply))) for req, reply in rows)
         except (sqlite3.Error, ValueError) as err:  # unreadable: asked of a worker instead
             _LOG.warning("grading cache not read: %s", err)
             return {}
@@ -495,8 +496,9 @@ class _Store:
     def empty(self) -> bool:
         """Whether no reply of this fingerprint is kept (a machine's first run)."""
         try:
-            return self.db.execute("SELECT 1 FROM replies WHERE fingerprint = ? LIMIT 1",
-                                   (self.fingerprint,)).fetchone() is None
+            with self.lock:
+                return self.db.execute("SELECT 1 FROM replies WHERE fingerprint = ? LIMIT 1",
+                                       (self.fingerprint,)).fetchone() is None
         except sqlite3.Error:
             return True
 
@@ -506,11 +508,15 @@ class _Store:
                 if rep[0] in _KEPT]
         if not kept:
             return
-        try:
-            with self.db:
+        with self.lock:
+            try:
+                self.db.execute("BEGIN IMMEDIATE")
                 self.db.executemany("INSERT OR IGNORE INTO replies VALUES (?, ?, ?)", kept)
-        except sqlite3.Error as err:  # not kept: the next run asks a worker again
-            _LOG.warning("grading cache not written: %s", err)
+                self.db.execute("COMMIT")
+            except sqlite3.Error as err:  # not kept: the next run asks a worker again
+                if self.db.in_transaction:
+                    self.db.rollback()
+                _LOG.warning("grading cache not written: %s", err)
 
 
 _STORE: tuple[int, str, _Store | None] | None = None  # (pid, path, store) of this process
