@@ -36,19 +36,19 @@ def int_seed(*parts: object, nbytes: int = 8, sep: str = "\x1f", bits: int | Non
     by ``sep``, kept to its low ``bits`` bits when given (31: a seed any RNG accepts)."""
     if not 1 <= nbytes <= 32:
         raise ValueError(f"invalid nbytes={nbytes!r}: a sha256 digest has 1..32 bytes")
-    value = int.from_bytes(_digest(parts, sep)[:nbytes], "big")
+    return _int_of(sep.join(map(str, parts)), nbytes, bits)
+
+
+def _int_of(text: str, nbytes: int, bits: int | None) -> int:
+    """:func:`int_seed` of the parts already joined into ``text`` (arguments unchecked)."""
+    value = int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:nbytes], "big")
     return value & ((1 << bits) - 1) if bits is not None else value
 
 
 def derive_seed(*parts: Any) -> int:
     """A 31-bit seed from any parts: per-request sampling seeds (run seed, method, question,
     agent, round, phase) and each debate's own generator."""
-    return _seed31("\x1f".join(map(str, parts)))
-
-
-def _seed31(text: str) -> int:
-    """The low 31 bits of the first 4 bytes (big-endian) of sha256 of ``text``."""
-    return int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:4], "big") & 0x7FFFFFFF
+    return int_seed(*parts, nbytes=4, bits=31)
 
 
 def request_seed(seed: int, method: str, dataset: str, question_id: str, agent: int,
@@ -67,7 +67,7 @@ def request_seed(seed: int, method: str, dataset: str, question_id: str, agent: 
     else:
         text = (f"{seed}\x1f{method}\x1f{dataset}\x1f{question_id}\x1f{agent}\x1f{round_}"
                 f"\x1f{_REQUEST_LABELS[phase]}")
-    return _seed31(text)
+    return _int_of(text, 4, 31)
 
 
 _REQUEST_LABELS = {"critique": "critique", "revision": "update"}

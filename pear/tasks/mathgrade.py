@@ -462,7 +462,9 @@ class _Store:
     def __init__(self, path: Path) -> None:
         import hashlib
         from importlib import metadata
-        parts = [hashlib.sha256(Path(__file__).read_bytes()).hexdigest()]
+
+        from pear.core.hashing import file_sha256
+        parts = [file_sha256(__file__)]
         for dist in ("math-verify", "latex2sympy2_extended", "sympy", "antlr4-python3-runtime"):
             try:
                 parts.append(f"{dist}=={metadata.version(dist)}")
