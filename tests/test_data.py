@@ -188,3 +188,30 @@ def test_benchmark_files_read_the_same_without_msgspec(monkeypatch):
     monkeypatch.setitem(sys.modules, "msgspec.json", None)  # as in the numpy-only layers
     assert data._records(path) == fast and len(fast) == 500
     assert fast[0]["id"] and isinstance(fast[0]["answer"], str)
+
+
+def test_a_sample_makes_only_its_own_questions(monkeypatch):
+    """A grid's few questions of MMLU-Pro's 12,032 are the only ones made (in every forked
+    worker too); the sample and the id lookup give the full set's very questions."""
+    data._source.cache_clear()
+    data._questions.cache_clear()
+    made, real = [], data._question
+    monkeypatch.setattr(data, "_question", lambda name, rec: made.append(str(rec["id"]))
+                        or real(name, rec))
+    picked = data.load("mmlu_pro", n=3, seed=0)
+    assert [q.id for q in picked] == made and len(made) == 3
+    assert data.get_question("mmlu_pro", picked[1].id) is picked[1] and len(made) == 3
+    full = data.load("mmlu_pro")
+    assert len(made) == len(full) == 12032
+    assert all(full[full.index(q)] is q for q in picked)
+    assert data.load("mmlu_pro", n=3, seed=0) == picked
+
+
+def test_a_gzip_file_reads_as_its_text(tmp_path, monkeypatch):
+    rows = [{"id": f"g{i}", "question": f"What is {i}+1?\r\nSay it.", "choices": None,
+             "answer": str(i + 1)} for i in range(3)]
+    text = "".join(json.dumps(r) + "\n" for r in rows) + "\n"
+    (tmp_path / "plain.jsonl").write_text(text)
+    (tmp_path / "packed.jsonl.gz").write_bytes(gzip.compress(text.encode()))
+    assert data._records(str(tmp_path / "packed.jsonl.gz")) \
+        == data._records(str(tmp_path / "plain.jsonl")) == tuple(rows)
