@@ -587,7 +587,8 @@ class Engine:
     def _completed(self) -> None:
         """A backend finished one request (``on_completion``, see :mod:`pear.core.backend`)."""
         self.calls_done += 1
-        self._progress()
+        if self.on_progress is not None:  # :meth:`_progress` with nothing else moved
+            self.on_progress()
 
     # backend calls and requests ---------------------------------------------------
     def _generate(self, requests: list[Request],
@@ -650,8 +651,9 @@ class Engine:
         adversary's names the gold answer) and ``meta["role"]``; the phase's reply schema
         (one per phase and targets or sources, made once)."""
         role = self.debate.role(meta["agent"])
-        messages = prompts.with_role(messages, role, question.gold
-                                     if role == "adversarial" else None)
+        if role != "honest":  # the prompts made ``messages`` for this request alone
+            messages = prompts.with_role(messages, role, question.gold
+                                         if role == "adversarial" else None)
         schema = None
         if self.debate.json_mode:
             key = (phase, tuple(targets), tuple(sources))
