@@ -119,7 +119,7 @@ def _records(path: str) -> tuple[dict[str, Any], ...]:
         decode = json.loads
     data = Path(path).read_bytes()
     if path.endswith(".gz"):
-        data = gzip.decompress(data)  # at once: 5x faster than GzipFile's lines
+        data = gzip.decompress(data)  # in one call, not line by line through GzipFile
     return tuple(map(decode, filter(bytes.strip, data.splitlines())))
 
 
