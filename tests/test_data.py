@@ -207,7 +207,7 @@ def test_a_sample_makes_only_its_own_questions(monkeypatch):
     assert data.load("mmlu_pro", n=3, seed=0) == picked
 
 
-def test_a_gzip_file_reads_as_its_text(tmp_path, monkeypatch):
+def test_a_gzip_file_reads_as_its_text(tmp_path):
     rows = [{"id": f"g{i}", "question": f"What is {i}+1?\r\nSay it.", "choices": None,
              "answer": str(i + 1)} for i in range(3)]
     text = "".join(json.dumps(r) + "\n" for r in rows) + "\n"

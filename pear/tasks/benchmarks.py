@@ -222,9 +222,10 @@ def load(name: str, n: int | None = None, seed: int = 0) -> list[Question]:
     ValueError: invalid n=0 for dataset 'gsm8k': use 1..1319 or None for the full set
     """
     _check_name(name)
-    questions = _source(name, str(_path(name)))
+    path = str(_path(name))
     if n is None:
-        return list(_questions(name, str(_path(name))))
+        return list(_questions(name, path))
+    questions = _source(name, path)
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= len(questions):
         raise ValueError(f"invalid n={n!r} for dataset {name!r}: use 1..{len(questions)} or None "
                          f"for the full set")

@@ -460,17 +460,16 @@ class _Store:
     family's populations, the build's studies, a rerun."""
 
     def __init__(self, path: Path) -> None:
-        import hashlib
         from importlib import metadata
 
-        from pear.core.hashing import file_sha256
+        from pear.core.hashing import file_sha256, hex_id
         parts = [file_sha256(__file__)]
         for dist in ("math-verify", "latex2sympy2_extended", "sympy", "antlr4-python3-runtime"):
             try:
                 parts.append(f"{dist}=={metadata.version(dist)}")
             except metadata.PackageNotFoundError:
                 parts.append(f"{dist}: none")
-        self.fingerprint = hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+        self.fingerprint = hex_id(*parts, n=16, sep="\n")
         self.lock = threading.Lock()  # one connection, the process's threads in turn
         path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(path, timeout=60, isolation_level=None,
