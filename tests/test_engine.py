@@ -257,3 +257,26 @@ def test_records_are_written_in_the_schema_order():
     debates = [r for r in recs if r["method"] != "cot"]
     assert all(len(r["rounds_data"]) == 3 and r["rounds_data"][1]["critiques"] for r in debates)
     assert sum(r["rounds_data"][1]["router"] is not None for r in debates) == 2  # PEAR's
+
+
+@pytest.mark.parametrize("debate", [DebateConfig(rounds=3),
+                                    DebateConfig(rounds=4, stop="stable:1",
+                                                 roles=("adversarial",) + ("honest",) * 4)],
+                         ids=["study", "early-stop-and-adversary"])
+def test_each_debate_run_alone_equals_the_lockstep_batch(debate):
+    # the one-debate path and the batched one: a debate's record does not depend on which
+    # debates share its phases (its draws are its own: request seeds, round generators),
+    # whether they stop early, fail to parse or hold an adversary
+    be = SimulatedBackend(KEY, seed=3, params=SimParams(malformed_rate=0.15))
+    jobs = [Job(q, method(m), s) for q in QS[:4] for m in METHODS for s in (0, 1)]
+    together = {r["debate_id"]: _strip(r) for r in Engine(be, debate).run(jobs)}
+    alone = {}
+    for job in jobs:
+        for r in Engine(be, debate).run([job]):
+            alone[r["debate_id"]] = _strip(r)
+    assert len(together) == len(jobs)
+    assert alone == together
+    reasons = {r["stop_reason"] for r in together.values()}
+    assert debate.stop == "none" or len(reasons - {None}) >= 2  # early stops did happen
+    assert any(c["parse_error"] for r in together.values() for rd in r["rounds_data"]
+               for c in rd["critiques"])  # and so did unparsable critiques

@@ -324,6 +324,7 @@ class Engine:
         for key, gjobs in groups.items():
             comps, error, agents = round0[key], errors[key], initial.get(key)
             q = gjobs[0].question
+            bases: dict[str, np.ndarray] = {}  # per kind of base graph, drawn once
             for job in gjobs:
                 ident = self.identity(job)
                 if error:
@@ -337,7 +338,10 @@ class Engine:
                 for c in comps[:k]:
                     d.charge(c)
                 if job.method.is_debate:
-                    d.base = self._base(job, n)
+                    kind = job.method.router.base_graph
+                    d.base = bases.get(kind)
+                    if d.base is None:
+                        d.base = bases[kind] = self._base(job, n)
                 d.start_round(0)
                 self._close(d, 0, None, [])
                 out.append(d)
@@ -693,10 +697,13 @@ class Engine:
         return out
 
     def _base(self, job: Job, n: int) -> np.ndarray:
-        """The debate's base role graph (:func:`pear.core.graphs.debate_base_graph`)."""
+        """The debate's base role graph (:func:`pear.core.graphs.debate_base_graph`), read
+        only: the routed methods of a question share it."""
         q = job.question
-        return debate_base_graph(job.seed, q.dataset, q.id, n, self.debate.k,
+        base = debate_base_graph(job.seed, q.dataset, q.id, n, self.debate.k,
                                  job.method.router.base_graph)
+        base.flags.writeable = False
+        return base
 
     # branching ------------------------------------------------------------------
     def _from_record(self, job: Job, parent: Mapping[str, Any], from_round: int) -> _Debate:
