@@ -93,6 +93,14 @@ def _gold(recs):
     recs[3]["gold"] = "not the answer"
 
 
+def _unknown_question(recs):  # a CoT record (no graph), its debate_id re-hashed: only the
+    from pear.core.hashing import debate_id  # gold check can object
+    rec = recs[_first(recs, "cot")]
+    rec["question_id"] = "no-such-question"
+    rec["debate_id"] = debate_id({k: rec[k] for k in ("model", "backend", "dataset", "method",
+                                                      "seed", "question_id", "config_hash")})
+
+
 def _schema(recs):
     del recs[4]["tokens"]
 
@@ -110,6 +118,7 @@ RECORD_DAMAGE = [  # (name, edit, problem named, records left out)
     ("routed edges not a relabelling", _not_a_relabelling, "graph", 1),
     ("fixed edges not the topology", _not_the_topology, "graph", 1),
     ("gold answer", _gold, "gold", 1),
+    ("question not in its dataset", _unknown_question, "gold", 1),
     ("missing field", _schema, "schema", 1),
     ("10 MB reasoning field", _big_reasoning, "oversized_field", 1),
 ]

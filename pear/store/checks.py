@@ -17,7 +17,7 @@ from pear.core.config import config_hash
 from pear.core.graphs import debate_base_graph, fixed_topology
 from pear.methods import spec, initial_agents, method
 from pear.store import manifest
-from pear.tasks.benchmarks import sha256_files, load
+from pear.tasks.benchmarks import sha256_files, get_question
 from pear.tasks.grading import get
 
 __all__ = ["Checker"]
@@ -43,7 +43,6 @@ class Checker:
         the grading kind it names, not necessarily one of ours); None for a run of ours."""
         self.protocol_key = ""
         self._hashes: dict[str, str] = {}
-        self._gold: dict[str, dict[str, str]] = {}
         self._base: dict[tuple, bytes] = {}
         self._same: dict[tuple[str, str, str], bool] = {}
         if run_dir is not None:
@@ -269,12 +268,10 @@ class Checker:
 
     def _check_gold(self, rec: Mapping[str, Any], bad) -> None:
         ds = rec["dataset"]
-        if ds not in self._gold:
-            try:
-                self._gold[ds] = {q.id: q.gold for q in load(ds)}
-            except (ValueError, FileNotFoundError):
-                self._gold[ds] = {}
-        gold = self._gold[ds].get(rec["question_id"])
+        try:  # the question alone, made when first asked (not its whole dataset)
+            gold = get_question(ds, rec["question_id"]).gold
+        except (ValueError, FileNotFoundError):  # no such dataset, file or question
+            gold = None
         if gold is None:
             bad("gold", f"question {str(rec['question_id'])[:40]!r} is not in {ds}")
         elif gold != rec["gold"]:
