@@ -362,6 +362,23 @@ def test_a_large_run_gets_a_bounded_documented_selection_of_pages(smoke_like, mo
         assert (~picked["correct"]).any() == (~part["correct"]).any()
 
 
+def test_a_sites_pages_are_the_pages_written_one_at_a_time(smoke_like, tmp_path):
+    # the site computes every debate's flags once; a page written alone computes its own
+    exp, out, evil, stopped = smoke_like
+    fig_dir, nb_dir, outputs = _fake_build(tmp_path)
+    site.write_site(tmp_path / "site", figures_dir=fig_dir, notebooks_dir=nb_dir,
+                    runs_dir=out, notebooks=outputs, meta={"Backend": "simulated"})
+    v = view.load(out)
+    ids = list(v.debates["debate_id"])
+    assert len(ids) > 40 and stopped["debate_id"] in ids
+    for did in ids:
+        alone = site.write_debate_page(v, did, tmp_path / "alone" / "page.html")
+        assert site.page_path(tmp_path / "site", did).read_text() == alone.read_text()
+    assert "stopped early" in site.page_path(tmp_path / "site", stopped["debate_id"]).read_text()
+    with pytest.raises(ValueError, match="no debate 'nope'"):
+        site.write_debate_page(v, "nope", tmp_path / "nope.html")
+
+
 # -- pear show RUN --debate ID --------------------------------------------------------------
 
 def test_pear_show_debate_markdown_and_html(smoke_like, tmp_path, capsys):

@@ -129,16 +129,19 @@ def page_path(site_dir: str | os.PathLike[str], debate_id: str) -> Path:
 
 
 def write_debate_page(view: Any, debate_id: str, path: str | os.PathLike[str],
-                      back: str = "../index.html") -> Path:
+                      back: str = "../index.html", flags: Mapping[str, Any] | None = None
+                      ) -> Path:
     """Write one debate's transcript page (:func:`pear.analysis.transcript.render_transcript_html`)
-    from ``view`` (a :class:`pear.store.view.View`) to ``path``."""
-    deb = view.debates
-    row = deb.index[deb["debate_id"] == debate_id]
-    if row.empty:
-        raise ValueError(f"no debate {debate_id!r} among the {len(deb)} debates of the run")
-    one = deb.loc[row]
-    flags = debate_flags(one, view.agent_rounds[view.agent_rounds["debate"].isin(
-        one["debate"])]).iloc[0].to_dict()
+    from ``view`` (a :class:`pear.store.view.View`) to ``path``; ``flags``: the debate's row of
+    :func:`debate_flags` where the caller has them (a site's pages: computed once for all)."""
+    if flags is None:
+        deb = view.debates
+        row = deb.index[deb["debate_id"] == debate_id]
+        if row.empty:
+            raise ValueError(f"no debate {debate_id!r} among the {len(deb)} debates of the run")
+        one = deb.loc[row]
+        flags = debate_flags(one, view.agent_rounds[view.agent_rounds["debate"].isin(
+            one["debate"])]).iloc[0].to_dict()
     out = Path(path)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(render_transcript_html(view.record(debate_id), flags=flags, back=back),
@@ -397,8 +400,10 @@ def _write_browser(site: Path, view: Any, runs_dir: Path, extra: Iterable[str],
     chosen = chosen_debates(deb, flags, extra)
     out = site / "debates"
     (out / "d").mkdir(parents=True, exist_ok=True)
-    for did in chosen:
-        write_debate_page(view, did, page_path(site, did))
+    at = dict(zip(deb["debate_id"], range(len(deb))))
+    for did in chosen:  # an id not in the run (None): write_debate_page says so
+        write_debate_page(view, did, page_path(site, did),
+                          flags=None if did not in at else flags.iloc[at[did]].to_dict())
     datasets = sorted(deb["dataset"].unique(), key=lambda d: (d not in _DS_ORDER,
                                                                _DS_ORDER.get(d, 0), d))
     methods = method_order(deb["method"].unique())
