@@ -60,6 +60,7 @@ from pear.catalog.labels import (DATASETS, dataset_label, method_label, method_o
                                  model_labels)
 from pear.analysis.transcript import KIND_LABELS, debate_flags, html_page, render_transcript_html
 from pear.paper import checklist
+from pear.parallel import fork_map
 from pear.store import environment
 from pear.store.view import load
 from pear.tasks.benchmarks import get_question
@@ -193,6 +194,10 @@ def export_notebook(ipynb: str | os.PathLike[str], out: str | os.PathLike[str]) 
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(body, encoding="utf-8")
     return path
+
+
+def _export(paths: tuple[Path, Path]) -> Path:
+    return export_notebook(*paths)
 
 
 def _notebook_intro(ipynb: Path) -> tuple[str, str]:
@@ -341,7 +346,7 @@ _BROWSER_CSS = _asset("browser.css")
 
 
 def _short(v: Any, limit: int = 40) -> str:
-    s = re.sub(r"\s+", " ", "" if v is None else str(v)).strip()
+    s = " ".join(("" if v is None else str(v)).split())  # whitespace runs made one space
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
@@ -474,10 +479,11 @@ def write_site(site_dir: str | os.PathLike[str], *, figures_dir: str | os.PathLi
         shutil.rmtree(site)
     (site / "figures").mkdir(parents=True)
     summary = SiteSummary(site)
-    for name in notebooks:
-        ipynb = nb_dir / f"{name}.ipynb"
-        if ipynb.is_file():
-            summary.pages.append(export_notebook(ipynb, site / "notebooks" / f"{name}.html"))
+    executed = [n for n in notebooks if (nb_dir / f"{n}.ipynb").is_file()]
+    if len(executed) > 1:
+        import nbconvert  # noqa: F401 - imported once, here, for the exports' forked workers
+    summary.pages += fork_map(_export, [(nb_dir / f"{n}.ipynb", site / "notebooks" / f"{n}.html")
+                                        for n in executed])  # one per core at a time
     view = load(runs_dir)
     summary.debates, summary.transcripts = _write_browser(site, view, Path(runs_dir),
                                                           [case_study], mark)
