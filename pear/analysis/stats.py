@@ -30,14 +30,18 @@ from typing import Literal, Sequence
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
-from statsmodels.stats.contingency_tables import mcnemar as _sm_mcnemar
-from statsmodels.stats.multitest import multipletests
-from statsmodels.stats.power import NormalIndPower
-from statsmodels.stats.proportion import proportion_confint, proportion_effectsize
 
 from pear.catalog.labels import sort_rows
 from pear.analysis.metrics import GROUP, best_fixed, paired, pooled_accuracy
+
+
+def _sps():
+    """``scipy.stats``, imported at first use: it and statsmodels take about a second to
+    import, and most analyses (and every process that only reads this module's constants)
+    need neither."""
+    from scipy import stats
+    return stats
+
 
 __all__ = [
     "ALPHA",
@@ -114,6 +118,7 @@ def mcnemar(b: int, c: int) -> McNemarResult:
     if b + c == 0:
         return McNemarResult(0, 0, 0.0, 1.0, 1.0)
     table = [[0, b], [c, 0]]
+    from statsmodels.stats.contingency_tables import mcnemar as _sm_mcnemar
     corrected = _sm_mcnemar(table, exact=False, correction=True)
     exact = _sm_mcnemar(table, exact=True)
     return McNemarResult(b, c, float(corrected.statistic), float(corrected.pvalue),
@@ -150,6 +155,7 @@ def wilson(k: int, n: int, alpha: float = ALPHA) -> tuple[float, float]:
         raise ValueError(f"invalid n={n}: a Wilson interval needs at least one trial")
     if k > n:
         raise ValueError(f"invalid k={k}: more successes than trials n={n}")
+    from statsmodels.stats.proportion import proportion_confint
     low, high = proportion_confint(k, n, alpha=alpha, method="wilson")
     # the Wilson bounds are exactly 0 at k = 0 and 1 at k = n; remove float round-off
     return (0.0 if k == 0 else float(low)), (1.0 if k == n else float(high))
@@ -180,6 +186,9 @@ def mcnemar_power(b: int, c: int, alpha: float = ALPHA) -> PowerResult:
     if n == 0:
         raise ValueError(f"invalid b + c = {n}: power needs at least one discordant pair")
     rate = b / n
+    from statsmodels.stats.power import NormalIndPower
+    from statsmodels.stats.proportion import proportion_effectsize
+    sps = _sps()
     h = float(proportion_effectsize(rate, 0.5))
     normal = float(NormalIndPower().power(effect_size=h, nobs1=n, alpha=alpha, ratio=0,
                                           alternative="two-sided")) if h != 0 else alpha
@@ -199,6 +208,8 @@ def mcnemar_sample_size(b: int, c: int, n: int, alpha: float = ALPHA, power: flo
     b, c = _count("b", b), _count("c", c)
     if b == c or n == 0 or b + c == 0:
         return None
+    from statsmodels.stats.power import NormalIndPower
+    from statsmodels.stats.proportion import proportion_effectsize
     h = abs(float(proportion_effectsize(b / (b + c), 0.5)))
     pairs = NormalIndPower().solve_power(effect_size=h, alpha=alpha, power=power, ratio=0)
     return int(math.ceil(pairs * n / (b + c)))
@@ -211,6 +222,7 @@ def spearman_rho(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     >>> float(spearman_rho(np.array([1., 2, 3, 4]), np.array([10., 20, 40, 30])))
     0.8
     """
+    sps = _sps()
     rx, ry = sps.rankdata(x, axis=-1), sps.rankdata(y, axis=-1)
     rx, ry = rx - rx.mean(-1, keepdims=True), ry - ry.mean(-1, keepdims=True)
     with np.errstate(all="ignore"):
@@ -246,6 +258,7 @@ def spearman(x: Sequence[float], y: Sequence[float], permutation: bool = False,
         raise ValueError(f"x and y must be 1-d of equal length, got {xa.shape} and {ya.shape}")
     if xa.size < 3:
         raise ValueError(f"Spearman's rho needs at least 3 points, got {xa.size}")
+    sps = _sps()
     res = sps.spearmanr(xa, ya)
     rho = float(res.statistic)
     if not permutation:
@@ -286,6 +299,7 @@ def bootstrap_diff(correct_a: Sequence[int] | np.ndarray, correct_b: Sequence[in
     diff = float(a.mean() - b.mean())
     if np.all(a - b == (a - b)[0]):  # every resample gives the same difference
         return diff, diff, diff
+    sps = _sps()
     res = sps.bootstrap((a, b), lambda u, v, axis=-1: u.mean(axis=axis) - v.mean(axis=axis),
                         paired=True, vectorized=True, n_resamples=n_resamples,
                         confidence_level=1 - alpha, method=method,
@@ -410,6 +424,7 @@ def holm(pvalues: Sequence[float] | np.ndarray) -> np.ndarray:
         return p
     if np.isnan(p).any() or (p < 0).any() or (p > 1).any():
         raise ValueError(f"p-values must lie in [0, 1], got {p.tolist()}")
+    from statsmodels.stats.multitest import multipletests
     return multipletests(p, method="holm")[1]
 
 
