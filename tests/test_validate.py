@@ -95,10 +95,10 @@ def _gold(recs):
 
 def _unknown_question(recs):  # a CoT record (no graph), its debate_id re-hashed: only the
     from pear.core.hashing import debate_id  # gold check can object
+    from pear.core.record import IDENTITY
     rec = recs[_first(recs, "cot")]
     rec["question_id"] = "no-such-question"
-    rec["debate_id"] = debate_id({k: rec[k] for k in ("model", "backend", "dataset", "method",
-                                                      "seed", "question_id", "config_hash")})
+    rec["debate_id"] = debate_id({k: rec[k] for k in IDENTITY})
 
 
 def _schema(recs):

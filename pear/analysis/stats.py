@@ -3,7 +3,9 @@
 Every test statistic comes from statsmodels or scipy; this module only names the choices
 (continuity correction, which power, which bootstrap) and checks the inputs.  Nothing here
 draws from a global random state: every resampling takes an explicit
-``numpy.random.Generator``.
+``numpy.random.Generator``.  scipy and statsmodels are imported inside the functions that
+use them: together about a second, which a process that only reads this module's constants
+(the site's checklist) does not pay.
 
 :func:`significance` builds the study's significance table from debate records.
 
@@ -33,14 +35,6 @@ import pandas as pd
 
 from pear.catalog.labels import sort_rows
 from pear.analysis.metrics import GROUP, best_fixed, paired, pooled_accuracy
-
-
-def _sps():
-    """``scipy.stats``, imported at first use: it and statsmodels take about a second to
-    import, and most analyses (and every process that only reads this module's constants)
-    need neither."""
-    from scipy import stats
-    return stats
 
 
 __all__ = [
@@ -188,7 +182,7 @@ def mcnemar_power(b: int, c: int, alpha: float = ALPHA) -> PowerResult:
     rate = b / n
     from statsmodels.stats.power import NormalIndPower
     from statsmodels.stats.proportion import proportion_effectsize
-    sps = _sps()
+    from scipy import stats as sps
     h = float(proportion_effectsize(rate, 0.5))
     normal = float(NormalIndPower().power(effect_size=h, nobs1=n, alpha=alpha, ratio=0,
                                           alternative="two-sided")) if h != 0 else alpha
@@ -222,7 +216,7 @@ def spearman_rho(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     >>> float(spearman_rho(np.array([1., 2, 3, 4]), np.array([10., 20, 40, 30])))
     0.8
     """
-    sps = _sps()
+    from scipy import stats as sps
     rx, ry = sps.rankdata(x, axis=-1), sps.rankdata(y, axis=-1)
     rx, ry = rx - rx.mean(-1, keepdims=True), ry - ry.mean(-1, keepdims=True)
     with np.errstate(all="ignore"):
@@ -258,7 +252,7 @@ def spearman(x: Sequence[float], y: Sequence[float], permutation: bool = False,
         raise ValueError(f"x and y must be 1-d of equal length, got {xa.shape} and {ya.shape}")
     if xa.size < 3:
         raise ValueError(f"Spearman's rho needs at least 3 points, got {xa.size}")
-    sps = _sps()
+    from scipy import stats as sps
     res = sps.spearmanr(xa, ya)
     rho = float(res.statistic)
     if not permutation:
@@ -299,7 +293,7 @@ def bootstrap_diff(correct_a: Sequence[int] | np.ndarray, correct_b: Sequence[in
     diff = float(a.mean() - b.mean())
     if np.all(a - b == (a - b)[0]):  # every resample gives the same difference
         return diff, diff, diff
-    sps = _sps()
+    from scipy import stats as sps
     res = sps.bootstrap((a, b), lambda u, v, axis=-1: u.mean(axis=axis) - v.mean(axis=axis),
                         paired=True, vectorized=True, n_resamples=n_resamples,
                         confidence_level=1 - alpha, method=method,

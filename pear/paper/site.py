@@ -480,8 +480,6 @@ def write_site(site_dir: str | os.PathLike[str], *, figures_dir: str | os.PathLi
     (site / "figures").mkdir(parents=True)
     summary = SiteSummary(site)
     executed = [n for n in notebooks if (nb_dir / f"{n}.ipynb").is_file()]
-    if len(executed) > 1:
-        import nbconvert  # noqa: F401 - imported once, here, for the exports' forked workers
     summary.pages += fork_map(_export, [(nb_dir / f"{n}.ipynb", site / "notebooks" / f"{n}.html")
                                         for n in executed])  # one per core at a time
     view = load(runs_dir)
