@@ -79,7 +79,7 @@ def sim_grid(runs: Path) -> None:
 
 
 def indexing(runs: Path, repo: Path) -> None:
-    if not (repo / "pear" / "view.py").exists():
+    if not any((repo / "pear" / p).exists() for p in ("view.py", "store/view.py")):
         print("indexing: this checkout has no columnar view")
         return
     print("indexing the sim grid")

@@ -22,6 +22,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
@@ -35,7 +36,10 @@ from pear.runs.progress import Progress
 from pear.runs import compute
 from pear.runs.provenance import close_attempt, open_manifest
 from pear.store import manifest as manifest_io
-from pear.store.records import RecordWriter, completed_ids, encode_record, few_collections
+from pear.store.checks import Checker
+from pear.store.indexing import Laid, ViewWriter, lay_out
+from pear.store.records import (RECORDS_FILE, RecordWriter, completed_ids, encode_record,
+                                few_collections)
 from pear.tasks import grading as tasks, mathgrade
 
 __all__ = ["run", "RunSummary", "model_dir", "Panel", "LOCK_FILE", "debate_ids",
@@ -208,7 +212,8 @@ def _run(exp: Experiment, backend: Any, out: Path, *, progress: bool,
             rec.append(engine, list(question_chunks(todo, _per_chunk(
                 todo, exp.chunk_questions, workers))), run, bar, workers=workers, stop=stop,
                 math=any(isinstance(grader(d), tasks.MathTask)  # Math-Verify started at once
-                         for d in {j.question.dataset for j in todo}))
+                         for d in {j.question.dataset for j in todo}),
+                view=len(grid_names) == 1)
             del be, engine
             if stop is not None and stop():
                 summary.stopped = True
@@ -279,32 +284,47 @@ class Recording:
     def append(self, engine: Any, chunks: Sequence[Any],
                where: RunDir | Callable[[bytes], Iterable[RunDir]], bar: Progress, *,
                workers: int = 1, math: bool = False, stop: Callable[[], bool] | None = None,
-               each: Callable[[bytes], None] = lambda line: None) -> None:
+               each: Callable[[bytes], None] = lambda line: None, view: bool = False) -> None:
         """Run ``chunks`` (:func:`chunk_runner`), appending each record line to ``where``
         (or each run ``where(line)`` names) under ``engine.model`` (flushed; fsynced after
         every chunk) and passing it to ``each``; ``stop`` is asked after every chunk.  What
-        ``engine`` did (failures, calls, tokens) is counted, also when it fails."""
+        ``engine`` did (failures, calls, tokens) is counted, also when it fails.  ``view``
+        (one run ``where``, whose only record file this is): its columnar view is written
+        beside the records (:class:`pear.store.indexing.ViewWriter`; where it cannot be, the
+        next index makes it)."""
         bar.follow(engine)
         s, counts = self.summary, ("generate_calls", *_COST.values())
         before, failed = [getattr(engine, k) for k in counts], len(engine.failed)
+        vw = ViewWriter.open(where.out, model_dir(where.out, engine.model) / RECORDS_FILE) \
+            if view and not callable(where) else None
+        ok = False
         try:
-            with chunk_runner(engine, chunks, workers, math, lines=True) as ran:
+            with chunk_runner(engine, chunks, workers, math, lines=True,
+                              lay=vw.checker if vw is not None else None) as ran:
                 for lines in ran:
-                    for line in lines:
+                    laid = lines if isinstance(lines, Laid) else None
+                    for line in laid.lines if laid is not None else lines:
                         for run in where(line) if callable(where) else (where,):
                             if engine.model not in run.writers:
                                 run.writers[engine.model] = self.stack.enter_context(
                                     RecordWriter(model_dir(run.out, engine.model)))
                             run.writers[engine.model].write(line)
                             run.written, s.written = run.written + 1, s.written + 1
+                        if vw is not None and laid is None:
+                            vw.add((line,))
                         each(line)
                         bar.counts(s.written)
+                    if vw is not None and laid is not None:
+                        vw.add(laid.lines, laid)
                     for w in (w for run in self.dirs.values() for w in run.writers.values()):
                         w.sync()
                     if stop is not None and stop():
                         s.stopped = True
                         break
+            ok = True
         finally:
+            if vw is not None:
+                vw.close(ok)
             s.failed += engine.failed[failed:]
             for k, b in zip(counts, before):
                 setattr(s, k, getattr(s, k) + getattr(engine, k) - b)
@@ -338,7 +358,8 @@ def recording() -> Iterator[Recording]:
 
 @contextlib.contextmanager
 def chunk_runner(engine: Engine, chunks: Sequence[list[Job]], workers: int,
-                 math: bool = False, lines: bool = False) -> Iterator[Iterable[Iterable[Any]]]:
+                 math: bool = False, lines: bool = False, lay: Checker | None = None
+                 ) -> Iterator[Iterable[Iterable[Any]]]:
     """Per chunk in order, its records: run here (yielded as each debate ends), or with
     ``workers > 1`` by forked worker processes, at most two chunks ahead per worker (the
     engine's counts and failures are added to ``engine`` as each chunk comes back).
@@ -347,7 +368,9 @@ def chunk_runner(engine: Engine, chunks: Sequence[list[Job]], workers: int,
     next chunk as they finish one.  ``math``: each process that grades starts its
     Math-Verify worker first (:func:`pear.tasks.mathgrade.prestart`).  ``lines``: each
     record comes as its line in the store (:func:`pear.store.records.encode_record`), made
-    where the debate ran (a worker sends bytes, not a record to pickle and unpickle).
+    where the debate ran (a worker sends bytes, not a record to pickle and unpickle); with
+    ``lay`` (a checker of the run's records) a worker's chunk comes as its lines checked and
+    laid out into the view's rows (:func:`pear.store.indexing.lay_out`) in the worker.
 
     While chunks run, the cyclic garbage collector runs rarely
     (:func:`pear.store.records.few_collections`)."""
@@ -360,7 +383,9 @@ def chunk_runner(engine: Engine, chunks: Sequence[list[Job]], workers: int,
         return
     global _FORKED
     live = multiprocessing.get_context("fork").SimpleQueue()  # the workers' calls (progress)
-    _FORKED = (engine, chunks, live, lines)  # what the workers run: fork copies it (not pickled)
+    encode = (partial(lay_out, lay) if lay is not None else
+              (lambda records: list(map(encode_record, records))) if lines else list)
+    _FORKED = (engine, chunks, live, encode)  # what the workers run: fork copies it (not pickled)
     with few_collections():
         try:
             yield _collect(engine, len(chunks), workers, live, math)
@@ -368,7 +393,7 @@ def chunk_runner(engine: Engine, chunks: Sequence[list[Job]], workers: int,
             _FORKED = None
 
 
-_FORKED: tuple[Engine, Sequence[list[Job]], Any, bool] | None = None
+_FORKED: tuple[Engine, Sequence[list[Job]], Any, Callable[[Iterable[Any]], Any]] | None = None
 _LIVE_EVERY_S = 0.5  # a worker reports its calls at most this often (progress, not records)
 _COUNTS = ("generate_calls", "requests", "tokens", "cache_hits", "calls_done", "calls_unneeded",
            "rounds_done")
@@ -386,11 +411,11 @@ def _exit_with(parent: int, math: bool = False) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def _run_chunk(i: int) -> tuple[list[Any], list[tuple[str, str]], dict[str, int]]:
-    """In a worker: chunk ``i``'s records (or their lines), failures and the engine counts
-    it added."""
+def _run_chunk(i: int) -> tuple[Any, list[tuple[str, str]], dict[str, int]]:
+    """In a worker: chunk ``i``'s records (or their lines, or them laid out), failures and
+    the engine counts it added."""
     assert _FORKED is not None, "a worker runs only in a forked process"
-    engine, chunks, live, lines = _FORKED
+    engine, chunks, live, encode = _FORKED
     chunk = chunks[i]
     before = {k: getattr(engine, k) for k in _COUNTS}
     last = [0.0]
@@ -403,7 +428,7 @@ def _run_chunk(i: int) -> tuple[list[Any], list[tuple[str, str]], dict[str, int]
                       engine.calls_unneeded - before["calls_unneeded"]))
     engine.on_progress = report
     failed_before = len(engine.failed)
-    records = list(map(encode_record, engine.run(chunk)) if lines else engine.run(chunk))
+    records = encode(engine.run(chunk))
     return (records, engine.failed[failed_before:],
             {k: getattr(engine, k) - before[k] for k in _COUNTS})
 

@@ -20,7 +20,7 @@ records lack are null.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import pandas as pd
 import pyarrow as pa
@@ -152,6 +152,24 @@ class Rows:
                 ro[k].append(router.get(k))
             prev = canon
         self.n += 1
+
+    def extend(self, other: "Rows", file: int, offsets: Sequence[int]) -> None:
+        """Append ``other``'s rows, laid out where their places were unknown (debates numbered
+        from 0, any ``file`` and ``offset``): numbered after these, in record file ``file`` at
+        ``offsets`` (one per debate)."""
+        if len(offsets) != other.n:
+            raise ValueError(f"{len(offsets)} offsets for {other.n} debates")
+        shift = self.n
+        for t, cols in other.cols.items():
+            mine = self.cols[t]
+            for name, values in cols.items():
+                if name == "debate":
+                    mine[name] += [d + shift for d in values]
+                elif t == "debates" and name in ("file", "offset"):
+                    mine[name] += [file] * other.n if name == "file" else list(offsets)
+                else:
+                    mine[name] += values
+        self.n += other.n
 
     def tables(self) -> dict[str, pa.Table]:
         """The rows gathered so far as Arrow tables; the lists start empty again."""

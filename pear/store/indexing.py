@@ -19,6 +19,7 @@ later load knows what the view lacks.  A changed run-manifest protocol rebuilds 
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -28,7 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterable, Iterator, NamedTuple, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -38,11 +39,11 @@ import pyarrow.parquet as pq
 from pear.core.hashing import file_sha256
 from pear.store.checks import Checker
 from pear.store.columns import SCHEMAS, TABLES, Rows
-from pear.store.records import few_collections, record_files
+from pear.store.records import encode_record, few_collections, record_files
 from pear.store.findings import KINDS, Findings, ValidationError, digest, scan_lines
 
 __all__ = ["VIEW_DIR", "VERSION", "BATCH", "IndexSummary", "Manifest", "index",
-           "read_manifest", "part_path", "run_dir_of"]
+           "read_manifest", "part_path", "run_dir_of", "Laid", "lay_out", "ViewWriter"]
 
 from pear.paths import VIEW_DIR, VIEW_MANIFEST, write_atomic  # noqa: E402
 from pear.parallel import fork_map, usable_cores  # noqa: E402
@@ -330,14 +331,14 @@ _FORKED_CHECKER: Checker | None = None
 _Block = list[tuple[int, int, "bytes | None", int]]
 
 
-def _check_block(checker: Checker, path: Path, file_no: int, block: _Block
-                 ) -> tuple[list[tuple[list[Any], bool]], Rows | None]:
+def _check_block(checker: Checker, path: Path, file_no: int, block: _Block,
+                 rows: Rows | None = None) -> tuple[list[tuple[list[Any], bool]], Rows | None]:
     """One block of lines checked and laid out: per line its problems and whether one is an
     error (such a record is not laid out), and the column lists of the readable records
-    without errors, their debates numbered from 0 (None: no such record).  Plain Python
-    values: a forked worker returns them and never touches Arrow (whose threads and locks
-    a fork copies in whatever state they were)."""
-    rows, checked = Rows(), []
+    without errors (added to ``rows``, or to new ones with their debates numbered from 0;
+    None: no such record).  Plain Python values: a forked worker returns them and never
+    touches Arrow (whose threads and locks a fork copies in whatever state they were)."""
+    rows, checked = Rows() if rows is None else rows, []
     for pos, line_no, line, size in block:
         rec, problems = checker.check_line(f"{path}:{line_no}", line, size)
         bad = any(KINDS[p.kind][0] == "error" for p in problems)
@@ -379,3 +380,139 @@ def _check_forked(path: Path, file_no: int, block: _Block) -> Any:
     """In a worker: :func:`_check_block` with the checker of the fork."""
     assert _FORKED_CHECKER is not None, "a worker runs only in a forked process"
     return _check_block(_FORKED_CHECKER, path, file_no, block)
+
+
+# ----------------------------------------------------------------- written beside the records
+
+class Laid(NamedTuple):
+    """Records laid out where they ran (:func:`lay_out`): their lines, each line's problems
+    and whether one is an error, and the column lists of those without errors (debates
+    numbered from 0; where they lie in the record file is set by :class:`ViewWriter`)."""
+
+    lines: list[bytes]
+    checked: list[tuple[list[Any], bool]]
+    rows: Rows | None
+
+
+def lay_out(checker: Checker, records: Iterable[Any]) -> Laid:
+    """``records`` (a chunk, in the worker process that ran it) as their lines in the store,
+    each decoded and checked as :func:`index` checks a line (:func:`_check_block`, which is
+    also the schema check :func:`pear.store.records.encode_record` makes): a record that breaks
+    the schema is the same error as there, naming the field."""
+    records = list(records)
+    lines = [encode_record(r, check=False) for r in records]
+    checked, rows = _check_block(checker, Path(), 0, [(0, 0, line + b"\n", len(line) + 1)
+                                                       for line in lines])
+    for record, (problems, _) in zip(records, checked):
+        if any(p.kind in ("schema", "corrupt_line") for p in problems):
+            encode_record(record)  # raises, naming the field
+    return Laid(lines, checked, rows)
+
+
+class ViewWriter:
+    """A run directory's view written while its one record file grows (the runner's,
+    :func:`pear.runs.runner.run`), instead of indexed from the records afterwards: each
+    record's rows and checks made as :func:`index` makes them (here with :meth:`add`, or in
+    the process that ran the debate, :func:`lay_out`), a :data:`BATCH` of debates per row
+    group of one new part, and the manifest written by :meth:`close`.  The records stay the
+    truth: :meth:`open` returns None unless the view already holds every line of the run's
+    record files (or there are none), and :meth:`close` writes nothing when a line had an
+    error, the run failed, or another process indexed the view meanwhile; :func:`index` then
+    does what is left, as it would have without this writer.  The tables are those
+    :func:`index` makes from the same records (``tests/test_view.py``)."""
+
+    def __init__(self, root: Path, path: Path, man: Manifest, checker: Checker) -> None:
+        self.root, self.vdir, self.path, self.man, self.checker = root, root / VIEW_DIR, path, man, checker
+        self.opened = man.to_json()
+        self.entry = next((dict(f) for f in man.files if f["path"] == _rel(root, path)),
+                          {"path": _rel(root, path), "offset": 0, "lines": 0})
+        self.pos, self.line_no = self.entry["offset"], self.entry["lines"]
+        self.part = _Part(self.vdir, f"part-{len(man.parts):05d}-{time.time_ns() % 10**12:012d}")
+        self.rows, self.added, self.found, self.spoiled = Rows(), 0, Findings(), False
+
+    @classmethod
+    def open(cls, root: str | os.PathLike[str], path: str | os.PathLike[str]
+             ) -> "ViewWriter | None":
+        """A writer of ``root``'s view as ``path`` (a record file under ``root``, perhaps not
+        made yet) grows, or None when the view cannot simply be continued: another record
+        file holds lines, lines are not indexed yet, or the view is stale, damaged, of
+        another protocol or in too many parts (:func:`index` sees to those)."""
+        root, path = Path(root), Path(path)
+        checker = Checker(root)
+        rel = _rel(root, path)
+        with _locked(root / VIEW_DIR):
+            files = {_rel(root, p): p.stat().st_size for p in record_files(root)}
+            if any(size for name, size in files.items() if name != rel):
+                return None
+            man = read_manifest(root / VIEW_DIR)
+            if man is None:
+                if files.get(rel):
+                    return None
+                _clear(root / VIEW_DIR)
+                man = Manifest(protocol=checker.protocol_key)
+            elif (man.protocol != checker.protocol_key or len(man.parts) >= _MAX_PARTS - 1
+                  or _damage(root / VIEW_DIR, man, verify=False)
+                  or _staleness(root, man, [root / name for name in files])
+                  or any(f["path"] != rel for f in man.files)
+                  or sum(f["offset"] for f in man.files) != files.get(rel, 0)):
+                return None
+        return cls(root, path, man, checker)
+
+    def add(self, lines: Sequence[bytes], laid: Laid | None = None) -> None:
+        """``lines``, just appended to the record file in this order: checked and laid out
+        here, or as ``laid`` (:func:`lay_out` of the same lines) says."""
+        block = []
+        for line in lines:
+            self.line_no += 1
+            block.append((self.pos, self.line_no, line + b"\n", len(line) + 1))
+            self.pos += len(line) + 1
+        if self.spoiled:
+            return
+        if laid is None:
+            checked, _ = _check_block(self.checker, self.path, 0, block, self.rows)
+        else:
+            where = [f"{self.path}:{n}" for _, n, _, _ in block]
+            checked = [([dataclasses.replace(p, where=w) for p in problems], bad)
+                       for w, (problems, bad) in zip(where, laid.checked)]
+            if laid.rows is not None:
+                self.rows.extend(laid.rows, 0, [b[0] for b, (_, bad) in zip(block, checked)
+                                                if not bad])
+        for problems, bad in checked:
+            for p in problems:
+                self.found.add(p)
+            self.spoiled |= bad
+        if self.rows.n >= BATCH:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.rows.n and not self.spoiled:
+            n = self.rows.n
+            self.part.write(self.rows.tables(), first_debate=self.man.debates + self.added)
+            self.added += n
+
+    def close(self, ok: bool = True) -> bool:
+        """Write the view (``ok``: the run did not fail) unless :meth:`open`'s conditions no
+        longer hold; whether it was written."""
+        try:
+            if not ok or self.spoiled or not self.path.is_file() \
+                    or self.path.stat().st_size != self.pos:
+                return False
+            self._flush()
+            with _locked(self.vdir):
+                now = read_manifest(self.vdir)
+                if (now.to_json() if now is not None else Manifest(
+                        protocol=self.checker.protocol_key).to_json()) != self.opened:
+                    return False
+                man = self.man
+                if self.added:
+                    man.parts.append({"name": self.part.name, "debates": self.added,
+                                      "tables": self.part.finish()})
+                    man.debates += self.added
+                self.entry.update(offset=self.pos, lines=self.line_no,
+                                  fingerprint=_fingerprint(self.path, self.pos))
+                man.files = [self.entry]
+                man.findings = Findings.from_dict(man.findings).merge(self.found).to_dict()
+                write_atomic(self.vdir / VIEW_MANIFEST, man.to_json())
+                return True
+        finally:
+            self.part.discard()

@@ -44,12 +44,15 @@ ensure_ascii=False, separators=(",", ":"))`` writes (the same bytes but for expo
 not 1e+16), about 7x faster."""
 
 
-def encode_record(record: DebateRecord | dict[str, Any]) -> bytes:
+def encode_record(record: DebateRecord | dict[str, Any], check: bool = True) -> bytes:
     """``record``'s line in the store (without its newline), checked against
-    :class:`DebateRecord`; a record that breaks the schema is an error naming the field."""
+    :class:`DebateRecord` (unless ``check=False``: for a caller that decodes the line itself,
+    :func:`pear.store.indexing.lay_out`); a record that breaks the schema is an error naming
+    the field."""
     try:
         line = _ENCODER.encode(record)
-        parse_line("", 0, line)
+        if check:
+            parse_line("", 0, line)
     except (TypeError, ValueError) as err:
         raise ValueError(str(err).split(": ", 1)[-1]) from None
     return line
