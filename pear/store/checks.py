@@ -42,7 +42,10 @@ class Checker:
         """For an imported run (``pear import``): the datasets its manifest names (graded with
         the grading kind it names, not necessarily one of ours); None for a run of ours."""
         self.protocol_key = ""
-        self._hashes: dict[str, str] = {}
+        self._methods: dict[tuple[str, str], tuple[Any, str] | None] = {}
+        """(method, its parameters) -> the method as the protocol runs it and its config
+        hash (None: no such method or parameters)."""
+        self._golds: dict[tuple[str, str], str | None] = {}
         self._base: dict[tuple, bytes] = {}
         self._same: dict[tuple[str, str, str], bool] = {}
         if run_dir is not None:
@@ -247,16 +250,19 @@ class Checker:
     def _protocol(self, rec: Mapping[str, Any], bad) -> None:
         name = rec["method"]
         params = (rec.get("plugin") or {}).get("params") or None
-        try:
-            m = method(name, self.router, params)
-        except ValueError:
+        key = (name, repr(params))
+        if key not in self._methods:
+            try:
+                m = method(name, self.router, params)
+                self._methods[key] = m, config_hash(self.debate, *m.hash_parts())
+            except ValueError:
+                self._methods[key] = None
+        if self._methods[key] is None:
             return  # named under identity (or parameters the method no longer has)
-        key = (name, repr(m.params))
-        if key not in self._hashes:
-            self._hashes[key] = config_hash(self.debate, *m.hash_parts())
-        if rec["config_hash"] != self._hashes[key]:
+        m, want = self._methods[key]
+        if rec["config_hash"] != want:
             bad("config_hash", f"config_hash {str(rec['config_hash'])[:20]} is not the "
-                               f"manifest protocol's {self._hashes[key]} for {name}")
+                               f"manifest protocol's {want} for {name}")
         n = initial_agents(m, self.debate.n_agents)
         if rec["n_agents"] != n or rec["rounds"] > (self.debate.rounds if m.is_debate else 0):
             bad("inconsistent", f"n_agents {rec['n_agents']} or rounds {rec['rounds']} not "
@@ -267,11 +273,13 @@ class Checker:
             self._check_graphs(rec, m.graphs, bad)
 
     def _check_gold(self, rec: Mapping[str, Any], bad) -> None:
-        ds = rec["dataset"]
-        try:  # the question alone, made when first asked (not its whole dataset)
-            gold = get_question(ds, rec["question_id"]).gold
-        except (ValueError, FileNotFoundError):  # no such dataset, file or question
-            gold = None
+        ds, key = rec["dataset"], (rec["dataset"], rec["question_id"])
+        if key not in self._golds:
+            try:  # the question alone, made when first asked (not its whole dataset)
+                self._golds[key] = get_question(ds, rec["question_id"]).gold
+            except (ValueError, FileNotFoundError):  # no such dataset, file or question
+                self._golds[key] = None
+        gold = self._golds[key]
         if gold is None:
             bad("gold", f"question {str(rec['question_id'])[:40]!r} is not in {ds}")
         elif gold != rec["gold"]:
