@@ -12,7 +12,9 @@ Math-Verify's replies kept on disk (:data:`pear.tasks.mathgrade.CACHE_ENV`) woul
 run after the first grade without a worker: each case of this checkout runs with an empty
 store of its own (a fresh machine's first run), and one more case with every core and a store
 that an untimed run of the same grid filled (a machine's later runs: the family's members, the
-build's studies, a rerun).
+build's studies, a rerun).  This checkout's runs write the columnar view beside the records, as
+``pear run`` does by default (the earlier commit indexed it when first read); the last case
+runs with ``--no-view``, the same work as the earlier commit's command.
 
 Grids: ``small`` (gsm8k and math500, 40 questions each, seed 0, no full-dataset runs: 1,440
 debates) and ``paper`` (the sim preset's paper grid, cut to ``--paper-questions`` questions
@@ -44,9 +46,9 @@ GRIDS = {
 
 
 def _debates_per_s(pythonpath: Path, grid: list[str], out: Path, workers: int | None,
-                   store: Path) -> float:
+                   store: Path, extra: tuple[str, ...] = ()) -> float:
     cmd = [sys.executable, "-m", "pear", "run", "--backend", "simulated", "--preset", "sim",
-           *grid, "--out", str(out), "--quiet"]
+           *grid, "--out", str(out), "--quiet", *extra]
     if workers is not None:
         cmd += ["--workers", str(workers)]
     env = {**os.environ, "PYTHONPATH": str(pythonpath), "PEAR_GRADING_CACHE": str(store)}
@@ -88,9 +90,10 @@ def main() -> None:
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(base),
                         a.base], check=True, capture_output=True)
         try:
-            cases = {"before (1 process)": (base, None), "now, 1 process": (ROOT, 1),
-                     f"now, {cores} processes": (ROOT, cores),
-                     f"now, {cores}, store warm": (ROOT, cores)}
+            cases = {"before (1 process)": (base, None, ()), "now, 1 process": (ROOT, 1, ()),
+                     f"now, {cores} processes": (ROOT, cores, ()),
+                     f"now, {cores}, store warm": (ROOT, cores, ()),
+                     f"now, {cores}, warm, no view": (ROOT, cores, ("--no-view",))}
             for gname, grid in grids.items():
                 warm = Path(tmp) / f"{gname}-warm.sqlite"
                 _debates_per_s(ROOT, grid, Path(tmp) / f"{gname}-warming", cores, warm)
@@ -98,10 +101,11 @@ def main() -> None:
                 differ: dict[str, int] = {}
                 reference: dict[str, dict] = {}
                 for i in range(a.repeat):
-                    for case, (path, workers) in cases.items():
+                    for case, (path, workers, extra) in cases.items():
                         out = Path(tmp) / f"{gname}-{i}-{list(cases).index(case)}"
                         store = warm if "warm" in case else out.with_suffix(".sqlite")
-                        rates[case].append(_debates_per_s(path, grid, out, workers, store))
+                        rates[case].append(_debates_per_s(path, grid, out, workers, store,
+                                                          extra))
                         if i == 0 and path == ROOT:
                             recs = _records(out)
                             reference = reference or recs
@@ -113,7 +117,7 @@ def main() -> None:
                     m = statistics.median(r)
                     same = "" if case not in differ else \
                         f"   records differing from 1 process's: {differ[case]}"
-                    print(f"  {case:<22} {m:8.1f} debates/s   x{m / before:.2f}{same}")
+                    print(f"  {case:<28} {m:8.1f} debates/s   x{m / before:.2f}{same}")
         finally:
             subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force",
                             str(base)], check=False, capture_output=True)

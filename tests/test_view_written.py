@@ -89,33 +89,29 @@ def test_lines_the_view_lacks_leave_it_to_the_index(tmp_path):
     assert _same_as_indexed(out, tmp_path) == len(jobs(exp)) + 1
 
 
-def _written(tmp_path: Path, records, laid: bool) -> tuple[Path, bool]:
+def _written(tmp_path: Path, records, chunk: bool) -> tuple[Path, bool]:
     """``records`` appended to a record file of ``tmp_path`` with a :class:`ViewWriter`
-    beside it, laid out as a worker lays out a chunk or checked line by line here."""
+    beside it, laid out as a worker lays out a chunk (``chunk``) or one by one."""
     path = tmp_path / "m" / RECORDS_FILE
     vw = ViewWriter.open(tmp_path, path)
     assert vw is not None
+    checker = Checker(tmp_path)
     with RecordWriter(path.parent) as w:
-        if laid:
-            chunk = lay_out(Checker(tmp_path), records)
-            for line in chunk.lines:
+        for part in [records] if chunk else [[r] for r in records]:
+            laid = lay_out(checker, part)
+            for line in laid.lines:
                 w.write(line)
-            vw.add(chunk.lines, chunk)
-        else:
-            for r in records:
-                line = encode_record(r)
-                w.write(line)
-                vw.add((line,))
+            vw.add(laid)
     return path, vw.close()
 
 
-@pytest.mark.parametrize("laid", [False, True])
-def test_warnings_are_found_where_the_index_finds_them(tmp_path, laid):
+@pytest.mark.parametrize("chunk", [False, True])
+def test_warnings_are_found_where_the_index_finds_them(tmp_path, chunk):
     records = [make_record([["1", "1", "0"], ["1", "1", "1"]], "1", question_id=f"q{k}")
                for k in range(3)]
     records.insert(1, make_record([["<a>1", "1", "0"], ["1", "1", "1"]], "1",
                                   question_id="qm", canonical=lambda a: a[-1]))
-    path, wrote = _written(tmp_path, records, laid)
+    path, wrote = _written(tmp_path, records, chunk)
     assert wrote
     found = read_manifest(tmp_path / "view").findings
     assert found["counts"] == {"markup": 1}
@@ -123,12 +119,12 @@ def test_warnings_are_found_where_the_index_finds_them(tmp_path, laid):
     assert _same_as_indexed(tmp_path, tmp_path / "x") == 4
 
 
-@pytest.mark.parametrize("laid", [False, True])
-def test_a_record_with_an_error_writes_no_view_and_the_index_names_it(tmp_path, laid):
+@pytest.mark.parametrize("chunk", [False, True])
+def test_a_record_with_an_error_writes_no_view_and_the_index_names_it(tmp_path, chunk):
     good = make_record([["1", "1", "0"], ["1", "1", "1"]], "1")
     bad = make_record([["1", "1", "0"], ["1", "1", "1"]], "1", question_id="q9",
                       confidences=[[3, 3, 9], [3, 3, 3]])
-    path, wrote = _written(tmp_path, [good, bad], laid)
+    path, wrote = _written(tmp_path, [good, bad], chunk)
     assert not wrote and not list((tmp_path / "view").rglob("*.parquet"))
     with pytest.raises(ValueError, match=rf"{path}:2.*confidence"):
         view.index(tmp_path)
@@ -142,3 +138,13 @@ def test_a_record_that_is_not_one_is_the_encoders_error(tmp_path):
     with pytest.raises(ValueError) as plain:
         encode_record(broken)
     assert str(laid.value) == str(plain.value)
+
+
+def test_a_run_asked_for_no_view_leaves_it_to_the_index(tmp_path):
+    exp = preset("sim", **EXP)
+    out = tmp_path / "run"
+    be = SimulatedBackend(answer_key(exp), population="grounded")
+    runner.run(exp, be, out, progress=False, workers=1, view=False)
+    assert read_manifest(out / "view") is None
+    assert view.index(out).action == "built"
+    assert _same_as_indexed(out, tmp_path) == len(jobs(exp))

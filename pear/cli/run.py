@@ -97,6 +97,9 @@ def add_run(sub: Any) -> None:
                        "share of the cores, else 1); the records are the same for any number")
     r.add_argument("--tensor-parallel-size", type=positive,
                    help="vllm: GPUs per model (tensor parallel)")
+    r.add_argument("--no-view", action="store_true",
+                   help="do not write the columnar view beside the records (a shard merged "
+                   "later; the view is then indexed when first read)")
     r.set_defaults(handler=_cmd_run)
 
 
@@ -142,7 +145,7 @@ def _cmd_run(a: argparse.Namespace) -> int:
     backend = grid_backend(a.backend, exp, model_path=a.model_path, base_urls=a.base_url,
                            cache_path=None if a.no_cache else cache_path(a.out), extra=extra)
     summary = run(exp, backend, Path(a.out), progress=not a.quiet, stop=_stop_on_signal(),
-                  workers=a.workers or default_workers(a.backend))
+                  workers=a.workers or default_workers(a.backend), view=not a.no_view)
     if summary.stopped:
         print(f"pear: stopped by a signal after {summary.written} debates (every finished "
               "debate is recorded); rerun the same command to resume", file=sys.stderr)

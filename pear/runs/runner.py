@@ -22,7 +22,6 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
-from functools import partial
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
@@ -37,7 +36,7 @@ from pear.runs import compute
 from pear.runs.provenance import close_attempt, open_manifest
 from pear.store import manifest as manifest_io
 from pear.store.checks import Checker
-from pear.store.indexing import Laid, ViewWriter, lay_out
+from pear.store.indexing import ViewWriter, lay_out
 from pear.store.records import (RECORDS_FILE, RecordWriter, completed_ids, encode_record,
                                 few_collections)
 from pear.tasks import grading as tasks, mathgrade
@@ -113,7 +112,8 @@ class RunSummary:
 
 def run(exp: Experiment, backend: Any | Callable[[str], Any], out_dir: str | os.PathLike[str],
         *, progress: bool = True, task_for: Callable[[str], Any] | None = None,
-        stop: Callable[[], bool] | None = None, workers: int = 1) -> RunSummary:
+        stop: Callable[[], bool] | None = None, workers: int = 1, view: bool = True
+        ) -> RunSummary:
     """Run every missing debate of ``exp`` into ``out_dir``.
 
     ``workers``: processes that run the grid's chunks (disjoint parts of it); the records
@@ -130,10 +130,13 @@ def run(exp: Experiment, backend: Any | Callable[[str], Any], out_dir: str | os.
     panel, which runs as one unit).  With a callable, the models run one after another
     and each backend is built only when its turn comes and dropped afterwards (one GPU engine
     at a time); each model's grid is :func:`pear.runs.grid.model_grid`'s.
+
+    ``view``: the run's columnar view is written beside the records of a one-model run
+    (:class:`pear.store.indexing.ViewWriter`); otherwise it is indexed when first read.
     """
     check_workers(workers)
     return _run(exp, backend, Path(out_dir), progress=progress, task_for=task_for, stop=stop,
-                workers=workers)
+                workers=workers, view=view)
 
 
 @contextlib.contextmanager
@@ -160,7 +163,7 @@ LOCK_FILE = ".pear-run.lock"
 
 def _run(exp: Experiment, backend: Any, out: Path, *, progress: bool,
          task_for: Callable[[str], Any] | None, stop: Callable[[], bool] | None,
-         workers: int) -> RunSummary:
+         workers: int, view: bool) -> RunSummary:
     factory = callable(backend) and not hasattr(backend, "generate")
     if exp.debate.agent_models:
         if not factory or exp.models:
@@ -213,7 +216,7 @@ def _run(exp: Experiment, backend: Any, out: Path, *, progress: bool,
                 todo, exp.chunk_questions, workers))), run, bar, workers=workers, stop=stop,
                 math=any(isinstance(grader(d), tasks.MathTask)  # Math-Verify started at once
                          for d in {j.question.dataset for j in todo}),
-                view=len(grid_names) == 1)
+                view=view and len(grid_names) == 1)
             del be, engine
             if stop is not None and stop():
                 summary.stopped = True
@@ -301,21 +304,19 @@ class Recording:
         try:
             with chunk_runner(engine, chunks, workers, math, lines=True,
                               lay=vw.checker if vw is not None else None) as ran:
-                for lines in ran:
-                    laid = lines if isinstance(lines, Laid) else None
-                    for line in laid.lines if laid is not None else lines:
-                        for run in where(line) if callable(where) else (where,):
-                            if engine.model not in run.writers:
-                                run.writers[engine.model] = self.stack.enter_context(
-                                    RecordWriter(model_dir(run.out, engine.model)))
-                            run.writers[engine.model].write(line)
-                            run.written, s.written = run.written + 1, s.written + 1
-                        if vw is not None and laid is None:
-                            vw.add((line,))
-                        each(line)
-                        bar.counts(s.written)
-                    if vw is not None and laid is not None:
-                        vw.add(laid.lines, laid)
+                for chunk in ran:
+                    for item in chunk:  # a record's line, or records laid out (``vw``)
+                        for line in item.lines if vw is not None else (item,):
+                            for run in where(line) if callable(where) else (where,):
+                                if engine.model not in run.writers:
+                                    run.writers[engine.model] = self.stack.enter_context(
+                                        RecordWriter(model_dir(run.out, engine.model)))
+                                run.writers[engine.model].write(line)
+                                run.written, s.written = run.written + 1, s.written + 1
+                            each(line)
+                            bar.counts(s.written)
+                        if vw is not None:
+                            vw.add(item)
                     for w in (w for run in self.dirs.values() for w in run.writers.values()):
                         w.sync()
                     if stop is not None and stop():
@@ -369,8 +370,9 @@ def chunk_runner(engine: Engine, chunks: Sequence[list[Job]], workers: int,
     Math-Verify worker first (:func:`pear.tasks.mathgrade.prestart`).  ``lines``: each
     record comes as its line in the store (:func:`pear.store.records.encode_record`), made
     where the debate ran (a worker sends bytes, not a record to pickle and unpickle); with
-    ``lay`` (a checker of the run's records) a worker's chunk comes as its lines checked and
-    laid out into the view's rows (:func:`pear.store.indexing.lay_out`) in the worker.
+    ``lay`` (a checker of the run's records) as records laid out into the view's rows
+    (:func:`pear.store.indexing.lay_out`) where they ran: each record here, a worker's chunk
+    at once.
 
     While chunks run, the cyclic garbage collector runs rarely
     (:func:`pear.store.records.few_collections`)."""
@@ -378,12 +380,13 @@ def chunk_runner(engine: Engine, chunks: Sequence[list[Job]], workers: int,
         if math and chunks:
             mathgrade.prestart()
         with few_collections():
-            yield ((map(encode_record, engine.run(chunk)) if lines else engine.run(chunk))
+            yield ((lay_out(lay, (r,)) for r in engine.run(chunk)) if lay is not None else
+                   map(encode_record, engine.run(chunk)) if lines else engine.run(chunk)
                    for chunk in chunks)
         return
     global _FORKED
     live = multiprocessing.get_context("fork").SimpleQueue()  # the workers' calls (progress)
-    encode = (partial(lay_out, lay) if lay is not None else
+    encode = ((lambda records: [lay_out(lay, records)]) if lay is not None else
               (lambda records: list(map(encode_record, records))) if lines else list)
     _FORKED = (engine, chunks, live, encode)  # what the workers run: fork copies it (not pickled)
     with few_collections():

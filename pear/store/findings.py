@@ -285,7 +285,7 @@ def _perms(n: int) -> np.ndarray:
     return np.array(list(itertools.permutations(range(n))), dtype=np.int64)
 
 
-_CANON: dict[tuple[int, bytes], bytes] = {}
+_CANON: dict[tuple[int, tuple], bytes] = {}
 
 
 def graph_class(edges: Any, n: int) -> bytes:
@@ -298,11 +298,11 @@ def graph_class(edges: Any, n: int) -> bytes:
     >>> graph_class([[0, 1], [1, 2]], 3) == graph_class([[0, 1], [0, 2]], 3)
     False
     """
-    e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
-    key = (n, e.tobytes())
+    key = (n, tuple(map(tuple, edges)))  # a record's edges: pairs of ints
     hit = _CANON.get(key)
     if hit is not None:
         return hit
+    e = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
     if n > 8:
         deg = (np.sort(np.bincount(e[:, 0], minlength=n)), np.sort(np.bincount(e[:, 1],
                                                                                minlength=n)))

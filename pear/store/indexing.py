@@ -331,14 +331,14 @@ _FORKED_CHECKER: Checker | None = None
 _Block = list[tuple[int, int, "bytes | None", int]]
 
 
-def _check_block(checker: Checker, path: Path, file_no: int, block: _Block,
-                 rows: Rows | None = None) -> tuple[list[tuple[list[Any], bool]], Rows | None]:
+def _check_block(checker: Checker, path: Path, file_no: int, block: _Block
+                 ) -> tuple[list[tuple[list[Any], bool]], Rows | None]:
     """One block of lines checked and laid out: per line its problems and whether one is an
     error (such a record is not laid out), and the column lists of the readable records
-    without errors (added to ``rows``, or to new ones with their debates numbered from 0;
-    None: no such record).  Plain Python values: a forked worker returns them and never
-    touches Arrow (whose threads and locks a fork copies in whatever state they were)."""
-    rows, checked = Rows() if rows is None else rows, []
+    without errors, their debates numbered from 0 (None: no such record).  Plain Python
+    values: a forked worker returns them and never touches Arrow (whose threads and locks
+    a fork copies in whatever state they were)."""
+    rows, checked = Rows(), []
     for pos, line_no, line, size in block:
         rec, problems = checker.check_line(f"{path}:{line_no}", line, size)
         bad = any(KINDS[p.kind][0] == "error" for p in problems)
@@ -412,17 +412,18 @@ def lay_out(checker: Checker, records: Iterable[Any]) -> Laid:
 class ViewWriter:
     """A run directory's view written while its one record file grows (the runner's,
     :func:`pear.runs.runner.run`), instead of indexed from the records afterwards: each
-    record's rows and checks made as :func:`index` makes them (here with :meth:`add`, or in
-    the process that ran the debate, :func:`lay_out`), a :data:`BATCH` of debates per row
+    record's rows and checks made as :func:`index` makes them, in the process that ran the
+    debate (:func:`lay_out`), a :data:`BATCH` of debates per row
     group of one new part, and the manifest written by :meth:`close`.  The records stay the
     truth: :meth:`open` returns None unless the view already holds every line of the run's
     record files (or there are none), and :meth:`close` writes nothing when a line had an
     error, the run failed, or another process indexed the view meanwhile; :func:`index` then
     does what is left, as it would have without this writer.  The tables are those
-    :func:`index` makes from the same records (``tests/test_view.py``)."""
+    :func:`index` makes from the same records (``tests/test_view_written.py``)."""
 
     def __init__(self, root: Path, path: Path, man: Manifest, checker: Checker) -> None:
-        self.root, self.vdir, self.path, self.man, self.checker = root, root / VIEW_DIR, path, man, checker
+        self.root, self.vdir, self.path = root, root / VIEW_DIR, path
+        self.man, self.checker = man, checker
         self.opened = man.to_json()
         self.entry = next((dict(f) for f in man.files if f["path"] == _rel(root, path)),
                           {"path": _rel(root, path), "offset": 0, "lines": 0})
@@ -458,29 +459,26 @@ class ViewWriter:
                 return None
         return cls(root, path, man, checker)
 
-    def add(self, lines: Sequence[bytes], laid: Laid | None = None) -> None:
-        """``lines``, just appended to the record file in this order: checked and laid out
-        here, or as ``laid`` (:func:`lay_out` of the same lines) says."""
-        block = []
-        for line in lines:
+    def add(self, laid: Laid) -> None:
+        """Records laid out (:func:`lay_out`) whose lines were just appended to the record
+        file, in this order: their problems named by file and line as :func:`index` names
+        them, their rows placed at their offsets."""
+        places = []
+        for line in laid.lines:
             self.line_no += 1
-            block.append((self.pos, self.line_no, line + b"\n", len(line) + 1))
+            places.append((self.pos, self.line_no))
             self.pos += len(line) + 1
         if self.spoiled:
             return
-        if laid is None:
-            checked, _ = _check_block(self.checker, self.path, 0, block, self.rows)
-        else:
-            where = [f"{self.path}:{n}" for _, n, _, _ in block]
-            checked = [([dataclasses.replace(p, where=w) for p in problems], bad)
-                       for w, (problems, bad) in zip(where, laid.checked)]
-            if laid.rows is not None:
-                self.rows.extend(laid.rows, 0, [b[0] for b, (_, bad) in zip(block, checked)
-                                                if not bad])
-        for problems, bad in checked:
+        good = []
+        for (pos, line_no), (problems, bad) in zip(places, laid.checked):
             for p in problems:
-                self.found.add(p)
+                self.found.add(dataclasses.replace(p, where=f"{self.path}:{line_no}"))
             self.spoiled |= bad
+            if not bad:
+                good.append(pos)
+        if laid.rows is not None and not self.spoiled:
+            self.rows.extend(laid.rows, 0, good)
         if self.rows.n >= BATCH:
             self._flush()
 
