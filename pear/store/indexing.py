@@ -233,9 +233,11 @@ class _Part:
     """One new Parquet part of the view: its four tables written batch by batch into
     temporary files, moved into place by :meth:`finish` (never half-visible)."""
 
-    def __init__(self, vdir: Path, name: str) -> None:
-        self.vdir, self.name = vdir, name
-        self.tmp = {t: part_path(vdir, name, t).with_suffix(".tmp") for t in TABLES}
+    def __init__(self, vdir: Path, man: Manifest) -> None:
+        """The part after ``man``'s, named by its place and the time."""
+        self.vdir = vdir
+        self.name = f"part-{len(man.parts):05d}-{time.time_ns() % 10**12:012d}"
+        self.tmp = {t: part_path(vdir, self.name, t).with_suffix(".tmp") for t in TABLES}
         self.writers: dict[str, pq.ParquetWriter] = {}
 
     def write(self, tables: dict[str, pa.Table], first_debate: int = 0) -> None:
@@ -292,7 +294,7 @@ def _append(root: Path, vdir: Path, man: Manifest, files: Sequence[Path], checke
     old view intact).  Blocks of lines are checked and laid out in ``workers`` processes
     (:func:`_blocks`); their problems and rows are taken in file order here."""
     entries, slot = _file_entries(root, man, files)
-    part = _Part(vdir, f"part-{len(man.parts):05d}-{time.time_ns() % 10**12:012d}")
+    part = _Part(vdir, man)
     added, found = 0, Findings()
     try:
         for path in files:
@@ -395,7 +397,7 @@ class Laid(NamedTuple):
 
 
 def lay_out(checker: Checker, records: Iterable[Any]) -> Laid:
-    """``records`` (a chunk, in the worker process that ran it) as their lines in the store,
+    """``records`` (in the process that ran them) as their lines in the store,
     each decoded and checked as :func:`index` checks a line (:func:`_check_block`, which is
     also the schema check :func:`pear.store.records.encode_record` makes): a record that breaks
     the schema is the same error as there, naming the field."""
@@ -413,8 +415,8 @@ class ViewWriter:
     """A run directory's view written while its one record file grows (the runner's,
     :func:`pear.runs.runner.run`), instead of indexed from the records afterwards: each
     record's rows and checks made as :func:`index` makes them, in the process that ran the
-    debate (:func:`lay_out`), a :data:`BATCH` of debates per row
-    group of one new part, and the manifest written by :meth:`close`.  The records stay the
+    debate (:func:`lay_out`), a :data:`BATCH` of debates per row group of one new part, and
+    the manifest written by :meth:`close`.  The records stay the
     truth: :meth:`open` returns None unless the view already holds every line of the run's
     record files (or there are none), and :meth:`close` writes nothing when a line had an
     error, the run failed, or another process indexed the view meanwhile; :func:`index` then
@@ -428,7 +430,7 @@ class ViewWriter:
         self.entry = next((dict(f) for f in man.files if f["path"] == _rel(root, path)),
                           {"path": _rel(root, path), "offset": 0, "lines": 0})
         self.pos, self.line_no = self.entry["offset"], self.entry["lines"]
-        self.part = _Part(self.vdir, f"part-{len(man.parts):05d}-{time.time_ns() % 10**12:012d}")
+        self.part = _Part(self.vdir, man)
         self.rows, self.added, self.found, self.spoiled = Rows(), 0, Findings(), False
 
     @classmethod
