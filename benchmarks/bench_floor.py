@@ -24,13 +24,23 @@ whatever batching does (docs/performance.md).
 
 Prints microseconds per debate of the grid (all methods: the single-agent ones route nothing).
 
-    python benchmarks/bench_floor.py [--questions 20] [--repeat 5]
+Last, what a whole ``pear run`` command pays before and after its debates: the wall time of
+``python -m pear run`` on the 60-question grid of ``bench_sim.py --grid paper`` when every
+debate of it is already recorded (imports, the grid, the questions, the manifest: no
+debate), the median of ``--repeat`` runs.  With the floor above, that bounds the rate of that
+benchmark's command on two cores (the floor with records kept, halved, per debate, plus the
+start-up), printed beside ``--base-rate`` (the earlier commit's rate there; 277 debates/s is
+issue 56's figure for 8029965 on this project's 2-core machines).
+
+    python benchmarks/bench_floor.py [--questions 20] [--repeat 5] [--base-rate 277]
 """
 from __future__ import annotations
 
 import argparse
 import json
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -42,6 +52,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--questions", type=int, default=20, help="questions per dataset")
     ap.add_argument("--repeat", type=int, default=5, help="timings of the floor (median)")
+    ap.add_argument("--base-rate", type=float, default=277.0,
+                    help="the earlier commit's debates/s on the 60-question grid")
     a = ap.parse_args()
 
     from pear.core.graphs import debate_base_graph, distinct_relabellings
@@ -193,6 +205,28 @@ def main() -> None:
     print(f"  {'now (1 process)':<22} {now / len(records) * 1e6:9.1f}   "
           f"x{now / len(records) * 1e6 / floor:.1f} the floor, "
           f"x{now / len(records) * 1e6 / kept:.1f} the floor with records kept")
+
+    # the command's start-up: the 60-question grid, every debate of it recorded already
+    cmd = [sys.executable, "-m", "pear", "run", "--backend", "simulated", "--preset", "sim",
+           "--seeds", "0", "--no-full", "--n-questions", "60", "--quiet"]
+    root = Path(__file__).resolve().parents[1]
+    with tempfile.TemporaryDirectory(prefix="bench-floor-s-") as tmp:
+        out = ["--out", str(Path(tmp) / "run")]
+        done = subprocess.run(cmd + out, cwd=root, check=True, capture_output=True, text=True)
+        grid = int(done.stdout.strip().splitlines()[-1].split()[0])
+        starts = []
+        for _ in range(a.repeat):
+            t = time.perf_counter()
+            subprocess.run(cmd + out, cwd=root, check=True, capture_output=True)
+            starts.append(time.perf_counter() - t)
+    start_s = statistics.median(starts)
+    best = grid / (start_s + grid * kept * 1e-6 / 2)
+    print(f"start-up of `pear run` on the 60-question grid ({grid} debates, all recorded "
+          f"already): {start_s:.2f} s (median of {a.repeat})")
+    print(f"  that grid's rate on two cores at most {best:,.0f} debates/s with records kept "
+          f"(start-up + floor / 2 a debate): x{best / a.base_rate:.1f} a base of "
+          f"{a.base_rate:g} debates/s; x15 needs the whole command within "
+          f"{grid / (15 * a.base_rate):.2f} s")
 
 
 if __name__ == "__main__":

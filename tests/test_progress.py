@@ -174,15 +174,18 @@ def test_a_terminal_gets_a_bar_in_calls():
 
 
 def test_model_calls_move_within_a_phase():
-    # the simulated backend reports each completion: the count moves before generate returns
-    engine = Engine(SimulatedBackend(KEY), DebateConfig(rounds=1), task_for=grading.get)
-    seen = []
-    engine.on_progress = lambda: seen.append((engine.phase, engine.calls_done))
-    list(engine.run(JOBS[:4]))
-    initial = [c for p, c in seen if p == "round 0: initial answers"]
-    assert initial[:3] == [0, 1, 2]  # one step per completed request, not per phase
-    assert engine.calls_done == engine.requests
-    assert engine.backend.on_completion is None  # the hook is the engine's only while it runs
+    # simulated agents that take time report each completion: the count moves before
+    # generate returns; instant ones are counted a phase at a time
+    for latency, expect in ((1e-4, [0, 1, 2]), (0.0, [0, 5])):  # 5: the question's answers
+        engine = Engine(SimulatedBackend(KEY, params={"latency_s": latency}),
+                        DebateConfig(rounds=1), task_for=grading.get)
+        seen = []
+        engine.on_progress = lambda: seen.append((engine.phase, engine.calls_done))
+        list(engine.run(JOBS[:4]))
+        initial = [c for p, c in seen if p == "round 0: initial answers"]
+        assert sorted(set(initial))[:3] == expect, latency
+        assert engine.calls_done == engine.requests
+        assert engine.backend.on_completion is None  # the hook is the engine's only while it runs
 
 
 def test_cache_hits_count_as_calls_done(tmp_path):

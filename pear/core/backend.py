@@ -10,7 +10,7 @@ A backend that finishes the requests of one ``generate`` one after another may o
 attribute ``on_completion`` (None by default): while ``generate`` runs, the engine sets it to
 a function the backend calls after each completion, so that progress moves within a phase
 (llama.cpp's batched sequences as each finishes, an HTTP server, vLLM's finished requests,
-the simulated agents); a backend without it is counted a whole batch at a time, when
+simulated agents given a latency); a backend without it is counted a whole batch at a time, when
 ``generate`` returns.
 """
 from __future__ import annotations

@@ -185,7 +185,10 @@ class SimulatedBackend:
     """
 
     name = "simulated"
-    on_completion = None  # set by the engine while generate runs (pear.core.backend)
+    on_completion = None
+    """Set by the engine while generate runs (pear.core.backend); called after each request
+    only when requests take time (``latency_s``): a phase of instant replies is counted when
+    ``generate`` returns."""
 
     def __init__(self, answer_key: Mapping[tuple[str, str], str] | None = None,
                  params: SimParams | Mapping[str, Any] | None = None, seed: int = 0,
@@ -504,10 +507,11 @@ class SimulatedBackend:
             + bool(self.params.malformed_rate)  # the junk draw, where junk is drawn at all
         draws = request_uniforms(self.seed, [int(r.seed) & _MASK64 for r in requests],
                                  width).tolist()
+        if not self.params.latency_s:  # a phase takes milliseconds: counted when it returns
+            return [self._complete(r, u) for r, u in zip(requests, draws)]
         out = []
         for r, u in zip(requests, draws):
-            if self.params.latency_s:
-                time.sleep(self.params.latency_s)
+            time.sleep(self.params.latency_s)
             out.append(self._complete(r, u))
             if self.on_completion is not None:
                 self.on_completion()

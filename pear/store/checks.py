@@ -17,7 +17,7 @@ from pear.core.config import config_hash
 from pear.core.graphs import debate_base_graph, fixed_topology
 from pear.methods import spec, initial_agents, method
 from pear.store import manifest
-from pear.tasks.benchmarks import sha256_files, get_question
+from pear.tasks.benchmarks import DATASETS, sha256_files, get_question
 from pear.tasks.grading import get
 
 __all__ = ["Checker"]
@@ -116,7 +116,6 @@ class Checker:
 
     @staticmethod
     def _identity(rec: Mapping[str, Any], bad, imported: Any = ()) -> None:
-        from pear.catalog.labels import DATASETS  # heavy: pandas, only for this function
         for key in _NAMES:
             if not _PLAIN.fullmatch(str(rec[key])):
                 bad("identity", f"{key} is not a plain name")

@@ -20,12 +20,15 @@ records lack are null.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-import pandas as pd
 import pyarrow as pa
 
 from pear.core.record import IDENTITY
+
+if TYPE_CHECKING:  # start-up: pandas is imported where a table is read (pyarrow imports it
+    # too, when it first makes an array from lists: a run that writes no view never does)
+    import pandas as pd
 
 __all__ = ["SCHEMAS", "TABLES", "Rows", "to_pandas"]
 
@@ -181,6 +184,8 @@ class Rows:
 def to_pandas(table: pa.Table, name: str) -> pd.DataFrame:
     """One table as pandas: few-valued strings as categoricals, the debates' identity as
     plain strings, nullable integers where older records left nulls."""
+    import pandas as pd
+
     df = table.to_pandas(self_destruct=True, split_blocks=True)
     for col in CATEGORICAL.get(name, ()):
         if col not in df:
