@@ -7,6 +7,8 @@ import re
 from types import SimpleNamespace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pear.tasks import benchmarks as data
 from pear.core import prompts
@@ -164,3 +166,26 @@ def test_replies_in_the_paper_shapes_parse():
     u = parse_revision('{"answer": "8", "confidence": 4, "reasoning": "fixed", '
                        '"critique_response": {"2": {"decision": "ACCEPT", "reason": "right"}}}', [1])
     assert (u.answer, u.decisions, u.reasons) == ("8", {1: "ACCEPT"}, {1: "right"})
+
+
+_PIECES = st.sampled_from(["{a}", "{b c}", "{z}", "{", "}", "{{", '{"answer": "x"}', "text ",
+                           "\n", "{a", "a}", "{1}"])
+
+
+@given(st.lists(_PIECES, max_size=12).map("".join),
+       st.dictionaries(st.sampled_from(["a", "b c"]),
+                       st.one_of(st.integers(-9, 99), st.text(max_size=6),
+                                 st.sampled_from(["{a}", "{z}", "}{"])), max_size=2))
+@settings(max_examples=300, deadline=None)
+def test_render_is_one_pass_substitution(template, values):
+    # render's cut-and-join is what one pass of substitution gives: each placeholder of a
+    # given name replaced by str(value), nothing inserted scanned again, every other
+    # brace left as written; a value without a placeholder is an error
+    if any("{" + k + "}" not in template for k in values):
+        with pytest.raises(ValueError, match="no placeholder"):
+            prompts.render(template, values)
+        return
+    want = re.sub(r"\{([A-Za-z_][A-Za-z_ ]*)\}",
+                  lambda m: str(values[m.group(1)]) if m.group(1) in values else m.group(0),
+                  template)
+    assert prompts.render(template, values) == want

@@ -136,27 +136,31 @@ def render(template: str, values: Mapping[str, Any]) -> str:
     >>> render('Agent {agent_id}: {"answer": "x"} {question}', {"agent_id": 2, "question": "{q}"})
     'Agent 2: {"answer": "x"} {q}'
     """
-    return _format_string(template, tuple(values)).format_map(values)
+    texts, names = _plan(template, tuple(values))
+    parts = [texts[0]]
+    for name, text in zip(names, texts[1:]):
+        parts += (str(values[name]), text)
+    return "".join(parts)
 
 
 @lru_cache(maxsize=256)
-def _format_string(template: str, names: tuple[str, ...]) -> str:
-    """``template`` as a :meth:`str.format_map` string for values of ``names``: their
-    placeholders kept, every other brace doubled (shown as written); a name the template
-    has no placeholder for is an error."""
+def _plan(template: str, names: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """``template`` cut at the placeholders of ``names`` (:func:`_pieces`; a placeholder of
+    another name stays in the text as written): joined around the values, it is rendered
+    without a format string parsed per call.  A name the template has no placeholder for is
+    an error."""
     texts, found = _pieces(template)
     unused = [k for k in names if k not in found and "{" + k + "}" not in template]
     if unused:
         raise ValueError(f"template has no placeholder {{{unused[0]}}}")
-    out = [_braces(texts[0])]
+    out_texts, out_names = [texts[0]], []
     for name, text in zip(found, texts[1:]):
-        out.append("{" + name + "}" if name in names else _braces("{" + name + "}"))
-        out.append(_braces(text))
-    return "".join(out)
-
-
-def _braces(text: str) -> str:
-    return text.replace("{", "{{").replace("}", "}}")
+        if name in names:
+            out_names.append(name)
+            out_texts.append(text)
+        else:
+            out_texts[-1] += "{" + name + "}" + text
+    return tuple(out_texts), tuple(out_names)
 
 
 def _options(choices: Sequence[str]) -> str:
