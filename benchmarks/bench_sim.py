@@ -14,7 +14,8 @@ store of its own (a fresh machine's first run), and one more case with every cor
 that an untimed run of the same grid filled (a machine's later runs: the family's members, the
 build's studies, a rerun).  This checkout's runs write the columnar view beside the records, as
 ``pear run`` does by default (the earlier commit indexed it when first read); the last case
-runs with ``--no-view``, the same work as the earlier commit's command.
+runs with ``--no-view``, the same work as the earlier commit's command.  Both trees are
+compiled to bytecode first, as ``make test`` and ``make paper`` leave this one.
 
 Grids: ``small`` (gsm8k and math500, 40 questions each, seed 0, no full-dataset runs: 1,440
 debates) and ``paper`` (the sim preset's paper grid, cut to ``--paper-questions`` questions
@@ -89,6 +90,9 @@ def main() -> None:
         base = Path(tmp) / "base"
         subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(base),
                         a.base], check=True, capture_output=True)
+        for tree in (base, ROOT):  # both compiled, as `make test` and `make paper` leave them
+            subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree / "pear")],
+                           check=True, capture_output=True)
         try:
             cases = {"before (1 process)": (base, None, ()), "now, 1 process": (ROOT, 1, ()),
                      f"now, {cores} processes": (ROOT, cores, ()),
