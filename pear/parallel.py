@@ -122,10 +122,12 @@ def fork_map(fn: Callable[[T], R], items: Iterable[T], workers: int | None = Non
 
     pool = ProcessPoolExecutor(workers, mp_context=fork, initializer=_enter_worker,
                                initargs=((workers, unfinished), initializer, initargs))
+    first, items = len(head), itertools.chain(head, items)
+    del head  # an item is held while its call is in flight, no longer
     try:
         pending: deque = deque()
-        for i, item in enumerate(itertools.chain(head, items)):
-            if i >= len(head):
+        for i, item in enumerate(items):
+            if i >= first:
                 with unfinished.get_lock():
                     unfinished.value += 1
             pending.append(pool.submit(fn, item))

@@ -25,6 +25,7 @@ import json
 import os
 import shutil
 import time
+from collections import deque
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -367,12 +368,20 @@ def _blocks(checker: Checker, path: Path, file_no: int, lines: Iterator[Any],
         for block in itertools.chain(head, blocks):
             yield (block, *_check_block(checker, path, file_no, block))
         return
-    rest, sent = itertools.tee(itertools.chain(head, blocks))  # each block beside its result
+    sent: deque[_Block] = deque()  # the blocks in flight, each yielded beside its result
+    source = itertools.chain(head, blocks)
+    del head  # held by nothing else: a block lives while it is in flight
+
+    def sending() -> Iterator[_Block]:
+        for block in source:
+            sent.append(block)
+            yield block
+
     _FORKED_CHECKER = checker  # what the workers check with: fork copies it
-    results = fork_map(partial(_check_forked, path, file_no), sent, workers, ahead=2)
+    results = fork_map(partial(_check_forked, path, file_no), sending(), workers, ahead=2)
     try:
-        for block, result in zip(rest, results):
-            yield (block, *result)
+        for result in results:
+            yield (sent.popleft(), *result)
     finally:
         results.close()
         _FORKED_CHECKER = None
