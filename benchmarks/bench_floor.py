@@ -206,18 +206,18 @@ def main() -> None:
           f"x{now / len(records) * 1e6 / floor:.1f} the floor, "
           f"x{now / len(records) * 1e6 / kept:.1f} the floor with records kept")
 
-    # the command's start-up: the 60-question grid, every debate of it recorded already
+    # the command's start-up: bench_sim's paper grid at 60 questions, every debate recorded
+    from bench_sim import GRIDS, ROOT
     cmd = [sys.executable, "-m", "pear", "run", "--backend", "simulated", "--preset", "sim",
-           "--seeds", "0", "--no-full", "--n-questions", "60", "--quiet"]
-    root = Path(__file__).resolve().parents[1]
+           *GRIDS["paper"], "--n-questions", "60", "--quiet"]
     with tempfile.TemporaryDirectory(prefix="bench-floor-s-") as tmp:
         out = ["--out", str(Path(tmp) / "run")]
-        done = subprocess.run(cmd + out, cwd=root, check=True, capture_output=True, text=True)
+        done = subprocess.run(cmd + out, cwd=ROOT, check=True, capture_output=True, text=True)
         grid = int(done.stdout.strip().splitlines()[-1].split()[0])
         starts = []
         for _ in range(a.repeat):
             t = time.perf_counter()
-            subprocess.run(cmd + out, cwd=root, check=True, capture_output=True)
+            subprocess.run(cmd + out, cwd=ROOT, check=True, capture_output=True)
             starts.append(time.perf_counter() - t)
     start_s = statistics.median(starts)
     best = grid / (start_s + grid * kept * 1e-6 / 2)
