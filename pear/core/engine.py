@@ -121,16 +121,22 @@ class _Agent:
     truncated: bool = False
     role: str = "honest"
     model: str = ""
+    _view: dict[str, Any] | None = field(default=None, repr=False, compare=False)
 
     def entry(self) -> dict[str, Any]:
         """The record's entry (:class:`pear.core.record.AgentEntry`), keys in schema order."""
         return dict(zip(AGENT_KEYS, _agent_values(self)))
 
     def view(self) -> dict[str, Any]:
-        """What other agents' prompts show of this agent (``agent`` 0-indexed)."""
-        return {"agent": self.agent, "answer": self.answer or "(no answer)",
-                "canonical": self.canonical, "confidence": self.confidence,
-                "reasoning": self.reasoning}
+        """What other agents' prompts show of this agent (``agent`` 0-indexed): made once
+        (the agent never changes; round 0's are shown in every method of its question), so
+        read, never changed, by the prompts and the backends' ``meta``."""
+        v = self._view
+        if v is None:
+            v = self._view = {"agent": self.agent, "answer": self.answer or "(no answer)",
+                              "canonical": self.canonical, "confidence": self.confidence,
+                              "reasoning": self.reasoning}
+        return v
 
 
 _agent_values = attrgetter(*AGENT_KEYS)
@@ -156,10 +162,13 @@ class Critique:
     reason: str = ""
     parse_error: str | None = None
 
-    def shown(self) -> dict[str, Any]:
-        """The critique as the target's revision prompt shows it (no source confidence)."""
+    def received(self) -> dict[str, Any]:
+        """The critique as its target's revision request holds it (``meta["critiques"]``):
+        what the revision prompt shows (source, step_loc, correction, assessment; the prompt
+        shows no source confidence) and, for the backend, the source's answer and confidence."""
         return {"source": self.source, "step_loc": self.step_loc, "correction": self.correction,
-                "assessment": self.assessment}
+                "assessment": self.assessment, "source_answer": self.source_answer,
+                "source_confidence": self.source_confidence}
 
     def entry(self) -> dict[str, Any]:
         """The record's entry (:class:`pear.core.record.CritiqueEntry`), keys in schema order."""
@@ -450,13 +459,11 @@ class Engine:
                 if c.delivered:
                     received[c.target].append(c)
             for i, agent in enumerate(d.agents):
-                shown = [c.shown() for c in received[i]]
+                shown = [c.received() for c in received[i]]
                 own = agent.view()
                 meta = {"phase": "revision", "round": r, "agent": i, "dataset": q.dataset,
                         "question_id": q.id, "debate_id": d.ident["debate_id"], "own": own,
-                        "critiques": [{**s, "source_answer": c.source_answer,
-                                       "source_confidence": c.source_confidence}
-                                      for s, c in zip(shown, received[i])], **_question_meta(q)}
+                        "critiques": shown, **_question_meta(q)}
                 reqs.append(self._request(
                     q, prompts.revision_messages(q, own, shown, self.style), "revision",
                     request_seed(job.seed, job.method.name, q.dataset, q.id, i, r, "revision"),
