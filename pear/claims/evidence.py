@@ -79,9 +79,9 @@ def _hub(debates: pd.DataFrame, edges: pd.DataFrame) -> pd.Series:
     top = deg.groupby(["debate", "round"])["d"].transform("max")
     best = deg[deg["d"] == top]
     unique = best.groupby(["debate", "round"])["source"].agg(["size", "first"])
-    holder = unique["first"].where(unique["size"] == 1, -1)
-    per = holder.groupby(level="debate").agg(lambda s: float(s.iloc[0] >= 0 and
-                                                             (s == s.iloc[0]).all()))
+    holder = unique["first"].where(unique["size"] == 1, -1)  # -1: a tie for the top
+    first = holder.groupby(level="debate").transform("first")  # the first debate round's
+    per = ((first >= 0) & (holder == first)).groupby(level="debate").all().astype(float)
     return debates["debate"].map(per).astype(float)
 
 
