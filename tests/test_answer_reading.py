@@ -130,3 +130,21 @@ def test_import_grades_the_stated_answers(tmp_path):
         agent = recs[x["question_id"]]["rounds_data"][x["round"]]["agents"][x["agent"]]
         assert agent["correct"] and agent["reasoning"].endswith(x["text_tail"])
     assert {r.entry for r in reader("dylan").read(f)} == {problem_text(k) for k in keys}
+
+
+def test_scans_split_at_every_kind_of_whitespace_and_only_there():
+    """The token and sentence scans jump to the next character that can matter; every
+    character ``str.isspace`` calls whitespace (no-break and em spaces, line separators) still
+    ends a token, and a sentence still ends only at ``.!?`` before whitespace, or a line end,
+    never inside math."""
+    from pear.store.readers import answers
+    spaces = [c for c in map(chr, range(0x3000 + 1)) if c.isspace()]
+    assert len(spaces) > 20
+    for c in spaces:
+        assert answers._tokens(f"x{c}$a b${c}{{c d}},{c}7,") == \
+            ["x", "$a b$", "{c d}", ",", "7", ","]
+        assert [s for _, s in answers._sentences(f"So $x. y$ is 4.{c}Then 5! ok")] == \
+            ["So $x. y$ is 4.", ("" if c == "\n" else c) + "Then 5!", " ok"]  # "\n": its own
+    assert answers._sentences("a\\$. b") == [(0, "a\\$."), (4, " b")]
+    assert answers._tokens("\\(1, 2\\) and \\begin{x}p q\\end{x}") == \
+        ["\\(1, 2\\)", "and", "\\begin{x}p q\\end{x}"]

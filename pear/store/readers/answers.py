@@ -20,6 +20,8 @@ _ANSWER_IS = re.compile(
 _ANSWER_LINE = re.compile(r"(?:^|\n)[ \t*#]*(?:final\s+)?answer\s*:\s*", re.I)
 _FINAL_AFTER = re.compile(r",?\s*(?:(?:which|this|that)\s+)?(?:is|as)\s+(?:our|my|the)\s+(?:final|"
                           r"correct|right)\s+answer", re.I)
+_FINAL_CORE = re.compile(r"(?:is|as)\s+(?:our|my|the)\s+(?:final|correct|right)\s+answer", re.I)
+"""What every :data:`_FINAL_AFTER` match holds: a text without it is not scanned again."""
 _GSM_MARK = re.compile(r"####\s*")
 _BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _COPULA = re.compile(r"(?<![\\\w])(?<!that )(?<!which )(?<!who )"  # not a relative clause's
@@ -72,6 +74,12 @@ def _math_end(text: str, i: int) -> int | None:
     return None
 
 
+# where the scans below stop: only there can math open (:func:`_math_end` needs a ``$`` or a
+# backslash), a braced group open, a token or a sentence end; ``\s`` is ``str.isspace``
+_TOKEN_STOP = re.compile(r"[$\\{]|\s")
+_SENTENCE_STOP = re.compile(r"[$\\.!?\n]")
+
+
 def _tokens(text: str) -> list[str]:
     """Whitespace-separated tokens, each math segment (``$...$``, ``\\[...\\]``, a braced
     group) whole, with ``,`` a token of its own after a segment or a number."""
@@ -79,6 +87,12 @@ def _tokens(text: str) -> list[str]:
     cur = ""
     i = 0
     while i < len(text):
+        m = _TOKEN_STOP.search(text, i)  # what lies before it only lengthens the token
+        if m is None:
+            cur += text[i:]
+            break
+        cur += text[i:m.start()]
+        i = m.start()
         ch = text[i]
         j = _math_end(text, i)
         if j is not None:
@@ -215,6 +229,10 @@ def _sentences(text: str) -> list[tuple[int, str]]:
     line ends, never inside math."""
     out, start, i = [], 0, 0
     while i < len(text):
+        m = _SENTENCE_STOP.search(text, i)  # nothing before it opens math or ends a sentence
+        if m is None:
+            break
+        i = m.start()
         j = _math_end(text, i)
         if j is not None:
             i = j
@@ -313,7 +331,7 @@ def final_answer(text: str) -> str:
             value = _math_run(t[m.end():]) or _stated(_sentence_at(t, m.end()), True)
             if value:
                 marks.append((m.start(), value))
-    for m in _FINAL_AFTER.finditer(t):
+    for m in _FINAL_AFTER.finditer(t) if _FINAL_CORE.search(t) else ():
         start = max((s for s, _ in _sentences(t[:m.start()])), default=0)
         value = _last_math(t[start:m.start()])
         value = _value_of(value) if value else ""
