@@ -50,11 +50,13 @@ import dataclasses
 import os
 import shutil
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
+from pear.parallel import cores_per_process, fork_map
 from pear.paths import BUILD_DIR, REAL_DEBATES_DIR, REPO_ROOT, PAPER_DIR, shown, write_json
 from pear.sim import population as pop, revision
 from pear.sim.population import Population, RevisionModel, SimParams
@@ -126,20 +128,28 @@ def mmlu_runs(where: str | os.PathLike[str] | None = None, *, corpus: Path = MML
               fresh: bool = False) -> list[Path]:
     """The run directories of DyLAN's MMLU debates (:data:`MMLU_CORPUS`), one per team size
     (``build/imported/dylan-mmlu<n>-<sha>``, under ``where`` when given), each kept when it
-    already holds exactly this import, else imported now (graded by letter: seconds);
-    ``fresh``: imported now whatever is there."""
-    from pear.populations.real_debates import imported_run  # heavy: pandas, scipy, only for this function
+    already holds exactly this import, else imported now (graded by letter: seconds; the
+    teams on this process's cores, the largest first); ``fresh``: imported now whatever is
+    there."""
     root = Path(where) if where else BUILD_DIR / "imported"
     sha8 = file_sha256(corpus)[:8]
-    out = []
-    for n in MMLU_TEAMS:
-        run = root / f"dylan-mmlu{n}-{sha8}"
-        if fresh and run.exists():
-            shutil.rmtree(run)
-        out.append(imported_run(DylanMmluReader.name, corpus, run, dataset=MMLU_DATASET,
-                                grading=MMLU_GRADING, model=CORPUS_MODEL, skip_bad=True,
-                                protocol=f"dylan-mmlu-{n}"))
-    return out
+    runs = [root / f"dylan-mmlu{n}-{sha8}" for n in MMLU_TEAMS]
+    if fresh:
+        for run in runs:
+            if run.exists():
+                shutil.rmtree(run)
+    teams = sorted(zip(MMLU_TEAMS, runs), reverse=True)  # (DyLAN's 7-agent team is the largest)
+    done = dict(fork_map(partial(_mmlu_team, corpus=corpus), teams, cores_per_process()))
+    return [done[n] for n in MMLU_TEAMS]
+
+
+def _mmlu_team(team: tuple[int, Path], corpus: Path) -> tuple[int, Path]:
+    """One team size of :func:`mmlu_runs`: ``(n, its run)``, kept or imported."""
+    from pear.populations.real_debates import imported_run  # heavy: pandas, scipy, only for this function
+    n, run = team
+    return n, imported_run(DylanMmluReader.name, corpus, run, dataset=MMLU_DATASET,
+                           grading=MMLU_GRADING, model=CORPUS_MODEL, skip_bad=True,
+                           protocol=f"dylan-mmlu-{n}")
 
 
 def default_runs(fresh: bool = False) -> list[Path]:
