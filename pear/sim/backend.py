@@ -74,13 +74,14 @@ import math
 import os
 import time
 from dataclasses import dataclass
+from hashlib import sha256
 from statistics import NormalDist
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from pear.core.backend import Completion, Request
-from pear.core.hashing import hex_id, int_seed
+from pear.core.hashing import hex_id
 from pear.sim.population import (DATASET_EASE, FEW_OPTIONS, Population, RevisionModel,
                                  SimParams, expected_accuracy, identity, load, skill_of)
 
@@ -101,8 +102,14 @@ def _sigmoid(x: float) -> float:
 
 
 def _key(*parts: Any) -> int:
-    """A stable 64-bit integer of ``parts`` (the core's seed hashing)."""
-    return int_seed(*parts)
+    """A stable 64-bit integer of ``parts``: :func:`pear.core.hashing.int_seed` of them, its
+    steps written out (it runs for every latent draw)."""
+    return _int_of("\x1f".join(map(str, parts)))
+
+
+def _int_of(text: str) -> int:
+    """:func:`_key` of the parts already joined by ``\x1f`` into ``text``."""
+    return int.from_bytes(sha256(text.encode()).digest()[:8], "big")
 
 
 _NORMAL = NormalDist()
@@ -212,6 +219,7 @@ class SimulatedBackend:
         self.calls = 0
         self._questions: dict[tuple[str, str, int], _Question] = {}
         self._skills: dict[tuple[str, str, int], float] = {}
+        self._difficulties: dict[tuple[str, str], float] = {}
         self._cdfs: dict[tuple[Any, ...], list[float]] = {}  # revision choice, by structure
         self._choices: dict[tuple[Any, ...], tuple[list[str], list[float]]] = {}
 
@@ -245,18 +253,29 @@ class SimulatedBackend:
             if (dataset, qid) not in self.answer_key:
                 raise KeyError(f"simulated backend has no answer for question {(dataset, qid)}")
             gold = self.answer_key[(dataset, qid)]
-            q = _Question(gold, _normal(self.seed, "difficulty", dataset, qid),
+            q = _Question(gold, self._difficulty(dataset, qid),
                           self._wrong_answers(dataset, qid, gold, n_choices))
             self._questions[ck] = q
         return q
 
     def skill(self, meta: Mapping[str, Any]) -> float:
         """The standardised skill of the request's agent on its question (cached)."""
-        ck = (meta["dataset"], meta["question_id"], int(meta["agent"]))
+        return self._skill(meta["dataset"], meta["question_id"], int(meta["agent"]))
+
+    def _skill(self, dataset: str, qid: str, agent: int) -> float:
+        ck = (dataset, qid, agent)
         s = self._skills.get(ck)
         if s is None:
             s = self._skills[ck] = _normal(self.seed, "skill", *ck)
         return s
+
+    def _difficulty(self, dataset: str, qid: str) -> float:
+        """The standardised difficulty of a question (cached)."""
+        ck = (dataset, qid)
+        d = self._difficulties.get(ck)
+        if d is None:
+            d = self._difficulties[ck] = _normal(self.seed, "difficulty", *ck)
+        return d
 
     def _wrong_answers(self, dataset: str, qid: str, gold: str, n_choices: int
                        ) -> tuple[str, ...]:
@@ -271,7 +290,8 @@ class SimulatedBackend:
                 g = 10 + _key(self.seed, "anchor", dataset, qid) % 90
                 base = [str(g + o) for o in range(12)]
             pool = [w for w in dict.fromkeys(base) if w != gold]
-        pool.sort(key=lambda w: _key(self.seed, "wrong", dataset, qid, w))
+        head = f"{self.seed}\x1fwrong\x1f{dataset}\x1f{qid}\x1f"  # _key(seed, "wrong", ..., w)
+        pool.sort(key=lambda w: _int_of(head + w))
         return tuple(pool[:n])
 
     def _p_solve(self, q: _Question, meta: Mapping[str, Any]) -> float:
@@ -293,9 +313,8 @@ class SimulatedBackend:
         difficulty of its question, as :meth:`skill` and :meth:`question` draw them."""
         if not agents:
             raise ValueError("no agents to average over")
-        difficulty = {q: _normal(self.seed, "difficulty", dataset, q) for q, _ in agents}
-        return (np.array([_normal(self.seed, "skill", dataset, q, a) for q, a in agents]),
-                np.array([difficulty[q] for q, _ in agents]))
+        return (np.array([self._skill(dataset, q, a) for q, a in agents]),
+                np.array([self._difficulty(dataset, q) for q, _ in agents]))
 
     def matched(self, dataset: str, agents: Sequence[tuple[str, int]], rate: float,
                 weights: Sequence[float] | None = None, tol: float = 1e-4
@@ -314,9 +333,11 @@ class SimulatedBackend:
                 lo = mid
             else:
                 hi = mid
-        return SimulatedBackend(self.answer_key, {"skill_mean": (lo + hi) / 2},
-                                seed=self.seed, n_agents=self.n_agents,
-                                population=self.population)
+        out = SimulatedBackend(self.answer_key, {"skill_mean": (lo + hi) / 2},
+                               seed=self.seed, n_agents=self.n_agents,
+                               population=self.population)
+        out._skills, out._difficulties = self._skills, self._difficulties  # the same draws
+        return out
 
     # decisions ----------------------------------------------------------------------
     def solve(self, q: _Question, meta: Mapping[str, Any], u: Sequence[float],
