@@ -14,8 +14,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Mapping
 
-__all__ = ["hex_id", "int_seed", "derive_seed", "request_seed", "debate_seed", "round_seed",
-           "base_graph_seed", "debate_id", "branch_debate_id", "config_digest", "stable_seed",
+__all__ = ["hex_id", "int_seed", "joined_seed", "derive_seed", "request_seed", "debate_seed",
+           "round_seed", "base_graph_seed", "debate_id", "branch_debate_id", "config_digest", "stable_seed",
            "file_sha256"]
 
 
@@ -36,11 +36,12 @@ def int_seed(*parts: object, nbytes: int = 8, sep: str = "\x1f", bits: int | Non
     by ``sep``, kept to its low ``bits`` bits when given (31: a seed any RNG accepts)."""
     if not 1 <= nbytes <= 32:
         raise ValueError(f"invalid nbytes={nbytes!r}: a sha256 digest has 1..32 bytes")
-    return _int_of(sep.join(map(str, parts)), nbytes, bits)
+    return joined_seed(sep.join(map(str, parts)), nbytes, bits)
 
 
-def _int_of(text: str, nbytes: int, bits: int | None) -> int:
-    """:func:`int_seed` of the parts already joined into ``text`` (arguments unchecked)."""
+def joined_seed(text: str, nbytes: int = 8, bits: int | None = None) -> int:
+    """:func:`int_seed` of the parts already joined into ``text`` (arguments unchecked: for
+    the paths that draw a seed per request or per latent)."""
     value = int.from_bytes(hashlib.sha256(text.encode("utf-8")).digest()[:nbytes], "big")
     return value & ((1 << bits) - 1) if bits is not None else value
 
@@ -67,7 +68,7 @@ def request_seed(seed: int, method: str, dataset: str, question_id: str, agent: 
     else:
         text = (f"{seed}\x1f{method}\x1f{dataset}\x1f{question_id}\x1f{agent}\x1f{round_}"
                 f"\x1f{_REQUEST_LABELS[phase]}")
-    return _int_of(text, 4, 31)
+    return joined_seed(text, 4, 31)
 
 
 _REQUEST_LABELS = {"critique": "critique", "revision": "update"}

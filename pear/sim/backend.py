@@ -74,14 +74,13 @@ import math
 import os
 import time
 from dataclasses import dataclass
-from hashlib import sha256
 from statistics import NormalDist
 from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from pear.core.backend import Completion, Request
-from pear.core.hashing import hex_id
+from pear.core.hashing import hex_id, joined_seed
 from pear.sim.population import (DATASET_EASE, FEW_OPTIONS, Population, RevisionModel,
                                  SimParams, expected_accuracy, identity, load, skill_of)
 
@@ -102,14 +101,9 @@ def _sigmoid(x: float) -> float:
 
 
 def _key(*parts: Any) -> int:
-    """A stable 64-bit integer of ``parts``: :func:`pear.core.hashing.int_seed` of them, its
-    steps written out (it runs for every latent draw)."""
-    return _int_of("\x1f".join(map(str, parts)))
-
-
-def _int_of(text: str) -> int:
-    """:func:`_key` of the parts already joined by ``\x1f`` into ``text``."""
-    return int.from_bytes(sha256(text.encode()).digest()[:8], "big")
+    """A stable 64-bit integer of ``parts`` (the core's :func:`~pear.core.hashing.int_seed`,
+    joined here: it runs for every latent draw)."""
+    return joined_seed("\x1f".join(map(str, parts)))
 
 
 _NORMAL = NormalDist()
@@ -291,7 +285,7 @@ class SimulatedBackend:
                 base = [str(g + o) for o in range(12)]
             pool = [w for w in dict.fromkeys(base) if w != gold]
         head = f"{self.seed}\x1fwrong\x1f{dataset}\x1f{qid}\x1f"  # _key(seed, "wrong", ..., w)
-        pool.sort(key=lambda w: _int_of(head + w))
+        pool.sort(key=lambda w: joined_seed(head + w))
         return tuple(pool[:n])
 
     def _p_solve(self, q: _Question, meta: Mapping[str, Any]) -> float:
