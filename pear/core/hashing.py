@@ -15,8 +15,8 @@ import hashlib
 from typing import Any, Mapping
 
 __all__ = ["hex_id", "int_seed", "joined_seed", "derive_seed", "request_seed", "debate_seed",
-           "round_seed", "base_graph_seed", "debate_id", "branch_debate_id", "config_digest", "stable_seed",
-           "file_sha256"]
+           "round_seed", "base_graph_seed", "debate_id", "branch_debate_id", "config_digest",
+           "stable_seed", "file_sha256"]
 
 
 def _digest(parts: tuple[object, ...], sep: str) -> bytes:
