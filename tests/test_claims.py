@@ -307,12 +307,11 @@ def test_permanent_hub_per_debate():
     debate round: the same agent each round (1), another agent in some round or a tie for the
     top (0), no routed rounds (NaN); round 0's edges do not count."""
     edges = pd.DataFrame(
-        [(d, r, s) for d, r, s in [
-            (0, 1, 2), (0, 1, 2), (0, 1, 0), (0, 2, 2), (0, 2, 1), (0, 2, 2),  # agent 2 both
-            (1, 1, 0), (1, 1, 0), (1, 2, 1), (1, 2, 1),                      # 0, then 1
-            (2, 1, 0), (2, 1, 1), (2, 2, 0), (2, 2, 0),                      # a tie in round 1
-            (3, 0, 1), (3, 0, 1),                                            # round 0 only
-            (4, 1, 3)]],                                                     # one round
+        [(0, 1, 2), (0, 1, 2), (0, 1, 0), (0, 2, 2), (0, 2, 1), (0, 2, 2),  # agent 2 both
+         (1, 1, 0), (1, 1, 0), (1, 2, 1), (1, 2, 1),                      # 0, then 1
+         (2, 1, 0), (2, 1, 1), (2, 2, 0), (2, 2, 0),                      # a tie in round 1
+         (3, 0, 1), (3, 0, 1),                                            # round 0 only
+         (4, 1, 3)],                                                      # one round
         columns=["debate", "round", "source"])
     debates = pd.DataFrame({"debate": [0, 1, 2, 3, 4, 5]})
     got = evidence._hub(debates, edges).tolist()

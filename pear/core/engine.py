@@ -459,13 +459,13 @@ class Engine:
                 if c.delivered:
                     received[c.target].append(c)
             for i, agent in enumerate(d.agents):
-                shown = [c.received() for c in received[i]]
+                heard = [c.received() for c in received[i]]
                 own = agent.view()
                 meta = {"phase": "revision", "round": r, "agent": i, "dataset": q.dataset,
                         "question_id": q.id, "debate_id": d.ident["debate_id"], "own": own,
-                        "critiques": shown, **_question_meta(q)}
+                        "critiques": heard, **_question_meta(q)}
                 reqs.append(self._request(
-                    q, prompts.revision_messages(q, own, shown, self.style), "revision",
+                    q, prompts.revision_messages(q, own, heard, self.style), "revision",
                     request_seed(job.seed, job.method.name, q.dataset, q.id, i, r, "revision"),
                     meta, sources=[c.source for c in received[i]]))
                 owners.append((j, i, received[i]))

@@ -18,10 +18,9 @@ _ANSWER_IS = re.compile(
     r"(?:is|would be|should be|will be|remains|:|=)\s*(?:still\s+|indeed\s+|then\s+|now\s+)?",
     re.I)
 _ANSWER_LINE = re.compile(r"(?:^|\n)[ \t*#]*(?:final\s+)?answer\s*:\s*", re.I)
-_FINAL_AFTER = re.compile(r",?\s*(?:(?:which|this|that)\s+)?(?:is|as)\s+(?:our|my|the)\s+(?:final|"
-                          r"correct|right)\s+answer", re.I)
 _FINAL_CORE = re.compile(r"(?:is|as)\s+(?:our|my|the)\s+(?:final|correct|right)\s+answer", re.I)
 """What every :data:`_FINAL_AFTER` match holds: a text without it is not scanned again."""
+_FINAL_AFTER = re.compile(r",?\s*(?:(?:which|this|that)\s+)?" + _FINAL_CORE.pattern, re.I)
 _GSM_MARK = re.compile(r"####\s*")
 _BOX = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _COPULA = re.compile(r"(?<![\\\w])(?<!that )(?<!which )(?<!who )"  # not a relative clause's
