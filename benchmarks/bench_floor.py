@@ -23,6 +23,9 @@ prompt tokens).  Added to the floor, that is the least a debate costs with today
 whatever batching does (docs/performance.md).
 
 Prints microseconds per debate of the grid (all methods: the single-agent ones route nothing).
+Beside the record write, the least its bytes cost whatever builds them: each record's values,
+laid out beforehand, made into msgspec Structs in the record's key order and encoded (the
+lines checked equal to the records').
 
 Last, what a whole ``pear run`` command pays before and after its debates: the wall time of
 ``python -m pear run`` on the 60-question grid of ``bench_sim.py --grid paper`` when every
@@ -30,7 +33,11 @@ debate of it is already recorded (imports, the grid, the questions, the manifest
 debate), the median of ``--repeat`` runs.  With the floor above, that bounds the rate of that
 benchmark's command on two cores (the floor with records kept, halved, per debate, plus the
 start-up), printed beside ``--base-rate`` (the earlier commit's rate there; 277 debates/s is
-issue 56's figure for 8029965 on this project's 2-core machines).
+issue 56's figure for 8029965 on this project's 2-core machines).  Then, at fifteen times
+that base, what a debate may take of a core with both cores fully used, and what is left of it
+once the records' bytes, seeds and draws (at the least) are paid: the budget of everything else,
+beside what routing, prompts and the view written beside the records (``lay_out``: a record
+encoded, decoded, checked and laid out into the view's rows) cost now.
 
     python benchmarks/bench_floor.py [--questions 20] [--repeat 5] [--base-rate 277]
 """
@@ -61,6 +68,8 @@ def main() -> None:
     from pear.runs import runner
     from pear.runs.factory import make_backend
     from pear.runs.grid import experiment
+    from pear.store.checks import Checker
+    from pear.store.indexing import lay_out
     from pear.store.records import RecordWriter, read_records
     from pear.tasks import mathgrade
 
@@ -72,7 +81,17 @@ def main() -> None:
         start = time.perf_counter()
         summary = runner.run(exp, backend, Path(tmp) / "run", progress=False, workers=1)
         now = time.perf_counter() - start
-        records = read_records(runner.model_dir(Path(tmp) / "run", backend.model_id))
+        run_dir = runner.model_dir(Path(tmp) / "run", backend.model_id)
+        records = read_records(run_dir)
+        # the view's part of a record, as `pear run` writes it: encoded, decoded, checked, laid
+        # out into the four tables' rows (pear.store.indexing.lay_out)
+        checker = Checker(run_dir)
+        layouts = []
+        for _ in range(a.repeat):
+            t = time.perf_counter()
+            lay_out(checker, records)
+            layouts.append(time.perf_counter() - t)
+    view_us = statistics.median(layouts) / len(records) * 1e6
     assert len(records) == summary.written > 0
     n, k, cfg = exp.debate.n_agents, exp.debate.k, exp.router
 
@@ -111,6 +130,53 @@ def main() -> None:
     def build_all() -> None:
         for line in lines:
             json.loads(line)
+
+    # the least that the record's bytes cost, whatever builds them: each record's values, laid
+    # out in flat tuples beforehand, made into msgspec Structs in the record's key order (the
+    # cheapest Python objects msgspec encodes) and encoded; the lines must equal the records'
+    import msgspec
+    from pear.store.records import encode_record
+    shapes: dict[tuple, type] = {}
+
+    def shape(keys: tuple) -> type:
+        if keys not in shapes:
+            shapes[keys] = msgspec.defstruct(f"S{len(shapes)}", [(k, object) for k in keys])
+        return shapes[keys]
+
+    def flat(record: dict) -> tuple:
+        """(struct, values, where the rounds are, rounds): each round (struct, values, where
+        its agents and critiques are, their (struct, values)); other values as they are."""
+        def level(d: dict, nested: tuple[str, ...]) -> tuple[type, list, list[int]]:
+            return shape(tuple(d)), list(d.values()), [list(d).index(k) for k in nested]
+        rounds = []
+        for rd in record["rounds_data"]:
+            kind, values, (ai, ci) = level(rd, ("agents", "critiques"))
+            rounds.append((kind, values, ai, ci,
+                           [(shape(tuple(x)), tuple(x.values())) for x in rd["agents"]],
+                           [(shape(tuple(x)), tuple(x.values())) for x in rd["critiques"]]))
+        kind, values, (ri,) = level(record, ("rounds_data",))
+        return kind, values, ri, rounds
+
+    def made(f: tuple):
+        kind, values, ri, rounds = f
+        out = []
+        for rkind, rvalues, ai, ci, agents, critiques in rounds:
+            rvalues = rvalues.copy()
+            rvalues[ai] = [k(*v) for k, v in agents]
+            rvalues[ci] = [k(*v) for k, v in critiques]
+            out.append(rkind(*rvalues))
+        values = values.copy()
+        values[ri] = out
+        return kind(*values)
+
+    flats = [flat(r) for r in records]
+    encoder = msgspec.json.Encoder()
+    assert all(encoder.encode(made(f)) == encode_record(r, check=False)
+               for f, r in zip(flats, records)), "the Structs must give the records' lines"
+
+    def bytes_all() -> None:
+        for f in flats:
+            encoder.encode(made(f))
 
     def write_all(tmp: Path) -> None:
         with RecordWriter(tmp) as w:
@@ -206,6 +272,12 @@ def main() -> None:
           f"x{now / len(records) * 1e6 / floor:.1f} the floor, "
           f"x{now / len(records) * 1e6 / kept:.1f} the floor with records kept")
 
+    least_bytes = timed(bytes_all)
+    print(f"  {'record bytes at least':<22} {least_bytes:9.1f}   (its values made into msgspec "
+          f"Structs and encoded: the record write's least part)")
+    print(f"  {'view laid out':<22} {view_us:9.1f}   (a record's rows of the view written "
+          f"beside the records: encoded, decoded, checked, laid out)")
+
     # the command's start-up: bench_sim's paper grid at 60 questions, every debate recorded
     from bench_sim import GRIDS, ROOT
     cmd = [sys.executable, "-m", "pear", "run", "--backend", "simulated", "--preset", "sim",
@@ -227,6 +299,19 @@ def main() -> None:
           f"(start-up + floor / 2 a debate): x{best / a.base_rate:.1f} a base of "
           f"{a.base_rate:g} debates/s; x15 needs the whole command within "
           f"{grid / (15 * a.base_rate):.2f} s")
+    # fifteen times the base: what is left a debate, on a core, with both cores perfectly used,
+    # after the start-up and what the records fix at the least (bytes, seeds, draws)
+    per_core = (grid / (15 * a.base_rate) - start_s) * 2 / grid * 1e6
+    fixed = least_bytes + per_request["request seeds (sha256)"] + \
+        per_request["6 uniforms a request"]
+    left = per_core - fixed
+    per_req = len(requests) / len(records)
+    print(f"at x15 a debate may take {per_core:.1f} microseconds of a core (both cores fully "
+          f"used); the records' bytes, seeds and draws take {fixed:.1f} at the least; left "
+          f"for everything else (prompts, routing, the agents, parsing, grading, the view): "
+          f"{left:.1f} a debate, {left / per_req:.2f} a request; routing and the influence "
+          f"update alone take {parts['router (route_batch)'] + parts['influence update']:.1f}, "
+          f"prompts rendered {per_request['prompts rendered']:.1f}, the view {view_us:.1f}")
 
 
 if __name__ == "__main__":
