@@ -39,6 +39,13 @@ once the records' bytes, seeds and draws (at the least) are paid: the budget of 
 beside what routing, prompts and the view written beside the records (``lay_out``: a record
 encoded, decoded, checked and laid out into the view's rows) cost now.
 
+And what grading costs a machine's first run, which finds the grading store empty
+(``PEAR_GRADING_CACHE`` pointed at a new file): the CPU of Math-Verify's worker process (its
+start, and every reading and comparison of the 60-question grid's MATH answers) in a fresh
+process running that grid with one engine, against the CPU that fifteen times the base leaves
+the grid's debates on both cores.  With two processes each starts its own worker, so the
+one-process figure plus one more start is the least the two-process run pays.
+
     python benchmarks/bench_floor.py [--questions 20] [--repeat 5] [--base-rate 277]
 """
 from __future__ import annotations
@@ -61,7 +68,10 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5, help="timings of the floor (median)")
     ap.add_argument("--base-rate", type=float, default=277.0,
                     help="the earlier commit's debates/s on the 60-question grid")
+    ap.add_argument("--grading-cpu", type=int, metavar="N", help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.grading_cpu:
+        return grading_cpu(a.grading_cpu)
 
     from pear.core.graphs import debate_base_graph, distinct_relabellings
     from pear.core.router import RouterState, route_batch, update_influence
@@ -312,6 +322,54 @@ def main() -> None:
           f"{left:.1f} a debate, {left / per_req:.2f} a request; routing and the influence "
           f"update alone take {parts['router (route_batch)'] + parts['influence update']:.1f}, "
           f"prompts rendered {per_request['prompts rendered']:.1f}, the view {view_us:.1f}")
+
+    # a machine's first run: the grading store empty, Math-Verify's worker does every reading
+    child = subprocess.run([sys.executable, __file__, "--grading-cpu", "60"], cwd=ROOT,
+                           check=True, capture_output=True, text=True)
+    got = json.loads(child.stdout.strip().splitlines()[-1])
+    budget = per_core * 1e-6 * grid
+    least = got["grading_s"] + got["start_s"]
+    print(f"grading on an empty store, the 60-question grid in one process: Math-Verify's "
+          f"worker took {got['grading_s']:.2f} s of CPU ({got['start_s']:.2f} of it its start "
+          f"alone); with two processes at least {least:.2f} s (one more start), against "
+          f"{budget:.2f} s of CPU that x15 leaves the grid's {grid} debates on both cores: "
+          f"{least / budget:.0%} of it, {(budget - least) / grid * 1e6:.1f} microseconds a "
+          f"debate left for the rest")
+
+
+def grading_cpu(n_questions: int) -> None:
+    """In a fresh process: the CPU of Math-Verify's worker (reaped, so counted as this
+    process's children's) while one engine runs the ``n_questions`` grid of bench_sim's paper
+    grid with an empty grading store, and of its start alone; one JSON line."""
+    import os
+    import resource
+
+    def children() -> float:
+        ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return ru.ru_utime + ru.ru_stime
+
+    from pear.runs import runner
+    from pear.runs.factory import make_backend
+    from pear.runs.grid import experiment
+    from pear.tasks import mathgrade
+
+    with tempfile.TemporaryDirectory(prefix="bench-floor-g-") as tmp:
+        os.environ[mathgrade.CACHE_ENV] = str(Path(tmp) / "empty.sqlite")
+        before = children()
+        mathgrade.verify("1", "2")
+        mathgrade.shutdown()
+        start_s = children() - before
+        mathgrade._EXTRACTED.clear()
+        mathgrade._VERIFIED.clear()
+        os.environ[mathgrade.CACHE_ENV] = str(Path(tmp) / "empty2.sqlite")
+        exp = experiment("sim", backend="simulated", seeds=(0,), n_questions=n_questions,
+                         full_datasets=())
+        backend = make_backend("simulated", exp=exp)
+        before = children()
+        runner.run(exp, backend, Path(tmp) / "run", progress=False, workers=1, view=False)
+        mathgrade.shutdown()
+        grading_s = children() - before
+    print(json.dumps({"start_s": start_s, "grading_s": grading_s}))
 
 
 if __name__ == "__main__":
