@@ -148,3 +148,25 @@ def test_the_check_names_the_first_changed_record(graded, tmp_path):
         f"manifest imported.unmatched: shipped {n}, now {n - 1}", f"records: {n} shipped, 5 now"]
     # nothing shipped
     assert "no graded copy" in grounding.check_graded(run, tmp_path / "none")[0]
+
+
+def test_notebook_17s_shipped_file_comes_from_its_graded_copy(tmp_path, monkeypatch):
+    """DyLAN's MATH-500 file (notebook 17) is written from its shipped graded copy, with the
+    copy's records and no Math-Verify reading; ``fresh`` imports it again (CI's `pear
+    populations check` holds that import equal to the copy); the check names a changed record
+    by the copy's folder."""
+    monkeypatch.setattr(real_debates, "import_files", _no_grading)
+    run = real_debates.shipped_runs(where=tmp_path)["dylan-math500"]
+    dest = real_debates.GRADED_DIR / "dylan-math500"
+    with lzma.open(dest / "debates.jsonl.xz") as fh:
+        assert (run / RECORDS_FILE).read_bytes() == fh.read()
+    man = manifest.read(run)
+    assert man["imported"]["from_shipped"]["path"] == "data/real-debates/graded/dylan-math500"
+    assert man["imported"]["debates"] == 477 and man["imported"]["grading"] == "math"
+    assert real_debates.check_shipped_graded({"dylan-math500": run}) == []
+    rec = _rewrite(run, 3, lambda r: r.update(final_answer="-1"))
+    (problem,) = real_debates.check_shipped_graded({"dylan-math500": run})
+    assert problem.startswith(f"{dest}: record 4 (debate {rec['debate_id']}): final_answer: ")
+    assert real_debates.shipped_runs(where=tmp_path)["dylan-math500"] == run  # kept as it is
+    with pytest.raises(_Graded):
+        real_debates.shipped_runs(where=tmp_path, fresh=True)

@@ -86,9 +86,8 @@ def test_check_names_each_difference_on_stderr_and_exits_1(monkeypatch, capsys):
     out, err = capsys.readouterr()
     assert err.splitlines() == [
         "graded import check FAILED: graded/dylan-math-gpt35: record 7 differs",
-        "graded import check: data/real-debates/graded/dylan-math-gpt35 is not what the code "
-        "produces now; if the change is intended, rewrite it with `pear populations "
-        "write-graded`",
+        "graded import check: data/real-debates/graded is not what the code produces now; if "
+        "the change is intended, rewrite it with `pear populations write-graded`",
         "population check FAILED: grounded: fingerprint aaa shipped"]
     assert out == ""
 
@@ -109,6 +108,10 @@ def test_check_passes_on_the_shipped_files(tmp_path, monkeypatch, capsys):
     lines = out.splitlines()
     assert lines[0].startswith("imported dylan-math-gpt35.tgz from scratch in ")
     assert lines[0].endswith("shipped graded copy: the same records")
-    assert lines[2].startswith("fit: 27268 choice sets of 7277 debates in ")
+    assert lines[1].startswith("imported dylan-math500-gpt35.json.gz from scratch in ")
+    assert lines[1].endswith("shipped graded copies: the same records")
+    assert sorted(p.name.split("-")[1] for p in (tmp_path / "imported").iterdir()) == \
+        ["math", "math500", "mmlu2", "mmlu3", "mmlu4", "mmlu7"]
+    assert lines[3].startswith("fit: 27268 choice sets of 7277 debates in ")
     assert lines[-1] == ("population check: the shipped study, grounded, grounded-math and 20 "
                          "bootstrap files are what the shipped data and code produce")

@@ -129,8 +129,8 @@ def add_populations(sub: Any) -> None:
          "rewrite data/populations/study.json, grounded.json, grounded-math.json and the "
          "ensemble's draws (data/populations/ensemble/)", also=True)
     mode("write-graded", _cmd_populations_write_graded,
-         "import DyLAN's MATH corpus from scratch and rewrite its shipped graded copy "
-         "(data/real-debates/graded/dylan-math-gpt35)")
+         "import DyLAN's MATH corpus and notebook 17's shipped files from scratch and "
+         "rewrite their shipped graded copies (data/real-debates/graded/)")
     mode("fit", _cmd_populations_fit,
          "print the corpus fit (on DyLAN's debates and the --also runs): its size, the "
          "coefficients and the diagnostics", also=True)
@@ -172,14 +172,14 @@ def _ground(a: argparse.Namespace) -> Any:
 def _cmd_populations_check(a: argparse.Namespace) -> int:
     from pear.populations import grounding  # heavy: pandas, scipy, only for this command
     graded, problems = grounding.check_all(log=print)
-    where = shown(grounding.GRADED)
+    where = shown(grounding.GRADED.parent)
     for line in graded:
         print(f"graded import check FAILED: {line}", file=sys.stderr)
     if graded:
         print(f"graded import check: {where} is not what the code produces now; if the change "
               "is intended, rewrite it with `pear populations write-graded`", file=sys.stderr)
     else:
-        print(f"graded import check: {where} holds the records an import from scratch writes")
+        print(f"graded import check: {where} holds the records imports from scratch write")
     for line in problems:
         print(f"population check FAILED: {line}", file=sys.stderr)
     if not problems:
@@ -202,11 +202,14 @@ def _cmd_populations_write(a: argparse.Namespace) -> int:
 def _cmd_populations_write_graded(a: argparse.Namespace) -> int:
     import time
     from pear.populations.grounding import write_graded  # heavy: only for this command
-    t0 = time.perf_counter()
-    dest = write_graded()
-    sizes = ", ".join(f"{p.name} {p.stat().st_size:,} bytes" for p in sorted(dest.iterdir()))
-    print(f"wrote {shown(dest)} ({sizes}) from an import from scratch in "
-          f"{time.perf_counter() - t0:.0f} s")
+    from pear.populations.real_debates import write_shipped_graded
+    for write in (lambda: [write_graded()], write_shipped_graded):
+        t0 = time.perf_counter()
+        for dest in write():
+            sizes = ", ".join(f"{p.name} {p.stat().st_size:,} bytes"
+                              for p in sorted(dest.iterdir()))
+            print(f"wrote {shown(dest)} ({sizes}) from an import from scratch in "
+                  f"{time.perf_counter() - t0:.0f} s")
     return 0
 
 

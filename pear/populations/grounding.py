@@ -526,7 +526,8 @@ def fit_summary(g: Grounding) -> str:
 def check_all(log: Callable[[str], None] | None = None) -> tuple[list[str], list[str]]:
     """The reproducibility check (``pear populations check``, run by CI): DyLAN's MATH corpus
     imported from scratch (never from the shipped graded copy it checks) and held against that
-    copy (:func:`check_graded`), its MMLU teams imported from scratch, the whole fitted, and the
+    copy (:func:`check_graded`), so are notebook 17's shipped files
+    (:func:`pear.populations.real_debates.check_shipped_graded`), its MMLU teams imported from scratch, the whole fitted, and the
     shipped population files held against that fit (:func:`check`).  Returns what differs: the
     graded copy's records and the population files (both empty: everything as shipped).
     ``log`` is told each step's time and the fit as it goes (minutes in all)."""
@@ -536,6 +537,13 @@ def check_all(log: Callable[[str], None] | None = None) -> tuple[list[str], list
     graded = check_graded(run)
     say(f"imported {CORPUS.name} from scratch in {time.perf_counter() - t0:.0f} s ({run}); "
         f"shipped graded copy: {'DIFFERS' if graded else 'the same records'}")
+    from pear.populations.real_debates import SHIPPED, check_shipped_graded, shipped_runs
+    t0 = time.perf_counter()
+    others = check_shipped_graded(shipped_runs(where=BUILD_DIR / "imported", fresh=True))
+    say(f"imported {', '.join(f for _, f, _, _ in SHIPPED.values())} from scratch in "
+        f"{time.perf_counter() - t0:.0f} s; shipped graded copies: "
+        f"{'DIFFER' if others else 'the same records'}")
+    graded += others
     t0 = time.perf_counter()
     g = ground(runs=[run, *mmlu_runs(fresh=True)])
     say(f"imported {MMLU_CORPUS.name}'s {len(MMLU_TEAMS)} teams from scratch and fitted in "

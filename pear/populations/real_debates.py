@@ -27,12 +27,18 @@ from pear.store.importing import import_files, same_import
 from pear.store.readers import DuReader, DylanReader
 from pear.tasks.benchmarks import sha256_files
 
-__all__ = ["SHIPPED", "Analysis", "imported_run", "shipped_runs", "analyse", "table", "verdicts",
+__all__ = ["SHIPPED", "GRADED_DIR", "Analysis", "imported_run", "shipped_runs",
+           "write_shipped_graded", "check_shipped_graded", "analyse", "table", "verdicts",
            "plot_real_vs_simulated", "describe"]
 
 SHIPPED = {"dylan-math500": (DylanReader.name, "dylan-math500-gpt35.json.gz", "math500",
                              "gpt-3.5-turbo-0301")}
 """Name -> (format, file under data/real-debates, dataset, model) of each shipped file."""
+GRADED_DIR = REAL_DEBATES_DIR / "graded"
+"""Where each shipped file's import is shipped graded (:mod:`pear.store.shipped`), as
+``GRADED_DIR / name``: a first build writes the import from it instead of asking Math-Verify
+for every answer again (DyLAN's MATH-500 file: about 6,500 readings and comparisons, 24 s on
+a 2-core machine)."""
 
 
 def imported_run(fmt: str, file: str | os.PathLike[str], out: str | os.PathLike[str], *,
@@ -66,10 +72,12 @@ def imported_run(fmt: str, file: str | os.PathLike[str], out: str | os.PathLike[
 
 
 def shipped_runs(du_file: str = "", du_dataset: str = "gsm8k", du_grading: str = "",
-                 du_model: str = "", where: str | os.PathLike[str] | None = None
-                 ) -> dict[str, Path]:
+                 du_model: str = "", where: str | os.PathLike[str] | None = None,
+                 fresh: bool = False) -> dict[str, Path]:
     """Name -> run directory of each shipped import (under ``where``, default
-    ``build/imported``), plus ``du_file`` (a Du et al. file) when given."""
+    ``build/imported``; written from its graded copy under :data:`GRADED_DIR` when that is
+    exactly this import, unless ``fresh``: imported now whatever is there or shipped), plus
+    ``du_file`` (a Du et al. file) when given."""
     import hashlib
     import json
     # one folder per benchmark data (PEAR_DATA_DIR): imports matched against other questions
@@ -78,12 +86,38 @@ def shipped_runs(du_file: str = "", du_dataset: str = "gsm8k", du_grading: str =
     root = Path(where) if where else BUILD_DIR / "imported"
     out = {}
     for name, (fmt, file, dataset, model) in SHIPPED.items():
-        out[name] = imported_run(fmt, REAL_DEBATES_DIR / file, root / f"{name}-{data}",
-                                 dataset=dataset, model=model)
+        run = root / f"{name}-{data}"
+        if fresh and run.exists():
+            shutil.rmtree(run)
+        out[name] = imported_run(fmt, REAL_DEBATES_DIR / file, run, dataset=dataset,
+                                 model=model, shipped=None if fresh else GRADED_DIR / name)
     if du_file:
         name = f"du-{Path(du_file).name.split('.')[0]}"
         out[name] = imported_run(DuReader.name, du_file, root / f"{name}-{data}",
                                  dataset=du_dataset, model=du_model, grading=du_grading or None)
+    return out
+
+
+def write_shipped_graded(where: str | os.PathLike[str] | None = None) -> list[Path]:
+    """Import each shipped file from scratch (under ``where``, default ``build/imported``) and
+    ship the import as its graded copy under :data:`GRADED_DIR`; the copies written."""
+    return [shipped_import.write(run, GRADED_DIR / name)
+            for name, run in shipped_runs(where=where, fresh=True).items()]
+
+
+def check_shipped_graded(runs: dict[str, Path] | None = None) -> list[str]:
+    """What differs between each shipped file's graded copy and ``runs`` (name -> an import
+    from scratch; default: imported now, :func:`shipped_runs` with ``fresh``); empty: every
+    copy is what the code produces (:func:`pear.store.shipped.differences`: timing, wall-clock
+    and environment fields aside)."""
+    runs = shipped_runs(fresh=True) if runs is None else runs
+    out = []
+    for name, run in runs.items():
+        dest = GRADED_DIR / name
+        if shipped_import.read_manifest(dest) is None:
+            out.append(f"{dest}: no graded copy of {SHIPPED[name][1]} is shipped there")
+        else:
+            out += [f"{dest}: {d}" for d in shipped_import.differences(dest, run)]
     return out
 
 
