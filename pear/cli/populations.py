@@ -171,8 +171,9 @@ def _ground(a: argparse.Namespace) -> Any:
 
 def _cmd_populations_check(a: argparse.Namespace) -> int:
     from pear.populations import grounding  # heavy: pandas, scipy, only for this command
+    from pear.store.shipped import GRADED_DIR
     graded, problems = grounding.check_all(log=print)
-    where = shown(grounding.GRADED.parent)
+    where = shown(GRADED_DIR)
     for line in graded:
         print(f"graded import check FAILED: {line}", file=sys.stderr)
     if graded:

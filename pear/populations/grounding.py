@@ -80,7 +80,7 @@ CORPUS = REAL_DEBATES_DIR / "dylan-math-gpt35.tgz"
 CORPUS_DATASET = "math"
 CORPUS_GRADING = "math"
 CORPUS_MODEL = "gpt-3.5-turbo-0301"
-GRADED = REAL_DEBATES_DIR / "graded" / "dylan-math-gpt35"
+GRADED = shipped_import.GRADED_DIR / "dylan-math-gpt35"
 """The shipped graded copy of :data:`CORPUS`'s import (:mod:`pear.store.shipped`: its manifest
 and its records xz-compressed), written by ``pear populations write-graded`` and held equal to a
 fresh import by ``pear populations check``; derived from DyLAN's records (MIT,
@@ -527,8 +527,9 @@ def check_all(log: Callable[[str], None] | None = None) -> tuple[list[str], list
     """The reproducibility check (``pear populations check``, run by CI): DyLAN's MATH corpus
     imported from scratch (never from the shipped graded copy it checks) and held against that
     copy (:func:`check_graded`), so are notebook 17's shipped files
-    (:func:`pear.populations.real_debates.check_shipped_graded`), its MMLU teams imported from scratch, the whole fitted, and the
-    shipped population files held against that fit (:func:`check`).  Returns what differs: the
+    (:func:`pear.populations.real_debates.check_shipped_graded`), its MMLU teams imported from
+    scratch, the whole fitted, and the shipped population files held against that fit
+    (:func:`check`).  Returns what differs: the
     graded copy's records and the population files (both empty: everything as shipped).
     ``log`` is told each step's time and the fit as it goes (minutes in all)."""
     say = log or (lambda line: None)

@@ -34,11 +34,11 @@ __all__ = ["SHIPPED", "GRADED_DIR", "Analysis", "imported_run", "shipped_runs",
 SHIPPED = {"dylan-math500": (DylanReader.name, "dylan-math500-gpt35.json.gz", "math500",
                              "gpt-3.5-turbo-0301")}
 """Name -> (format, file under data/real-debates, dataset, model) of each shipped file."""
-GRADED_DIR = REAL_DEBATES_DIR / "graded"
-"""Where each shipped file's import is shipped graded (:mod:`pear.store.shipped`), as
-``GRADED_DIR / name``: a first build writes the import from it instead of asking Math-Verify
-for every answer again (DyLAN's MATH-500 file: about 6,500 readings and comparisons, 24 s on
-a 2-core machine)."""
+GRADED_DIR = shipped_import.GRADED_DIR
+"""Each shipped file's import is shipped graded (:mod:`pear.store.shipped`) as ``GRADED_DIR /
+name``: a first build writes the import from it instead of asking Math-Verify for every answer
+again (DyLAN's MATH-500 file: about 6,500 readings and comparisons, 24 s on a 2-core
+machine)."""
 
 
 def imported_run(fmt: str, file: str | os.PathLike[str], out: str | os.PathLike[str], *,

@@ -33,11 +33,17 @@ from typing import Any, Iterator, Mapping
 import msgspec
 
 from pear.core.record import TIMING_FIELDS
-from pear.paths import RECORDS_FILE, REPO_ROOT, new_dir
+from pear.paths import REAL_DEBATES_DIR, RECORDS_FILE, REPO_ROOT, new_dir
 from pear.store import manifest as manifest_io
 from pear.store.records import record_files
 
-__all__ = ["RECORDS_XZ", "UNCOMPARED", "write", "read_manifest", "restore", "differences"]
+__all__ = ["GRADED_DIR", "RECORDS_XZ", "UNCOMPARED", "write", "read_manifest", "restore",
+           "differences"]
+
+GRADED_DIR = REAL_DEBATES_DIR / "graded"
+"""Where the shipped imports lie, one folder each (DyLAN's corpus,
+:data:`pear.populations.grounding.GRADED`; notebook 17's files,
+:data:`pear.populations.real_debates.SHIPPED`)."""
 
 RECORDS_XZ = RECORDS_FILE + ".xz"
 """The shipped records file."""
