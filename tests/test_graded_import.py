@@ -157,7 +157,7 @@ def test_notebook_17s_shipped_file_comes_from_its_graded_copy(tmp_path, monkeypa
     by the copy's folder."""
     monkeypatch.setattr(real_debates, "import_files", _no_grading)
     run = real_debates.shipped_runs(where=tmp_path)["dylan-math500"]
-    dest = real_debates.GRADED_DIR / "dylan-math500"
+    dest = shipped.GRADED_DIR / "dylan-math500"
     with lzma.open(dest / "debates.jsonl.xz") as fh:
         assert (run / RECORDS_FILE).read_bytes() == fh.read()
     man = manifest.read(run)
@@ -166,7 +166,8 @@ def test_notebook_17s_shipped_file_comes_from_its_graded_copy(tmp_path, monkeypa
     assert real_debates.check_shipped_graded({"dylan-math500": run}) == []
     rec = _rewrite(run, 3, lambda r: r.update(final_answer="-1"))
     (problem,) = real_debates.check_shipped_graded({"dylan-math500": run})
-    assert problem.startswith(f"{dest}: record 4 (debate {rec['debate_id']}): final_answer: ")
+    assert problem.startswith("data/real-debates/graded/dylan-math500: record 4 (debate "
+                              f"{rec['debate_id']}): final_answer: ")
     assert real_debates.shipped_runs(where=tmp_path)["dylan-math500"] == run  # kept as it is
     with pytest.raises(_Graded):
         real_debates.shipped_runs(where=tmp_path, fresh=True)

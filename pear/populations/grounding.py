@@ -57,7 +57,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from pear.parallel import cores_per_process, fork_map
-from pear.paths import BUILD_DIR, REAL_DEBATES_DIR, REPO_ROOT, PAPER_DIR, shown, write_json
+from pear.paths import BUILD_DIR, REAL_DEBATES_DIR, REPO_ROOT, PAPER_DIR, write_json
 from pear.sim import population as pop, revision
 from pear.sim.population import Population, RevisionModel, SimParams
 from pear.core.hashing import file_sha256
@@ -167,11 +167,9 @@ def write_graded(dest: Path = GRADED, *, corpus: Path = CORPUS,
 
 def check_graded(run: str | os.PathLike[str], dest: Path = GRADED) -> list[str]:
     """What differs between the shipped graded copy ``dest`` and ``run``, an import of the
-    corpus from scratch (empty: the shipped copy is what the code produces;
-    :func:`pear.store.shipped.differences`: timing, wall-clock and environment fields aside)."""
-    if shipped_import.read_manifest(dest) is None:
-        return [f"{dest}: no graded copy of {CORPUS.name} is shipped there"]
-    return [f"{shown(dest)}: {d}" for d in shipped_import.differences(dest, run)]
+    corpus from scratch (:func:`pear.store.shipped.check`: timing, wall-clock and environment
+    fields aside; empty: the shipped copy is what the code produces)."""
+    return shipped_import.check(dest, run, CORPUS.name)
 
 
 def sources(grounded: bool) -> dict[str, str]:

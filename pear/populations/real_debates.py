@@ -27,18 +27,16 @@ from pear.store.importing import import_files, same_import
 from pear.store.readers import DuReader, DylanReader
 from pear.tasks.benchmarks import sha256_files
 
-__all__ = ["SHIPPED", "GRADED_DIR", "Analysis", "imported_run", "shipped_runs",
+__all__ = ["SHIPPED", "Analysis", "imported_run", "shipped_runs",
            "write_shipped_graded", "check_shipped_graded", "analyse", "table", "verdicts",
            "plot_real_vs_simulated", "describe"]
 
 SHIPPED = {"dylan-math500": (DylanReader.name, "dylan-math500-gpt35.json.gz", "math500",
                              "gpt-3.5-turbo-0301")}
-"""Name -> (format, file under data/real-debates, dataset, model) of each shipped file."""
-GRADED_DIR = shipped_import.GRADED_DIR
-"""Each shipped file's import is shipped graded (:mod:`pear.store.shipped`) as ``GRADED_DIR /
-name``: a first build writes the import from it instead of asking Math-Verify for every answer
-again (DyLAN's MATH-500 file: about 6,500 readings and comparisons, 24 s on a 2-core
-machine)."""
+"""Name -> (format, file under data/real-debates, dataset, model) of each shipped file.  Each
+file's import is shipped graded as ``pear.store.shipped.GRADED_DIR / name``: a first build
+writes the import from it instead of asking Math-Verify for every answer again (DyLAN's
+MATH-500 file: about 6,500 readings and comparisons, 24 s on a 2-core machine)."""
 
 
 def imported_run(fmt: str, file: str | os.PathLike[str], out: str | os.PathLike[str], *,
@@ -75,7 +73,7 @@ def shipped_runs(du_file: str = "", du_dataset: str = "gsm8k", du_grading: str =
                  du_model: str = "", where: str | os.PathLike[str] | None = None,
                  fresh: bool = False) -> dict[str, Path]:
     """Name -> run directory of each shipped import (under ``where``, default
-    ``build/imported``; written from its graded copy under :data:`GRADED_DIR` when that is
+    ``build/imported``; written from its graded copy (:data:`SHIPPED`) when that is
     exactly this import, unless ``fresh``: imported now whatever is there or shipped), plus
     ``du_file`` (a Du et al. file) when given."""
     import hashlib
@@ -90,7 +88,8 @@ def shipped_runs(du_file: str = "", du_dataset: str = "gsm8k", du_grading: str =
         if fresh and run.exists():
             shutil.rmtree(run)
         out[name] = imported_run(fmt, REAL_DEBATES_DIR / file, run, dataset=dataset,
-                                 model=model, shipped=None if fresh else GRADED_DIR / name)
+                                 model=model,
+                                 shipped=None if fresh else shipped_import.GRADED_DIR / name)
     if du_file:
         name = f"du-{Path(du_file).name.split('.')[0]}"
         out[name] = imported_run(DuReader.name, du_file, root / f"{name}-{data}",
@@ -100,8 +99,8 @@ def shipped_runs(du_file: str = "", du_dataset: str = "gsm8k", du_grading: str =
 
 def write_shipped_graded(where: str | os.PathLike[str] | None = None) -> list[Path]:
     """Import each shipped file from scratch (under ``where``, default ``build/imported``) and
-    ship the import as its graded copy under :data:`GRADED_DIR`; the copies written."""
-    return [shipped_import.write(run, GRADED_DIR / name)
+    ship the import as its graded copy (:data:`SHIPPED`); the copies written."""
+    return [shipped_import.write(run, shipped_import.GRADED_DIR / name)
             for name, run in shipped_runs(where=where, fresh=True).items()]
 
 
@@ -111,14 +110,8 @@ def check_shipped_graded(runs: dict[str, Path] | None = None) -> list[str]:
     copy is what the code produces (:func:`pear.store.shipped.differences`: timing, wall-clock
     and environment fields aside)."""
     runs = shipped_runs(fresh=True) if runs is None else runs
-    out = []
-    for name, run in runs.items():
-        dest = GRADED_DIR / name
-        if shipped_import.read_manifest(dest) is None:
-            out.append(f"{dest}: no graded copy of {SHIPPED[name][1]} is shipped there")
-        else:
-            out += [f"{dest}: {d}" for d in shipped_import.differences(dest, run)]
-    return out
+    return [line for name, run in runs.items() for line in shipped_import.check(
+        shipped_import.GRADED_DIR / name, run, SHIPPED[name][1])]
 
 
 @dataclass(frozen=True)

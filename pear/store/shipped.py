@@ -33,12 +33,12 @@ from typing import Any, Iterator, Mapping
 import msgspec
 
 from pear.core.record import TIMING_FIELDS
-from pear.paths import REAL_DEBATES_DIR, RECORDS_FILE, REPO_ROOT, new_dir
+from pear.paths import REAL_DEBATES_DIR, RECORDS_FILE, REPO_ROOT, new_dir, shown
 from pear.store import manifest as manifest_io
 from pear.store.records import record_files
 
 __all__ = ["GRADED_DIR", "RECORDS_XZ", "UNCOMPARED", "write", "read_manifest", "restore",
-           "differences"]
+           "differences", "check"]
 
 GRADED_DIR = REAL_DEBATES_DIR / "graded"
 """Where the shipped imports lie, one folder each (DyLAN's corpus,
@@ -207,6 +207,17 @@ def _leaves(a: Any, b: Any, prefix: str = "") -> Iterator[str]:
 def _lines(path: Path, xz: bool) -> Iterator[bytes]:
     with (lzma.open(path, "rb") if xz else open(path, "rb")) as fh:
         yield from (line for line in fh if line.strip())
+
+
+def check(dest: str | os.PathLike[str], run_dir: str | os.PathLike[str], source: str
+          ) -> list[str]:
+    """What ``pear populations check`` reports of the shipped copy ``dest`` against
+    ``run_dir``, an import of ``source`` (a file's name) from scratch: each of
+    :func:`differences` prefixed by ``dest``, or one line when no copy is shipped there (empty:
+    the copy is what the code produces)."""
+    if read_manifest(dest) is None:
+        return [f"{dest}: no graded copy of {source} is shipped there"]
+    return [f"{shown(dest)}: {d}" for d in differences(dest, run_dir)]
 
 
 def differences(dest: str | os.PathLike[str], run_dir: str | os.PathLike[str]) -> list[str]:
