@@ -21,7 +21,7 @@ import re
 import pandas as pd
 
 from pear.tasks.benchmarks import DATASETS
-from pear.core.methods import ABLATIONS, FIXED_TOPOLOGIES, METHODS, sc_k
+from pear.core.methods import ABLATIONS, FIXED_TOPOLOGIES, METHODS, orbit_base, sc_k
 from pear import methods as _registry
 from pear.catalog.models import display_name
 
@@ -86,6 +86,8 @@ def method_label(name: str) -> str:
     k = sc_k(name)
     if k is not None:
         return f"SC@{k}"
+    if (base := orbit_base(name)) is not None:
+        return f"{method_label(base)} (orbit)"
     try:
         return _registry.spec(name).label or name
     except ValueError:  # not registered
@@ -94,12 +96,16 @@ def method_label(name: str) -> str:
 
 def method_key(name: str) -> tuple[int, int, str]:
     """Sort key of a method, the one table order: the study's in table order, ``sc@K`` by K
-    right after CoT-SC, then every other name alphabetically (stable whatever loaded first)."""
+    right after CoT-SC, ``NAME~orbit`` right after ``NAME``, then every other name
+    alphabetically (stable whatever loaded first)."""
     if name in METHODS:
         return (0, METHODS.index(name), name)
     k = sc_k(name)
     if k is not None:
         return (0, METHODS.index("cot_sc"), f"~{k:03d}")
+    if (base := orbit_base(name)) is not None:  # right after the method it averages
+        group, at, key = method_key(base)
+        return (group, at, key + "~orbit")
     return (1, 0, str(name))
 
 

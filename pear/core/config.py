@@ -72,6 +72,11 @@ class DebateConfig:
     agent_models: tuple[str, ...] = field(default=(), metadata=_OMIT_DEFAULT)  # paper: one model
     """One model name per agent (a mixed-model panel); ``()`` = every agent is the engine's
     one model."""
+    relabelling: tuple[int, ...] = field(default=(), metadata=_OMIT_DEFAULT)  # paper: none
+    """Where the panel's agents sit (our extension, the theory's relabelling experiment):
+    ``relabelling[p]`` is the agent (0-indexed, the order of ``roles`` and ``agent_models``)
+    at position ``p``, the index the router and the prompts see.  An agent keeps its role,
+    model and own request seeds wherever it sits.  ``()`` = the identity (stored as ``()``)."""
 
     def __post_init__(self) -> None:
         _check(isinstance(self.n_agents, int) and self.n_agents >= 2, "n_agents", self.n_agents,
@@ -103,10 +108,30 @@ class DebateConfig:
                    f"{len(self.agent_models)}")
             _check(all(isinstance(m, str) and m.strip() for m in self.agent_models),
                    "agent_models", self.agent_models, "model names must be non-empty")
+        object.__setattr__(self, "relabelling", tuple(self.relabelling))
+        if self.relabelling:
+            _check(sorted(self.relabelling) == list(range(self.n_agents))
+                   and all(isinstance(a, int) for a in self.relabelling), "relabelling",
+                   self.relabelling, f"give a permutation of 0..{self.n_agents - 1} (the "
+                   "agent at each position)")
+            if list(self.relabelling) == list(range(self.n_agents)):
+                object.__setattr__(self, "relabelling", ())
+
+    def member(self, position: int) -> int:
+        """The agent sitting at ``position`` (:attr:`relabelling`; the extra samples of
+        ``sc@K`` sit where they are).
+
+        >>> DebateConfig(n_agents=3, relabelling=(2, 0, 1)).member(0)
+        2
+        """
+        r = self.relabelling
+        return r[position] if position < len(r) else position
 
     def role(self, agent: int) -> str:
-        """The role of ``agent`` (0-indexed; the extra samples of ``sc@K`` are honest)."""
-        return self.roles[agent] if agent < len(self.roles) else "honest"
+        """The role of the agent at position ``agent`` (0-indexed; the extra samples of
+        ``sc@K`` are honest)."""
+        a = self.member(agent)
+        return self.roles[a] if a < len(self.roles) else "honest"
 
 
 def roles_for(n_agents: int, assignments: Mapping[int, str]) -> tuple[str, ...]:

@@ -15,6 +15,9 @@ addition, :func:`pear.core.prompts.with_role`, and ``Request.meta["role"]``; the
 told the gold answer, recorded in ``gold_shown_to``; :data:`pear.core.config.ROLE_CONFIDENCE`
 is enforced on what it states) and ``agent_models`` (a mixed-model panel: one ``generate``
 call per distinct backend each phase).  Every agent entry carries its ``role`` and ``model``.
+``relabelling`` seats the panel's agents at other positions (each keeps its role, model and
+request seeds; ``Request.meta["member"]`` names it; the record carries ``relabelling``), and
+an orbit average (``NAME~orbit``) routes with one relabelling per debate (record: ``orbit``).
 """
 from __future__ import annotations
 
@@ -208,6 +211,8 @@ class _Debate:
     and the calls its copied rounds cost (:meth:`Engine.branch`)."""
     rng: np.random.Generator | None = None
     """The current round's generator (:meth:`start_round`): routing and vote ties."""
+    orbit: tuple[int, ...] | None = None
+    """An orbit average's relabelling of this debate (:func:`pear.core.methods.orbit`)."""
 
     def start_round(self, r: int) -> None:
         """Round ``r`` draws from its own generator, derived from the debate seed and r."""
@@ -302,7 +307,7 @@ class Engine:
         """Initial answers: one request per (seed, question, agent) needed, shared by every
         method of that question; a routed method's base role graph is drawn from
         (seed, question) alone, so PEAR, Random and the ablations share it (paired)."""
-        n = self.debate.n_agents
+        n, member = self.debate.n_agents, self.debate.member
         groups: dict[tuple, list[Job]] = defaultdict(list)
         for job in jobs:
             groups[(job.seed, job.question.dataset, job.question.id)].append(job)
@@ -315,8 +320,8 @@ class Engine:
                 meta = {"phase": "initial", "round": 0, "agent": i, "dataset": dataset,
                         "question_id": qid, **_question_meta(q)}
                 reqs.append(self._request(q, prompts.initial_messages(q, i, self.style), "initial",
-                                          request_seed(seed, "", dataset, qid, i, 0, "initial"),
-                                          meta))
+                                          request_seed(seed, "", dataset, qid, member(i), 0,
+                                                       "initial"), meta))
                 owners.append(key)
         round0: dict[tuple, list[Completion]] = defaultdict(list)
         self._progress(phase="round 0: initial answers")
@@ -351,6 +356,7 @@ class Engine:
                     d.base = bases.get(kind)
                     if d.base is None:
                         d.base = bases[kind] = self._base(job, n)
+                    d.orbit = self._orbit(d)
                 d.start_round(0)
                 self._close(d, 0, None, [])
                 out.append(d)
@@ -403,7 +409,7 @@ class Engine:
             (d.job.method, RouterState(tuple(a.canonical for a in d.agents),
                                        tuple(a.confidence for a in d.agents),
                                        tuple(d.influence.tolist()), d.base, round=r, k=k,
-                                       config=d.job.method.router), d.rng)
+                                       config=d.job.method.router, orbit=d.orbit), d.rng)
             for d in debates])
 
     def _critique(self, debates: list[_Debate], plans: list[Decision],
@@ -423,7 +429,8 @@ class Engine:
                         "own": views[s], "targets": shown, **_question_meta(q)}
                 reqs.append(self._request(
                     q, prompts.critique_messages(q, views[s], shown, self.style), "critique",
-                    request_seed(job.seed, job.method.name, q.dataset, q.id, s, r, "critique"),
+                    request_seed(job.seed, job.method.name, q.dataset, q.id, self.debate.member(s),
+                                 r, "critique"),
                     meta, targets=targets))
                 owners.append((j, s, targets))
         out: list[list[Critique]] = [[] for _ in debates]
@@ -466,7 +473,8 @@ class Engine:
                         "critiques": heard, **_question_meta(q)}
                 reqs.append(self._request(
                     q, prompts.revision_messages(q, own, heard, self.style), "revision",
-                    request_seed(job.seed, job.method.name, q.dataset, q.id, i, r, "revision"),
+                    request_seed(job.seed, job.method.name, q.dataset, q.id, self.debate.member(i),
+                                 r, "revision"),
                     meta, sources=[c.source for c in received[i]]))
                 owners.append((j, i, received[i]))
         revised: dict[int, tuple[list[parsing.AnswerParse], list[bool]]] = {}
@@ -551,6 +559,10 @@ class Engine:
             "latency_s": round(time.perf_counter() - d.started, 4),
             "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
+        if self.debate.relabelling:
+            values["relabelling"] = list(self.debate.relabelling)
+        if d.orbit is not None:
+            values["orbit"] = list(d.orbit)
         if p := d.job.method.provenance():
             values["plugin"] = p
         if d.branched_from:
@@ -652,9 +664,16 @@ class Engine:
         return got
 
     def _backend_of(self, agent: int) -> Backend:
-        """Agent ``agent``'s backend; the extra samples of ``sc@K`` (K > n) take the agents'
+        """The backend of the agent at position ``agent`` (its model's, wherever it sits:
+        ``DebateConfig.relabelling``); the extra samples of ``sc@K`` (K > n) take the agents'
         backends in turn."""
-        return self.agent_backends[agent % len(self.agent_backends)]
+        return self.agent_backends[self.debate.member(agent) % len(self.agent_backends)]
+
+    def _orbit(self, d: _Debate) -> tuple[int, ...] | None:
+        """An orbit average's relabelling of debate ``d`` (None for other methods)."""
+        if not d.job.method.orbit_of:
+            return None
+        return methods.orbit_relabelling(d.seed, len(d.agents))
 
     def _request(self, question: Any, messages, phase: str, seed: int, meta: dict, *,
                  targets: Sequence[int] = (), sources: Sequence[int] = ()) -> Request:
@@ -673,6 +692,8 @@ class Engine:
                 schema = self._schemas[key] = prompts.schema_for(
                     phase, self.style, self.debate.max_tokens, targets=targets, sources=sources)
         meta["role"] = role
+        if self.debate.relabelling:  # who sits there: its latents (a simulated agent's)
+            meta["member"] = self.debate.member(meta["agent"])
         return Request(messages=messages, temperature=self.debate.temperature,
                        max_tokens=self.debate.max_tokens, seed=seed, schema=schema, meta=meta)
 
@@ -690,7 +711,7 @@ class Engine:
             items = [([p.answer or "" for p in batch[j][0]], batch[j][1]) for j in idx]
             for j, got in zip(idx, self._task_for(dataset).judge_many(items)):
                 judged[j] = got
-        role, models = self.debate.role, self.agent_model_ids
+        role, models, member = self.debate.role, self.agent_model_ids, self.debate.member
         out = []
         for (parses, _, truncated), got in zip(batch, judged):
             cut = truncated if truncated is not None else [False] * len(parses)
@@ -699,7 +720,7 @@ class Engine:
                 r = role(i)
                 agents.append(_Agent(i, p.answer, rep, ROLE_CONFIDENCE.get(r, p.confidence),
                                      p.reasoning, bool(p.answer) and ok, p.parse_error, c, r,
-                                     models[i % len(models)]))
+                                     models[member(i) % len(models)]))
             out.append(agents)
         return out
 
@@ -731,6 +752,7 @@ class Engine:
             json.loads(json.dumps(rounds)), np.asarray(rounds[-1]["influence"], dtype=float))
         d.parse_failures = recorded_parse_failures(rounds)
         d.base = self._base(job, len(d.agents))
+        d.orbit = self._orbit(d)
         d.branched_from = {"debate_id": parent["debate_id"], "method": parent["method"],
                            "round": from_round, "calls_copied": copied_calls(rounds)}
         return d
@@ -764,7 +786,8 @@ def recorded_parse_failures(rounds: Sequence[Mapping[str, Any]]) -> int:
 
 def _agent_backends(backend: Backend | Mapping[str, Backend],
                     debate: DebateConfig) -> list[Backend]:
-    """The backend of every agent: ``backend`` for all, or ``backend[agent_models[i]]``."""
+    """The backend of every agent (in the panel's order, wherever it sits): ``backend`` for
+    all, or ``backend[agent_models[i]]``."""
     names = debate.agent_models
     if isinstance(backend, Mapping):
         if not names:

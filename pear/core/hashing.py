@@ -15,7 +15,7 @@ import hashlib
 from typing import Any, Mapping
 
 __all__ = ["hex_id", "int_seed", "joined_seed", "derive_seed", "request_seed", "debate_seed",
-           "round_seed", "base_graph_seed", "debate_id", "branch_debate_id", "config_digest",
+           "round_seed", "orbit_seed", "base_graph_seed", "debate_id", "branch_debate_id", "config_digest",
            "stable_seed", "file_sha256"]
 
 
@@ -85,6 +85,16 @@ def round_seed(debate: int, round_: int) -> int:
     round draws (routing, vote ties) from its own generator, so a branch after round R
     starts round R + 1 as a full run does without replaying rounds 0..R."""
     return derive_seed(debate, "round", round_)
+
+
+def orbit_seed(debate: int) -> int:
+    """The seed of an orbit average's relabelling of one debate (drawn once, the same in
+    every round; :func:`pear.core.methods.orbit`).
+
+    >>> orbit_seed(7) == orbit_seed(7) != orbit_seed(8)
+    True
+    """
+    return derive_seed(debate, "orbit")
 
 
 def base_graph_seed(seed: int, dataset: str, question_id: str) -> int:

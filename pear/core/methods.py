@@ -35,6 +35,7 @@ import numpy as np
 from pear.core.config import RouterConfig
 from pear.core.graphs import TOPOLOGIES as FIXED_TOPOLOGIES
 from pear.core.graphs import fixed_topology
+from pear.core.hashing import orbit_seed
 from pear.core.router import Decision, RouteItem, RouterState, route, route_batch
 from pear.core.vote import vote
 
@@ -42,7 +43,8 @@ __all__ = [
     "Method", "RouterState", "Decision", "lookup", "method", "names", "add", "remove",
     "check_edges", "route_debates", "aggregate", "call_route", "initial_agents", "pear_route",
     "pear_route_batch",
-    "sc_k", "is_self_consistency", "SC_MAX", "keeping",
+    "sc_k", "is_self_consistency", "SC_MAX", "keeping", "ORBIT", "orbit", "orbit_base",
+    "orbit_relabelling",
     "METHODS", "DEBATE_METHODS", "ROUTED_METHODS", "ABLATIONS", "FIXED_TOPOLOGIES",
 ]
 
@@ -50,6 +52,9 @@ Graphs = Literal["fixed", "relabelling", "free"]
 SC_MAX = 64
 """The largest K of self-consistency ``sc@K``."""
 _SC = re.compile(r"sc@([1-9][0-9]?)")
+ORBIT = "~orbit"
+"""The suffix of an orbit average's name: ``star~orbit`` is Star after a fresh uniform
+relabelling of the agents per debate (:func:`orbit`)."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +101,9 @@ class Method:
     label: str = ""
     """A plug-in's display name, as given at registration ("": its name).  Readers ask
     :func:`pear.catalog.labels.method_label`, which holds the study's own labels."""
+    orbit_of: str = ""
+    """For an orbit average (``NAME~orbit``, :func:`orbit`): the method it averages; ""
+    otherwise."""
 
     @property
     def study(self) -> bool:
@@ -173,14 +181,28 @@ def is_self_consistency(name: str) -> bool:
     return sc_k(name) is not None
 
 
+def orbit_base(name: str) -> str | None:
+    """The method an orbit average ``NAME~orbit`` averages; None for any other name.
+
+    >>> orbit_base("star~orbit"), orbit_base("star")
+    ('star', None)
+    """
+    name = str(name)
+    return name[:-len(ORBIT)] if name.endswith(ORBIT) and len(name) > len(ORBIT) else None
+
+
 def lookup(name: str) -> Method:
     """The method ``name`` as registered.  ``sc@K`` (K independent initial answers, majority
     vote) is made on first use: the engine samples agent i's initial answer with the same
     seed for every method of a question, so ``sc@K`` holds the first K of any larger
-    ``sc@K'`` and ``sc@n`` the answers of ``cot_sc``."""
+    ``sc@K'`` and ``sc@n`` the answers of ``cot_sc``.  So is ``NAME~orbit``, the orbit
+    average of any registered debate method ``NAME`` (:func:`orbit`)."""
     if name not in _TABLE and (k := sc_k(name)) is not None:
         add(Method(name, agents=k, description=f"Self-consistency at K = {k}: majority vote "
                    f"of {k} independent answers."))
+    if name not in _TABLE and (base := orbit_base(name)) is not None:
+        if base in _TABLE or sc_k(base) is not None or orbit_base(base) is not None:
+            add(orbit(lookup(base)))
     if name not in _TABLE:
         raise ValueError(f"unknown method {name!r}: choose one of {', '.join(_TABLE)} "
                          "(plug-ins: load them with --plugin MODULE, $PEAR_PLUGINS or "
@@ -385,6 +407,55 @@ def keeping(weights: tuple[str, ...], base: RouterConfig) -> RouterConfig:
 
 _WEIGHTS = ("alpha_T", "alpha_I", "alpha_L")
 """The PEAR score's weights (:class:`~pear.core.config.RouterConfig`)."""
+
+
+# ----------------------------------------------------------------- orbit averages
+
+def orbit_relabelling(debate_seed: int, n: int) -> tuple[int, ...]:
+    """The relabelling an orbit average uses in the debate of seed ``debate_seed`` (the
+    engine's :func:`pear.core.hashing.debate_seed`): uniform over the n! relabellings,
+    drawn once from the debate's own seed, so every round of the debate uses it."""
+    rng = np.random.default_rng(orbit_seed(debate_seed))
+    return tuple(int(i) for i in rng.permutation(n))
+
+
+def _orbit_route(route: Callable[..., Any], name: str) -> Callable[..., Any]:
+    def orbit_route(state: RouterState, rng: np.random.Generator, **params: Any) -> Any:
+        perm = np.asarray(state.orbit if state.orbit is not None
+                          else rng.permutation(state.n), dtype=np.int64)
+        seen = replace(state.relabelled(perm), orbit=None)  # agent i shown as perm[i]
+        out = route(seen, rng, **params)
+        back = np.argsort(perm)  # the router's agent j is agent back[j]
+        if isinstance(out, Decision):
+            e = check_edges(out.edges, state.n, f"method {name!r}")
+            return replace(out, edges=back[e] if len(e) else e)
+        e = check_edges(out, state.n, f"method {name!r}")
+        return back[e] if len(e) else e
+    orbit_route.__qualname__ = orbit_route.__name__ = f"orbit_route[{name}]"
+    orbit_route.__module__ = getattr(route, "__module__", __name__)
+    return orbit_route
+
+
+def orbit(m: Method) -> Method:
+    """The orbit average of debate method ``m``, named ``m.name~orbit``: every debate, the
+    agents are relabelled by a fresh uniform permutation (from the debate's own seed:
+    :func:`orbit_relabelling`; a state without one draws it from ``rng``), ``m``'s router
+    routes the relabelled state, and its edges are named back.  Permutation-equivariant by
+    construction whatever ``m`` reads of the agent index (Star's hub becomes a uniformly
+    drawn agent, fixed for the debate), with ``m``'s edge budget, parameters, router
+    settings and aggregation; under exchangeable agents its expected accuracy is ``m``'s.
+
+    >>> lookup("star~orbit").equivariant, lookup("star").equivariant
+    (True, False)
+    """
+    if m.route is None:
+        raise ValueError(f"method {m.name!r} has no debate rounds: it has no orbit average "
+                         "(choose a debate method)")
+    return replace(m, name=m.name + ORBIT, route=_orbit_route(m.route, m.name),
+                   route_batch=None, graphs="free" if m.graphs == "fixed" else m.graphs,
+                   equivariant=True, orbit_of=m.name, label="",
+                   description=f"Orbit average of {m.name}: a fresh uniform relabelling of "
+                               f"the agents per debate. {m.description}".strip())
 
 
 def _fixed_route(name: str) -> Callable[..., np.ndarray]:

@@ -198,6 +198,13 @@ class DebateRecord(_RecordRequired, total=False):
     stop_reason: Optional[str]
     # Agents told the gold answer (the adversarial role); absent in older records.
     gold_shown_to: list[int]
+    # Where the panel's agents sat (DebateConfig.relabelling: the agent at each position, the
+    # order of the agent entries); absent for the identity and in older records.
+    relabelling: list[int]
+    # An orbit average's relabelling (a method named ROUTER~orbit: the router saw agent i as
+    # orbit[i], drawn once per debate from its seed, pear.core.hashing.orbit_seed); absent
+    # for every other method.
+    orbit: list[int]
     # A plug-in method's provenance (pear.core.methods); absent for the study's methods.
     plugin: PluginEntry
     # A counterfactual branch's parent (pear branch); absent for debates run whole.  Its

@@ -58,6 +58,11 @@ class RouterState:
     k: int = 0
     """In-degree of the base role graph; 0 = derived from ``base_edges``."""
     config: RouterConfig = field(default_factory=RouterConfig)
+    orbit: tuple[int, ...] | None = None
+    """An orbit average's relabelling of this debate (agent ``i`` is shown to the wrapped
+    router as ``orbit[i]``), drawn once per debate so that every round uses the same one;
+    None: none drawn yet (the orbit average draws one from ``rng``).  Other routers ignore
+    it (:func:`pear.core.methods.orbit`)."""
 
     def __post_init__(self) -> None:
         n = len(self.answers)
@@ -88,8 +93,8 @@ class RouterState:
 
     def relabelled(self, perm: np.ndarray) -> "RouterState":
         """The same state with agent ``i`` renamed ``perm[i]``: answers, confidences,
-        influence and the base graph move together (a router is permutation-equivariant
-        when it chooses the renamed edges of the renamed state).
+        influence, the base graph (and an orbit relabelling) move together (a router is
+        permutation-equivariant when it chooses the renamed edges of the renamed state).
 
         >>> s = RouterState(("a", "b", "c"), (5, 1, 3), (0.0, 0.5, 1.0), np.array([[0, 1]]))
         >>> t = s.relabelled(np.array([2, 0, 1]))
@@ -102,7 +107,9 @@ class RouterState:
                            tuple(self.confidences[i] for i in pick),
                            tuple(self.influence[i] for i in pick),
                            perm[base] if len(base) else base, round=self.round, k=self.k,
-                           config=self.config)
+                           config=self.config,
+                           orbit=None if self.orbit is None
+                           else tuple(self.orbit[i] for i in pick))
 
 
 @dataclass(frozen=True)

@@ -194,7 +194,7 @@ class SimulatedBackend:
     def __init__(self, answer_key: Mapping[tuple[str, str], str] | None = None,
                  params: SimParams | Mapping[str, Any] | None = None, seed: int = 0,
                  n_agents: int = 5, population: str | os.PathLike[str] | Population | None
-                 = None):
+                 = None, skill_shift: Sequence[float] = ()):
         self.answer_key = answer_key if answer_key is not None else {}
         """Gold answer per ``(dataset, question id)`` (any mapping, e.g. one that looks
         answers up lazily: :class:`pear.tasks.benchmarks.GoldAnswers`)."""
@@ -210,6 +210,15 @@ class SimulatedBackend:
         self._skill_of: dict[str, float] = {}
         self.seed = int(seed)
         self.n_agents = int(n_agents)
+        self.skill_shift = tuple(float(x) for x in skill_shift)
+        """A panel of unlike agents (our extension): agent a's skill is shifted by
+        ``skill_shift[a]`` standard units (negative: a weaker agent), wherever it sits
+        (``meta["member"]``); ``()``: the population's exchangeable agents."""
+        if self.skill_shift and len(self.skill_shift) != self.n_agents:
+            raise ValueError(f"invalid skill_shift={list(self.skill_shift)!r}: give one shift "
+                             f"per agent ({self.n_agents})")
+        if not any(self.skill_shift):
+            self.skill_shift = ()
         self.calls = 0
         self._questions: dict[tuple[str, str, int], _Question] = {}
         self._skills: dict[tuple[str, str, int], float] = {}
@@ -228,6 +237,8 @@ class SimulatedBackend:
                 ident["critique_weight"] = self.revision.critique_weight
             if "own_x_agree" in self.revision.features:  # since it applies after missed quorums
                 ident["own_x_agree"] = "after a missed quorum only"
+        if self.skill_shift:  # a panel of unlike agents is another panel
+            ident["skill_shift"] = list(self.skill_shift)
         blob = json.dumps(ident, sort_keys=True)
         return f"simulated-{hex_id(blob, n=10, sep='')}-s{self.seed}"
 
@@ -235,6 +246,7 @@ class SimulatedBackend:
         """The run manifest's record of the population: its seed and every parameter."""
         return {"seed": self.seed, "params": dataclasses.asdict(self.params),
                 "n_agents": self.n_agents, "population": self.population.manifest(),
+                **({"skill_shift": list(self.skill_shift)} if self.skill_shift else {}),
                 "reproducibility": {"simulated": "deterministic", "seed": self.seed}}
 
     # latents ----------------------------------------------------------------------
@@ -253,8 +265,11 @@ class SimulatedBackend:
         return q
 
     def skill(self, meta: Mapping[str, Any]) -> float:
-        """The standardised skill of the request's agent on its question (cached)."""
-        return self._skill(meta["dataset"], meta["question_id"], int(meta["agent"]))
+        """The standardised skill of the request's agent on its question (cached): the
+        agent's own (``meta["member"]`` when the panel is relabelled), plus its shift."""
+        a = int(meta.get("member", meta["agent"]))
+        u = self._skill(meta["dataset"], meta["question_id"], a)
+        return u + self.skill_shift[a] if a < len(self.skill_shift) else u
 
     def _skill(self, dataset: str, qid: str, agent: int) -> float:
         ck = (dataset, qid, agent)
