@@ -15,6 +15,8 @@ from pear.store.findings import (_DECODER, _PLAIN, has_markup, MAX_FIELD_BYTES, 
                            _debate_id, _in_range, graph_class)
 from pear.core.config import config_hash
 from pear.core.graphs import debate_base_graph, fixed_topology
+from pear.core.hashing import debate_seed
+from pear.core.methods import orbit_relabelling
 from pear.methods import spec, initial_agents, method
 from pear.store import manifest
 from pear.tasks.benchmarks import DATASETS, sha256_files, get_question
@@ -268,6 +270,14 @@ class Checker:
                                 "those of the manifest's protocol")
             return
         self._check_gold(rec, bad)
+        if list(rec.get("relabelling") or ()) != list(self.debate.relabelling):
+            bad("inconsistent", f"relabelling {rec.get('relabelling')} is not the manifest "
+                                f"protocol's {list(self.debate.relabelling) or 'identity'}")
+        want_orbit = list(orbit_relabelling(debate_seed(
+            rec["seed"], name, rec["dataset"], rec["question_id"]), n)) if m.orbit_of else None
+        if rec.get("orbit") != want_orbit:
+            bad("inconsistent", f"orbit {rec.get('orbit')} is not the relabelling this "
+                                f"debate's seed draws ({want_orbit})")
         if m.is_debate:
             self._check_graphs(rec, m.graphs, bad)
 

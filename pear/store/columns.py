@@ -3,7 +3,9 @@ gathered from records (:class:`Rows`), and the pandas dtypes they are read with.
 
 - ``debates``: one row per debate: identity, gold and final answer, correctness, rounds
   (run, and the most allowed with the stop reason where records have early stopping), tokens,
-  calls, parse failures, truncated calls, prompt style, where its line lies (``file``,
+  calls, parse failures, truncated calls, prompt style, where the panel's agents sat
+  (``relabelling``, the agent at each position as ``"2,0,1"``; null: the identity) and an
+  orbit average's relabelling (``orbit``; null for other methods), where its line lies (``file``,
   ``offset``) so that one debate's texts can be read without the rest, and a ``digest`` of its
   contents (:func:`pear.store.validate.digest`: two records with one id and different digests
   conflict);
@@ -44,7 +46,7 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("completion_tokens", _i64), ("cached_tokens", _i64), ("tokens", _i64),
         ("calls", _i32), ("parse_failures", _i32), ("truncated_calls", _i32),
         ("prompt_style", _str), ("latency_s", _f64), ("file", _i32), ("offset", _i64),
-        ("digest", _str)]),
+        ("digest", _str), ("relabelling", _str), ("orbit", _str)]),
     "agent_rounds": pa.schema([
         ("debate", _i32), ("round", _i16), ("agent", _i16), ("canonical", _str),
         ("confidence", _i16), ("correct", _bool), ("influence", _f64),
@@ -70,6 +72,11 @@ OBJECT = {"debates": ["model", "backend", "dataset", "method", "question_id", "c
                         "prompt_style"]}
 """Identity columns handed to pandas as plain strings (small table; keeps group-by keys and
 table labels ordinary)."""
+
+
+def _perm(value: Any) -> str | None:
+    """A recorded permutation as the view keeps it (``[2, 0, 1]`` -> ``"2,0,1"``)."""
+    return ",".join(str(int(x)) for x in value) if value else None
 
 
 class Rows:
@@ -110,6 +117,8 @@ class Rows:
         d["file"].append(file)
         d["offset"].append(offset)
         d["digest"].append(digest)
+        d["relabelling"].append(_perm(rec.get("relabelling")))
+        d["orbit"].append(_perm(rec.get("orbit")))
         ar, ed, ro = self.cols["agent_rounds"], self.cols["edges"], self.cols["rounds"]
         prev: dict[int, str] = {}
         for rd in rec["rounds_data"]:

@@ -48,8 +48,9 @@ __all__ = ["VIEW_DIR", "VERSION", "BATCH", "IndexSummary", "Manifest", "index",
 
 from pear.paths import VIEW_DIR, VIEW_MANIFEST, write_atomic  # noqa: E402
 from pear.parallel import fork_map, usable_cores  # noqa: E402
-VERSION = 3  # 2: debates.max_rounds and debates.stop_reason (early stopping); 3: the
-# records' checks (debates.digest, the manifest's findings and protocol)
+VERSION = 4  # 2: debates.max_rounds and debates.stop_reason (early stopping); 3: the
+# records' checks (debates.digest, the manifest's findings and protocol); 4: debates.relabelling
+# and debates.orbit (issue 73)
 """Bump when a table's columns or their meaning change: older views are then rebuilt."""
 BATCH = 1000  # our choice: debates per Parquet row group (bounded memory while indexing)
 _FINGERPRINT_BLOCK = 4096  # our choice

@@ -1,0 +1,119 @@
+"""Relabelling runs: the panel's agents seated at other positions (DebateConfig.relabelling);
+records carry it and resume, validate, merge and the view understand it (issue 73)."""
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from pear import methods
+from pear.core.config import DebateConfig, config_hash, roles_for
+from pear.core.engine import Engine, Job
+from pear.runs.grid import answer_key, preset
+from pear.runs.merge import merge
+from pear.runs.runner import run
+from pear.sim.backend import SimulatedBackend
+from pear.store import view
+from pear.store.validate import validate
+from record_factory import arithmetic_questions
+
+SIGMA = (2, 0, 4, 1, 3)
+"""Position p holds agent SIGMA[p]."""
+
+
+def test_a_relabelling_is_a_permutation_and_the_identity_is_stored_as_none():
+    assert DebateConfig(relabelling=(0, 1, 2, 3, 4)).relabelling == ()
+    assert DebateConfig(relabelling=SIGMA).member(0) == 2
+    assert config_hash(DebateConfig(relabelling=SIGMA)) != config_hash(DebateConfig())
+    assert config_hash(DebateConfig(relabelling=range(5))) == config_hash(DebateConfig())
+    with pytest.raises(ValueError, match=r"invalid relabelling=\(0, 0, 1, 2, 3\)"):
+        DebateConfig(relabelling=(0, 0, 1, 2, 3))
+    with pytest.raises(ValueError, match="permutation of 0..2"):
+        DebateConfig(n_agents=3, relabelling=(0, 1))
+
+
+def _run(debate, methods_, qs, **backend):
+    be = SimulatedBackend({(q.dataset, q.id): q.gold for q in qs}, **backend)
+    eng = Engine(be, debate)
+    return {(r["question_id"], r["method"]): r
+            for r in eng.run([Job(q, methods.method(m), 0) for q in qs for m in methods_])}
+
+
+def test_each_agent_keeps_its_answers_role_and_seeds_wherever_it_sits():
+    """Round 0 depends on no router: the relabelled record is the original relabelled,
+    exactly (answers, confidences, roles, CoT-SC's vote), and the adversary's gold is shown
+    at its new seat."""
+    qs = arithmetic_questions(6)
+    roles = roles_for(5, {3: "adversarial"})  # agent index 2
+    plain = _run(DebateConfig(rounds=2, roles=roles), ("cot_sc", "pear"), qs)
+    moved = _run(DebateConfig(rounds=2, roles=roles, relabelling=SIGMA), ("cot_sc", "pear"), qs)
+    for q in qs:
+        for m in ("cot_sc", "pear"):
+            a, b = plain[(q.id, m)], moved[(q.id, m)]
+            assert b["relabelling"] == list(SIGMA) and "relabelling" not in a
+            assert b["gold_shown_to"] == [SIGMA.index(2)] and a["gold_shown_to"] == [2]
+            for p, agent in enumerate(b["rounds_data"][0]["agents"]):
+                mine = a["rounds_data"][0]["agents"][SIGMA[p]]
+                assert (agent["answer"], agent["confidence"], agent["role"]) == \
+                    (mine["answer"], mine["confidence"], mine["role"])
+        assert plain[(q.id, "cot_sc")]["final_answer"] == moved[(q.id, "cot_sc")]["final_answer"]
+
+
+def test_a_weaker_agent_keeps_its_weakness_at_every_seat():
+    qs = arithmetic_questions(40)
+    shift = (0.0, 0.0, -3.0, 0.0, 0.0)
+    for sigma in (tuple(range(5)), SIGMA):
+        recs = _run(DebateConfig(rounds=0, relabelling=sigma), ("cot_sc",), qs,
+                    skill_shift=shift)
+        seat = sigma.index(2)
+        right = [sum(r["rounds_data"][0]["agents"][p]["correct"] for r in recs.values())
+                 for p in range(5)]
+        assert right[seat] < min(x for p, x in enumerate(right) if p != seat) - 5, right
+    with pytest.raises(ValueError, match="one shift per agent"):
+        SimulatedBackend({}, skill_shift=(0.0, -1.0))
+
+
+def _grid(relabelling=(), shard=None):
+    exp = preset("beyond", methods=("star", "pear"), datasets=("gsm8k",), seeds=(0,),
+                 n_questions=4, rounds=2)
+    exp = dataclasses.replace(exp, debate=dataclasses.replace(exp.debate,
+                                                              relabelling=relabelling))
+    return dataclasses.replace(exp, shard=shard) if shard else exp
+
+
+def test_relabelled_runs_validate_resume_and_show_in_the_view(tmp_path):
+    exp = _grid(SIGMA)
+    first = run(exp, SimulatedBackend(answer_key(exp)), tmp_path, progress=False)
+    assert first.written == 8
+    checked = validate(tmp_path)
+    assert checked.findings.ok, checked.report()
+    again = run(exp, SimulatedBackend(answer_key(exp)), tmp_path, progress=False)
+    assert again.written == 0 and again.already_done == 8
+    v = view.load(tmp_path)
+    assert set(v.debates["relabelling"]) == {"2,0,4,1,3"}
+    # a record whose relabelling is not its run's is named
+    f = next(tmp_path.rglob("*.jsonl"))
+    lines = f.read_text().splitlines()
+    rec = json.loads(lines[0])
+    rec["relabelling"] = [0, 1, 2, 3, 4]
+    f.write_text("\n".join([json.dumps(rec)] + lines[1:]) + "\n")
+    bad = validate(tmp_path)
+    assert not bad.findings.ok and "relabelling [0, 1, 2, 3, 4] is not the manifest" in \
+        bad.report()
+
+
+def test_shards_of_a_relabelled_grid_merge_and_other_relabellings_do_not(tmp_path):
+    parts = []
+    for i in range(2):
+        exp = _grid(SIGMA, shard=(i + 1, 2))
+        run(exp, SimulatedBackend(answer_key(exp)), tmp_path / f"s{i}", progress=False)
+        parts.append(tmp_path / f"s{i}")
+    got = merge(tmp_path / "all", parts)
+    assert got.records == 8 and got.complete
+    checked = validate(tmp_path / "all")
+    assert checked.findings.ok and checked.debates == 8, checked.report()
+    other = _grid((1, 0, 2, 3, 4))
+    run(other, SimulatedBackend(answer_key(other)), tmp_path / "other", progress=False)
+    with pytest.raises(ValueError, match="relabelling"):
+        merge(tmp_path / "mixed", [tmp_path / "all", tmp_path / "other"])
