@@ -60,6 +60,8 @@ __all__ = [
     "holm",
     "significance",
     "rank_agreement",
+    "SpreadResult",
+    "relabelling_spread",
 ]
 
 
@@ -405,6 +407,53 @@ def paired_effect(correct_a: Sequence[int] | np.ndarray, correct_b: Sequence[int
         return PairedEffect(diff, np.nan, np.nan, np.nan, int(a.size))
     diff, low, high = bootstrap_diff(a, b, n_resamples, alpha, rng=rng)
     return PairedEffect(diff, low, high, mcnemar_table(a, b)[1].pvalue_exact, int(a.size))
+
+
+@dataclass(frozen=True)
+class SpreadResult:
+    """How much accuracy moves across relabellings of the same questions, against what
+    sampling alone gives (:func:`relabelling_spread`)."""
+
+    accuracy: tuple[float, ...]
+    """Accuracy under each relabelling (columns of the input)."""
+    spread: float
+    """Range of ``accuracy`` (max - min)."""
+    null_mean: float
+    """Mean range under the null (outcomes exchangeable across relabellings within each
+    question)."""
+    pvalue: float
+    """Share of null ranges at least ``spread`` (with the observed one counted)."""
+
+
+def relabelling_spread(correct: Sequence[Sequence[int]] | np.ndarray, *,
+                       n_resamples: int = 2000, rng: np.random.Generator) -> SpreadResult:
+    """A randomisation test at matched seeds: ``correct`` is (questions, K) 0/1, question q
+    under relabelling j (the same questions and seed streams in every column).  Under the
+    null that accuracy does not depend on the relabelling, a question's K outcomes are
+    exchangeable, so each row is permuted on its own; the statistic is the range of the K
+    accuracies.
+
+    >>> r = relabelling_spread([[1, 0], [1, 0], [1, 0], [1, 0], [1, 0], [1, 0]],
+    ...                        rng=np.random.default_rng(0))
+    >>> r.spread, r.pvalue < 0.05
+    (1.0, True)
+    >>> relabelling_spread([[1, 1], [0, 0]], rng=np.random.default_rng(0)).pvalue
+    1.0
+    """
+    x = np.asarray(correct, dtype=float)
+    if x.ndim != 2 or x.shape[0] < 1 or x.shape[1] < 2:
+        raise ValueError(f"invalid correct of shape {x.shape}: give (questions, K >= 2) 0/1 "
+                         "outcomes, one column per relabelling")
+    acc = x.mean(axis=0)
+    observed = float(acc.max() - acc.min())
+    null = np.empty(int(n_resamples))
+    batch = max(1, 2_000_000 // x.size)
+    for start in range(0, len(null), batch):
+        b = min(batch, len(null) - start)
+        moved = rng.permuted(np.broadcast_to(x, (b, *x.shape)), axis=2).mean(axis=1)
+        null[start:start + b] = moved.max(axis=1) - moved.min(axis=1)
+    p = (1 + int(np.sum(null >= observed - 1e-12))) / (1 + len(null))
+    return SpreadResult(tuple(float(a) for a in acc), observed, float(null.mean()), float(p))
 
 
 def holm(pvalues: Sequence[float] | np.ndarray) -> np.ndarray:
