@@ -35,7 +35,7 @@ IPC_PREFIX = "pear-kernel-"
 kernel's connection file and IPC sockets while it runs."""
 
 RUNS_THE_MODEL = ("00_run_experiments", "10_temperature_sweep", "11_early_stop", "12_robustness",
-                  "15_your_method", "16_counterfactual")
+                  "15_your_method", "16_counterfactual", "19_relabelling")
 """The notebooks that call the build's backend (00 records the grid the others read)."""
 
 SIDE_BY_SIDE = tuple(n for n, s in BACKENDS.items() if not s.runs or (s.local and not s.one_model))

@@ -26,7 +26,7 @@ NOTEBOOKS = ("00_run_experiments", "01_main_results", "02_full_dataset", "03_abl
              "04_round_curves", "05_diagnostics", "06_significance", "07_cost_pareto",
              "08_case_study", "09_theory_checks", "10_temperature_sweep", "11_early_stop",
              "12_robustness", "13_claims", "14_calibration", "15_your_method",
-             "16_counterfactual", "17_real_debates", "18_your_model")
+             "16_counterfactual", "17_real_debates", "18_your_model", "19_relabelling")
 """The build, in order (``notebooks/<name>.py``)."""
 
 
@@ -69,6 +69,8 @@ EXPECTED_OUTPUTS: dict[str, tuple[str, ...]] = {
                         *_tab("leave_one_out_summary")),
     "18_your_model": (*_tab("your_model_twin"), *_tab("your_model_power"),
                       *_tab("your_model_claims")),
+    "19_relabelling": (*_fig("relabelling"), *_tab("relabelling_spread"),
+                       *_tab("relabelling_by_seat"), *_tab("relabelling_orbit")),
 }
 """Every file each notebook writes into the figures directory (one producer per file)."""
 
@@ -77,7 +79,7 @@ _OWN_RUNS = ("it runs its own study variants beside the main run, and a run of i
 NOT_FOR_IMPORTED: dict[str, str] = {
     "09_theory_checks": _OWN_RUNS + " (and its checks need confidences and the router)",
     "10_temperature_sweep": _OWN_RUNS, "11_early_stop": _OWN_RUNS, "12_robustness": _OWN_RUNS,
-    "15_your_method": _OWN_RUNS,
+    "15_your_method": _OWN_RUNS, "19_relabelling": _OWN_RUNS,
     "16_counterfactual": "it branches recorded PEAR-protocol debates (router state, "
                          "critiques), which imported debates do not have",
 }

@@ -1,0 +1,86 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python (pear)
+#     language: python
+#     name: pear
+# ---
+
+# %% [markdown]
+# # 19 · Relabelling: where sitting matters, and each router beside its orbit average
+#
+# The study's theory: an equivariant router's expected accuracy does not change when the agents
+# are relabelled, and a router's orbit average (``NAME~orbit``: a fresh uniform relabelling per
+# debate) has the router's expected accuracy under exchangeable agents. With identical agents
+# every method is trivially invariant, so here one agent is odd (notebook 12's adversarial
+# agent, agent 1) and it is seated at every position in turn (``DebateConfig.relabelling``; it
+# keeps its role and its own request seeds wherever it sits). Per method: accuracy with the
+# odd agent at each position (position 1 is Star's hub and Chain's head) with Wilson 95%
+# intervals; the spread across seats against what sampling alone gives (a randomisation test
+# at matched seeds: each question's outcomes permuted across seats); and each fixed router
+# beside its orbit average.
+
+# %% tags=["parameters"]
+backend = "llamacpp"  # llamacpp | vllm | openai | simulated | replay
+preset = "smoke"  # smoke | paper | sim | beyond
+runs_dir = ""  # empty: data/runs/<preset>-<backend>; variants go to <runs_dir>-studies/
+model = ""  # model path or name; empty: the backend default
+seeds = ""  # empty: the preset seeds, else e.g. 0,1,2
+n_questions = 0  # questions per dataset; 0: the preset value
+odd_role = "adversarial"  # the odd agent's role (pear.core.config.ROLES)
+
+# %% [markdown]
+# ## Load records (run or resume one variant per seat)
+
+# %%
+from pear.analysis import figures, report
+from pear.paper import beyond, relabelling, study
+
+figures.set_style()
+exp = beyond.preset_experiment(preset, seeds=seeds, n_questions=n_questions)
+variants = relabelling.variants(exp, odd_role)
+runs = beyond.run_variants(backend, variants, study.runs_path(runs_dir, preset, backend),
+                           model=model)
+res = next(iter(runs.values()))
+
+# %% [markdown]
+# ## Compute
+
+# %%
+by_seat, spread, orbit = relabelling.tables(runs)
+spread
+
+# %%
+by_seat.pivot_table(index="method", columns="seat", values="accuracy")
+
+# %%
+orbit
+
+# %% [markdown]
+# ## Figure
+
+# %%
+fig = relabelling.plot_by_seat(by_seat, odd_role=odd_role, source=res.source, mark=res.mark,
+                               simulated=res.simulated)
+figures.display_figure(fig)
+
+# %% [markdown]
+# ## Save
+
+# %%
+figures.save_figure(fig, "relabelling")
+note = f"The {odd_role} agent seated at each position, same questions and seeds"
+report.save_table(spread.set_index("method"), "relabelling_spread",
+                  caption=res.caption(note + "; spread: range of accuracy across seats; null: "
+                                      "its mean when each question's outcomes are permuted "
+                                      "across seats; p: randomisation test at matched seeds."))
+report.save_table(by_seat.set_index(["method", "seat"]), "relabelling_by_seat",
+                  caption=res.caption(note + "; Wilson 95% intervals."))
+report.save_table(orbit.set_index("router"), "relabelling_orbit",
+                  caption=res.caption(note + "; each fixed router beside its orbit average (a "
+                                      "fresh uniform relabelling per debate): mean accuracy "
+                                      "over seats and spread."))

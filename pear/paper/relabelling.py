@@ -1,0 +1,91 @@
+"""Notebook 19's study (issue 73): the odd agent of a panel seated at every position, each
+method's accuracy per seat, its spread across seats against sampling (a randomisation test
+at matched seeds) and each fixed router beside its orbit average (``NAME~orbit``)."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Mapping
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from pear.analysis import stats
+from pear.analysis.figures import annotate
+from pear.catalog.labels import method_label, method_order
+from pear.core.config import roles_for
+from pear.core.methods import orbit_base
+from pear.runs.relabelling import placements, relabelled
+
+__all__ = ["SMOKE_METHODS", "METHODS", "variants", "tables", "plot_by_seat"]
+
+SMOKE_METHODS = ("star", "star~orbit", "pear")
+"""The CPU build (a 135M model, one question): what runs, not what it finds (our choice)."""
+METHODS = ("star", "star~orbit", "chain", "chain~orbit", "random", "pear")
+KEY = ["dataset", "seed", "question_id"]
+
+
+def variants(exp: Any, odd_role: str = "adversarial") -> dict[str, Any]:
+    """One variant of ``exp`` per seat of agent 1 (given ``odd_role``), with this study's
+    methods (:data:`SMOKE_METHODS` for the smoke grid)."""
+    exp = dataclasses.replace(exp, methods=SMOKE_METHODS if exp.name == "smoke" else METHODS)
+    n = exp.debate.n_agents
+    return relabelled(exp, placements(n, agent=0), roles=roles_for(n, {1: odd_role}))
+
+
+def tables(runs: Mapping[str, Any], *, seed: int = 0
+           ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """From the seat variants' results (in seat order): accuracy per method and seat with
+    Wilson intervals; per method the mean accuracy, spread (range over seats), its null mean
+    and the randomisation p; each fixed router beside its orbit average."""
+    frames = []
+    for p, r in enumerate(runs.values()):
+        d = r.debates[KEY + ["method", "correct"]].copy()
+        d["seat"] = p + 1
+        frames.append(d)
+    long = pd.concat(frames, ignore_index=True)
+    rows, spread_rows = [], []
+    for m in method_order(long["method"].unique()):
+        wide = long[long["method"] == m].pivot_table(index=KEY, columns="seat",
+                                                     values="correct", aggfunc="first").dropna()
+        for p in wide.columns:
+            k, total = int(wide[p].sum()), len(wide)
+            lo, hi = stats.wilson(k, total)
+            rows.append({"method": m, "seat": int(p), "accuracy": k / total, "ci_low": lo,
+                         "ci_high": hi, "n": total})
+        s = stats.relabelling_spread(wide.to_numpy(dtype=int), rng=np.random.default_rng(seed))
+        spread_rows.append({"method": m, "mean_accuracy": float(np.mean(s.accuracy)),
+                            "spread": s.spread, "null_spread": s.null_mean,
+                            "p_value": s.pvalue, "n": len(wide)})
+    by_seat, spread = pd.DataFrame(rows), pd.DataFrame(spread_rows).set_index("method")
+    pairs = [(orbit_base(m), m) for m in spread.index if orbit_base(m) in spread.index]
+    orbit = pd.DataFrame([{
+        "router": b, "router_accuracy": spread.loc[b, "mean_accuracy"],
+        "orbit_accuracy": spread.loc[m, "mean_accuracy"],
+        "difference": spread.loc[m, "mean_accuracy"] - spread.loc[b, "mean_accuracy"],
+        "router_spread": spread.loc[b, "spread"], "orbit_spread": spread.loc[m, "spread"],
+        "spread_removed": spread.loc[b, "spread"] - spread.loc[m, "spread"]}
+        for b, m in pairs], columns=["router", "router_accuracy", "orbit_accuracy",
+                                     "difference", "router_spread", "orbit_spread",
+                                     "spread_removed"])
+    return by_seat, spread.reset_index(), orbit
+
+
+def plot_by_seat(by_seat: pd.DataFrame, *, odd_role: str = "adversarial", source: str = "",
+                 mark: str = "", simulated: bool = False) -> Figure:
+    """Accuracy per method against the odd agent's position, Wilson 95% intervals (orbit
+    averages dashed)."""
+    fig = Figure(figsize=(6.4, 3.6))
+    ax = fig.add_subplot()
+    names = method_order(by_seat["method"].unique())
+    for j, m in enumerate(names):
+        d = by_seat[by_seat["method"] == m]
+        ax.errorbar(d["seat"] + (j - len(names) / 2) * 0.05, d["accuracy"],
+                    yerr=[d["accuracy"] - d["ci_low"], d["ci_high"] - d["accuracy"]],
+                    marker="o", capsize=2, label=method_label(m),
+                    linestyle="--" if orbit_base(m) else "-")
+    ax.set_xticks(sorted(by_seat["seat"].unique()))
+    ax.set_xlabel(f"position of the {odd_role} agent (1: Star's hub, Chain's head)")
+    ax.set_ylabel("accuracy")
+    ax.legend(fontsize=7, ncol=2)
+    return annotate(fig, [ax], source=source, mark=mark, simulated=simulated)
