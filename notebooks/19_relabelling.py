@@ -83,4 +83,6 @@ report.save_table(by_seat.set_index(["method", "seat"]), "relabelling_by_seat",
 report.save_table(orbit.set_index("router"), "relabelling_orbit",
                   caption=res.caption(note + "; each fixed router beside its orbit average (a "
                                       "fresh uniform relabelling per debate): mean accuracy "
-                                      "over seats and spread."))
+                                      "over seats, the difference (orbit - router) with its "
+                                      "paired bootstrap 95% interval and McNemar's p over "
+                                      "(question, seed, seat) pairs, and each one's spread."))

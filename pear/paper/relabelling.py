@@ -17,12 +17,16 @@ from pear.core.config import roles_for
 from pear.core.methods import orbit_base
 from pear.runs.relabelling import placements, relabelled
 
-__all__ = ["SMOKE_METHODS", "METHODS", "variants", "tables", "plot_by_seat"]
+__all__ = ["SMOKE_METHODS", "METHODS", "ORBIT_COLUMNS", "variants", "outcomes", "tables",
+           "plot_by_seat"]
 
 SMOKE_METHODS = ("star", "star~orbit", "pear")
 """The CPU build (a 135M model, one question): what runs, not what it finds (our choice)."""
 METHODS = ("star", "star~orbit", "chain", "chain~orbit", "random", "pear")
 KEY = ["dataset", "seed", "question_id"]
+ORBIT_COLUMNS = ["router", "router_accuracy", "orbit_accuracy", "difference", "diff_low",
+                 "diff_high", "p_value", "n_pairs", "router_spread", "orbit_spread",
+                 "spread_removed"]
 
 
 def variants(exp: Any, odd_role: str = "adversarial") -> dict[str, Any]:
@@ -33,41 +37,62 @@ def variants(exp: Any, odd_role: str = "adversarial") -> dict[str, Any]:
     return relabelled(exp, placements(n, agent=0), roles=roles_for(n, {1: odd_role}))
 
 
-def tables(runs: Mapping[str, Any], *, seed: int = 0
-           ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """From the seat variants' results (in seat order): accuracy per method and seat with
-    Wilson intervals; per method the mean accuracy, spread (range over seats), its null mean
-    and the randomisation p; each fixed router beside its orbit average."""
+def outcomes(runs: Mapping[str, Any]) -> dict[str, pd.DataFrame]:
+    """From the seat variants' results (in seat order): per method (table order) its
+    outcomes at matched seeds, one row per (dataset, seed, question) recorded at every seat
+    and one 0/1 column per seat (1: the odd agent at position 1)."""
     frames = []
     for p, r in enumerate(runs.values()):
         d = r.debates[KEY + ["method", "correct"]].copy()
         d["seat"] = p + 1
         frames.append(d)
     long = pd.concat(frames, ignore_index=True)
+    return {m: long[long["method"] == m].pivot_table(index=KEY, columns="seat",
+                                                     values="correct",
+                                                     aggfunc="first").dropna().astype(int)
+            for m in method_order(long["method"].unique())}
+
+
+def tables(runs: Mapping[str, Any], *, seed: int = 0
+           ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """From the seat variants' results (in seat order, :func:`outcomes`): accuracy per
+    method and seat with Wilson intervals; per method the mean accuracy, spread (range over
+    seats), its null mean and the randomisation p (:func:`pear.analysis.stats.relabelling_spread`);
+    each fixed router beside its orbit average: mean accuracy over seats, the difference
+    (orbit - router) with its paired bootstrap interval and McNemar's p over the (question,
+    seed, seat) pairs (:func:`pear.analysis.stats.paired_effect`), and each one's spread."""
+    rng = np.random.default_rng(seed)
+    wides = outcomes(runs)
     rows, spread_rows = [], []
-    for m in method_order(long["method"].unique()):
-        wide = long[long["method"] == m].pivot_table(index=KEY, columns="seat",
-                                                     values="correct", aggfunc="first").dropna()
+    for m, wide in wides.items():
         for p in wide.columns:
             k, total = int(wide[p].sum()), len(wide)
             lo, hi = stats.wilson(k, total)
             rows.append({"method": m, "seat": int(p), "accuracy": k / total, "ci_low": lo,
                          "ci_high": hi, "n": total})
-        s = stats.relabelling_spread(wide.to_numpy(dtype=int), rng=np.random.default_rng(seed))
+        s = stats.relabelling_spread(wide.to_numpy(dtype=int), rng=rng)
         spread_rows.append({"method": m, "mean_accuracy": float(np.mean(s.accuracy)),
                             "spread": s.spread, "null_spread": s.null_mean,
                             "p_value": s.pvalue, "n": len(wide)})
     by_seat, spread = pd.DataFrame(rows), pd.DataFrame(spread_rows).set_index("method")
-    pairs = [(orbit_base(m), m) for m in spread.index if orbit_base(m) in spread.index]
-    orbit = pd.DataFrame([{
-        "router": b, "router_accuracy": spread.loc[b, "mean_accuracy"],
-        "orbit_accuracy": spread.loc[m, "mean_accuracy"],
-        "difference": spread.loc[m, "mean_accuracy"] - spread.loc[b, "mean_accuracy"],
-        "router_spread": spread.loc[b, "spread"], "orbit_spread": spread.loc[m, "spread"],
-        "spread_removed": spread.loc[b, "spread"] - spread.loc[m, "spread"]}
-        for b, m in pairs], columns=["router", "router_accuracy", "orbit_accuracy",
-                                     "difference", "router_spread", "orbit_spread",
-                                     "spread_removed"])
+    orbit_rows = []
+    for m in spread.index:
+        b = orbit_base(m)
+        if b not in spread.index:
+            continue
+        both = wides[b].add_suffix("_router").join(wides[m].add_suffix("_orbit"),
+                                                    how="inner")
+        seats = list(wides[b].columns)
+        router = both[[f"{p}_router" for p in seats]].to_numpy().ravel()
+        orb = both[[f"{p}_orbit" for p in seats]].to_numpy().ravel()
+        e = stats.paired_effect(orb, router, rng=rng)
+        orbit_rows.append({
+            "router": b, "router_accuracy": spread.loc[b, "mean_accuracy"],
+            "orbit_accuracy": spread.loc[m, "mean_accuracy"], "difference": e.diff,
+            "diff_low": e.low, "diff_high": e.high, "p_value": e.p_exact, "n_pairs": e.n,
+            "router_spread": spread.loc[b, "spread"], "orbit_spread": spread.loc[m, "spread"],
+            "spread_removed": spread.loc[b, "spread"] - spread.loc[m, "spread"]})
+    orbit = pd.DataFrame(orbit_rows, columns=ORBIT_COLUMNS)
     return by_seat, spread.reset_index(), orbit
 
 
