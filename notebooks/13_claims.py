@@ -23,6 +23,9 @@
 # analysis library, with a 95 % bootstrap interval over questions and seeds, or the exact
 # test the claim names. The same evaluators run on the study's printed tables: the
 # internal-consistency table sets each printed claim beside what its own tables give.
+# The relabelling claims (the abstract's, the theorem's, the introduction's positional biases
+# and sensitivity to role assignments) are judged on notebook 19's seat variants, read from
+# their records (the build runs this notebook after 19); without them they are not covered.
 #
 # A simulated build's conclusions hang on its simulated population. The last section states
 # them across an ensemble of plausible populations (the grounded revision model refitted on
@@ -54,12 +57,15 @@ from pear.paper import ensemble, ledger
 figures.set_style()
 subset, full = ledger.load_build(backend, preset, runs_dir, model=model, seeds=seeds,
                                  n_questions=n_questions)
+# notebook 19's relabelling study, from its records (or why there is none)
+relabelled = ledger.load_relabelling(backend, preset, runs_dir, model=model, seeds=seeds,
+                                     n_questions=n_questions)
 
 # %% [markdown]
 # ## Compute: every claim on this build and on the study's tables
 
 # %%
-table = claims.ledger(subset, full, rng=bootstrap_seed)
+table = claims.ledger(subset, full, rng=bootstrap_seed, relabelling=relabelled)
 forest = ledger.forest_frame(table)
 claims.verdict_counts(table)
 

@@ -1,6 +1,7 @@
 """The parts of claims that are not means over settings (:mod:`pear.claims.evaluate`): the study's
-significance table and rank agreement, the design of its grid, and checks of this
-repository's router on logged states (:mod:`pear.analysis.theory`).
+significance table and rank agreement, the design of its grid, checks of this
+repository's router on logged states (:mod:`pear.analysis.theory`), and the relabelling
+study's tests (:func:`relabelling_parts`).
 """
 from __future__ import annotations
 
@@ -12,14 +13,17 @@ import numpy as np
 import pandas as pd
 
 from pear.analysis.metrics import best_fixed
-from pear.core.methods import FIXED_TOPOLOGIES
+from pear.core.methods import FIXED_TOPOLOGIES, ORBIT
+from pear.catalog.labels import method_label
 from pear.claims.values import named
-from pear.claims.evidence import Source
-from pear.claims.verdicts import ALPHA, PartResult, decide, fixed_part, mcnemar_needed, printed_numbers
+from pear.claims.evidence import Relabelling, Source
+from pear.claims.verdicts import (ALPHA, PartResult, decide, fixed_part, mcnemar_needed,
+                                  needed, printed_numbers)
 from pear.analysis import stats, theory
 from pear.core.router import score_pool, selection_probabilities
 
-__all__ = ["significance_parts", "rank_parts", "design_parts", "router_parts"]
+__all__ = ["significance_parts", "rank_parts", "design_parts", "router_parts",
+           "relabelling_parts", "RELABELLING_TESTS"]
 
 # ----------------------------------------------------------------- significance, ranks, design
 
@@ -281,3 +285,113 @@ def router_parts(spec: Mapping[str, Any], src: Source, raw: Mapping[str, Any]) -
     part.metric = "router"
     return [part]
 
+
+
+# ----------------------------------------------------------------- the relabelling study
+
+RELABELLING_TESTS = ("beyond_sampling", "high_spread", "within_sampling", "orbit")
+"""The parts a relabelling claim asks for (``op = "relabelling"``, ``test``): a method's
+spread of accuracy across the odd agent's seats beyond what sampling alone gives (a
+positional effect), beyond it and at least ``threshold`` (a high sensitivity), within it
+(accuracy preserved), and a router beside its orbit average."""
+
+
+def _spread_part(test: str, method: str, row: Mapping[str, Any], rel: Relabelling,
+                 spec: Mapping[str, Any]) -> PartResult:
+    """The randomisation test at matched seeds (:func:`pear.analysis.stats.relabelling_spread`)
+    of one method's spread across seats: ``beyond_sampling`` is supported when p < alpha (else
+    inconclusive: within sampling); ``high_spread`` when also the spread is at least
+    ``threshold`` [0.1]; ``within_sampling`` is contradicted when p < alpha and
+    supported when, within sampling, sampling alone spreads accuracy by at most ``margin``
+    (else inconclusive, with the questions that would bring it there)."""
+    alpha = float(spec.get("alpha", ALPHA))
+    spread, null, p, n = (float(row["spread"]), float(row["null_spread"]),
+                          float(row["p_value"]), int(row["n"]))
+    beyond = p < alpha
+    note = (f"p = {p:.2g} against a spread of {null:.3f} from sampling alone, {n} questions "
+            f"x seeds at each seat: {'beyond' if beyond else 'within'} sampling")
+    n_needed = None
+    if test == "beyond_sampling":
+        verdict = "supported" if beyond else "inconclusive"
+    elif test == "high_spread":
+        threshold = float(spec.get("threshold", 0.1))
+        verdict = "supported" if beyond and spread >= threshold - 1e-12 else "inconclusive"
+        if beyond and verdict == "inconclusive":
+            note += f", but below the {threshold:g} read as high"
+    else:
+        margin = float(spec.get("margin", 0.05))
+        if beyond:
+            verdict = "contradicted"
+        elif null <= margin:
+            verdict = "supported"
+        else:
+            verdict = "inconclusive"
+            n_needed = needed(n, (null / margin) ** 2)
+            note += (f", but sampling alone spreads accuracy by more than the margin "
+                     f"{margin:g}")
+    return PartResult(
+        label=(f"{method_label(method)}: spread of accuracy across the {rel.odd} agent's "
+               f"{rel.seats} seats (randomisation test at matched seeds)"),
+        value=spread, low=spread, high=spread, unit="fraction", test="randomisation",
+        verdict=verdict, n_needed=n_needed, n_questions=n, note=note, metric="relabelling",
+        methods=(method,))
+
+
+def _orbit_part(row: Mapping[str, Any], rel: Relabelling, spec: Mapping[str, Any],
+                src: Source) -> PartResult:
+    """A router beside its orbit average: the difference (orbit - router) of accuracy over
+    the (question, seed, seat) pairs with its paired bootstrap interval, judged against the
+    equivalence ``margin`` (``within`` [-margin, margin])."""
+    margin = float(spec.get("margin", 0.05))
+    router = str(row["router"])
+    v, lo, hi, n = (float(row["difference"]), float(row["diff_low"]),
+                    float(row["diff_high"]), int(row["n_pairs"]))
+    if not (np.isfinite(lo) and np.isfinite(hi)):
+        lo = hi = v  # fewer than two pairs: no interval
+        verdict, n_needed = "inconclusive", None
+    else:
+        verdict, n_needed, _ = decide({"test": "within", "bounds": [-margin, margin]}, v, lo,
+                                      hi, "fraction", n, src)
+    p = float(row["p_value"])
+    note = (f"McNemar p = {p:.2g} over {n} (question, seed, seat) pairs"
+            if np.isfinite(p) else f"{n} (question, seed, seat) pairs: no test")
+    note += (f"; spread of accuracy across seats {float(row['router_spread']):.3f} (router) "
+             f"against {float(row['orbit_spread']):.3f} (orbit average)")
+    return PartResult(
+        label=(f"{method_label(router + ORBIT)} - {method_label(router)}: accuracy over the "
+               f"{rel.odd} agent's {rel.seats} seats (paired bootstrap; equivalence within "
+               f"+-{margin:g})"),
+        value=v, low=lo, high=hi, unit="fraction", test="paired", verdict=verdict,
+        n_needed=n_needed, n_questions=n, note=note, metric="relabelling",
+        methods=(router, router + ORBIT))
+
+
+def relabelling_parts(spec: Mapping[str, Any], src: Source, raw: Mapping[str, Any]
+                      ) -> list[PartResult] | str:
+    """The parts of a claim about agents relabelled (:class:`pear.claims.evidence.Relabelling`):
+    ``test`` one of :data:`RELABELLING_TESTS`; ``methods`` (a set name of the TOML or a list)
+    the methods whose spread is tested; ``orbit`` takes every router the study ran beside its
+    orbit average.  The reason there is none: no relabelling study (notebook 19 not run) or
+    none of the methods in it."""
+    if src.paper:
+        return "not in the study's tables"
+    rel = src.relabelling
+    if isinstance(rel, str):
+        return rel
+    test = spec.get("test")
+    if test not in RELABELLING_TESTS:
+        raise ValueError(f"unknown relabelling test {test!r}: choose one of "
+                         f"{', '.join(RELABELLING_TESTS)}")
+    if test == "orbit":
+        rows = list(rel.orbit.to_dict("records"))
+        if not rows:
+            return "the relabelling runs hold no router beside its orbit average"
+        return [_orbit_part(r, rel, spec, src) for r in rows]
+    wanted = spec.get("methods", [])
+    if isinstance(wanted, str):
+        wanted = raw.get("sets", {}).get(wanted, wanted.split(","))
+    by = rel.spread.set_index("method")
+    have = [m for m in wanted if m in by.index]
+    if not have:
+        return (f"the relabelling runs hold none of {', '.join(map(method_label, wanted))}")
+    return [_spread_part(test, m, by.loc[m], rel, spec) for m in have]

@@ -30,7 +30,7 @@ give *not evidence*: the finding is still shown, as a statement about the simula
 mechanism (checks of the router itself, ``about = "router"``, stand in every build).
 
 >>> len(load_claims()), sorted(set(load_claims()["kind"]))[:3]
-(102, ['correlation', 'cost', 'count'])
+(104, ['correlation', 'cost', 'count'])
 """
 from __future__ import annotations
 
@@ -43,7 +43,8 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 import pandas as pd
 
-from pear.claims.checks import design_parts, rank_parts, router_parts, significance_parts
+from pear.claims.checks import (design_parts, rank_parts, relabelling_parts, router_parts,
+                                significance_parts)
 from pear.claims.values import numeric
 from pear.analysis.compare import PAPER_DIR
 from pear.claims.evidence import Source
@@ -52,7 +53,8 @@ from pear.claims.verdicts import PartResult, describe, printed_numbers
 from pear.claims import evidence
 from pear.core.methods import FIXED_TOPOLOGIES
 
-__all__ = ["VERDICTS", "KINDS", "CLAIMS_FILE", "RECOMPUTE_FILE", "PartResult", "ClaimResult",
+__all__ = ["VERDICTS", "KINDS", "CLAIMS_FILE", "ADDED_CLAIMS_FILE", "RECOMPUTE_FILE",
+           "NOTED_TESTS", "PartResult", "ClaimResult",
            "load_claims", "load_recompute", "printed_numbers", "evaluate", "ledger",
            "methods_named",
            "verdict_counts", "summarise", "fmt"]
@@ -65,13 +67,33 @@ VERDICTS = ("supported", "contradicted", "inconclusive", "not covered", "not evi
 KINDS = ("number", "count", "ordering", "significance", "correlation", "cost", "trend",
          "mechanism")
 CLAIMS_FILE = PAPER_DIR / "claims.csv"
+ADDED_CLAIMS_FILE = PAPER_DIR / "claims_added.csv"
+"""Claims of the study's text that the transcription (``claims.csv``, copied unchanged)
+leaves out, added by this repository in its columns; each sits after the last claim of its
+section."""
 RECOMPUTE_FILE = PAPER_DIR / "claims_recompute.toml"
 
 # ----------------------------------------------------------------- the claims as data
 
 def load_claims() -> pd.DataFrame:
-    """``data/paper/claims.csv`` as strings (empty cells ""), in its order."""
-    return pd.read_csv(CLAIMS_FILE, dtype=str, keep_default_na=False)
+    """``data/paper/claims.csv`` as strings (empty cells ""), in its order, with the claims of
+    :data:`ADDED_CLAIMS_FILE` each after the last claim of its section (at the end when its
+    section has none)."""
+    claims = pd.read_csv(CLAIMS_FILE, dtype=str, keep_default_na=False)
+    if not ADDED_CLAIMS_FILE.is_file():
+        return claims
+    added = pd.read_csv(ADDED_CLAIMS_FILE, dtype=str, keep_default_na=False)
+    if list(added.columns) != list(claims.columns):
+        raise ValueError(f"{ADDED_CLAIMS_FILE.name}: columns {list(added.columns)}, not "
+                         f"claims.csv's {list(claims.columns)}")
+    rows = claims.to_dict("records")
+    for row in added.to_dict("records"):
+        same = [i for i, r in enumerate(rows) if r["section"] == row["section"]]
+        rows.insert(same[-1] + 1 if same else len(rows), row)
+    out = pd.DataFrame(rows, columns=claims.columns)
+    if out["id"].duplicated().any():
+        raise ValueError(f"{ADDED_CLAIMS_FILE.name}: a claim id already in claims.csv")
+    return out
 
 
 def load_recompute() -> dict[str, Any]:
@@ -180,7 +202,8 @@ def _evaluate_part(spec: Mapping[str, Any], src: Source, raw: Mapping[str, Any],
     if spec.get("paper_only") and not src.paper:
         return []   # a statement about the study's own table: the consistency table has it
     op = spec.get("op")
-    handler = {"sig": significance_parts, "spearman": rank_parts, "design": design_parts, "router": router_parts}.get(op)
+    handler = {"sig": significance_parts, "spearman": rank_parts, "design": design_parts,
+               "router": router_parts, "relabelling": relabelling_parts}.get(op)
     results: list[PartResult] = []
     for concrete in _expand(spec, src):
         got = handler(concrete, src, raw) if handler else numeric(concrete, src, raw)
@@ -304,6 +327,11 @@ def fmt(value: float | None, unit: str) -> str:
     return f"{value:.3f}"
 
 
+NOTED_TESTS = ("randomisation", "paired")
+"""Tests whose parts show their note (the test's p and what it was against) beside the
+value: the relabelling study's (:func:`pear.claims.checks.relabelling_parts`)."""
+
+
 def summarise(parts: list[PartResult]) -> str:
     """The parts of a claim in one line: each part's value, interval and verdict, or for
     many per-setting parts the counts per verdict and the weakest part."""
@@ -314,7 +342,8 @@ def summarise(parts: list[PartResult]) -> str:
     def one(p: PartResult) -> str:
         ci = f" [{fmt(p.low, p.unit)}, {fmt(p.high, p.unit)}]" if p.low != p.high else ""
         where = f" ({p.setting})" if p.setting else ""
-        return f"{p.label}{where}: {fmt(p.value, p.unit)}{ci} {p.verdict}"
+        test = f" ({p.note})" if p.test in NOTED_TESTS and p.note else ""
+        return f"{p.label}{where}: {fmt(p.value, p.unit)}{ci}{test} {p.verdict}"
     if len(shown) <= 3:
         return "; ".join(one(p) for p in shown)
     counts = pd.Series([p.verdict for p in shown]).value_counts()
@@ -327,7 +356,8 @@ def summarise(parts: list[PartResult]) -> str:
 def ledger(subset: Any = None, full: Any = None, *,
            rng: np.random.Generator | int | None = None,
            n_boot: int | None = None, build: Source | None = None,
-           paper: Source | None = None) -> pd.DataFrame:
+           paper: Source | None = None,
+           relabelling: evidence.Relabelling | str | None = None) -> pd.DataFrame:
     """One row per claim of ``claims.csv``, in its order: the claim (``id, section, kind,
     quote, printed, unit, scope``), the study's own check (``from_tables``, ``consistent``
     as transcribed; ``recomputed`` and ``table_finding`` by these evaluators from the
@@ -345,7 +375,10 @@ def ledger(subset: Any = None, full: Any = None, *,
     side, a printed number when the value rounds to it), as :mod:`pear.paper.ensemble`
     counts claims across populations.  ``paper``: the study's side
     (:func:`pear.claims.evidence.paper_source`, made here when not given; the same for every
-    build, so a caller that judges many builds makes it once)."""
+    build, so a caller that judges many builds makes it once).  ``relabelling``: the build's
+    relabelling study (:class:`pear.claims.evidence.Relabelling`: notebook 19's tables from its
+    records, :func:`pear.paper.ledger.load_relabelling`) or why it has none (None: the
+    ``build``'s own, else :data:`pear.claims.evidence.NO_RELABELLING`)."""
     raw = load_recompute()
     claims = load_claims()
     if build is None:
@@ -355,7 +388,10 @@ def ledger(subset: Any = None, full: Any = None, *,
         if not isinstance(rng, np.random.Generator):
             rng = np.random.default_rng(rng)
         build = evidence.build_source(subset, full, rng=rng,
-                                      n_boot=evidence.N_BOOT if n_boot is None else n_boot)
+                                      n_boot=evidence.N_BOOT if n_boot is None else n_boot,
+                                      relabelling=relabelling)
+    elif relabelling is not None:
+        build = dataclasses.replace(build, relabelling=relabelling)
     paper = paper if paper is not None else evidence.paper_source()
     rows = []
     for _, row in claims.iterrows():
@@ -375,11 +411,14 @@ def ledger(subset: Any = None, full: Any = None, *,
             reason = ("imported debates: the finding is about those debates' round dynamics, "
                       "under their own protocol" + (f"; {reason}" if reason else ""))
         if res.finding == "inconclusive":
+            noted = [p.note for p in res.parts if p.test in NOTED_TESTS and p.note
+                     and p.verdict == "inconclusive"]
             reason = ((f"{res.n_needed} questions per setting would decide it"
                        if res.n_needed <= 10 ** 6 else "more than a million questions per "
                        "setting would be needed to decide it (an effect near zero)")
-                      if res.n_needed else "the interval straddles the claim and no sample "
-                      "size follows from it (a nil difference, or a test of ranks)")
+                      if res.n_needed else "; ".join(noted) if noted else "the interval "
+                      "straddles the claim and no sample size follows from it (a nil "
+                      "difference, or a test of ranks)")
         if not_evidence:
             what = "simulated agents" if build.simulated else "a smoke build (tiny model, tiny grid)"
             reason = (f"{what}: the finding ({res.finding}) is a statement about the "

@@ -36,8 +36,9 @@ from pear.store.indexing import VIEW_DIR, read_manifest
 from pear.store.validate import Findings
 from pear.backends.registry import SIMULATED
 
-__all__ = ["N_BOOT", "Cell", "Source", "per_debate", "from_view", "from_paper", "build_source",
-           "paper_source", "METRIC_UNITS", "OPEN_MODELS", "PSEUDO_MODELS"]
+__all__ = ["N_BOOT", "NO_RELABELLING", "Cell", "Relabelling", "Source", "per_debate",
+           "from_view", "from_paper", "build_source", "paper_source", "METRIC_UNITS",
+           "OPEN_MODELS", "PSEUDO_MODELS"]
 
 N_BOOT = 1000  # our choice: replicates; percentile CIs at 95% settle to ~0.01 of their width
 KEYS = ["model", "dataset", "method", "seed", "question_id"]
@@ -240,6 +241,34 @@ def from_paper() -> dict[str, Mapping[str, Cell]]:
             "full": {"accuracy": _table_cell(full, "accuracy", lambda r: (r.model, r.dataset))}}
 
 
+# ----------------------------------------------------------------- relabelling runs
+
+NO_RELABELLING = "no relabelling runs beside this build (notebook 19_relabelling was not run)"
+"""Why the relabelling claims are not covered when a build gives no relabelling runs."""
+
+
+@dataclass
+class Relabelling:
+    """A relabelling study of the build (notebook 19's tables, computed from its records by
+    :func:`pear.paper.relabelling.tables`): the panel's ``odd`` agent seated at each of
+    ``seats`` positions, the same questions and seeds at every seat.
+
+    ``spread``: per method ``method, mean_accuracy, spread`` (range of accuracy over the
+    seats), ``null_spread`` (its mean when each question's outcomes are permuted across
+    seats) and ``p_value`` (:func:`pear.analysis.stats.relabelling_spread`, the
+    randomisation test at matched seeds), ``n`` (questions x seeds at every seat).
+    ``orbit``: per fixed router beside its orbit average ``router, router_accuracy,
+    orbit_accuracy, difference`` (orbit - router over (question, seed, seat) pairs),
+    ``diff_low, diff_high`` (its paired bootstrap 95 % interval), ``p_value`` (McNemar's
+    exact p), ``n_pairs``, ``router_spread, orbit_spread``."""
+
+    spread: pd.DataFrame
+    orbit: pd.DataFrame
+    seats: int
+    odd: str = "odd"
+    description: str = ""
+
+
 # ----------------------------------------------------------------- one side of the ledger
 
 @dataclass
@@ -270,6 +299,8 @@ class Source:
     """Records imported from another framework (``pear import``): another protocol (no
     PEAR, no confidences or critiques, no token counts)."""
     description: str = ""
+    relabelling: Relabelling | str = NO_RELABELLING
+    """The build's relabelling study, or why it has none (the reason its claims show)."""
 
 
 def _significance(debates: pd.DataFrame, seed: int) -> pd.DataFrame:
@@ -342,9 +373,12 @@ def _protocol_n(deb: pd.DataFrame, exp: Any) -> int | None:
 
 
 def build_source(subset: Any, full: Any = None, *, rng: np.random.Generator,
-                 n_boot: int = N_BOOT, router_states: int = 40) -> Source:
+                 n_boot: int = N_BOOT, router_states: int = 40,
+                 relabelling: Relabelling | str | None = None) -> Source:
     """A build's side of the ledger from its subset and (optional) full-set results
-    (:class:`pear.paper.study.Results`, or bare :class:`pear.store.view.View` objects)."""
+    (:class:`pear.paper.study.Results`, or bare :class:`pear.store.view.View` objects), and
+    its relabelling study (:class:`Relabelling`) or why it has none (None:
+    :data:`NO_RELABELLING`)."""
     sv = getattr(subset, "view", subset)
     fv = getattr(full, "view", full) if full is not None else None
     cells = from_view(sv, rng=rng, n_boot=n_boot)
@@ -369,7 +403,8 @@ def build_source(subset: Any, full: Any = None, *, rng: np.random.Generator,
                  simulated=bool((deb["backend"] == SIMULATED).any()),
                  smoke="pipeline check" in getattr(subset, "mark", ""),
                  imported=bool((deb["backend"] == "imported").any()),
-                 description=getattr(subset, "label", "in-memory records"))
+                 description=getattr(subset, "label", "in-memory records"),
+                 relabelling=NO_RELABELLING if relabelling is None else relabelling)
     root = getattr(sv, "root", None)
     if root is not None:
         man = read_manifest(root / VIEW_DIR)

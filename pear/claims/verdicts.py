@@ -216,7 +216,7 @@ def describe(spec: Mapping[str, Any]) -> str:
     >>> describe({"metric": "tokens", "op": "rel", "a": "pear", "b": "clique"})
     'tokens: 1 - PEAR / Clique'
     """
-    if spec.get("op") in ("sig", "spearman", "design", "router"):
+    if spec.get("op") in ("sig", "spearman", "design", "router", "relabelling"):
         return ""   # their evaluators name them
     words = {"max": "highest", "min": "lowest", "mean": "mean of", "spread": "spread of",
              "best": "best", "worst": "worst"}

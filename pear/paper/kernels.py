@@ -8,6 +8,8 @@ with (:func:`environ`, :func:`kernel_env`), and which notebooks run alone or sid
 [['00_run_experiments'], ['01_main_results'], ['12_robustness'], ['13_claims']]
 >>> steps(["00_run_experiments", "01_main_results", "12_robustness", "13_claims"], "llamacpp")
 [['00_run_experiments'], ['01_main_results', '12_robustness', '13_claims']]
+>>> steps(["00_run_experiments", "01_main_results", "13_claims", "19_relabelling"], "llamacpp")
+[['00_run_experiments'], ['01_main_results', '19_relabelling'], ['13_claims']]
 """
 from __future__ import annotations
 
@@ -23,8 +25,8 @@ from pear.parallel import THREADS_ENV, cores_per_process, usable_cores
 from pear.paper.outputs import NOTEBOOKS
 from pear.backends.registry import BACKENDS
 
-__all__ = ["KERNEL", "IPC_PREFIX", "RUNS_THE_MODEL", "SIDE_BY_SIDE", "TYPICAL_S",
-           "READS_DYLAN_MMLU", "BLAS_THREADS_ENV", "ensure_kernel", "ipc_kernel_manager",
+__all__ = ["KERNEL", "IPC_PREFIX", "RUNS_THE_MODEL", "READS_RECORDS_OF", "SIDE_BY_SIDE",
+           "TYPICAL_S", "READS_DYLAN_MMLU", "BLAS_THREADS_ENV", "ensure_kernel", "ipc_kernel_manager",
            "environ", "kernel_env", "steps", "start_order", "at_once"]
 
 KERNEL = "pear"
@@ -38,9 +40,15 @@ RUNS_THE_MODEL = ("00_run_experiments", "10_temperature_sweep", "11_early_stop",
                   "15_your_method", "16_counterfactual", "19_relabelling")
 """The notebooks that call the build's backend (00 records the grid the others read)."""
 
+READS_RECORDS_OF = {"13_claims": ("19_relabelling",)}
+"""Notebooks that read the records another notebook of the build writes beside the run (the
+ledger judges the relabelling claims on notebook 19's seat variants): when both are built,
+the reader runs in a step after every other (:func:`steps`), so that it reads them whole."""
+
 SIDE_BY_SIDE = tuple(n for n, s in BACKENDS.items() if not s.runs or (s.local and not s.one_model))
 """Backends that run on this machine's cores.  After notebook 00 (every other notebook reads
-its grid; none reads another's outputs) the notebooks run :func:`at_once` at a time, longest
+its grid; none reads another's outputs, and those of :data:`READS_RECORDS_OF` run after the
+notebooks whose records they read) the notebooks run :func:`at_once` at a time, longest
 first, each kernel's spinning thread teams kept to its share of the cores
 (:data:`pear.parallel.THREADS_ENV`, :data:`BLAS_THREADS_ENV`: a llama.cpp model decodes on one
 thread beside another notebook; worker processes, e.g. Math-Verify's, are not capped).  With
@@ -170,7 +178,17 @@ def kernel_env(together: bool) -> dict[str, str]:
 def steps(names: Sequence[str], backend: str) -> list[list[str]]:
     """``names`` in order, grouped into the steps that run one after another: notebook 00
     alone; the others together, except that on a backend not in :data:`SIDE_BY_SIDE` each
-    of :data:`RUNS_THE_MODEL` is a step of its own."""
+    of :data:`RUNS_THE_MODEL` is a step of its own; a notebook of :data:`READS_RECORDS_OF`
+    whose writer is among ``names`` comes after all of these, in steps of its own."""
+    after = [n for n in names
+             if any(w in names and w != n for w in READS_RECORDS_OF.get(n, ()))]
+    return _grouped([n for n in names if n not in after], backend) + \
+        _grouped(after, backend)
+
+
+def _grouped(names: Sequence[str], backend: str) -> list[list[str]]:
+    """``names`` in order, each step together unless it is notebook 00 or, on a backend not
+    in :data:`SIDE_BY_SIDE`, one of :data:`RUNS_THE_MODEL` (a step of its own)."""
     out: list[list[str]] = []
     alone = True
     for name in names:

@@ -16,13 +16,16 @@ import numpy as np
 import pandas as pd
 
 from pear.claims.evaluate import VERDICTS, verdict_counts
+from pear.claims.evidence import Relabelling
 from pear.store.validate import escape
 from pear.analysis.report import figures_dir, output_name
 from pear.catalog.labels import dataset_label, method_label, model_label
-from pear.paper import study, provenance
+from pear.backends.registry import REPLAY
+from pear.paper import provenance, study
+from pear.paths import studies_dir
 from pear.paper.outputs import EXPECTED_OUTPUTS
 
-__all__ = ["load_build", "counts_line", "table_ledger", "table_consistency", "forest_frame",
+__all__ = ["load_build", "load_relabelling", "counts_line", "table_ledger", "table_consistency", "forest_frame",
            "plot_forest", "ledger_html", "part_labels", "claim_groups", "claim_text",
            "list_item", "site_link", "save_html",
            "caption_ledger", "caption_consistency", "default_link"]
@@ -42,6 +45,31 @@ def load_build(backend: str, preset: str, runs_dir: str = "", *, model: str = ""
         return subset, None
     return subset, study.results(backend, preset, runs_dir, model=model, seeds=seeds,
                                  n_questions=n_questions, scope="full")
+
+
+def load_relabelling(backend: str, preset: str, runs_dir: str = "", *, model: str = "",
+                     seeds: str = "", n_questions: int = 0, odd_role: str = "adversarial"
+                     ) -> Relabelling | str:
+    """The build's relabelling study as the ledger judges it: notebook 19's seat variants
+    (:func:`pear.paper.relabelling.variants`, with its ``odd_role``) read from their records
+    beside the build's run, nothing run, and its tables computed from them
+    (:func:`pear.paper.relabelling.tables`); or why there is none (notebook 19 not run on
+    this run, or its records not readable), the reason its claims show."""
+    from pear.paper import beyond, relabelling  # heavy: matplotlib, only for this function
+    exp = beyond.preset_experiment(preset, seeds=seeds, n_questions=n_questions)
+    variants = relabelling.variants(exp, odd_role)
+    runs = study.runs_path(runs_dir, preset, backend)
+    if not any(beyond.variant_dir(runs, name).is_dir() for name in variants):
+        return (f"notebook 19_relabelling was not run on this build's run (no records of its "
+                f"seat variants in {studies_dir(runs).name}/)")
+    try:
+        results = beyond.run_variants(REPLAY, variants, runs, model=model)
+        _, spread, orbit = relabelling.tables(results)
+    except (FileNotFoundError, ValueError, KeyError) as err:
+        return f"notebook 19_relabelling's records could not be read: {err}"
+    first = next(iter(results.values()))
+    return Relabelling(spread, orbit, seats=len(variants), odd=odd_role,
+                       description=first.label)
 
 
 def counts_line(ledger: pd.DataFrame, column: str = "verdict") -> str:
