@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pear.claims import evaluate as claims, evidence
+from pear.claims import checks, evaluate as claims, evidence
 from pear.paper import beyond, kernels, ledger, relabelling
 from pear.store import view
 from record_factory import make_simple
@@ -109,6 +109,18 @@ def test_pears_spread_within_a_sharp_sampling_is_supported_and_one_beyond_it_con
     _, spread, orbit = relabelling.tables(_seat_runs({"pear": moved}))
     rows = _rows(evidence.Relabelling(spread, orbit, seats=SEATS))
     assert rows.loc["abs-relabeling-preserves-accuracy", "finding"] == "contradicted"
+
+
+def test_one_question_calls_nothing_preserved():
+    """A pipeline check's one question: the same outcome at every seat is no evidence that
+    accuracy is preserved or that a router equals its orbit average."""
+    one = np.ones((1, SEATS), dtype=int)
+    _, spread, orbit = relabelling.tables(_seat_runs({"star": one, "star~orbit": one,
+                                                      "pear": one}))
+    rows = _rows(evidence.Relabelling(spread, orbit, seats=SEATS))
+    for cid in ("abs-relabeling-preserves-accuracy", "thm-accuracy-preservation"):
+        assert rows.loc[cid, "finding"] == "inconclusive"
+        assert rows.loc[cid, "n_needed"] == checks.MIN_PAIRS
 
 
 def test_simulated_builds_state_the_simulated_mechanism():

@@ -23,7 +23,7 @@ from pear.analysis import stats, theory
 from pear.core.router import score_pool, selection_probabilities
 
 __all__ = ["significance_parts", "rank_parts", "design_parts", "router_parts",
-           "relabelling_parts", "RELABELLING_TESTS"]
+           "relabelling_parts", "RELABELLING_TESTS", "MIN_PAIRS"]
 
 # ----------------------------------------------------------------- significance, ranks, design
 
@@ -289,6 +289,11 @@ def router_parts(spec: Mapping[str, Any], src: Source, raw: Mapping[str, Any]) -
 
 # ----------------------------------------------------------------- the relabelling study
 
+MIN_PAIRS = 10
+"""Fewer pairs than this (questions x seeds at each seat; (question, seed, seat) for a router
+and its orbit average) leave "preserved" and "equal" inconclusive whatever their interval
+(one question gives a spread of 0 by sampling alone; our choice, ``min_n`` in the TOML)."""
+
 RELABELLING_TESTS = ("beyond_sampling", "high_spread", "within_sampling", "orbit")
 """The parts a relabelling claim asks for (``op = "relabelling"``, ``test``): a method's
 spread of accuracy across the odd agent's seats beyond what sampling alone gives (a
@@ -303,13 +308,14 @@ def _spread_part(test: str, method: str, row: Mapping[str, Any], rel: Relabellin
     inconclusive: within sampling); ``high_spread`` when also the spread is at least
     ``threshold`` [0.1]; ``within_sampling`` is contradicted when p < alpha and
     supported when, within sampling, sampling alone spreads accuracy by at most ``margin``
-    (else inconclusive, with the questions that would bring it there)."""
+    on at least ``min_n`` (:data:`MIN_PAIRS`) pairs (else inconclusive, with the questions
+    that would bring it there)."""
     alpha = float(spec.get("alpha", ALPHA))
     spread, null, p, n = (float(row["spread"]), float(row["null_spread"]),
                           float(row["p_value"]), int(row["n"]))
     beyond = p < alpha
-    note = (f"p = {p:.2g} against a spread of {null:.3f} from sampling alone, {n} questions "
-            f"x seeds at each seat: {'beyond' if beyond else 'within'} sampling")
+    note = (f"p = {p:.2g} against a spread of {null:.3f} from sampling alone, {n} (question, "
+            f"seed) pairs at each seat: {'beyond' if beyond else 'within'} sampling")
     n_needed = None
     if test == "beyond_sampling":
         verdict = "supported" if beyond else "inconclusive"
@@ -320,8 +326,12 @@ def _spread_part(test: str, method: str, row: Mapping[str, Any], rel: Relabellin
             note += f", but below the {threshold:g} read as high"
     else:
         margin = float(spec.get("margin", 0.05))
+        least = int(spec.get("min_n", MIN_PAIRS))
         if beyond:
             verdict = "contradicted"
+        elif n < least:
+            verdict, n_needed = "inconclusive", least
+            note += f", on too few to call it preserved (at least {least})"
         elif null <= margin:
             verdict = "supported"
         else:
@@ -341,14 +351,16 @@ def _orbit_part(row: Mapping[str, Any], rel: Relabelling, spec: Mapping[str, Any
                 src: Source) -> PartResult:
     """A router beside its orbit average: the difference (orbit - router) of accuracy over
     the (question, seed, seat) pairs with its paired bootstrap interval, judged against the
-    equivalence ``margin`` (``within`` [-margin, margin])."""
+    equivalence ``margin`` (``within`` [-margin, margin]); inconclusive on fewer than
+    ``min_n`` (:data:`MIN_PAIRS`) pairs."""
     margin = float(spec.get("margin", 0.05))
     router = str(row["router"])
     v, lo, hi, n = (float(row["difference"]), float(row["diff_low"]),
                     float(row["diff_high"]), int(row["n_pairs"]))
-    if not (np.isfinite(lo) and np.isfinite(hi)):
-        lo = hi = v  # fewer than two pairs: no interval
-        verdict, n_needed = "inconclusive", None
+    least = int(spec.get("min_n", MIN_PAIRS))
+    if not (np.isfinite(lo) and np.isfinite(hi)) or n < least:
+        lo, hi = (lo, hi) if np.isfinite(lo) and np.isfinite(hi) else (v, v)
+        verdict, n_needed = "inconclusive", least  # too few pairs to call them equal
     else:
         verdict, n_needed, _ = decide({"test": "within", "bounds": [-margin, margin]}, v, lo,
                                       hi, "fraction", n, src)
