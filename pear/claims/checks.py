@@ -362,8 +362,9 @@ def _orbit_part(row: Mapping[str, Any], rel: Relabelling, spec: Mapping[str, Any
         lo, hi = (lo, hi) if np.isfinite(lo) and np.isfinite(hi) else (v, v)
         verdict, n_needed = "inconclusive", least  # too few pairs to call them equal
     else:
+        # sized in (question, seed) pairs at each seat, as the spread's parts
         verdict, n_needed, _ = decide({"test": "within", "bounds": [-margin, margin]}, v, lo,
-                                      hi, "fraction", n, src)
+                                      hi, "fraction", max(1, n // max(1, rel.seats)), src)
     p = float(row["p_value"])
     note = (f"McNemar p = {p:.2g} over {n} (question, seed, seat) pairs"
             if np.isfinite(p) else f"{n} (question, seed, seat) pairs: no test")
