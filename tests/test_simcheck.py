@@ -27,7 +27,7 @@ from pear.tasks.benchmarks import load as load_questions
 from record_factory import du_chat
 
 GSM = load_questions("gsm8k")[:6]
-KEYS = ["statistic", "real", "lo", "hi", "debates", "simulated", "inside"]
+KEYS = ["statistic", "real", "lo", "hi", "debates", "simulated", "inside", "predictive"]
 
 
 def _du_file(path: Path, debates: dict[str, tuple[list[list[str]], str]]) -> Path:
@@ -70,10 +70,13 @@ def test_du_run_json_has_exactly_the_keys_and_the_real_values(du_run, capsys):
     assert st["vote_gain"]["real"] == pytest.approx(
         st["vote_acc_last"]["real"] - st["vote_acc_first"]["real"])
     assert st["agent_acc_last"]["real"] == pytest.approx((1 * 3 + 2 / 3 * 3) / 6)
-    # the right minority of round 0 wins every final vote: a zero-width interval
-    assert (st["minority_won"]["real"], st["minority_won"]["lo"], st["minority_won"]["hi"]) \
-        == (1.0, 1.0, 1.0)
+    # the right minority of round 0 wins every final vote of its 6 debates: no resample
+    # differs, so the interval is the exact bound on how many of 6 could (not zero-width)
+    assert (st["minority_won"]["real"], st["minority_won"]["hi"]) == (1.0, 1.0)
+    assert st["minority_won"]["lo"] == pytest.approx(0.025 ** (1 / 6), abs=1e-4)
     assert st["w2r"]["debates"] == 6 and st["r2w"]["real"] == 0.0
+    assert st["r2w"]["lo"] == 0.0 and st["r2w"]["hi"] == pytest.approx(1 - 0.025 ** (1 / 6),
+                                                                      abs=1e-4)
     for s in out["statistics"]:
         if s["inside"] is not None:
             assert s["inside"] == (s["lo"] <= s["simulated"] <= s["hi"])
@@ -111,9 +114,11 @@ def test_readable_table(du_run, capsys):
     lines = text.splitlines()
     assert lines[0].startswith(f"sim-check of {du_run}: population grounded (")
     assert lines[1].split() == ["statistic", "real", "[95%", "CI]", "debates", "simulated",
-                                "inside"]
+                                "inside", "replicates", "95%"]
     row = next(line for line in lines if line.startswith("agent_acc_first"))
-    assert row.split()[1:5] == ["0.333", "[0.333,", "0.333]", "6"]
+    # every debate has one right agent of three: the exact bound, not a zero-width interval
+    assert row.split()[1:5] == ["0.333", "[0.000,", "0.793]", "6"]
+    assert row.split()[-2].startswith("[") and row.split()[-1].endswith("]")
     assert lines[-1].endswith("simulated values inside the real 95% interval")
 
 

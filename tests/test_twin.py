@@ -19,7 +19,8 @@ from pear.store.readers.protocols import Protocol
 from pear.tasks.benchmarks import load as load_questions
 from record_factory import du_chat
 
-PLANTED = {"keep": -0.6, "follow": 0.8, "follow_right": 0.7, "invent": 0.0}
+PLANTED = {"keep": -0.6, "keep_right": 0.0, "follow": 0.8, "follow_right": 0.7, "invent": 0.0,
+           "find_right": 0.0}
 WIDE = twin.Prior({k: 5.0 for k in twin.EFFECTS})  # a prior that barely pulls
 DU = Protocol(name="du", agents=3, rounds=3, order="simultaneous")
 
@@ -145,8 +146,21 @@ def test_shipped_family_names_its_sources_and_loads():
     members = family.load()
     dylan = [p.name for p in members if p.name.startswith("dylan-")]
     published = [p for p in members if p.name.startswith("published-")]
+    ledger = [p for p in members if p.name.startswith("ledger-")]
     assert len(dylan) == 11 and "dylan-math-geometry" in dylan and "dylan-mmlu7" in dylan
-    assert len(dylan) + len(published) == len(members) and len(published) >= 10
+    assert len(dylan) + len(published) + len(ledger) == len(members) and len(published) >= 10
+    assert len(ledger) >= 8  # DebateLedger's models matched on collapse and recovery at once
+    for p in ledger:
+        d, row = p.info["diagnostics"], p.info["fitted_on"][0]
+        assert d["inside"] and row["table"] == "DebateLedger"
+        assert abs(d["simulated_collapse"] - row["collapse"]) < 0.05
+        assert abs(d["simulated_recover"] - row["recover"]) < 0.05
+    # every member's dynamics under Du et al.'s protocol, beside its source (pear family list)
+    du = {p.name: p.info["diagnostics"]["du_protocol"] for p in members}
+    assert all(set(v) == {"change_rate", "w2r", "r2w", "vote_gain"} for v in du.values())
+    # the family now reaches a stubborn strong model and a strong recoverer
+    assert min(v["change_rate"] for v in du.values()) < 0.06
+    assert max(v["w2r"] for v in du.values()) > 0.6
     for p in members:
         assert ("DyLAN" in p.info["describes"] or "published" in p.info["describes"])
         assert p.info["fitted_on"]
@@ -158,6 +172,7 @@ def test_shipped_family_names_its_sources_and_loads():
     prior = twin.load_prior()
     assert all(v >= twin.PRIOR_SD_FLOOR for v in prior.sd.values())
     assert set(prior.info["runs"]) == set(dylan)
+    assert set(prior.info["heterogeneity"]) == set(twin.EFFECTS)
     assert set(prior.info["matched"]) == {p.name for p in published}
 
 

@@ -105,9 +105,11 @@ def add_sim_check(sub: Any) -> None:
                     help="one row per run (statistics inside / defined, those outside and "
                          "which way) and a total, instead of each run's table")
     sc.add_argument("--population", default="grounded", metavar="NAME|FILE",
-                    help="study, grounded (default), grounded-math, a population file (.json) "
+                    help="study, grounded (default), grounded-math, a population file (.json; "
+                         "a twin's replicates each draw its effects: a predictive interval) "
                          "or family (every member of data/populations/family/, with the range "
-                         "of their simulated values per statistic)")
+                         "of their simulated values per statistic and the forecast of the "
+                         "members weighted by their likelihood on the run)")
     sc.add_argument("--replicates", type=int, default=20, metavar="K",
                     help="simulations of the run; the simulated value is their mean "
                          "(default 20)")
@@ -115,6 +117,10 @@ def add_sim_check(sub: Any) -> None:
                     help="seed of the simulations and the bootstrap (default 0)")
     sc.add_argument("--json", action="store_true",
                     help='print {"run", "population", "setting", "statistics"} as JSON')
+    sc.add_argument("--no-predictive", dest="predictive", action="store_false",
+                    help="a twin (a population file with its effects' covariance) is "
+                         "simulated at its fitted effects in every replicate, instead of a "
+                         "fresh draw of them per replicate (the predictive interval)")
     sc.set_defaults(handler=_cmd_sim_check)
 
 
@@ -130,8 +136,12 @@ def _cmd_sim_check(a: argparse.Namespace) -> int:
             raise ValueError(f"not a run directory: {run!r} (no manifest.json)")
     if a.population == "family":
         return _sim_check_family(a)
-    load_population(a.population)
-    results = [check(run, a.population, a.replicates, a.seed) for run in a.runs]
+    pop = load_population(a.population)
+    draws = None
+    if a.predictive and (pop.info.get("diagnostics") or {}).get("effects_cov"):
+        from pear.populations.twin import draws as twin_draws
+        draws = twin_draws(pop, a.replicates, a.seed)  # a twin: its fitted uncertainty
+    results = [check(run, pop, a.replicates, a.seed, draws=draws) for run in a.runs]
     if a.json:
         print(json.dumps([r.to_json() for r in results] if len(results) > 1 or a.summary
                          else results[0].to_json(), indent=2))
@@ -147,7 +157,7 @@ def _sim_check_family(a: argparse.Namespace) -> int:
     import json
     from pear.populations import family
     fam = family.load()
-    results = [family.check(run, fam, a.replicates, a.seed) for run in a.runs]
+    results = [family.check(run, fam, a.replicates, a.seed, weighted=True) for run in a.runs]
     if a.json:
         print(json.dumps([r.to_json() for r in results] if len(results) > 1
                          else results[0].to_json(), indent=2))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +21,10 @@ def add_fit(sub: Any) -> None:
     f = sub.add_parser("fit", help="fit a twin population to recorded runs",
                        description="A population fitted to recorded runs (ours, imported, "
                                    "Inspect): the corpus fit (grounded) with run-level effects "
-                                   "(keep, follow, follow_right, invent) pooled toward it by the "
-                                   "prior the licensed runs set (data/populations/family/"
-                                   "prior.json), and the runs' initial answers (strength per "
+                                   "(keep, keep_right, follow, follow_right, invent, "
+                                   "find_right) pooled toward it by a weak prior (data/"
+                                   "populations/family/prior.json: 100 debates dominate it; "
+                                   "a pilot under 20 debates is written with a warning), and the runs' initial answers (strength per "
                                    "dataset, how correlated and how spread the errors are). "
                                    "Bad input (no revision round, one agent, nothing graded) "
                                    "is one line naming it (exit 2) and nothing is written.")
@@ -40,8 +42,13 @@ def _cmd_fit(a: argparse.Namespace) -> int:
     from pear.populations.twin import EFFECTS, fit_twin, load_prior
     if not a.out.endswith(".json"):
         raise ValueError(f"invalid --out {a.out!r}: a population file ends in .json")
-    tw = fit_twin(a.runs, name=a.name, prior=load_prior(a.prior))
+    with warnings.catch_warnings():  # a small pilot's warning is printed below, once
+        warnings.simplefilter("ignore")
+        tw = fit_twin(a.runs, name=a.name, prior=load_prior(a.prior))
     path = tw.population.write(a.out)
+    if tw.population.info.get("warning"):
+        print(f"warning: {tw.population.name}: {tw.population.info['warning']}",
+              file=sys.stderr)
     d = tw.population.info["diagnostics"]
     effects = ", ".join(f"{k} {d['effects'][k]['estimate']:+.3f} "
                         f"(se {d['effects'][k]['se']:.3f})" for k in EFFECTS)
@@ -70,10 +77,15 @@ def add_family(sub: Any) -> None:
 def _cmd_family(a: argparse.Namespace) -> int:
     from pear.populations import family  # heavy: pandas, scipy, only for this command
     if a.action == "list":
+        print("member; under Du et al.'s protocol (3 agents, 2 debate rounds): change rate, "
+              "W2R, R2W, vote gain; its run-level effects; its source")
         for p in family.load():
             d = p.info["diagnostics"]
-            eff = " ".join(f"{k} {v['estimate']:+.3f}" for k, v in d["effects"].items())
-            print(f"{p.name:<36} {d['debates']:>5} debates  {eff}  ({p.info['describes']})")
+            du = d.get("du_protocol") or {}
+            dyn = "  ".join(f"{k} {du[k]:+.3f}" if k == "vote_gain" else f"{k} {du[k]:.3f}"
+                            for k in ("change_rate", "w2r", "r2w", "vote_gain") if k in du)
+            eff = " ".join(f"{k} {v['estimate']:+.2f}" for k, v in d["effects"].items())
+            print(f"{p.name:<44} {dyn}  [{eff}]  ({p.info['describes']})")
         return 0
     from pear.populations.grounding import corpus_run, mmlu_runs  # the licensed runs, imported
     ms = family.members(corpus_run(), mmlu_runs())

@@ -470,11 +470,14 @@ def held_by_member(ens: Ensemble) -> dict[str, pd.Series]:
 TRAITS = {"follow_right": "agents follow a right answer they hear",
           "follow": "agents follow the answers they hear",
           "keep": "agents keep their own answer",
+          "keep_right": "agents keep a right answer more than a wrong one",
           "invent": "agents come up with another answer",
+          "find_right": "agents find a right answer nobody gave",
           "strength": "agents answer right at first"}
-"""What sets a family's members apart (:func:`member_traits`), in words: the twins' four
+"""What sets a family's members apart (:func:`member_traits`), in words: the twins' six
 revision effects (:mod:`pear.populations.twin`) and their round-0 accuracy."""
-TRAIT_GAP = {"follow_right": 0.1, "follow": 0.1, "keep": 0.1, "invent": 0.1, "strength": 0.02}
+TRAIT_GAP = {"follow_right": 0.1, "follow": 0.1, "keep": 0.1, "keep_right": 0.1, "invent": 0.1,
+             "find_right": 0.1, "strength": 0.02}
 """Our choice: the least gap between the members on either side of a threshold for
 :func:`sorting_trait` to say it: about one standard error of a twin's effect (0.07-0.11 for
 DyLAN's twins, in logits) and two points of accuracy; a closer split is noise."""
@@ -482,8 +485,8 @@ DyLAN's twins, in logits) and two points of accuracy; a closer split is noise.""
 
 def member_traits(ens: Ensemble) -> pd.DataFrame:
     """Per member of a family ensemble (index: name) its :data:`TRAITS`: the revision
-    effects its file records (a published member frees ``follow_right`` only, the others are
-    the base's, 0) and ``strength``, its expected round-0 accuracy averaged over the grid's
+    effects its file records (a published member frees ``follow_right`` only, a DebateLedger
+    member ``keep_right`` and the pull of a right answer; the others are the base's, 0) and ``strength``, its expected round-0 accuracy averaged over the grid's
     datasets (:func:`pear.sim.population.expected_accuracy`)."""
     rows = {}
     for name in ens.members:
@@ -502,7 +505,8 @@ def where_it_holds(held: pd.Series, traits: pd.DataFrame) -> str:
     when one trait sorts them, which (:func:`sorting_trait`).
 
     >>> t = pd.DataFrame({"follow_right": [1.0, 0.5, -0.2, -1.0], "follow": [0, 0, 0, 0.0],
-    ...                   "keep": [0.0] * 4, "invent": [0.0] * 4,
+    ...                   "keep": [0.0] * 4, "keep_right": [0.0] * 4, "invent": [0.0] * 4,
+    ...                   "find_right": [0.0] * 4,
     ...                   "strength": [0.5, 0.6, 0.5, 0.6]}, index=list("abcd"))
     >>> where_it_holds(pd.Series([True, True, False, False], index=list("abcd")), t)
     'holds in 2 of 4 members: those where agents follow a right answer they hear more (follow_right >= 0.5: 2 of 2; below: 0 of 2)'

@@ -144,6 +144,8 @@ def describe_twin(tw: Twin) -> str:
                  f"(the base's: {diag['base_log_likelihood']}); "
                  f"{'converged' if diag['converged'] else 'NOT converged'}; "
                  f"fitted in {tw.seconds:.1f} s")
+    if p.info.get("warning"):
+        lines.append(f"  WARNING: {p.info['warning']}")
     return "\n".join(lines)
 
 

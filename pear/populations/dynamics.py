@@ -116,19 +116,41 @@ def summarize(per: pd.DataFrame, *, rng: np.random.Generator, n_resamples: int =
               alpha: float = 0.05) -> pd.DataFrame:
     """Per statistic of :data:`STATISTICS`: ``value`` (mean over the debates that define
     it), its percentile bootstrap interval ``low, high`` over debates
-    (:func:`pear.analysis.stats.bootstrap_mean`), ``n`` (debates that define it) and
+    (:func:`pear.analysis.stats.bootstrap_mean`; where every debate gives the same value, the
+    exact bounds of :func:`_exact_bounds` instead of a zero-width interval), ``n`` (debates
+    that define it) and
     ``note`` (why it cannot be computed, else "")."""
     rows = []
     for stat, label in STATISTICS.items():
         x = per[stat].to_numpy(float)
         n = int(np.isfinite(x).sum())
         value, low, high = bootstrap_mean(x, n_resamples, alpha, rng=rng)
+        if n >= 2 and low == high:  # every debate alike: no resample differs
+            low, high = _exact_bounds(value, n, alpha, _RANGE.get(stat, (0.0, 1.0)))
         note = "" if n else _UNDEFINED.get(stat, "no debate defines it")
         if n == 1:
             note = "one debate defines it: no interval"
         rows.append({"statistic": stat, "label": label, "value": value, "low": low,
                      "high": high, "n": n, "note": note})
     return pd.DataFrame(rows)
+
+
+_RANGE = {"vote_gain": (-1.0, 1.0)}
+"""The range of a statistic whose per-debate values are not in [0, 1]."""
+
+
+def _exact_bounds(value: float, n: int, alpha: float, bounds: tuple[float, float]
+                  ) -> tuple[float, float]:
+    """The interval of a statistic on which all ``n`` debates agree (a percentile bootstrap
+    has zero width there, though no 95% interval of a rate seen 0 times in n is): ``value``
+    plus or minus the exact (Clopper-Pearson) upper bound on the share of debates that could
+    differ, ``1 - (alpha/2)**(1/n)`` (about 3.7/n), kept inside the statistic's ``bounds``.
+
+    >>> _exact_bounds(0.0, 100, 0.05, (0.0, 1.0))
+    (0.0, 0.0362)
+    """
+    b = 1.0 - (alpha / 2) ** (1.0 / n)
+    return (round(max(bounds[0], value - b), 4), round(min(bounds[1], value + b), 4))
 
 
 def round_curve(debates: pd.DataFrame, agent_rounds: pd.DataFrame, rounds: pd.DataFrame,

@@ -16,11 +16,14 @@ imported run): a seeded sample of 500 MMLU-Pro questions of our benchmark (10 op
 hearing every other agent's previous answer in full, an initial answer and 3 debate rounds, no
 early stop, the last round's majority vote (ties at random).  Only the strength is matched: the
 agents' round-0 accuracy is set so that the simulated round-0 majority is right as often as the
-model's (bisection over :meth:`pear.sim.backend.SimulatedBackend.matched`'s target).  Nothing is
-fitted on these figures: they are a check across strength (weight 0 in every fit).
+model's (bisection over :meth:`pear.sim.backend.SimulatedBackend.matched`'s target).  No corpus
+fit is fitted on these figures (weight 0 in every fit): :func:`check` is a check across
+strength.  The family's ``ledger-*`` members (:func:`match`) are matched to them, one model
+each, on both figures at once.
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,6 +32,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+import pear
+from pear.populations import twin
 from pear.populations.simcheck import simulate_protocol
 from pear.analysis.stats import wilson
 from pear.core.vote import vote
@@ -37,7 +42,8 @@ from pear.sim.population import Population, load
 from pear.store.readers.protocols import Protocol
 from pear.tasks.benchmarks import load as load_questions
 
-__all__ = ["PUBLISHED", "PROTOCOL", "Figure", "check", "table", "report"]
+__all__ = ["PUBLISHED", "PROTOCOL", "Figure", "check", "table", "report", "match",
+           "members", "MEMBER_QUESTIONS"]
 
 SOURCE = ("DebateLedger (arXiv 2609.35279), abc_exp/results/CONDITIONAL_COLLAPSE_TABLE.md "
           "@cf84b4f, as quoted in published-dynamics.md")
@@ -154,6 +160,105 @@ def check(population: str | Population = "grounded", replicates: int = 5, seed: 
                      "recover": fig.recover, "recover_lo": r_lo, "recover_hi": r_hi,
                      "sim_recover": recover, "recover_inside": r_lo <= recover <= r_hi})
     return pd.DataFrame(rows)
+
+
+MEMBER_QUESTIONS = 600  # our choice: a simulated share's standard error about 2-3 points
+"""The MMLU-Pro questions a matched member's figures are simulated on (a seeded sample)."""
+
+
+def _shares(res: np.ndarray) -> tuple[float, float]:
+    """(collapse, recovery) of (round-0 vote right, last vote right) rows."""
+    right0, last = res[:, 0], res[:, 1]
+    return (float((~last[right0]).mean()) if right0.any() else float("nan"),
+            float(last[~right0].mean()) if (~right0).any() else float("nan"))
+
+
+def match(fig: Figure, base: Population, seed: int = 0, steps: int = 8, passes: int = 3
+          ) -> tuple[Population, dict[str, Any]]:
+    """A member matched to ``fig`` on both of its figures: ``base`` with its agents as strong
+    as the model's round-0 majority says, ``keep`` (how firmly an agent keeps its answer) set
+    so that the simulated collapse is the published one and the pull of a right answer, heard
+    or found (``follow_right`` and ``find_right`` alike), so that the recovery is (coordinate
+    bisection, ``passes`` rounds of ``steps`` each; collapse falls as keep rises, recovery
+    rises with the pull).  ``keep``, not ``keep_right``: what keeps a strong model's right
+    majority right also keeps its wrong agents where they are (published strong models change
+    an answer under 5% of the time, right or wrong)."""
+    questions = load_questions(DATASET, MEMBER_QUESTIONS)
+    _, acc = _matched(base, questions, fig.initial, seed)
+
+    def at(keep: float, pull: float) -> Population:
+        eff = {k: 0.0 for k in twin.EFFECTS}
+        eff.update(keep=keep, follow_right=pull, find_right=pull)
+        return Population(f"ledger-{fig.model}", base.params, twin.shifted(base.revision, eff))
+
+    def shares(keep: float, pull: float) -> tuple[float, float]:
+        return _shares(_debates(_backend(at(keep, pull), questions, acc, seed),
+                                questions, seed))
+
+    keep, pull = 0.0, 0.0
+    for _ in range(passes):
+        lo, hi = -4.0, 6.0
+        for _ in range(steps):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if shares(mid, pull)[0] > fig.collapse else (lo, mid)
+        keep = round((lo + hi) / 2, 3)
+        lo, hi = -4.0, 6.0
+        for _ in range(steps):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if shares(keep, mid)[1] < fig.recover else (lo, mid)
+        pull = round((lo + hi) / 2, 3)
+    collapse, recover = shares(keep, pull)
+    slug = "".join(c if c.isalnum() else "-" for c in fig.model.lower())
+    name = "ledger-" + "-".join(x for x in slug.split("-") if x)
+    ease_name, ease = twin.ease_for(base.params, DATASET, acc)
+    params = dataclasses.replace(base.params, **{ease_name: ease})
+    sources = {f.name: f"the base population {base.name} ({base.fingerprint[:12]})"
+               for f in dataclasses.fields(params)}
+    sources[ease_name] = (f"the agents' round-0 accuracy ({acc:.4f}) at which the simulated "
+                          f"round-0 majority is right {fig.initial:.3f} of the time, as published")
+    sources["revision"] = (f"{base.name}'s revision model with keep matched to the "
+                           f"published collapse ({fig.collapse:.4f}) and follow_right = "
+                           f"find_right to the published recovery ({fig.recover:.4f}); other "
+                           "effects 0 (not separated by the figures)")
+    c_lo, c_hi = fig.collapse_interval()
+    r_lo, r_hi = fig.recover_interval()
+    effects = {"keep": keep, "follow_right": pull, "find_right": pull}
+    diag = {"base": base.manifest(),
+            "effects": {k: {"estimate": effects.get(k, 0.0), "se": None} for k in twin.EFFECTS},
+            "debates": MEMBER_QUESTIONS, "round0_accuracy": {DATASET: round(acc, 4)},
+            "options": len(questions[0].choices),
+            "simulated_collapse": round(collapse, 4), "simulated_recover": round(recover, 4),
+            "inside": bool(c_lo <= collapse <= c_hi and r_lo <= recover <= r_hi), "seed": seed}
+    info = {"describes": f"{fig.model} on MMLU-Pro, published: {SOURCE} (collapse "
+                         f"{fig.collapse:.3f}, recovery {fig.recover:.3f})",
+            "sources": sources,
+            "fitted_on": [{"file": "data/real-debates/published-dynamics.md",
+                           "table": "DebateLedger", "model": fig.model,
+                           "initial": fig.initial, "collapse": fig.collapse,
+                           "recover": fig.recover, "debates": fig.debates}],
+            "code": {"modules": ["pear.populations.published_dynamics"],
+                     "pear_version": pear.__version__},
+            "diagnostics": diag}
+    return Population(name, params, at(keep, pull).revision, info), diag
+
+
+def members(base: str | Population = "grounded", figures: Sequence[Figure] = PUBLISHED,
+            seed: int = 0) -> tuple[list[Population], list[str]]:
+    """The members matched to ``figures`` whose simulated collapse and recovery both lie
+    inside the published intervals, and a line for each that does not."""
+    b = load(base)
+    kept, left = [], []
+    for fig in figures:
+        m, d = match(fig, b, seed)
+        if d["inside"]:
+            kept.append(m)
+        else:
+            left.append(f"{m.name}: keep {d['effects']['keep']['estimate']:+.2f}, "
+                        f"pull {d['effects']['follow_right']['estimate']:+.2f} give collapse "
+                        f"{d['simulated_collapse']:.3f} (published {fig.collapse:.3f}) and "
+                        f"recovery {d['simulated_recover']:.3f} (published {fig.recover:.3f}): "
+                        "left out")
+    return kept, left
 
 
 def table(df: pd.DataFrame) -> str:

@@ -29,7 +29,8 @@ from pear.sim.backend import SimulatedBackend
 from pear.sim.population import Population, load as load_population
 from pear.store.readers.protocols import Protocol
 
-__all__ = ["Row", "ROWS", "QUESTIONS", "SOURCE_FILE", "simulate_gain", "match", "members"]
+__all__ = ["Row", "ROWS", "QUESTIONS", "SOURCE_FILE", "simulate_gain", "match", "members",
+           "DU_PROFILE", "du_profile"]
 
 SOURCE_FILE = "data/real-debates/published-debate-gains.md"
 QUESTIONS = 400  # our choice: the simulated vote's standard error about 1 point per member
@@ -104,6 +105,40 @@ def simulate_gain(pop: Population, row: Row, seed: int = 0) -> tuple[float, floa
         first.append(np.mean([ok for _, _, ok in hist[0]]))
         last.append(vote([a for _, a, _ in hist[-1]], rng) == key[(ds, q)])
     return float(np.mean(first)), float(np.mean(last))
+
+
+DU_PROFILE = ("change_rate", "w2r", "r2w", "vote_gain")
+"""What :func:`du_profile` reports of a population under Du et al.'s protocol."""
+
+
+def du_profile(pop: Population, single: float, options: int = 0, seed: int = 0,
+               questions: int = 300) -> dict[str, float]:
+    """``pop``'s debates under Du et al.'s protocol (3 agents, 2 debate rounds, answering at
+    once) on ``questions`` seeded questions of its answer space (``options`` letters, 0: free
+    numbers), its agents as strong as ``single`` in round 0: the change rate, W2R, R2W
+    (per query) and vote gain (last round - round 0), for ``pear family list``."""
+    import pandas as pd
+    from pear.populations import dynamics
+    row = Row(0, "du-profile", pop.name, "profile", 3, 3, options, single, single)
+    key = dict(list(_key(row, seed).items())[:questions])
+    agents = [(q, a) for (_, q) in key for a in range(row.agents)]
+    be = SimulatedBackend(key, seed=seed, n_agents=row.agents, population=pop).matched(
+        DATASET, agents, min(max(single, 0.02), 0.98))
+    proto = Protocol(name="du", agents=3, rounds=3, order="simultaneous")
+    deb, ar, ro = [], [], []
+    for i, (ds, q) in enumerate(key):
+        rng = np.random.default_rng([seed, i])
+        hist = simulate_protocol(be, proto, {"dataset": ds, "question_id": q,
+                                             "n_choices": options}, rng)
+        for r, rd in enumerate(hist):
+            ar += [(i, a, r, ok, ans) for a, ans, ok in rd]
+            ro.append((i, r, vote([ans for _, ans, _ in rd], rng) == key[(ds, q)]))
+        deb.append((i, len(hist) - 1, 3, ro[-1][2]))
+    per = dynamics.per_debate(
+        pd.DataFrame(deb, columns=["debate", "rounds", "n_agents", "correct"]),
+        pd.DataFrame(ar, columns=["debate", "agent", "round", "correct", "canonical"]),
+        pd.DataFrame(ro, columns=["debate", "round", "vote_correct"]))
+    return {k: round(float(np.nanmean(per[k].to_numpy(float))), 4) for k in DU_PROFILE}
 
 
 def match(row: Row, base: Population, seed: int = 0, steps: int = 10

@@ -44,8 +44,14 @@ dataset, the population's ``skill_mean`` alone is shifted
 accuracy of the simulated agents (every agent a simulated debate starts with, each debate
 weighted alike) equals the run's round-0 agent accuracy; nothing is fitted on the run.
 
+**Predictive intervals.**  Beside each simulated value, ``predictive``: the 2.5% and 97.5%
+points of the replicates' values.  Given ``draws`` (one population per replicate: a twin's
+effects drawn from their fitted uncertainty, :func:`pear.populations.twin.draws`), that is the
+twin's predictive interval for a run of this size: wide when the twin was fitted on few
+debates.  Without draws it is the spread of runs of this size of a population known exactly.
+
 >>> SimCheck.JSON_KEYS
-('statistic', 'real', 'lo', 'hi', 'debates', 'simulated', 'inside')
+('statistic', 'real', 'lo', 'hi', 'debates', 'simulated', 'inside', 'predictive')
 """
 from __future__ import annotations
 
@@ -114,8 +120,11 @@ class SimCheck:
     simulated_agent_rounds: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
     """Every simulated agent's answer (``debate, agent, round, correct, canonical``; the
     replicates' debates numbered one after another)."""
+    replicate_values: dict[str, list[float]] = field(repr=False, default_factory=dict)
+    """Per statistic, each replicate's value (NaN where a replicate does not define it)."""
 
-    JSON_KEYS = ("statistic", "real", "lo", "hi", "debates", "simulated", "inside")
+    JSON_KEYS = ("statistic", "real", "lo", "hi", "debates", "simulated", "inside",
+                 "predictive")
 
     def to_json(self) -> dict[str, Any]:
         """``{"run", "population": {"name", "fingerprint"}, "setting", "statistics"}``."""
@@ -132,12 +141,15 @@ class SimCheck:
         """A readable table: statistic, real [lo, hi], debates, simulated, inside."""
         def num(x: Any) -> str:
             return "n/a" if x is None else f"{x:.3f}"
-        rows = [("statistic", "real [95% CI]", "debates", "simulated", "inside")]
+        rows = [("statistic", "real [95% CI]", "debates", "simulated", "inside",
+                 "predictive 95%" if self.setting.get("draws") else "replicates 95%")]
         for s in self.statistics:
             real = "n/a" if s["real"] is None else \
                 f"{num(s['real'])} [{num(s['lo'])}, {num(s['hi'])}]"
+            pred = "n/a" if s["predictive"] is None else \
+                f"[{num(s['predictive'][0])}, {num(s['predictive'][1])}]"
             rows.append((s["statistic"], real, str(s["debates"]), num(s["simulated"]),
-                         {True: "yes", False: "NO", None: "n/a"}[s["inside"]]))
+                         {True: "yes", False: "NO", None: "n/a"}[s["inside"]], pred))
         widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
         lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
         lines.insert(1, "  ".join("-" * w for w in widths))
@@ -146,7 +158,9 @@ class SimCheck:
         head = (f"sim-check of {self.run}: population {self.population.name} "
                 f"({self.population.fingerprint[:12]}), {st['replicates']} replicates, "
                 f"{st['debates']} debates, {st['kind']} setting"
-                + (f" ({st['protocol']['name']})" if st["kind"] == "protocol" else ""))
+                + (f" ({st['protocol']['name']})" if st["kind"] == "protocol" else "")
+                + (f"; each replicate a draw of the twin's effects ({st['draws']} draws)"
+                   if st.get("draws") else ""))
         return "\n".join([head, *lines, f"{sum(inside)} of {len(inside)} simulated values "
                           "inside the real 95% interval"])
 
@@ -191,13 +205,15 @@ def summary(checks: Sequence[SimCheck]) -> str:
 def check(run_dir: str | os.PathLike[str], population: str | os.PathLike[str] | Population
           = "grounded", replicates: int = REPLICATES, seed: int = 0, *,
           records: Iterable[Mapping[str, Any]] | None = None, n_resamples: int = 2000,
-          judge: str = JUDGE) -> SimCheck:
+          judge: str = JUDGE, draws: Sequence[Population] | None = None) -> SimCheck:
     """The population ``population`` (a shipped name, a file or a :class:`Population`) held
     against the run ``run_dir`` in its setting (see the module docstring): ``replicates``
     simulations, seeds derived from ``seed`` (also the bootstrap's).  ``records``: the run's
     debates to use (default: all of them; e.g. one subject of an import).  Bad input (not a
     run, a run with one agent per debate, an unknown population, no replicates) is one
-    ValueError naming the bad value."""
+    ValueError naming the bad value.  ``draws``: one population per replicate (replicate k
+    simulates ``draws[k]``, e.g. :func:`pear.populations.twin.draws` of ``population``), so
+    that the replicates' spread is a predictive interval."""
     run_dir = Path(run_dir)
     man = manifest_io.read(run_dir) if run_dir.is_dir() else None
     if man is None:
@@ -207,6 +223,9 @@ def check(run_dir: str | os.PathLike[str], population: str | os.PathLike[str] | 
     if judge not in JUDGES:
         raise ValueError(f"invalid judge {judge!r}: one of {', '.join(JUDGES)}")
     pop = load_population(population)
+    if draws is not None and len(draws) != replicates:
+        raise ValueError(f"invalid draws: {len(draws)} populations for {replicates} replicates")
+    pops = list(draws) if draws is not None else [pop] * replicates
     recs = list(read_records(run_dir) if records is None else records)
     if not recs:
         raise ValueError(f"run {str(run_dir)!r} holds no debates")
@@ -229,7 +248,7 @@ def check(run_dir: str | os.PathLike[str], population: str | os.PathLike[str] | 
                              "(an older import): import it again")
         proto = Protocol.from_dict(imported["protocol"])
         for k in range(replicates):
-            f, s = _simulate_imported(recs, proto, pop, _replicate_seed(seed, k), targets,
+            f, s = _simulate_imported(recs, proto, pops[k], _replicate_seed(seed, k), targets,
                                       judge, imported.get("grading") or "")
             frames.append(f)
             skills += s
@@ -239,21 +258,24 @@ def check(run_dir: str | os.PathLike[str], population: str | os.PathLike[str] | 
     else:
         exp = _experiment(man, run_dir)
         for k in range(replicates):
-            sim_recs, s = _simulate_engine(recs, exp, pop, _replicate_seed(seed, k), targets)
+            sim_recs, s = _simulate_engine(recs, exp, pops[k], _replicate_seed(seed, k),
+                                           targets)
             v = from_records(sim_recs)
             frames.append((v.debates, v.agent_rounds, v.rounds))
             skills += s
         setting = {"kind": "engine", "debate": dataclasses.asdict(exp.debate),
                    "methods": sorted({r["method"] for r in recs})}
     setting.update({"debates": len(recs), "replicates": replicates, "seed": seed,
+                    "draws": replicates if draws is not None else 0,
                     "round0_accuracy": {f"{m}/{d}": t for (m, d), t in targets.items()},
                     "skill_mean": float(np.mean(skills))})
     sim_per = [dynamics.per_debate(*f) for f in frames]
-    sim = _replicate_summary(sim_per)
+    values = _replicate_values(sim_per)
+    sim = _replicate_summary(values)
     deb, ar, ro = _stack(frames)
     sim_curve = dynamics.round_curve(deb, ar, ro, horizon)
     return SimCheck(str(run_dir), pop, setting, _entries(real, sim), real, sim, real_curve,
-                    sim_curve, per, ar)
+                    sim_curve, per, ar, {k: [float(x) for x in v] for k, v in values.items()})
 
 
 # ----------------------------------------------------------------- statistics
@@ -262,11 +284,17 @@ def _finite(x: Any) -> float | None:
     return float(x) if x is not None and math.isfinite(float(x)) else None
 
 
-def _replicate_summary(pers: Sequence[pd.DataFrame]) -> pd.DataFrame:
+def _replicate_values(pers: Sequence[pd.DataFrame]) -> dict[str, np.ndarray]:
+    """Per statistic, each replicate's value (its mean over the debates that define it)."""
+    return {stat: np.array([np.nanmean(p[stat].to_numpy(float)) if np.isfinite(
+        p[stat].to_numpy(float)).any() else np.nan for p in pers])
+        for stat in dynamics.STATISTICS}
+
+
+def _replicate_summary(values: Mapping[str, np.ndarray]) -> pd.DataFrame:
     rows = []
     for stat, label in dynamics.STATISTICS.items():
-        vals = np.array([np.nanmean(p[stat].to_numpy(float)) if np.isfinite(
-            p[stat].to_numpy(float)).any() else np.nan for p in pers])
+        vals = values[stat]
         ok = vals[np.isfinite(vals)]
         lo, hi = (np.quantile(ok, [0.025, 0.975]) if ok.size else (np.nan, np.nan))
         rows.append({"statistic": stat, "label": label,
@@ -282,8 +310,10 @@ def _entries(real: pd.DataFrame, sim: pd.DataFrame) -> list[dict[str, Any]]:
         value, lo, hi = _finite(r["value"]), _finite(r["low"]), _finite(r["high"])
         simulated = _finite(s.loc[r["statistic"], "value"])
         inside = None if None in (lo, hi, simulated) else bool(lo <= simulated <= hi)
+        plo, phi = _finite(s.loc[r["statistic"], "low"]), _finite(s.loc[r["statistic"], "high"])
         out.append({"statistic": r["statistic"], "real": value, "lo": lo, "hi": hi,
-                    "debates": int(r["n"]), "simulated": simulated, "inside": inside})
+                    "debates": int(r["n"]), "simulated": simulated, "inside": inside,
+                    "predictive": None if None in (plo, phi) else [plo, phi]})
     return out
 
 

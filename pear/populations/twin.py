@@ -5,20 +5,29 @@ full conditional logit separates or does not converge and loses the terms its an
 needs.  A twin keeps the corpus fit (``grounded``: :data:`BASE`) as the prior mean and frees a
 few run-level effects (:data:`EFFECTS`), each a shift of the corpus coefficients:
 
-* ``keep``: how firmly an agent keeps its own answer (``own``);
+* ``keep``: how firmly an agent keeps its own answer, right or wrong (``own``);
+* ``keep_right``: how much more firmly it keeps a *right* answer than a wrong one
+  (``own_x_right``): a flippy small model leaves a right answer about as readily as a wrong
+  one, a strong one almost never;
 * ``follow``: how hard an answer it hears pulls (``share``);
 * ``follow_right``: how much more a *right* answer it hears pulls (``right`` on a heard
   candidate: ``right`` minus ``own_x_right`` and ``new_x_right``);
-* ``invent``: how often it produces an answer nobody holds (``new``).
+* ``invent``: how often it produces an answer nobody holds (``new``);
+* ``find_right``: how much more often that answer nobody holds is the right one
+  (``new_x_right``: self-correction, apart from adopting a right answer heard).
 
-They are estimated by a penalised likelihood: the conditional logit's log-likelihood of the
-run's choice sets (:mod:`pear.sim.revision`, the one definition of candidates and features) minus
-``sum(effect**2 / (2 * prior_sd**2))``, where ``prior_sd`` per effect is the spread of the
-effects across the licensed runs (DyLAN's seven MATH subjects and four MMLU teams), estimated by
-:func:`estimate_prior` (empirical Bayes, method of moments: the variance of the runs' own
-estimates less their mean squared standard error).  So a run of 50 debates moves the effects
-little and one of 500 nearly as far as its own estimate; the standard errors are the
-posterior's (the inverse of the penalised information).
+The three ``*_right`` effects shift disjoint candidates (own, heard, new), so each says one
+thing.  They are estimated by a penalised likelihood: the conditional logit's log-likelihood of
+the run's choice sets (:mod:`pear.sim.revision`, the one definition of candidates and features)
+minus ``sum(effect**2 / (2 * prior_sd**2))``.  The prior is weak on purpose
+(:data:`PRIOR_SD_FLOOR`): the licensed runs are of one model (gpt-3.5), whose spread across its
+own tasks says nothing of how far other models lie, while published per-model figures put
+models several units apart on these effects (``prior.json``'s ``matched``).  So ``prior_sd``
+per effect is the larger of that floor and the spread :func:`estimate_prior` finds across the
+licensed runs and the published members (empirical Bayes, method of moments); 100 debates of a
+run then dominate it, and 20 still move it only part of the way.  The standard errors and the
+covariance are the posterior's (the inverse of the penalised information): a twin's predictive
+draws (:func:`draws`) come from them.
 
 The initial answers come from the run too: its strength per dataset (the round-0 agent
 accuracy: the dataset's ease is set so that the population's expected round-0 accuracy equals
@@ -32,6 +41,7 @@ import dataclasses
 import json
 import os
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -39,6 +49,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 import pear
+from pear.core.hashing import int_seed
 from pear.paths import DATA_DIR, shown
 from pear.populations import reading
 from pear.populations.simcheck import n_choices
@@ -46,8 +57,8 @@ from pear.sim import population as pop, revision
 from pear.sim.population import DATASET_EASE, Population, RevisionModel, SimParams
 
 __all__ = ["EFFECTS", "BASE", "PRIOR_FILE", "Prior", "Twin", "design", "fit_effects",
-           "fit_twin", "estimate_prior", "load_prior", "initial_params", "check_records",
-           "shifted", "ease_for", "round0_moments"]
+           "fit_twin", "draws", "loglik", "estimate_prior", "load_prior", "initial_params",
+           "check_records", "shifted", "ease_for", "round0_moments", "SMALL_PILOT"]
 
 BASE = "grounded"
 """The corpus fit a twin is pooled toward (its revision model is the prior mean)."""
@@ -55,15 +66,23 @@ PRIOR_FILE = DATA_DIR / "populations" / "family" / "prior.json"
 """The prior's spread per effect (:func:`estimate_prior` on the licensed runs)."""
 EFFECTS: dict[str, dict[str, float]] = {
     "keep": {"own": 1.0},
+    "keep_right": {"own_x_right": 1.0},
     "follow": {"share": 1.0},
     "follow_right": {"right": 1.0, "own_x_right": -1.0, "new_x_right": -1.0},
     "invent": {"new": 1.0},
+    "find_right": {"new_x_right": 1.0},
 }
 """The run-level effects: name -> the coefficients it shifts (and by how much per unit)."""
 DECIMALS = 4
-PRIOR_SD_FLOOR = 0.1  # our choice: an effect whose spread the licensed runs cannot tell apart
-"""The smallest prior spread (an effect the licensed runs do not spread is still free to move
-by this much: their own noise can hide a real spread this small)."""
+PRIOR_SD_FLOOR = 1.5  # our choice: weak, so that a pilot of 100 debates dominates the prior
+"""The smallest prior spread of an effect.  Models differ by several units on these effects
+(the published members' matched ``follow_right`` runs from -4 to +6, DebateLedger's matched
+``keep_right`` from -1.1 to +6), one model's tasks by a few tenths (DyLAN's eleven runs); with a
+spread of 1.5 a run whose own standard error is 0.3 keeps 96% of its estimate
+(``1.5**2 / (1.5**2 + 0.3**2)``), while a pilot whose data say little stays near the corpus
+fit."""
+SMALL_PILOT = 20  # our choice: below this many debates a twin is mostly its prior
+"""A twin fitted on fewer debates is written with a warning naming its size."""
 
 
 def _directions() -> np.ndarray:
@@ -170,6 +189,8 @@ class EffectsFit:
     n_choices: int
     n_debates: int
     converged: bool
+    cov: tuple[tuple[float, ...], ...] = ()
+    """The posterior covariance of the effects (:data:`EFFECTS` order)."""
 
 
 def fit_effects(tr: revision.Transitions, base: RevisionModel,
@@ -213,12 +234,25 @@ def fit_effects(tr: revision.Transitions, base: RevisionModel,
         cov = np.linalg.inv(info)
         se = np.sqrt(np.clip(np.diag(cov), 0, None))
     except np.linalg.LinAlgError:
+        cov = np.full((len(EFFECTS), len(EFFECTS)), np.nan)
         se = np.full(len(EFFECTS), np.nan)
     ok = bool(np.all(np.isfinite(se)) and np.all(np.abs(res.x) < 30)
               and np.abs(grad - lam * res.x).max() < 1e-3)
     return EffectsFit({k: float(x) for k, x in zip(EFFECTS, res.x)},
-                      {k: float(s) for k, s in zip(EFFECTS, se)}, ll, parts(np.zeros(len(EFFECTS)), 0)[0],
-                      tr.n_choices, len(np.unique(tr.debate)), ok)
+                      {k: float(s) for k, s in zip(EFFECTS, se)}, ll,
+                      parts(np.zeros(len(EFFECTS)), 0)[0], tr.n_choices,
+                      len(np.unique(tr.debate)), ok,
+                      tuple(tuple(float(x) for x in row) for row in cov))
+
+
+def loglik(tr: revision.Transitions, model: RevisionModel) -> float:
+    """The log-likelihood of the choice sets ``tr`` under ``model`` (its coefficients over
+    every column): how well a population's revision model explains a run's choices."""
+    v = tr.X @ model.vector
+    starts = tr.starts
+    vmax = np.maximum.reduceat(v, starts)
+    den = np.add.reduceat(np.exp(v - vmax[tr.group]), starts)
+    return float((v[tr.chosen] - vmax - np.log(den)).sum())
 
 
 def shifted(base: RevisionModel, effects: Mapping[str, float]) -> RevisionModel:
@@ -395,13 +429,47 @@ def fit_twin(runs: Sequence[str | os.PathLike[str]], *, name: str | None = None,
                       "file": shown(PRIOR_FILE) if PRIOR_FILE.is_file() else None},
             "effects": {k: {"estimate": round(eff.estimate[k], DECIMALS),
                             "se": round(eff.se[k], DECIMALS)} for k in EFFECTS},
+            "effects_cov": [[round(x, 6) if np.isfinite(x) else None for x in row]
+                            for row in eff.cov],
             "log_likelihood": round(eff.loglik, 3),
             "base_log_likelihood": round(eff.base_loglik, 3),
             "choices": eff.n_choices, "debates": n_debates,
             "debates_with_choices": eff.n_debates, "converged": eff.converged,
             "unread_answers_left_out": tr.dropped, **measured}}
+    if n_debates < SMALL_PILOT:
+        info["warning"] = (f"fitted on {n_debates} debates (under {SMALL_PILOT}): the twin is "
+                           f"mostly its prior, {base_pop.name}'s revision model; its predictive "
+                           "intervals (pear sim-check RUN --population FILE) say how little "
+                           "it knows")
+        warnings.warn(f"{name}: {info['warning']}", stacklevel=2)
     twin = Population(name, params, model, info)
     return Twin(twin, eff, time.perf_counter() - t0)
+
+
+def draws(population: Population, k: int, seed: int = 0) -> list[Population]:
+    """``k`` draws of a twin (or any population whose file records its run-level effects and
+    their covariance, ``diagnostics.effects_cov``): its revision model shifted by effects drawn
+    from their posterior (normal, the fit's covariance), each named ``<name>~<i>``.  A
+    population without that covariance (a corpus fit, a published member) is returned ``k``
+    times unchanged: what it does not know it does not say."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"invalid number of draws {k!r}: an integer >= 1")
+    d = population.info.get("diagnostics") or {}
+    cov = np.array(d.get("effects_cov") or [], dtype=float)
+    if population.revision is None or cov.shape != (len(EFFECTS), len(EFFECTS)) \
+            or not np.all(np.isfinite(cov)):
+        return [population] * k
+    cov = (cov + cov.T) / 2
+    w, V = np.linalg.eigh(cov)
+    root = V * np.sqrt(np.clip(w, 0, None))
+    rng = np.random.default_rng(int_seed("twin-draws", population.fingerprint, seed, nbytes=8))
+    out = []
+    for i in range(k):
+        delta = root @ rng.standard_normal(len(EFFECTS))
+        model = shifted(population.revision, dict(zip(EFFECTS, map(float, delta))))
+        out.append(Population(f"{population.name}~{i}", population.params, model,
+                              population.info))
+    return out
 
 
 # ----------------------------------------------------------------- the prior
@@ -431,8 +499,18 @@ def estimate_prior(groups: Mapping[str, tuple[Sequence[str | os.PathLike[str]],
         e = np.array([f.estimate[k] for f in per.values()] + extra)
         s = np.array([f.se[k] for f in per.values()] + [0.0] * len(extra))
         sd[k] = float(max(PRIOR_SD_FLOOR, np.sqrt(max(0.0, float(np.mean(e ** 2 - s ** 2))))))
+    from scipy.stats import chi2
+    hetero = {}
+    for k in EFFECTS:  # do the licensed runs differ in this effect beyond their noise?
+        e = np.array([f.estimate[k] for f in per.values()])
+        s = np.array([f.se[k] for f in per.values()])
+        w = 1.0 / s ** 2
+        q = float((w * (e - (w * e).sum() / w.sum()) ** 2).sum())
+        hetero[k] = {"Q": round(q, 2), "df": len(e) - 1,
+                     "p": float(f"{chi2.sf(q, len(e) - 1):.3g}")}
     info = {"method": "empirical Bayes, method of moments: sd^2 = mean over runs of "
                       "(estimate^2 - se^2), at least the floor",
+            "heterogeneity": hetero,
             "floor": PRIOR_SD_FLOOR,
             "base_fingerprint": base_pop.fingerprint,
             "runs": {g: {"estimate": {k: round(f.estimate[k], DECIMALS) for k in EFFECTS},
