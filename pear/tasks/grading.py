@@ -275,10 +275,10 @@ def option_letters(question: Question) -> str:
 
 
 _OFFERED = (  # the ways a question's text lists its options; group 1 is the letter
-    re.compile(r"\(([A-Z])\)"),                                 # "(A) 21"
-    re.compile(r"(?:^|(?<=[\s,;:]))([A-Z])\)", re.M),            # "A) 21", AQuA's "A)21"
-    re.compile(r"(?:^|(?<=[\s,;:]))([A-Z])\.(?=[ \t]*[^\s.])", re.M),  # "A. 21"
-    re.compile(r"(?:^|(?<=[\s,;]))([A-Z]):(?=[ \t]*\S)", re.M),      # "A: 21"
+    re.compile(r"\(([A-Z])\)"),                                        # "(A) 21"
+    re.compile(r"(?:^|(?<=[\s,;:'\"\[]))([A-Z])\)", re.M),              # "A) 21", "['A)21'"
+    re.compile(r"(?:^|(?<=[\s,;:'\"\[]))([A-Z])\.(?=[ \t]*[^\s.])", re.M),  # "A. 21"
+    re.compile(r"(?:^|(?<=[\s,;'\"\[]))([A-Z]):(?=[ \t]*\S)", re.M),      # "A: 21"
 )
 
 
@@ -286,12 +286,16 @@ def offered_letters(text: str) -> str:
     """The option letters a question's ``text`` lists, ``A`` on (``""`` if fewer than two).
 
     An option is a letter written ``A)``, ``(A)``, ``A.`` or ``A:`` at a line's start or
-    inline (AQuA's ``Options: A)21 B)21.5``); of each way of writing them, the letters count
-    from ``A`` up to the first one missing, and the way that lists the most wins, so a
-    stray ``(X)`` or ``vitamin C.`` is not an option.
+    inline (AQuA's ``Options: A)21 B)21.5``), or as the items of a quoted list (ReConcile's
+    and Du et al.'s forks' ``options: ['A)10%', 'B) 25%', "C)28%"]``: a letter after a quote
+    or ``[``); of each way of writing them, the letters count from ``A`` up to the first one
+    missing, and the way that lists the most wins, so a stray ``(X)`` or ``vitamin C.`` is
+    not an option.
 
     >>> offered_letters("What is 2+2? Options: A)3 B)4 C)5 D)6 E)7")
     'ABCDE'
+    >>> offered_letters("Choose one of the following options: ['A)10%', 'B)25%', 'C)28%']")
+    'ABC'
     >>> offered_letters("Pick one.\\n(A) iron\\n(B) neon\\nAnswer in the form (X).")
     'AB'
     >>> offered_letters("Is vitamin C. an acid? Answer (X)."), offered_letters("A: yes B: no")

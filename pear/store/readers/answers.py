@@ -17,7 +17,16 @@ _ANSWER_IS = re.compile(
     r"only|exact)\s+)*answer\s*(?:to (?:the|this) (?:problem|question)\s*)?"
     r"(?:is|would be|should be|will be|remains|:|=)\s*(?:still\s+|indeed\s+|then\s+|now\s+)?",
     re.I)
-_ANSWER_LINE = re.compile(r"(?:^|\n)[ \t*#]*(?:final\s+)?answer\s*:\s*", re.I)
+_ANSWER_LINE = re.compile(  # "Answer: X", "**Final Answer:** X", "### Final Answer\nX"
+    r"(?:(?:^|\n)[ \t>#*-]*?|(?<=[.!?])[ \t]+(?=(?:\*\*|__)?final\s))(\*\*|__)?[ \t]*"
+    r"(?:final\s+)?answer[ \t]*(?(1)(?:\*\*|__)?)[ \t]*(?::|(?=\n))(?(1)(?:\*\*|__)?)\s*", re.I)
+"""A label that opens a line (after a heading's ``#`` or a bullet), or "Final answer" opening
+a sentence, with a colon or alone on its line; a bold label's closing ``**`` is part of it,
+and a bold value's opening one is not (``Final answer: **700**``)."""
+_WRAP = re.compile(r"```[ \t]*(?:[A-Za-z][\w+-]*[ \t]*\n)?|`|\*\*|__")
+"""Markdown around an answer: a code fence (with its language tag), inline code, bold."""
+_LONE = re.compile(r"\(?([A-Z])\)?[.!]?")
+_INNER_LABEL = re.compile(r"\s*(?:final\s+)?answer\s*:\s*", re.I)
 _FINAL_CORE = re.compile(r"(?:is|as)\s+(?:our|my|the)\s+(?:final|correct|right)\s+answer", re.I)
 """What every :data:`_FINAL_AFTER` match holds: a text without it is not scanned again."""
 _FINAL_AFTER = re.compile(r",?\s*(?:(?:which|this|that)\s+)?" + _FINAL_CORE.pattern, re.I)
@@ -30,8 +39,9 @@ _FILLER = re.compile(r"(?:approximately|about|exactly|roughly|just|only|still|in
                      r"equivalent to|simply|then|now|that|therefore|thus|hence|so|:)\s+", re.I)
 _VERB = re.compile(r"(?<![\\\w])(?:write|have|had|has|get|got|obtain|find|found|conclude|see|take)"
                    r"(?: that)?(?![\w])", re.I)
-_OPTION = re.compile(r"(?:option|choice|letter)?\s*(?:\\text(?:bf)?\s*\{\s*)?\(\s*([A-E])\s*\)"
-                     r"(?:\s*\})?(?![\w(])|(?:option|choice)\s+([A-E])(?![\w'])", re.I)
+_OPTION = re.compile(  # "(B)", "option B", "\textbf{(B)}"; F-J (MMLU-Pro's ten) in capitals only
+    r"(?i:option|choice|letter)?\s*(?:\\text(?:bf)?\s*\{\s*)?\(\s*([A-Ea-e]|[F-J])\s*\)"
+    r"(?:\s*\})?(?![\w(])|(?i:option|choice)\s+([A-Ea-e]|[F-J])(?![\w'])")
 _MATH_WORD = re.compile(r"sqrt|pi|infty|infinity|ln|log|sin|cos|tan|cot|sec|csc|mod|i", re.I)
 _PROSE = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
 _CONNECTOR = {"and", "or", ","}
@@ -150,12 +160,14 @@ def _option(m: re.Match[str]) -> str:
     return f"({(m.group(1) or m.group(2)).upper()})"
 
 
-def _math_run(text: str) -> str:
+def _math_run(text: str, line: bool = False) -> str:
     """The math that ``text`` begins with (after fillers such as "approximately"), up to the
     first word of prose: ``9 customers would buy`` -> ``9``; several values joined by "and"
     or commas are kept together, an "or" ends the run (``0.4 or 40%`` -> ``0.4``); ``""``
-    when ``text`` begins with prose."""
-    text = text.strip()
+    when ``text`` begins with prose.  ``line``: the value of a label ("Answer: X") or a
+    fence, read on its line only and cut before a bracket it leaves open (``700 (20 boxes``
+    -> ``700``)."""
+    text = _first_line(text.strip()) if line else text.strip()
     while True:
         m = _FILLER.match(text)
         if not m:
@@ -178,10 +190,41 @@ def _math_run(text: str) -> str:
             break
     while run and run[-1] in _CONNECTOR:
         run.pop()
+    run = _balanced(run) if line else run
     out = " ".join(run).replace(" ,", ",")
     out = out.rstrip(".;:!?") if not out.endswith("\\.") else out
     out = re.sub(r"\s*[.,;:]+\s*(\$+)$", r"\1", out)  # "$8.$" -> "$8$"
     return _value_of(out)
+
+
+_LINE_STOP = re.compile(r"[$\\\n]")
+
+
+def _first_line(text: str) -> str:
+    """``text`` up to its first line end outside math (``700\n\n20 boxes`` -> ``700``)."""
+    i = 0
+    while True:
+        m = _LINE_STOP.search(text, i)
+        if m is None:
+            return text
+        j = _math_end(text, m.start())
+        if j is not None:
+            i = j
+        elif text[m.start()] == "\n":
+            return text[:m.start()]
+        else:
+            i = m.start() + 1
+
+
+def _balanced(run: list[str]) -> list[str]:
+    """``run`` up to its last token after which every bracket opened is closed (``700 (20``,
+    of ``700 (20 boxes of 35)``, -> ``700``; ``(0, 1]`` stays whole)."""
+    depth, keep = 0, 0
+    for k, tok in enumerate(run):
+        depth += sum(ch in "([" for ch in tok) - sum(ch in ")]" for ch in tok)
+        if depth <= 0:
+            keep = k + 1
+    return run if depth <= 0 else run[:keep]
 
 
 _DELIMS = re.compile(r"^(?:\$\$|\$|\\\[|\\\()(.*?)(?:\$\$|\$|\\\]|\\\))$", re.S)
@@ -290,16 +333,20 @@ def final_answer(text: str) -> str:
 
     Other frameworks' agents answer in prose (``pear import``), not in the JSON our prompts
     ask for.  In order: the last explicit statement of the answer — a ``\boxed{}`` (the boxes
-    of one sentence together), "the (final/correct/updated) answer is X", "Answer: X", "X,
-    which is our final answer", "X is the correct answer", GSM8K's ``#### X`` — whichever
-    comes last; else the value stated by the last concluding sentence ("Therefore/Thus/So/
-    Hence ... is X", "there are X ways") or by the closing sentence ("The value of $x$ is
-    4.").  Of a statement only its math is kept, up to the first word of prose, so that units
-    and trailing prose are not read as the answer (``9 customers would buy a television that
-    costs $2500`` is 9); an equation is read as its last member (``x = 4`` is 4) unless it
-    is one of a symbol and an expression (``y = 2x + 3``); an option named in words
-    ("option B", ``\textbf{(B)}\ 3(1+r)^x=7``) is ``(B)``.  Nothing is evaluated.  Checked
-    against 219 hand-labelled answers of DyLAN's debates (``tests/data/README.md``).
+    of one sentence together), "the (final/correct/updated) answer is X", "Answer: X" opening
+    a line (bold, ``**Final Answer:**``, or a heading alone on its line; "Final answer: X" may
+    open a sentence too), "X, which is our final answer", "X is the correct answer", GSM8K's
+    ``#### X`` — whichever comes last, X taken out of the markdown around it (a code fence,
+    ````` ```Answer: 700``` `````, bold; after a label, inline code too) and read on its line,
+    a lone capital letter after a label read as that option; else the value stated by the last
+    concluding sentence ("Therefore/Thus/So/Hence ... is X", "there are X ways") or by the
+    closing sentence ("The value of $x$ is 4.").  Of a statement only its math is kept, up to
+    the first word of prose, so that units and trailing prose are not read as the answer
+    (``9 customers would buy a television that costs $2500`` is 9; ``700 (20 boxes of 35)``
+    is 700: a bracket left open is cut off); an equation is read as its last member (``x = 4``
+    is 4) unless it is one of a symbol and an expression (``y = 2x + 3``); an option named in
+    words ("option B", ``\textbf{(B)}\ 3(1+r)^x=7``) is ``(B)``.  Nothing is evaluated.
+    Checked against 219 hand-labelled answers of DyLAN's debates (``tests/data/README.md``).
 
     >>> final_answer("Therefore, the answer is 9 customers would buy a television that "
     ...              "costs $\\$2500$.")
@@ -313,6 +360,8 @@ def final_answer(text: str) -> str:
     '540'
     >>> final_answer("I agree with solution 2. The answer is option B."), final_answer("7")
     ('(B)', '')
+    >>> final_answer("20 boxes of 35 each.\nFinal Answer: ```Answer: 700```")
+    '700'
     """
     t = (text or "").strip()
     if not t:
@@ -327,7 +376,7 @@ def final_answer(text: str) -> str:
         marks.append((start, _option(opt) if opt else _cardinal(boxes)))
     for pattern in (_ANSWER_IS, _ANSWER_LINE, _GSM_MARK):
         for m in pattern.finditer(t):
-            value = _math_run(t[m.end():]) or _stated(_sentence_at(t, m.end()), True)
+            value = _stated_after(t[m.end():], label=pattern is _ANSWER_LINE)
             if value:
                 marks.append((m.start(), value))
     for m in _FINAL_AFTER.finditer(t) if _FINAL_CORE.search(t) else ():
@@ -345,6 +394,49 @@ def final_answer(text: str) -> str:
         if value:
             return value
     return ""
+
+
+def _unwrapped(text: str, code: bool = True) -> str:
+    """What follows an answer's label with the markdown around it taken off: a code fence
+    (````` ```Answer: 700``` `````, one over lines), bold (``**700**``) or, with ``code``,
+    inline code (`` `700` ``), each up to its closing mark, and a label repeated inside
+    (``Answer:``); ``text`` itself when it does not begin with any."""
+    out, wrapped = re.sub(r"^\s*:?\s*", "", text), False  # "the answer is: ```700```"
+    for _ in range(3):  # a fence inside bold, a label inside a fence
+        m = _WRAP.match(out)
+        if m is None or (m.group(0) == "`" and not code):
+            break
+        body, wrapped = out[m.end():], True
+        mark = m.group(0)[:3] if m.group(0).startswith("```") else m.group(0)
+        end = body.find(mark)
+        out = body[:end] if end >= 0 else body
+        label = _INNER_LABEL.match(out)
+        out = out[label.end():] if label else out.strip()
+    return out if wrapped else text
+
+
+def _stated_after(text: str, label: bool) -> str:
+    """The answer ``text`` states right after a statement's opening ("the answer is",
+    ``####``; with ``label``, a label: "Answer:"), ``""`` if none: the answer inside the
+    markdown ``text`` begins with (:func:`_unwrapped`), read on its line, a lone capital letter
+    as an option; else its leading math (after a label: on its line, a lone capital letter as
+    an option); else what its first sentence states.  Inline code is taken off after a label
+    only: "the answer is `41`" is read as it was when DyLAN's shipped corpus was graded."""
+    inner = _unwrapped(text, code=label)
+    if inner != text:
+        value = _math_run(inner, line=True) or _lone_letter(inner) or \
+            _stated(_sentence_at(inner, 0), True)
+        if value:
+            return value
+    return _math_run(text, line=label) or (_lone_letter(text) if label else "") or \
+        _stated(_sentence_at(text, 0), True)
+
+
+def _lone_letter(text: str) -> str:
+    """A capital letter that is all of the first line of ``text`` (``E``, ``(E)``, ``E.``),
+    as the option ``(E)``; ``""`` otherwise (``A can be 6`` names no option)."""
+    m = _LONE.fullmatch(text.strip().split("\n")[0])
+    return f"({m.group(1)})" if m else ""
 
 
 def _sentence_at(text: str, i: int) -> str:
