@@ -9,9 +9,10 @@ size of its MMLU debates; and a moment-matched twin of each published model and 
 :data:`MATCH_TOLERANCE`); and a member of each model of DebateLedger's per-model table
 (:func:`pear.populations.published_dynamics.match`), matched on two figures at once (collapse
 with ``keep``, recovery with the pull of a right answer) where both land inside the published
-intervals.  The prior's spread of ``follow_right`` counts the published members'
-values too: the licensed debates are of one model, the published figures of several.  :func:`check` holds every member against a run in the run's setting
-and gives, per statistic, the range ``[min, max]`` of the members' simulated values.
+intervals.  The prior's spread adds how far the matched members spread an effect (models) to
+how far the licensed runs do (one model's tasks): :func:`pear.populations.twin.estimate_prior`.
+:func:`check` holds every member against a run in the run's setting and gives, per statistic,
+the range ``[min, max]`` of the members' simulated values.
 """
 from __future__ import annotations
 
@@ -97,12 +98,12 @@ def fit_members(ms: Sequence[Member], prior: twin.Prior | None = None
     licensed runs and the published members' matched effects; then the published members),
     the prior, and the published rows left out."""
     pub, left = published_members()
-    prior = prior or twin.estimate_prior(groups(ms), matched={  # the effect each matched
+    ledger, left_ledger = published_dynamics.members()
+    prior = prior or twin.estimate_prior(groups(ms), matched={  # the effects each matched
         p.name: {k: v["estimate"] for k, v in p.info["diagnostics"]["effects"].items()
-                 if v["se"] is None and v["estimate"]} for p in pub})
+                 if v["se"] is None and v["estimate"]} for p in pub + ledger})
     twins = [twin.fit_twin(m.runs, name=m.name, prior=prior, keep=m.keep,
                            describe=m.describes).population for m in ms]
-    ledger, left_ledger = published_dynamics.members()
     return twins + pub + ledger, prior, left + left_ledger
 
 

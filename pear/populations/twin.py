@@ -19,15 +19,16 @@ few run-level effects (:data:`EFFECTS`), each a shift of the corpus coefficients
 The three ``*_right`` effects shift disjoint candidates (own, heard, new), so each says one
 thing.  They are estimated by a penalised likelihood: the conditional logit's log-likelihood of
 the run's choice sets (:mod:`pear.sim.revision`, the one definition of candidates and features)
-minus ``sum(effect**2 / (2 * prior_sd**2))``.  The prior is weak on purpose
-(:data:`PRIOR_SD_FLOOR`): the licensed runs are of one model (gpt-3.5), whose spread across its
-own tasks says nothing of how far other models lie, while published per-model figures put
-models several units apart on these effects (``prior.json``'s ``matched``).  So ``prior_sd``
-per effect is the larger of that floor and the spread :func:`estimate_prior` finds across the
-licensed runs and the published members (empirical Bayes, method of moments); 100 debates of a
-run then dominate it, and 20 still move it only part of the way.  The standard errors and the
-covariance are the posterior's (the inverse of the penalised information): a twin's predictive
-draws (:func:`draws`) come from them.
+minus ``sum(effect**2 / (2 * prior_sd**2))``.  How far a run may move an effect is set by
+how much *models* differ, not by how much one model's tasks do: the licensed runs are all
+gpt-3.5, whose spread across its own tasks is a few tenths, while the members matched to
+published per-model figures (``prior.json``'s ``matched``: Du's, Choi's and DebateLedger's
+models) lie several units apart.  :func:`estimate_prior` adds the two variance components
+(one model's tasks, method of moments on the licensed runs; models, the matched members'
+values), at least :data:`PRIOR_SD_FLOOR` for an effect no published figure frees; 100 debates
+of a run then dominate it.  The standard errors and the covariance are the posterior's (the
+inverse of the penalised information): a twin's predictive draws (:func:`draws`) come from
+them.
 
 The initial answers come from the run too: its strength per dataset (the round-0 agent
 accuracy: the dataset's ease is set so that the population's expected round-0 accuracy equals
@@ -74,7 +75,7 @@ EFFECTS: dict[str, dict[str, float]] = {
 }
 """The run-level effects: name -> the coefficients it shifts (and by how much per unit)."""
 DECIMALS = 4
-PRIOR_SD_FLOOR = 1.5  # our choice: weak, so that a pilot of 100 debates dominates the prior
+PRIOR_SD_FLOOR = 1.5  # our choice: weak, so that 100 debates dominate an unmatched effect
 """The smallest prior spread of an effect.  Models differ by several units on these effects
 (the published members' matched ``follow_right`` runs from -4 to +6, DebateLedger's matched
 ``keep_right`` from -1.1 to +6), one model's tasks by a few tenths (DyLAN's eleven runs); with a
@@ -478,11 +479,13 @@ def estimate_prior(groups: Mapping[str, tuple[Sequence[str | os.PathLike[str]],
                                               Callable[[Mapping[str, Any]], bool] | None]],
                    base: str | Population = BASE,
                    matched: Mapping[str, Mapping[str, float]] | None = None) -> Prior:
-    """The prior spread of each effect across ``groups`` (name -> (runs, keep)): each group's
-    own maximum-likelihood effects ``e_g`` with standard errors ``s_g`` around ``base``;
-    ``sd**2 = mean(e_g**2 - s_g**2)`` (method of moments), at least
-    :data:`PRIOR_SD_FLOOR`.  ``matched``: name -> {effect: value} of members matched to
-    published figures (no standard error), which count in the spread of those effects."""
+    """The prior spread of each effect as two variance components that add: how far one
+    model's tasks spread it (``groups``, name -> (runs, keep): the licensed runs, one model;
+    each group's own maximum-likelihood effects ``e_g`` with standard errors ``s_g`` around
+    ``base``, ``mean(e_g**2 - s_g**2)``, method of moments) and how far models spread it
+    (``matched``: name -> {effect: value} of members matched to published per-model figures,
+    no standard error: ``mean(value**2)`` over the members that free the effect); ``sd`` is
+    the square root of their sum, at least :data:`PRIOR_SD_FLOOR`."""
     base_pop = pop.load(base)
     if base_pop.revision is None:
         raise ValueError(f"invalid base population {base_pop.name!r}: no revision model")
@@ -494,11 +497,17 @@ def estimate_prior(groups: Mapping[str, tuple[Sequence[str | os.PathLike[str]],
         f = fit_effects(tr, base_pop.revision, None)
         per[gname] = f
     sd = {}
+    components = {}
     for k in EFFECTS:
-        extra = [m[k] for m in (matched or {}).values() if k in m]
-        e = np.array([f.estimate[k] for f in per.values()] + extra)
-        s = np.array([f.se[k] for f in per.values()] + [0.0] * len(extra))
-        sd[k] = float(max(PRIOR_SD_FLOOR, np.sqrt(max(0.0, float(np.mean(e ** 2 - s ** 2))))))
+        e = np.array([f.estimate[k] for f in per.values()])
+        s = np.array([f.se[k] for f in per.values()])
+        within = max(0.0, float(np.mean(e ** 2 - s ** 2)))  # one model's tasks
+        extra = np.array([m[k] for m in (matched or {}).values() if k in m], dtype=float)
+        across = float(np.mean(extra ** 2)) if extra.size else 0.0  # models
+        components[k] = {"within_model": round(within ** 0.5, DECIMALS),
+                         "across_models": round(across ** 0.5, DECIMALS),
+                         "matched_members": int(extra.size)}
+        sd[k] = float(max(PRIOR_SD_FLOOR, np.sqrt(within + across)))
     from scipy.stats import chi2
     hetero = {}
     for k in EFFECTS:  # do the licensed runs differ in this effect beyond their noise?
@@ -508,8 +517,11 @@ def estimate_prior(groups: Mapping[str, tuple[Sequence[str | os.PathLike[str]],
         q = float((w * (e - (w * e).sum() / w.sum()) ** 2).sum())
         hetero[k] = {"Q": round(q, 2), "df": len(e) - 1,
                      "p": float(f"{chi2.sf(q, len(e) - 1):.3g}")}
-    info = {"method": "empirical Bayes, method of moments: sd^2 = mean over runs of "
-                      "(estimate^2 - se^2), at least the floor",
+    info = {"method": "empirical Bayes, two variance components: sd^2 = mean over the "
+                      "licensed runs of (estimate^2 - se^2) [one model's tasks] + mean over "
+                      "the members matched to published per-model figures of value^2 "
+                      "[models], at least the floor",
+            "components": components,
             "heterogeneity": hetero,
             "floor": PRIOR_SD_FLOOR,
             "base_fingerprint": base_pop.fingerprint,
