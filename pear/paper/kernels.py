@@ -26,8 +26,8 @@ from pear.paper.outputs import NOTEBOOKS
 from pear.backends.registry import BACKENDS
 
 __all__ = ["KERNEL", "IPC_PREFIX", "RUNS_THE_MODEL", "READS_RECORDS_OF", "SIDE_BY_SIDE",
-           "TYPICAL_S", "READS_DYLAN_MMLU", "BLAS_THREADS_ENV", "ensure_kernel", "ipc_kernel_manager",
-           "environ", "kernel_env", "steps", "start_order", "at_once"]
+           "TYPICAL_S", "READS_DYLAN_MMLU", "BLAS_THREADS_ENV", "ensure_kernel",
+           "ipc_kernel_manager", "environ", "kernel_env", "steps", "start_order", "at_once"]
 
 KERNEL = "pear"
 """The kernel every notebook runs on: this interpreter, ``MPLBACKEND=agg``."""
@@ -57,10 +57,12 @@ alone.  ``time per notebook`` is each one's own wall time."""
 
 TYPICAL_S = {"12_robustness": 56, "14_calibration": 38, "15_your_method": 79,
              "17_real_debates": 47, "10_temperature_sweep": 19,
-             "18_your_model": 15}  # 18: on simulated agents whatever the backend (2 cores)
+             "18_your_model": 15,  # 18: on simulated agents whatever the backend (2 cores)
+             "19_relabelling": 100}  # 19: alone (--only 19) on a quiet 2-core machine, 2026-12-01
 """Seconds a notebook took (the default smoke build on llama.cpp, 2 cores, 2026-11-27): the
 order in which side-by-side notebooks start, longest first, when no earlier build on the same
-backend has timed them (the order changes no output)."""
+backend has timed them (the order changes no output).  Notebook 19 starts first: the ledger
+(:data:`READS_RECORDS_OF`) waits for it."""
 
 READS_DYLAN_MMLU = ("17_real_debates", "18_your_model")
 """Notebooks that read DyLAN's MMLU debates as imported runs

@@ -25,7 +25,8 @@ from pear.paper import provenance, study
 from pear.paths import studies_dir
 from pear.paper.outputs import EXPECTED_OUTPUTS
 
-__all__ = ["load_build", "load_relabelling", "counts_line", "table_ledger", "table_consistency", "forest_frame",
+__all__ = ["load_build", "load_relabelling", "counts_line", "table_ledger", "table_consistency",
+           "forest_frame",
            "plot_forest", "ledger_html", "part_labels", "claim_groups", "claim_text",
            "list_item", "site_link", "save_html",
            "caption_ledger", "caption_consistency", "default_link"]
