@@ -173,7 +173,8 @@ def test_shipped_family_names_its_sources_and_loads():
     assert all(v >= twin.PRIOR_SD_FLOOR for v in prior.sd.values())
     assert set(prior.info["runs"]) == set(dylan)
     assert set(prior.info["heterogeneity"]) == set(twin.EFFECTS)
-    assert set(prior.info["matched"]) == {p.name for p in published}
+    assert set(prior.info["matched"]) == {p.name for p in published + ledger}
+    assert prior.info["components"]["keep"]["matched_members"] == len(ledger)
 
 
 def test_sim_check_family_reports_every_member_and_the_range(planted_run, capsys):
