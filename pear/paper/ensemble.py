@@ -617,7 +617,8 @@ def _what(ens: Ensemble) -> str:
     if ens.family:
         return (f"Across the family of {ens.k} real twins (a twin of each licensed run: "
                 f"DyLAN's MATH subjects and MMLU teams; a moment-matched twin of each "
-                f"published model and task; {_grid_words(ens)}; simulated agents)")
+                f"published model and task, and of each model of DebateLedger's per-model "
+                f"table; {_grid_words(ens)}; simulated agents)")
     return (f"Across an ensemble of {ens.k} plausible simulated populations (the grounded "
             f"revision model refitted on DyLAN's debates resampled with replacement, bootstrap "
             f"seed {ens.seed}; {_grid_words(ens)}; simulated agents)")
