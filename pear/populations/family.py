@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
+import numpy as np
+
 from pear.populations.simcheck import REPLICATES, SimCheck, check as simcheck
 from pear.paths import write_json
 from pear.populations import published_dynamics, published_gains, reading, twin
@@ -207,8 +209,7 @@ def pilot(run: str | os.PathLike[str], fam: Sequence[Population],
           records: Sequence[Mapping[str, Any]] | None = None) -> Pilot:
     """Each member's likelihood on ``run``'s revision choices (only ``records``' debates when
     given) and the weights it gives the members."""
-    import numpy as np
-    from scipy.stats import chi2
+    from scipy.stats import chi2  # heavy: only a weighted family check loads it
     ids = None if records is None else {str(r["debate_id"]) for r in records}
     tr, parts, _ = twin.design([run], None if ids is None else
                                (lambda r: str(r["debate_id"]) in ids))
@@ -230,7 +231,6 @@ def _weighted_quantiles(values: Sequence[float], weights: Sequence[float],
     >>> _weighted_quantiles([1.0, 2.0, 3.0], [0.0, 1.0, 0.0], [0.025, 0.975])
     [2.0, 2.0]
     """
-    import numpy as np
     v, w = np.asarray(values, float), np.asarray(weights, float)
     ok = np.isfinite(v) & (w > 0)
     v, w = v[ok], w[ok]

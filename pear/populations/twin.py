@@ -508,7 +508,7 @@ def estimate_prior(groups: Mapping[str, tuple[Sequence[str | os.PathLike[str]],
                          "across_models": round(across ** 0.5, DECIMALS),
                          "matched_members": int(extra.size)}
         sd[k] = float(max(PRIOR_SD_FLOOR, np.sqrt(within + across)))
-    from scipy.stats import chi2
+    from scipy.stats import chi2  # heavy: only the prior's estimate loads it
     hetero = {}
     for k in EFFECTS:  # do the licensed runs differ in this effect beyond their noise?
         e = np.array([f.estimate[k] for f in per.values()])
