@@ -8,6 +8,7 @@ n=${2:-3}
 py=.venv/bin/python
 logs=$(realpath -m "$out-logs")  # absolute: inspect runs from another directory
 rm -rf "$out" "$logs"
+mkdir -p "$(dirname "$out")"  # OUT_RUN's folder may be new: the server's log goes beside it first
 gguf=$($py -c "from pear.backends.llamacpp import default_model_path; print(default_model_path())")
 port=$($py -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
 $py -m llama_cpp.server --model "$gguf" --host 127.0.0.1 --port "$port" --n_ctx 2048 \
