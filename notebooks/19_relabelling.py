@@ -17,8 +17,10 @@
 # are relabelled, and a router's orbit average (``NAME~orbit``: a fresh uniform relabelling per
 # debate) has the router's expected accuracy under exchangeable agents. With identical agents
 # every method is trivially invariant, so here one agent is odd (notebook 12's adversarial
-# agent, agent 1) and it is seated at every position in turn (``DebateConfig.relabelling``; it
-# keeps its role and its own request seeds wherever it sits). Per method: accuracy with the
+# agent, agent 1; or the same model at another temperature, or another model: the parameters)
+# and it is seated at every position in turn (``DebateConfig.relabelling``; it keeps its role,
+# temperature, model and own request seeds wherever it sits; the CPU smoke build seats it at
+# Star's hub and at one leaf only, ``relabelling.SMOKE_SEATS``). Per method: accuracy with the
 # odd agent at each position (position 1 is Star's hub and Chain's head) with Wilson 95%
 # intervals; the spread across seats against what sampling alone gives (a randomisation test
 # at matched seeds: each question's outcomes permuted across seats); and each fixed router
@@ -32,6 +34,8 @@ model = ""  # model path or name; empty: the backend default
 seeds = ""  # empty: the preset seeds, else e.g. 0,1,2
 n_questions = 0  # questions per dataset; 0: the preset value
 odd_role = "adversarial"  # the odd agent's role (pear.core.config.ROLES)
+odd_temperature = -1.0  # its sampling temperature; -1: the protocol's (honest + 1.2: two temps)
+odd_model = ""  # its model (a mixed-model panel; `model` runs the others); '': the grid's
 
 # %% [markdown]
 # ## Load records (run or resume one variant per seat)
@@ -42,7 +46,9 @@ from pear.paper import beyond, relabelling, study
 
 figures.set_style()
 exp = beyond.preset_experiment(preset, seeds=seeds, n_questions=n_questions)
-variants = relabelling.variants(exp, odd_role)
+variants = relabelling.variants(exp, odd_role, odd_temperature=odd_temperature,
+                                odd_model=odd_model, model=model)
+odd = relabelling.odd_agent(odd_role, odd_temperature, odd_model)
 runs = beyond.run_variants(backend, variants, study.runs_path(runs_dir, preset, backend),
                            model=model)
 res = next(iter(runs.values()))
@@ -64,7 +70,7 @@ orbit
 # ## Figure
 
 # %%
-fig = relabelling.plot_by_seat(by_seat, odd_role=odd_role, source=res.source, mark=res.mark,
+fig = relabelling.plot_by_seat(by_seat, odd=odd, source=res.source, mark=res.mark,
                                simulated=res.simulated)
 figures.display_figure(fig)
 
@@ -73,7 +79,7 @@ figures.display_figure(fig)
 
 # %%
 figures.save_figure(fig, "relabelling")
-note = f"The {odd_role} agent seated at each position, same questions and seeds"
+note = f"The {odd} seated at each position, same questions and seeds"
 report.save_table(spread.set_index("method"), "relabelling_spread",
                   caption=res.caption(note + "; spread: range of accuracy across seats; null: "
                                       "its mean when each question's outcomes are permuted "

@@ -150,7 +150,7 @@ def test_the_ledger_reads_notebook_19s_records(tmp_path):
     exp = beyond.preset_experiment("smoke")
     beyond.run_variants("simulated", relabelling.variants(exp), runs)
     rel = ledger.load_relabelling("simulated", "smoke", str(runs))
-    assert isinstance(rel, evidence.Relabelling) and rel.seats == exp.debate.n_agents
+    assert isinstance(rel, evidence.Relabelling) and rel.seats == len(relabelling.SMOKE_SEATS)
     assert list(rel.spread["method"]) == ["star", "star~orbit", "pear"]
     assert list(rel.orbit["router"]) == ["star"]
     rows = _rows(rel, backend="simulated")

@@ -284,6 +284,9 @@ class _AnyQuestion(dict):
     (["--backend", "vllm", "--agent-models", "a,b,a,b,a"], "vllm serve"),
     (["--backend", "openai", "--model", "m", "--agent-models", "a,b,a,b,a"], "not both"),
     (["--agent-models", "a,b,a,b,a"], "one population"),
+    (["--agent-temperatures", "0.2,1.2"], "one temperature in [0, 2] per agent"),
+    (["--agent-temperatures", "0.2,0.2,0.2,0.2,9"], "agent_temperatures=(0.2, 0.2, 0.2, 0.2, 9.0)"),
+    (["--agent-temperatures", "0.2,hot"], "invalid value in '0.2,hot'"),
 ])
 def test_cli_bad_extension_input_one_line_exit_2(tmp_path, capsys, args, needle):
     from pear.cli import main
@@ -315,3 +318,18 @@ def test_cli_runs_with_stop_and_roles(tmp_path, capsys):
     assert all(r["stop_reason"] in ("stable", "max_rounds") and r["gold_shown_to"] == [1]
                for r in recs)
     assert all(rd["agents"][4]["confidence"] == 1 for r in recs for rd in r["rounds_data"])
+
+
+def test_cli_runs_a_panel_of_one_model_at_two_temperatures(tmp_path, capsys):
+    """--agent-temperatures reaches the manifest's protocol and the run resumes from it."""
+    from pear.cli import main
+    from pear.store import manifest
+    out = tmp_path / "run"
+    args = ["run", "--preset", "sim", "--backend", "simulated", "--out", str(out),
+            "--datasets", "gsm8k", "--methods", "pear", "--seeds", "0", "--n-questions", "2",
+            "--no-full", "--quiet", "--agents", "3", "--agent-temperatures", "1.2,0.2,0.2"]
+    assert main(args) == 0, capsys.readouterr().err
+    debate, _ = manifest.protocol(manifest.read(out))
+    assert debate.agent_temperatures == (1.2, 0.2, 0.2)
+    assert [debate.temperature_of(p) for p in range(3)] == [1.2, 0.2, 0.2]
+    assert main(args) == 0  # resumes: nothing to run, same protocol

@@ -74,6 +74,40 @@ def test_a_weaker_agent_keeps_its_weakness_at_every_seat():
         SimulatedBackend({}, skill_shift=(0.0, -1.0))
 
 
+class _Recording(SimulatedBackend):
+    """The simulator, keeping each request's (agent position, seated agent, temperature)."""
+
+    def __init__(self, *a, **k):
+        super().__init__(*a, **k)
+        self.seen = []
+
+    def generate(self, requests):
+        self.seen += [(r.meta["agent"], r.meta.get("member", r.meta["agent"]), r.temperature)
+                      for r in requests]
+        return super().generate(requests)
+
+
+def test_each_agent_keeps_its_own_temperature_wherever_it_sits():
+    """A panel of one model at two temperatures: agent 1 samples at 1.2 at every seat, the
+    others at the protocol's 0.2; a panel whose agents all sit at the protocol's temperature
+    is stored as the plain protocol."""
+    qs = arithmetic_questions(3)
+    temps = (1.2, 0.2, 0.2, 0.2, 0.2)
+    for sigma in (tuple(range(5)), SIGMA):
+        be = _Recording({(q.dataset, q.id): q.gold for q in qs})
+        list(Engine(be, DebateConfig(rounds=1, agent_temperatures=temps,
+                                     relabelling=sigma)).run(
+            [Job(q, methods.method("pear"), 0) for q in qs]))
+        assert be.seen and {t for p, m, t in be.seen if p < 5} == {1.2, 0.2}
+        for pos, member, t in be.seen:
+            if pos < 5:
+                assert member == sigma[pos] and t == temps[sigma[pos]], (pos, member, t)
+    assert DebateConfig(agent_temperatures=(0.2,) * 5).agent_temperatures == ()
+    assert config_hash(DebateConfig(agent_temperatures=temps)) != config_hash(DebateConfig())
+    with pytest.raises(ValueError, match=r"invalid agent_temperatures=\(0.2, 3.0\)"):
+        DebateConfig(n_agents=2, k=1, agent_temperatures=(0.2, 3.0))
+
+
 def _grid(relabelling=(), shard=None):
     exp = preset("beyond", methods=("star", "pear"), datasets=("gsm8k",), seeds=(0,),
                  n_questions=4, rounds=2)
@@ -137,9 +171,10 @@ def _seated(roles, ms, nq=100, rounds=3, **backend):
 
 def test_a_planted_positional_effect_is_detected_and_pears_spread_is_within_sampling():
     """(The issue's planted effect names a weak hub; in the simulated mechanism only an
-    adversarial hub moves Star's accuracy, see the next test.)  An adversarial agent as Star's hub (position 0) costs accuracy there, and the
-    randomisation test at matched seeds finds it; PEAR's accuracies across the same seats
-    stay within what sampling gives (its router is equivariant)."""
+    adversarial hub moves Star's accuracy, see the next test.)  An adversarial agent as
+    Star's hub (position 0) costs accuracy there, and the randomisation test at matched seeds
+    finds it; PEAR's accuracies across the same seats stay within what sampling gives (its
+    router is equivariant)."""
     import numpy as np
     from pear.analysis.stats import relabelling_spread
     got = _seated(roles_for(5, {1: "adversarial"}), ("star", "pear"),

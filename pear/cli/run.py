@@ -86,6 +86,8 @@ def add_run(sub: Any) -> None:
                    "overconfident | underconfident; repeatable")
     r.add_argument("--agent-models", type=comma_list(str), metavar="M1,M2,...",
                    help="one model per agent (a mixed-model panel; openai or llamacpp backend)")
+    r.add_argument("--agent-temperatures", type=comma_list(float), metavar="T1,T2,...",
+                   help="one sampling temperature per agent (one model at two temperatures)")
     r.add_argument("--model", action="append",
                    help=f"model name ({_MODEL_NAMED_BY}); repeatable")
     r.add_argument("--model-path", help="GGUF file for the llamacpp backend")

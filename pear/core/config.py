@@ -72,6 +72,9 @@ class DebateConfig:
     agent_models: tuple[str, ...] = field(default=(), metadata=_OMIT_DEFAULT)  # paper: one model
     """One model name per agent (a mixed-model panel); ``()`` = every agent is the engine's
     one model."""
+    agent_temperatures: tuple[float, ...] = field(default=(), metadata=_OMIT_DEFAULT)  # paper: one
+    """One sampling temperature per agent (a panel of one model at two temperatures, our
+    extension); ``()`` = every agent at :attr:`temperature` (stored as ``()``)."""
     relabelling: tuple[int, ...] = field(default=(), metadata=_OMIT_DEFAULT)  # paper: none
     """Where the panel's agents sit (our extension, the theory's relabelling experiment):
     ``relabelling[p]`` is the agent (0-indexed, the order of ``roles`` and ``agent_models``)
@@ -108,6 +111,15 @@ class DebateConfig:
                    f"{len(self.agent_models)}")
             _check(all(isinstance(m, str) and m.strip() for m in self.agent_models),
                    "agent_models", self.agent_models, "model names must be non-empty")
+        object.__setattr__(self, "agent_temperatures", tuple(self.agent_temperatures))
+        if self.agent_temperatures:
+            ts = self.agent_temperatures
+            _check(len(ts) == self.n_agents and all(
+                isinstance(t, (int, float)) and 0.0 <= t <= 2.0 for t in ts),
+                "agent_temperatures", ts, f"give one temperature in [0, 2] per agent "
+                f"({self.n_agents})")
+            object.__setattr__(self, "agent_temperatures", tuple(float(t) for t in ts)
+                               if any(t != self.temperature for t in ts) else ())
         object.__setattr__(self, "relabelling", tuple(self.relabelling))
         if self.relabelling:
             _check(sorted(self.relabelling) == list(range(self.n_agents))
@@ -126,6 +138,18 @@ class DebateConfig:
         """
         r = self.relabelling
         return r[position] if position < len(r) else position
+
+    def temperature_of(self, agent: int) -> float:
+        """The sampling temperature of the agent at position ``agent`` (it keeps its own
+        wherever it sits; the extra samples of ``sc@K`` use :attr:`temperature`).
+
+        >>> DebateConfig(n_agents=2, k=1, agent_temperatures=(0.2, 1.0),
+        ...              relabelling=(1, 0)).temperature_of(0)
+        1.0
+        """
+        a = self.member(agent)
+        ts = self.agent_temperatures
+        return ts[a] if a < len(ts) else self.temperature
 
     def role(self, agent: int) -> str:
         """The role of the agent at position ``agent`` (0-indexed; the extra samples of

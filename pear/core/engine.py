@@ -694,8 +694,9 @@ class Engine:
         meta["role"] = role
         if self.debate.relabelling:  # who sits there: its latents (a simulated agent's)
             meta["member"] = self.debate.member(meta["agent"])
-        return Request(messages=messages, temperature=self.debate.temperature,
-                       max_tokens=self.debate.max_tokens, seed=seed, schema=schema, meta=meta)
+        return Request(messages=messages, max_tokens=self.debate.max_tokens,
+                       temperature=self.debate.temperature_of(meta["agent"]),
+                       seed=seed, schema=schema, meta=meta)
 
     def _agents_from(self, batch: Sequence[tuple[Sequence[parsing.AnswerParse], Any,
                                                  Sequence[bool] | None]]) -> list[list[_Agent]]:

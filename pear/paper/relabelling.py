@@ -17,11 +17,14 @@ from pear.core.config import roles_for
 from pear.core.methods import orbit_base
 from pear.runs.relabelling import placements, relabelled
 
-__all__ = ["SMOKE_METHODS", "METHODS", "ORBIT_COLUMNS", "variants", "outcomes", "tables",
-           "plot_by_seat"]
+__all__ = ["SMOKE_METHODS", "METHODS", "ORBIT_COLUMNS", "variants", "odd_agent", "outcomes",
+           "tables", "plot_by_seat"]
 
 SMOKE_METHODS = ("star", "star~orbit", "pear")
 """The CPU build (a 135M model, one question): what runs, not what it finds (our choice)."""
+SMOKE_SEATS = (0, 1)
+"""The CPU build's seats of the odd agent: Star's hub and a leaf (6 debates, not 9: the
+default build grows by about a minute; our choice)."""
 METHODS = ("star", "star~orbit", "chain", "chain~orbit", "random", "pear")
 KEY = ["dataset", "seed", "question_id"]
 ORBIT_COLUMNS = ["router", "router_accuracy", "orbit_accuracy", "difference", "diff_low",
@@ -29,12 +32,43 @@ ORBIT_COLUMNS = ["router", "router_accuracy", "orbit_accuracy", "difference", "d
                  "spread_removed"]
 
 
-def variants(exp: Any, odd_role: str = "adversarial") -> dict[str, Any]:
-    """One variant of ``exp`` per seat of agent 1 (given ``odd_role``), with this study's
-    methods (:data:`SMOKE_METHODS` for the smoke grid)."""
-    exp = dataclasses.replace(exp, methods=SMOKE_METHODS if exp.name == "smoke" else METHODS)
+def variants(exp: Any, odd_role: str = "adversarial", *, odd_temperature: float = -1.0,
+             odd_model: str = "", model: str = "") -> dict[str, Any]:
+    """One variant of ``exp`` per seat of agent 1, with this study's methods
+    (:data:`SMOKE_METHODS` and :data:`SMOKE_SEATS` for the smoke grid).  Agent 1 is odd by
+    its role ``odd_role``, its sampling temperature ``odd_temperature`` (-1: the protocol's;
+    the others keep theirs: a panel of one model at two temperatures) and its model
+    ``odd_model`` ('': the grid's; the others run ``model``: a mixed-model panel); it keeps
+    all three wherever it sits."""
+    smoke = exp.name == "smoke"
+    exp = dataclasses.replace(exp, methods=SMOKE_METHODS if smoke else METHODS)
     n = exp.debate.n_agents
-    return relabelled(exp, placements(n, agent=0), roles=roles_for(n, {1: odd_role}))
+    debate: dict[str, Any] = {"roles": roles_for(n, {1: odd_role})}
+    if odd_temperature >= 0:
+        debate["agent_temperatures"] = (float(odd_temperature),) + (exp.debate.temperature,) * (
+            n - 1)
+    if odd_model:
+        if not model:
+            raise ValueError(f"odd_model={odd_model!r} needs the other agents' model: give "
+                             "model too (a mixed-model panel)")
+        debate["agent_models"] = (odd_model,) + (model,) * (n - 1)
+    seats = placements(n, agent=0)
+    return relabelled(exp, [seats[p] for p in SMOKE_SEATS] if smoke else seats, **debate)
+
+
+def odd_agent(odd_role: str = "adversarial", odd_temperature: float = -1.0,
+              odd_model: str = "") -> str:
+    """The odd agent in words, for captions and axes.
+
+    >>> odd_agent("honest", 1.2)
+    'honest agent at temperature 1.2'
+    """
+    parts = [f"{odd_role} agent"]
+    if odd_temperature >= 0:
+        parts.append(f"at temperature {odd_temperature:g}")
+    if odd_model:
+        parts.append(f"of model {odd_model}")
+    return " ".join(parts)
 
 
 def outcomes(runs: Mapping[str, Any]) -> dict[str, pd.DataFrame]:
@@ -96,7 +130,7 @@ def tables(runs: Mapping[str, Any], *, seed: int = 0
     return by_seat, spread.reset_index(), orbit
 
 
-def plot_by_seat(by_seat: pd.DataFrame, *, odd_role: str = "adversarial", source: str = "",
+def plot_by_seat(by_seat: pd.DataFrame, *, odd: str = "adversarial agent", source: str = "",
                  mark: str = "", simulated: bool = False) -> Figure:
     """Accuracy per method against the odd agent's position, Wilson 95% intervals (orbit
     averages dashed)."""
@@ -110,7 +144,7 @@ def plot_by_seat(by_seat: pd.DataFrame, *, odd_role: str = "adversarial", source
                     marker="o", capsize=2, label=method_label(m),
                     linestyle="--" if orbit_base(m) else "-")
     ax.set_xticks(sorted(by_seat["seat"].unique()))
-    ax.set_xlabel(f"position of the {odd_role} agent (1: Star's hub, Chain's head)")
+    ax.set_xlabel(f"position of the {odd} (1: Star's hub, Chain's head)")
     ax.set_ylabel("accuracy")
     ax.legend(fontsize=7, ncol=2)
     return annotate(fig, [ax], source=source, mark=mark, simulated=simulated)

@@ -208,12 +208,7 @@ def fit_effects(tr: revision.Transitions, base: RevisionModel,
         np.array([1.0 / float(prior_sd[k]) ** 2 for k in EFFECTS])
 
     def parts(d: np.ndarray, need: int) -> tuple[float, np.ndarray, np.ndarray | None]:
-        v = offset + Z @ d
-        vmax = np.maximum.reduceat(v, starts)
-        e = np.exp(v - vmax[tr.group])
-        den = np.add.reduceat(e, starts)
-        p = e / den[tr.group]
-        ll = float((v[tr.chosen] - vmax - np.log(den)).sum())
+        ll, p = _choices(offset + Z @ d, tr)
         zbar = np.add.reduceat(p[:, None] * Z, starts)
         grad = (Z[tr.chosen] - zbar).sum(0)
         hess = None
@@ -249,11 +244,16 @@ def fit_effects(tr: revision.Transitions, base: RevisionModel,
 def loglik(tr: revision.Transitions, model: RevisionModel) -> float:
     """The log-likelihood of the choice sets ``tr`` under ``model`` (its coefficients over
     every column): how well a population's revision model explains a run's choices."""
-    v = tr.X @ model.vector
-    starts = tr.starts
-    vmax = np.maximum.reduceat(v, starts)
-    den = np.add.reduceat(np.exp(v - vmax[tr.group]), starts)
-    return float((v[tr.chosen] - vmax - np.log(den)).sum())
+    return _choices(tr.X @ model.vector, tr)[0]
+
+
+def _choices(v: np.ndarray, tr: revision.Transitions) -> tuple[float, np.ndarray]:
+    """Utilities ``v`` of ``tr``'s candidates as a multinomial logit over each choice set:
+    the log-likelihood of the chosen candidates and every candidate's probability."""
+    vmax = np.maximum.reduceat(v, tr.starts)
+    e = np.exp(v - vmax[tr.group])
+    den = np.add.reduceat(e, tr.starts)
+    return float((v[tr.chosen] - vmax - np.log(den)).sum()), e / den[tr.group]
 
 
 def shifted(base: RevisionModel, effects: Mapping[str, float]) -> RevisionModel:

@@ -51,7 +51,7 @@ def protocol(manifest: Mapping[str, Any]) -> tuple[Any, Any]:
     """
     proto = manifest["protocol"]
     debate = dict(proto["debate"])
-    for key in ("roles", "agent_models", "relabelling"):
+    for key in ("roles", "agent_models", "agent_temperatures", "relabelling"):
         if key in debate:
             debate[key] = tuple(debate[key])
     return DebateConfig(**debate), RouterConfig(**proto["router"])
