@@ -173,18 +173,32 @@ def _shares(res: np.ndarray) -> tuple[float, float]:
             float(last[~right0].mean()) if (~right0).any() else float("nan"))
 
 
-def match(fig: Figure, base: Population, seed: int = 0, steps: int = 8, passes: int = 3
-          ) -> tuple[Population, dict[str, Any]]:
+KEEP_GRID = np.arange(-2.0, 5.5, 1.0)
+"""``keep`` values of the matcher's coarse grid (our choice: the matched members' span, -0.7 to
++3.2, with room)."""
+PULL_GRID = np.arange(-3.0, 4.5, 1.0)
+"""The pull of a right answer's coarse grid values (our choice, likewise)."""
+FINE_STEP = 0.25  # our choice: about a tenth of the effects' prior spread
+"""The step of the fine grid around the coarse grid's best point (three steps either way)."""
+
+
+def match(fig: Figure, base: Population, seed: int = 0) -> tuple[Population, dict[str, Any]]:
     """A member matched to ``fig`` on both of its figures: ``base`` with its agents as strong
-    as the model's round-0 majority says, ``keep`` (how firmly an agent keeps its answer) set
-    so that the simulated collapse is the published one and the pull of a right answer, heard
-    or found (``follow_right`` and ``find_right`` alike), so that the recovery is (coordinate
-    bisection, ``passes`` rounds of ``steps`` each; collapse falls as keep rises, recovery
-    rises with the pull).  ``keep``, not ``keep_right``: what keeps a strong model's right
-    majority right also keeps its wrong agents where they are (published strong models change
-    an answer under 5% of the time, right or wrong)."""
+    as the model's round-0 majority says, ``keep`` (how firmly an agent keeps its answer) and
+    the pull of a right answer, heard or found (``follow_right`` and ``find_right`` alike),
+    set where the simulated collapse and recovery lie closest to the published ones, in units
+    of the published 95% intervals' half-widths.  The search is a grid (:data:`KEEP_GRID` x
+    :data:`PULL_GRID`), then a finer one around its best point (:data:`FINE_STEP`), at
+    matched seeds: the simulated shares are not monotone in either effect at the other's
+    value, so bisecting one effect at a time can end far from both figures.  ``keep``, not
+    ``keep_right``: what keeps a strong model's right majority right also keeps its wrong
+    agents where they are (published strong models change an answer under 5% of the time,
+    right or wrong)."""
     questions = load_questions(DATASET, MEMBER_QUESTIONS)
     _, acc = _matched(base, questions, fig.initial, seed)
+    c_lo, c_hi = fig.collapse_interval()
+    r_lo, r_hi = fig.recover_interval()
+    seen: dict[tuple[float, float], tuple[float, float]] = {}
 
     def at(keep: float, pull: float) -> Population:
         eff = {k: 0.0 for k in twin.EFFECTS}
@@ -192,21 +206,22 @@ def match(fig: Figure, base: Population, seed: int = 0, steps: int = 8, passes: 
         return Population(f"ledger-{fig.model}", base.params, twin.shifted(base.revision, eff))
 
     def shares(keep: float, pull: float) -> tuple[float, float]:
-        return _shares(_debates(_backend(at(keep, pull), questions, acc, seed),
-                                questions, seed))
+        key = (round(float(keep), 3), round(float(pull), 3))
+        if key not in seen:
+            seen[key] = _shares(_debates(_backend(at(*key), questions, acc, seed),
+                                         questions, seed))
+        return seen[key]
 
-    keep, pull = 0.0, 0.0
-    for _ in range(passes):
-        lo, hi = -4.0, 6.0
-        for _ in range(steps):
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if shares(mid, pull)[0] > fig.collapse else (lo, mid)
-        keep = round((lo + hi) / 2, 3)
-        lo, hi = -4.0, 6.0
-        for _ in range(steps):
-            mid = (lo + hi) / 2
-            lo, hi = (mid, hi) if shares(keep, mid)[1] < fig.recover else (lo, mid)
-        pull = round((lo + hi) / 2, 3)
+    def distance(point: tuple[float, float]) -> float:
+        c, r = shares(*point)
+        return (((c - fig.collapse) / ((c_hi - c_lo) / 2)) ** 2
+                + ((r - fig.recover) / ((r_hi - r_lo) / 2)) ** 2)
+
+    best = min(((k, p) for k in KEEP_GRID for p in PULL_GRID), key=distance)
+    around = FINE_STEP * np.arange(-3, 4)
+    keep, pull = min(((best[0] + a, best[1] + b) for a in around for b in around),
+                     key=distance)
+    keep, pull = round(float(keep), 3), round(float(pull), 3)
     collapse, recover = shares(keep, pull)
     slug = "".join(c if c.isalnum() else "-" for c in fig.model.lower())
     name = "ledger-" + "-".join(x for x in slug.split("-") if x)
