@@ -1,5 +1,7 @@
 """Where things are: the one owner of the repository's paths and a run directory's file names,
-and of writing a file atomically (:func:`write_atomic`, :func:`write_json`).
+of writing a file atomically (:func:`write_atomic`, :func:`write_json`), and of how a path is
+shown in what others read (:func:`shown`, :class:`ShownPath`, :func:`shown_command`: no path
+of the builder's machine in a page, a notebook or a manifest).
 
 A leaf module (standard library only) that every layer may import.  The repository root is
 found from the package's location, never from the working directory; a package installed
@@ -13,9 +15,10 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
-__all__ = ["shown", "PACKAGE_DIR", "REPO_ROOT", "DATA_DIR", "BENCHMARKS_DIR", "PAPER_DIR", "RUNS_DIR",
+__all__ = ["shown", "shown_command", "ELIDED", "ShownPath", "PACKAGE_DIR", "REPO_ROOT", "DATA_DIR",
+           "BENCHMARKS_DIR", "PAPER_DIR", "RUNS_DIR",
            "REAL_DEBATES_DIR",
            "FIGURES_DIR", "BUILD_DIR", "NOTEBOOKS_DIR", "TEMPLATES_FILE", "RECORDS_FILE",
            "RUN_MANIFEST", "VIEW_DIR", "VIEW_MANIFEST", "CACHE_FILE", "SITE_DIR",
@@ -149,14 +152,63 @@ def write_json(path: str | os.PathLike[str], data: Any, *, indent: int = 2,
     return write_atomic(path, text + "\n" if newline else text)
 
 
-def shown(path: str | os.PathLike[str]) -> str:
-    """``path`` as a file or a printed line names it: relative to the checkout when inside it
-    (no builder's absolute path), else as given.
+ELIDED = "…"
+"""What :func:`shown` writes for the folders of a path outside the checkout."""
 
-    >>> shown(REPO_ROOT / "data" / "runs")
-    'data/runs'
+
+def shown(path: str | os.PathLike[str], *, elide: bool = True) -> str:
+    """``path`` as a file, a page or a printed line names it: an absolute path relative to the
+    checkout when inside it, else its name after ``…/`` (where the builder keeps it is theirs:
+    no absolute path of the builder's machine, its home or temporary folders, is shown), or as
+    given when not ``elide`` (a line for the terminal of whoever typed it); a relative path as
+    given (one that climbs out with ``..`` as an absolute one).
+
+    >>> shown(REPO_ROOT / "data" / "runs"), shown("data/runs/x")
+    ('data/runs', 'data/runs/x')
+    >>> shown("/elsewhere/on/the/builder/runs"), shown("/elsewhere/runs", elide=False)
+    ('…/runs', '/elsewhere/runs')
     """
+    p = Path(path)
+    if not p.is_absolute() and ".." not in p.parts:
+        return p.as_posix()
+    resolved = p.resolve()
     try:
-        return Path(path).resolve().relative_to(REPO_ROOT).as_posix()
+        return resolved.relative_to(REPO_ROOT).as_posix()
     except ValueError:
-        return str(path)
+        if not elide:
+            return str(path)
+        return f"{ELIDED}/{resolved.name}" if resolved.name else ELIDED
+
+
+class ShownPath(type(Path())):  # type: ignore[misc]  # the platform's concrete Path
+    """A path that a notebook displays as :func:`shown` names it: a cell that ends with
+    ``save_table(...)`` (a table, a figure written) or a run directory shows where it is
+    without the builder's absolute path (IPython's display calls ``_repr_pretty_``, also for
+    the paths in a tuple or a dict).  Otherwise a Path like any other: ``str`` and every
+    operation unchanged.
+
+    >>> import types
+    >>> show = types.SimpleNamespace(text=print)
+    >>> ShownPath(REPO_ROOT / "figures" / "a.md")._repr_pretty_(show, False)
+    PosixPath('figures/a.md')
+    >>> ShownPath("/tmp/x/b.md")._repr_pretty_(show, False)
+    PosixPath('…/b.md')
+    """
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:
+        printer.text(f"{type(Path()).__name__}({shown(self)!r})")
+
+
+def shown_command(argv: Sequence[str]) -> str:
+    """A command line as a manifest records it: each argument that is an absolute path (or
+    ``--option=PATH``) :func:`shown`, so that the record carries no path of the machine that
+    ran it (the checkout, its virtualenv, a kernel's temporary connection file).
+
+    >>> shown_command([str(REPO_ROOT / ".venv/bin/pear"), "run", "--out=/scratch/me/r1",
+    ...                "-f", "/tmp/k/kernel.json", "--seeds", "0,1"])
+    '.venv/bin/pear run --out=…/r1 -f …/kernel.json --seeds 0,1'
+    """
+    def one(arg: str) -> str:
+        key, eq, value = arg.partition("=") if arg.startswith("-") else ("", "", arg)
+        return f"{key}{eq}{shown(value)}" if os.path.isabs(value) else arg
+    return " ".join(one(str(a)) for a in argv)

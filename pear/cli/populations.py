@@ -185,7 +185,7 @@ def _cmd_populations_check(a: argparse.Namespace) -> int:
     from pear.populations import grounding  # heavy: pandas, scipy, only for this command
     from pear.store.shipped import GRADED_DIR
     graded, problems = grounding.check_all(log=print)
-    where = shown(GRADED_DIR)
+    where = shown(GRADED_DIR, elide=False)
     for line in graded:
         print(f"graded import check FAILED: {line}", file=sys.stderr)
     if graded:
@@ -221,7 +221,7 @@ def _cmd_populations_write_graded(a: argparse.Namespace) -> int:
         for dest in write():
             sizes = ", ".join(f"{p.name} {p.stat().st_size:,} bytes"
                               for p in sorted(dest.iterdir()))
-            print(f"wrote {shown(dest)} ({sizes}) from an import from scratch in "
+            print(f"wrote {shown(dest, elide=False)} ({sizes}) from an import from scratch in "
                   f"{time.perf_counter() - t0:.0f} s")
     return 0
 

@@ -33,7 +33,7 @@ from inspect_ai.log import (EvalLog, EvalSample, read_eval_log, read_eval_log_sa
 
 from pear.core.hashing import file_sha256
 from pear.harness.solver import RECORD_KEY, RUN_KEY
-from pear.paths import fresh_dir, new_dir
+from pear.paths import fresh_dir, new_dir, shown_command
 from pear.runs.compute import total
 from pear.runs.grid import Experiment, scope_debates
 from pear.runs.runner import model_dir
@@ -248,7 +248,7 @@ def import_logs(logs: Sequence[str | os.PathLike[str]], out: str | os.PathLike[s
             "resumed_at": None,
             "finished_at": max((a["ended_at"] for a in attempts if a["ended_at"]),
                                default=None),
-            "command": " ".join(sys.argv), "attempts": attempts,
+            "command": shown_command(sys.argv), "attempts": attempts,
             "compute": total(attempts), "complete": complete,
             "inspect": {"version": INSPECT_IMPORT_VERSION, "logs": sources,
                         "debates": len(kept), "skipped_count": len(skipped),

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from pear.paths import new_dir
+from pear.paths import new_dir, shown_command
 from pear.runs import compute
 from pear.runs.jobs import parse_shard
 from pear.store.manifest import CHECKED, RUN_MANIFEST as MANIFEST, diff_keys, read as read_manifest, write as write_manifest
@@ -151,7 +151,7 @@ def _merged_manifest(run_dirs: Sequence[str | os.PathLike[str]],
         "complete": not missing and all(m.get("complete") for m in manifests),
         "started_at": min(str(m.get("started_at")) for m in manifests),
         "finished_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "command": " ".join(map(str, sys.argv)),
+        "command": shown_command(sys.argv),
     })
     for h in (h for m in manifests for h in m.get("hardware") or []):
         merged["hardware"] = compute.hardware_list(merged["hardware"], h)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from pear.methods import method
+from pear.paths import shown_command
 from pear.runs import compute
 from pear.runs.grid import Experiment
 from pear.runs.jobs import shard_text
@@ -50,7 +51,7 @@ def open_manifest(exp: Experiment, out: Path, old: Mapping[str, Any] | None,
                                           environment.hardware()),
         "git_commit": environment.git_commit(),
         "started_at": (old or {}).get("started_at", started), "resumed_at": started,
-        "finished_at": None, "command": " ".join(map(str, sys.argv)),
+        "finished_at": None, "command": shown_command(sys.argv),
         "attempts": attempts, "compute": compute.total(attempts),
     })
     plugins = {**(old or {}).get("plugins", {}),

@@ -44,7 +44,7 @@ from pear.core.graphs import fixed_topology
 from pear.core.hashing import debate_id, derive_seed, file_sha256, hex_id
 from pear.core.record import SCHEMA_VERSION
 from pear.core.vote import vote
-from pear.paths import fresh_dir, new_dir
+from pear.paths import fresh_dir, new_dir, shown_command
 from pear.store import environment, manifest as manifest_io
 from pear.store.readers import BadEntry, BadInput, RawDebate, reader
 from pear.store.readers.answers import final_answer
@@ -393,7 +393,7 @@ def import_files(fmt: str, files: Sequence[str | os.PathLike[str]],
             },
             "backend": IMPORT_BACKEND, "models": [model], "data_sha256": sha256_files(),
             "versions": environment.versions(), "lock": environment.lock(),
-            "command": " ".join(sys.argv),
+            "command": shown_command(sys.argv),
             # what is known of what the debates cost: the calls they hold; the machine, the
             # time and the tokens of the framework that ran them are not in its files
             "hardware": [],

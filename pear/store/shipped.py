@@ -217,7 +217,7 @@ def check(dest: str | os.PathLike[str], run_dir: str | os.PathLike[str], source:
     the copy is what the code produces)."""
     if read_manifest(dest) is None:
         return [f"{dest}: no graded copy of {source} is shipped there"]
-    return [f"{shown(dest)}: {d}" for d in differences(dest, run_dir)]
+    return [f"{shown(dest, elide=False)}: {d}" for d in differences(dest, run_dir)]
 
 
 def differences(dest: str | os.PathLike[str], run_dir: str | os.PathLike[str]) -> list[str]:
