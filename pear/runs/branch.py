@@ -9,7 +9,8 @@ Each branched debate is paired with its parent question by question, and a branc
 the parent's own method reproduces the parent (same seeds, same cache).
 
 The branch run directory is a run like any other (manifest, append-only records, resume);
-its manifest's ``branched_from`` names the parent run, the round and the parent method, and
+its manifest's ``branched_from`` names the parent run (relative to the branch's directory:
+no builder's path), the round and the parent method, and
 ``pear validate`` checks every copied round against the parent's
 (:func:`pear.store.validate.check_branches`).
 """
@@ -209,7 +210,8 @@ def write(p: BranchPlan, *, progress: bool = True, workers: int = 1) -> BranchSu
     chunk in order): the records are the same for any number."""
     check_workers(workers)
     exp, engine = p.parents.exp, p.engine
-    info = {"run": str(p.parents.run_dir.resolve()), "round": p.from_round,
+    info = {"run": os.path.relpath(p.parents.run_dir.resolve(), Path(p.out).resolve()),
+            "round": p.from_round,
             "parent_method": p.parents.method}
     summary = BranchSummary(0, p.already_done, p.skipped_stopped, 0, 0)
 

@@ -159,7 +159,9 @@ def derive(grids: Mapping[str | os.PathLike[str], Experiment],
                               attempts[d])
             m["backend_settings"].append(settings.get(model_id))
             m["model_ids"].append(model_id)
-            m["derived_from"] = {"run": str(src), "stop": "none"}
+            # the source relative to the variant's directory: no builder's path
+            m["derived_from"] = {"run": os.path.relpath(Path(src).resolve(), d.resolve()),
+                                 "stop": "none"}
             manifest_io.write(d, m)
             manifests[d] = m
         if wanted:
