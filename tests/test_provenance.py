@@ -12,6 +12,7 @@ from pear.cli import main
 from pear.paper import build as paper
 from pear.paper import provenance
 from pear.paper.outputs import EXPECTED_OUTPUTS
+from pear.paths import shown
 from pear.store.manifest import fingerprint
 
 GRID = ["--preset", "sim", "--backend", "simulated", "--datasets", "gsm8k", "--methods",
@@ -59,10 +60,10 @@ def test_outputs_of_another_run_are_not_current_and_the_check_names_them(runs, t
     kept, other = provenance.current(fig, ["01_main_results", "08_case_study",
                                            "02_full_dataset"])
     assert kept == ["01_main_results"]
-    assert other["08_case_study"]["run_dir"] == str((runs / "a").resolve())
+    assert other["08_case_study"]["run_dir"] == shown(runs / "a") == "…/a"  # no builder's path
     assert other["02_full_dataset"] is None
     (line,) = provenance.check(fig, ["01_main_results", "08_case_study"])
-    assert line.startswith("08_case_study: built ") and str(runs / "a") in line
+    assert line.startswith("08_case_study: built ") and "from run …/a " in line
     # the build's check: exit 1 naming the stale notebook (its outputs are present)
     (fig / "main_results.md").write_text("x")
     for f in EXPECTED_OUTPUTS["08_case_study"] + EXPECTED_OUTPUTS["01_main_results"]:
@@ -70,6 +71,19 @@ def test_outputs_of_another_run_are_not_current_and_the_check_names_them(runs, t
     assert main(["check", "outputs", str(fig), "--only", "01,08"]) == 1
     provenance.record(fig, "08_case_study", ["case_study.md"], _params(runs / "b"), "c2")
     assert main(["check", "outputs", str(fig), "--only", "01,08"]) == 0
+
+
+def test_a_manifest_that_named_the_run_by_its_absolute_path_still_matches(runs, tmp_path):
+    # written before build.json named the run as pear.paths.shown does
+    fig = tmp_path / "figures"
+    provenance.record(fig, "01_main_results", ["main_results.md"], _params(runs / "b"), "c1")
+    data = json.loads((fig / "build.json").read_text())
+    for entry in (data["run"], data["notebooks"]["01_main_results"]):
+        entry["run_dir"] = str((runs / "b").resolve())
+    (fig / "build.json").write_text(json.dumps(data))
+    provenance.start(fig, _params(runs / "b"), "c2")
+    assert provenance.read(fig)["run"]["run_dir"] == "…/b"
+    assert provenance.current(fig, ["01_main_results"])[0] == ["01_main_results"]
 
 
 def test_a_damaged_build_manifest_proves_nothing(tmp_path):

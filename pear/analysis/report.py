@@ -33,7 +33,7 @@ __all__ = [
 FIGURES_ENV = "PEAR_FIGURES_DIR"
 """The environment variable naming the output folder (``pear paper`` sets it for the
 notebooks it runs)."""
-from pear.paths import FIGURES_DIR  # noqa: E402
+from pear.paths import FIGURES_DIR, ShownPath  # noqa: E402
 STUDY_DIAGNOSTICS = DIAGNOSTICS
 """The rows of the study's diagnostics table (W2R/R2W/Net per query, its definition)."""
 _COSTS = ("tokens_per_example", "cached_tokens", "calls_per_example", "parse_failure_rate",
@@ -42,15 +42,17 @@ _COSTS = ("tokens_per_example", "cached_tokens", "calls_per_example", "parse_fai
 
 def figures_dir(out_dir: str | os.PathLike[str] | None = None) -> Path:
     """Where outputs go: ``out_dir`` if given, else ``$PEAR_FIGURES_DIR`` if set, else
-    ``<repository>/figures`` (found from the package's location, never from the cwd).
+    ``<repository>/figures`` (found from the package's location, never from the cwd).  A
+    :class:`pear.paths.ShownPath`, as are the paths the writers below return: a notebook
+    shows what it wrote without the builder's absolute path.
 
     >>> figures_dir("/tmp/out").as_posix()
     '/tmp/out'
     """
     if out_dir is not None:
-        return Path(out_dir)
+        return ShownPath(out_dir)
     env = os.environ.get(FIGURES_ENV)
-    return Path(env).expanduser().resolve() if env else FIGURES_DIR
+    return ShownPath(Path(env).expanduser().resolve() if env else FIGURES_DIR)
 
 
 def output_name(name: str, what: str) -> str:

@@ -28,7 +28,7 @@ from pear.core.config import RouterConfig, roles_for
 from pear.catalog.labels import METHOD_LABELS
 from pear.runs.grid import Experiment, preset
 from pear.analysis.figures import METHOD_COLORS, annotate
-from pear.paths import cache_path, studies_dir
+from pear.paths import cache_path, shown, studies_dir
 from pear.store.records import iter_records
 from pear.paper.study import Results, load_results, experiment
 from pear.store import manifest, view
@@ -209,7 +209,7 @@ def _derive(cut: Mapping[str, Path | str], variants: Mapping[str, Experiment],
     for source, grids in by_source.items():
         n = stopped.derive(grids, source, *ident,
                            recorded=recorded if source == Path(runs_dir) else None)
-        print(f"{len(grids)} variants cut at their stop rules from {str(source)!r}: {n} "
+        print(f"{len(grids)} variants cut at their stop rules from {shown(source)!r}: {n} "
               "debates written")
     if late:
         run_together(late, be, progress=progress, workers=workers).raise_if_incomplete(

@@ -26,7 +26,7 @@ from typing import Any, Mapping, Sequence
 
 from pear.analysis.report import FIGURES_ENV, figures_dir
 from pear.parallel import fork_map
-from pear.paths import EXECUTED_DIR, SITE_DIR, REPO_ROOT
+from pear.paths import ELIDED, EXECUTED_DIR, SITE_DIR, REPO_ROOT, shown
 from pear.paper import kernels, provenance, study
 from pear.paper.outputs import (EXPECTED_OUTPUTS, NOT_FOR_IMPORTED, NOTEBOOKS, check_outputs,
                                 select, write_not_applicable)
@@ -270,5 +270,34 @@ def _notebook(name: str, src_dir: Path, out_dir: Path, params: Mapping[str, Any]
                 stderr_file=sys.stderr if stream else None,
                 kernel_manager_class=kernels.ipc_kernel_manager())
     except Exception as err:  # noqa: BLE001 - papermill/kernel errors end the build
+        _as_shown(executed, given)
         return time.perf_counter() - t0, str(err)
+    _as_shown(executed, given)
     return time.perf_counter() - t0, None
+
+
+def _as_shown(executed: Path, given: Mapping[str, Any]) -> None:
+    """The executed notebook's record of where it ran without the builder's paths: papermill's
+    ``input_path``, ``output_path`` and parameters in its metadata, and the cell of parameters
+    it injected, name paths as :func:`pear.paths.shown` does (relative to the checkout, else
+    ``…/<name>``: the kernel itself read the real ones)."""
+    import nbformat  # heavy: Jupyter, only for the build
+    from papermill.translators import translate_parameters
+    if not executed.is_file():
+        return
+    nb = nbformat.read(executed, as_version=4)
+    meta = nb.metadata.get("papermill")
+    if meta is None:
+        return
+    params = {k: shown(v) if k in PATH_PARAMETERS and isinstance(v, str) and os.path.isabs(v)
+              else v for k, v in given.items()}
+    for key in ("input_path", "output_path"):
+        if meta.get(key):
+            meta[key] = shown(meta[key])
+    meta["parameters"] = params
+    for cell in nb.cells:
+        if "injected-parameters" in cell.get("metadata", {}).get("tags", []):
+            comment = "Parameters" if params == dict(given) else \
+                f"Parameters (a path outside the checkout shown as {ELIDED}/<name>)"
+            cell.source = translate_parameters(kernels.KERNEL, "python", params, comment)
+    nbformat.write(nb, executed)

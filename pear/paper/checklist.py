@@ -22,7 +22,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from pear.paths import REPO_ROOT, RUN_MANIFEST, VIEW_DIR, studies_dir
+from pear.paths import REPO_ROOT, RUN_MANIFEST, VIEW_DIR, shown, studies_dir
 from pear.runs.compute import clock, reproducibility, total
 from pear.store.environment import describe, lock
 from pear.store.manifest import read
@@ -62,18 +62,21 @@ def build_runs(runs_dir: str | os.PathLike[str]) -> list[tuple[str, Path, dict[s
 
 
 def paper_command(params: Mapping[str, Any]) -> str:
-    """The ``pear paper`` command that makes this build again (its non-empty parameters).
+    """The ``pear paper`` command that makes this build again (its non-empty parameters; the
+    run directory as :func:`pear.paths.shown` names it, no builder's path).
 
     >>> paper_command({"backend": "simulated", "preset": "smoke", "model": "", "seeds": "0,1",
     ...                "n_questions": 0, "runs_dir": "data/runs/x", "base_url": ""})
     'pear paper --backend simulated --preset smoke --runs data/runs/x --seeds 0,1'
+    >>> paper_command({"backend": "simulated", "preset": "smoke", "runs_dir": "/scratch/me/r"})
+    'pear paper --backend simulated --preset smoke --runs …/r'
     """
     parts = ["pear paper", f"--backend {params.get('backend')}",
              f"--preset {params.get('preset')}"]
     for key, flag in (("model", "--model"), ("runs_dir", "--runs"), ("seeds", "--seeds"),
                       ("n_questions", "--n-questions"), ("base_url", "--base-url")):
         if params.get(key):
-            parts.append(f"{flag} {params[key]}")
+            parts.append(f"{flag} {shown(params[key]) if key == 'runs_dir' else params[key]}")
     return " ".join(parts)
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 from pear.catalog.labels import DATASETS, method_order
-from pear.paths import cache_path
+from pear.paths import cache_path, shown
 from pear.paper.study import BACKENDS
 from pear.runs.factory import default_workers, grid_backend
 from pear.runs.runner import RunSummary, run
@@ -41,10 +41,10 @@ def run_experiments(backend: str, exp: Any, runs_dir: str | os.PathLike[str], *,
         if not out.is_dir() or not any(p.stat().st_size for p in record_files(out)):
             raise FileNotFoundError(f"backend 'replay' needs recorded debates, but {str(out)!r} "
                                     "holds none: pass --runs DIR of an earlier run")
-        print(f"replay: checking every record in {out} (untrusted until checked); nothing is "
-              "run")
+        print(f"replay: checking every record in {shown(out)} (untrusted until checked); "
+              "nothing is run")
         checked = validate(out)
-        print(checked.report())
+        print(checked.report(elide=True))
         if not checked.findings.ok and not drop_invalid_default():
             raise ValidationError(out, checked.findings)
         return None

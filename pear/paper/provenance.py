@@ -2,7 +2,8 @@
 
 A figures folder is shared by every build that writes into it, and a partial rebuild
 (``pear paper --only``) executes some notebooks only.  So beside the outputs, each notebook
-that finishes records the run its outputs came from: the run directory, the run's
+that finishes records the run its outputs came from: the run directory (as
+:func:`pear.paths.shown` names it: no builder's path), the run's
 fingerprint (:func:`pear.store.manifest.fingerprint`: its manifest and the records the
 analysis read), preset, backend, commit and the files it wrote.  The build's own run is
 ``run`` at the top.  The results site shows a notebook's outputs only when they came from
@@ -17,7 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from pear.paths import write_json
+from pear.paths import shown, write_json
 from pear.store.manifest import fingerprint
 
 __all__ = ["BUILD_FILE", "read", "start", "record", "current", "check", "describe"]
@@ -45,7 +46,7 @@ def _write(fig_dir: Path, data: Mapping[str, Any]) -> None:
 
 def _run_entry(params: Mapping[str, Any], commit: str) -> dict[str, Any]:
     runs = Path(params["runs_dir"]).resolve()
-    return {"run_dir": str(runs), "fingerprint": fingerprint(runs) if runs.is_dir() else None,
+    return {"run_dir": shown(runs), "fingerprint": fingerprint(runs) if runs.is_dir() else None,
             "preset": params.get("preset"), "backend": params.get("backend"),
             "commit": commit}
 
@@ -72,6 +73,18 @@ def record(fig_dir: str | os.PathLike[str], name: str, outputs: Sequence[str],
     return data["notebooks"][name]
 
 
+def _run_dir(entry: Mapping[str, Any]) -> Any:
+    """An entry's run directory as :func:`_run_entry` names it (:func:`pear.paths.shown`),
+    also for a manifest written before it did (an absolute path).
+
+    >>> from pear.paths import REPO_ROOT
+    >>> _run_dir({"run_dir": str(REPO_ROOT / "data/runs/a")}), _run_dir({"run_dir": "…/b"})
+    ('data/runs/a', '…/b')
+    """
+    d = entry.get("run_dir")
+    return shown(d) if isinstance(d, str) else d
+
+
 def current(fig_dir: str | os.PathLike[str], names: Sequence[str]
             ) -> tuple[list[str], dict[str, dict[str, Any]]]:
     """Of ``names``, the notebooks whose outputs came from the folder's ``run`` (same run
@@ -79,11 +92,11 @@ def current(fig_dir: str | os.PathLike[str], names: Sequence[str]
     never recorded: ``None``)."""
     data = read(fig_dir)
     run = data["run"] or {}
-    key = (run.get("run_dir"), run.get("fingerprint"))
+    key = (_run_dir(run), run.get("fingerprint"))
     kept, other = [], {}
     for n in names:
         e = data["notebooks"].get(n)
-        if e is not None and (e.get("run_dir"), e.get("fingerprint")) == key \
+        if e is not None and (_run_dir(e), e.get("fingerprint")) == key \
                 and key[1] is not None:
             kept.append(n)
         else:

@@ -59,6 +59,7 @@ import pandas as pd
 from pear.catalog.labels import (DATASETS, dataset_label, method_label, method_order,
                                  model_labels)
 from pear.analysis.transcript import KIND_LABELS, debate_flags, html_page, render_transcript_html
+from pear import paths
 from pear.paper import checklist
 from pear.parallel import fork_map
 from pear.store import environment
@@ -428,7 +429,7 @@ def _write_browser(site: Path, view: Any, runs_dir: Path, extra: Iterable[str],
                 deb["question_id"], _openings(view, deb), deb["correct"], deb["final_answer"],
                 deb["gold"], deb["rounds"], deb["tokens"], flags["minority_won"],
                 flags["majority_lost"], flags["stopped_early"])]
-    command = f"pear show {runs_dir} --debate ID --html"
+    command = f"pear show {paths.shown(runs_dir)} --debate ID --html"
     data = {"columns": cols, "rows": rows, "datasets": [dataset_label(d) for d in datasets],
             "methods": [method_label(m) for m in methods],
             "models": [names[m] for m in models],
@@ -441,7 +442,7 @@ def _write_browser(site: Path, view: Any, runs_dir: Path, extra: Iterable[str],
                   f"method, the first debate (record order) of each kind: "
                   f"{', '.join(KIND_LABELS[k] for k in KINDS)}; and the case study.")
     body = _BROWSER_BODY.substitute(
-        summary=html.escape(f"{len(deb)} debates recorded in {runs_dir}.")
+        summary=html.escape(f"{len(deb)} debates recorded in {paths.shown(runs_dir)}.")
         + (f"</p><p class=\"mark\">{html.escape(mark)}" if mark else ""),
         pages_note=html.escape(pages_note), command=html.escape(command),
         static=_static_listing(rows, cols, data))

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from pear.parallel import usable_cores
-from pear.paths import write_json
+from pear.paths import shown, write_json
 from pear.store import manifest as manifest_io
 from pear.backends.registry import REPLAY
 
@@ -42,7 +42,8 @@ class BuildTimes:
         self.path = path
         self.data: dict[str, Any] = {
             "backend": params.get("backend"), "preset": params.get("preset"),
-            "runs_dir": str(params.get("runs_dir")), "n_questions": params.get("n_questions"),
+            "runs_dir": shown(str(params.get("runs_dir"))),
+            "n_questions": params.get("n_questions"),
             "seeds": params.get("seeds"), "commit": params.get("commit"),
             "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
             "cpus": usable_cores(), "notebooks": {}, "total_s": 0.0, "wall_s": 0.0}

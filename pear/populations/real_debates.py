@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from pear.populations import dynamics, simcheck
-from pear.paths import BUILD_DIR, REAL_DEBATES_DIR
+from pear.paths import BUILD_DIR, REAL_DEBATES_DIR, ShownPath
 from pear.store import manifest, shipped as shipped_import
 from pear.store.importing import import_files, same_import
 from pear.store.readers import DuReader, DylanReader
@@ -75,7 +75,8 @@ def shipped_runs(du_file: str = "", du_dataset: str = "gsm8k", du_grading: str =
     """Name -> run directory of each shipped import (under ``where``, default
     ``build/imported``; written from its graded copy (:data:`SHIPPED`) when that is
     exactly this import, unless ``fresh``: imported now whatever is there or shipped), plus
-    ``du_file`` (a Du et al. file) when given."""
+    ``du_file`` (a Du et al. file) when given (each a :class:`pear.paths.ShownPath`: the
+    notebook shows them without the builder's path)."""
     import hashlib
     import json
     # one folder per benchmark data (PEAR_DATA_DIR): imports matched against other questions
@@ -87,13 +88,14 @@ def shipped_runs(du_file: str = "", du_dataset: str = "gsm8k", du_grading: str =
         run = root / f"{name}-{data}"
         if fresh and run.exists():
             shutil.rmtree(run)
-        out[name] = imported_run(fmt, REAL_DEBATES_DIR / file, run, dataset=dataset,
-                                 model=model,
-                                 shipped=None if fresh else shipped_import.GRADED_DIR / name)
+        out[name] = ShownPath(imported_run(
+            fmt, REAL_DEBATES_DIR / file, run, dataset=dataset, model=model,
+            shipped=None if fresh else shipped_import.GRADED_DIR / name))
     if du_file:
         name = f"du-{Path(du_file).name.split('.')[0]}"
-        out[name] = imported_run(DuReader.name, du_file, root / f"{name}-{data}",
-                                 dataset=du_dataset, model=du_model, grading=du_grading or None)
+        out[name] = ShownPath(imported_run(DuReader.name, du_file, root / f"{name}-{data}",
+                                           dataset=du_dataset, model=du_model,
+                                           grading=du_grading or None))
     return out
 
 

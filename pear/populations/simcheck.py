@@ -66,6 +66,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from pear.paths import shown
 from pear.populations import dynamics
 from pear.core.hashing import int_seed
 from pear.core.vote import vote
@@ -97,6 +98,8 @@ class SimCheck:
     """The outcome of :func:`check`."""
 
     run: str
+    """The run directory: relative to the checkout when inside it (an import in
+    ``build/imported``), else as given (:func:`pear.paths.shown` with ``elide=False``)."""
     population: Population
     setting: dict[str, Any]
     """What was simulated: ``kind`` (``protocol`` or ``engine``), the protocol or debate
@@ -274,8 +277,9 @@ def check(run_dir: str | os.PathLike[str], population: str | os.PathLike[str] | 
     sim = _replicate_summary(values)
     deb, ar, ro = _stack(frames)
     sim_curve = dynamics.round_curve(deb, ar, ro, horizon)
-    return SimCheck(str(run_dir), pop, setting, _entries(real, sim), real, sim, real_curve,
-                    sim_curve, per, ar, {k: [float(x) for x in v] for k, v in values.items()})
+    return SimCheck(shown(run_dir, elide=False), pop, setting, _entries(real, sim), real, sim,
+                    real_curve, sim_curve, per, ar,
+                    {k: [float(x) for x in v] for k, v in values.items()})
 
 
 # ----------------------------------------------------------------- statistics

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pear.paths import shown
 from pear.store import indexing, view
 from pear.store.findings import (DROP_ENV, KINDS, Findings, Problem,  # noqa: F401
                                  ValidationError, drop_invalid_default, escape)
@@ -34,10 +35,13 @@ class Validation:
     files: int
     seconds: float
 
-    def report(self) -> str:
+    def report(self, *, elide: bool = False) -> str:
+        """The verdict, counts and problems; the run named as :func:`pear.paths.shown` does
+        (``elide``: a run outside the checkout by its name only, for a notebook's output)."""
         verdict = "valid" if self.findings.ok else "DAMAGED"
-        return (f"{self.run_dir}: {verdict}; {self.debates} valid records in {self.files} "
-                f"record files checked in {self.seconds:.1f} s\n{self.findings.report()}")
+        return (f"{shown(self.run_dir, elide=elide)}: {verdict}; {self.debates} valid records "
+                f"in {self.files} record files checked in {self.seconds:.1f} s\n"
+                f"{self.findings.report()}")
 
 
 def validate(run_dir: str | os.PathLike[str]) -> Validation:
