@@ -61,3 +61,17 @@ def test_a_figure_with_no_debates_on_one_side_is_refused(bad):
     fig = P.Figure("x", 100, bad, 0.1, 0.1)
     with pytest.raises(ValueError):
         fig.collapse_interval() if bad == 0.0 else fig.recover_interval()
+
+
+@pytest.mark.slow
+def test_a_stubborn_model_is_matched_inside_both_published_intervals():
+    """GPT-4o-mini (collapse 0.024, recovery 0.10: a model that keeps right and wrong
+    majorities alike), which bisecting one effect at a time left out: the grid lands inside
+    both intervals, with a firm keep and no extra pull of a right answer."""
+    fig = next(f for f in P.PUBLISHED if f.model == "GPT-4o-mini")
+    member, d = P.match(fig, load("grounded"))
+    assert d["inside"], d
+    c_lo, c_hi = fig.collapse_interval()
+    assert c_lo <= d["simulated_collapse"] <= c_hi
+    assert d["effects"]["keep"]["estimate"] > 1.0 >= abs(d["effects"]["follow_right"]["estimate"])
+    assert member.name == "ledger-gpt-4o-mini"

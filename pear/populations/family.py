@@ -4,9 +4,7 @@
 
 Members, each named after its source (none made up to widen the range): DyLAN's gpt-3.5 debates
 (MIT licence, ``data/real-debates/``), one per MATH subject of its MATH corpus and one per team
-size of its MMLU debates; a twin of each real run of ours shipped in ``data/real-debates/ours/``
-(the shipped SmolLM2-135M, :func:`ours_members`; fitted with the prior, not part of it); and a
-moment-matched twin of each published model and task
+size of its MMLU debates; and a moment-matched twin of each published model and task
 (:mod:`pear.populations.published_gains`) whose figure the base with one effect reaches (within
 :data:`MATCH_TOLERANCE`); and a member of each model of DebateLedger's per-model table
 (:func:`pear.populations.published_dynamics.match`), matched on two figures at once (collapse
@@ -28,14 +26,13 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from pear.populations.simcheck import REPLICATES, SimCheck, check as simcheck
-from pear.paths import REAL_DEBATES_DIR, write_json
+from pear.paths import write_json
 from pear.populations import published_dynamics, published_gains, reading, twin
 from pear.sim.population import Population, load as load_population
 from pear.sim.revision import subject
 
-__all__ = ["FAMILY", "FAMILY_DIR", "OURS_DIR", "Member", "members", "ours_members", "groups",
-           "fit_members", "write", "check_shipped", "load", "Pilot", "pilot", "FamilyCheck",
-           "check"]
+__all__ = ["FAMILY", "FAMILY_DIR", "Member", "members", "groups", "fit_members", "write",
+           "check_shipped", "load", "Pilot", "pilot", "FamilyCheck", "check"]
 
 FAMILY = "family"
 """The name ``--population`` takes for the whole family."""
@@ -54,36 +51,16 @@ class Member:
     runs: tuple[Path, ...]
     keep: Callable[[Mapping[str, Any]], bool] | None
     describes: str
-    in_prior: bool = True
-    """Whether its runs inform the prior's spread within one model (DyLAN's gpt-3.5 runs do;
-    our own runs of another model are fitted with that prior, not part of it)."""
-
-
-OURS_DIR = REAL_DEBATES_DIR / "ours"
-"""Our own real runs, shipped as data (``pear run`` directories: records and manifest)."""
-
-
-def ours_members(where: Path = OURS_DIR) -> list[Member]:
-    """A member per run of ours shipped in ``where`` (each folder with a manifest), named
-    ``ours-<folder>`` and described by the folder's ``DESCRIBES`` line."""
-    out = []
-    for run in sorted(p for p in Path(where).glob("*") if (p / "manifest.json").is_file()):
-        about = run / "DESCRIBES"
-        out.append(Member(f"ours-{run.name}", (run,), None,
-                          about.read_text().strip() if about.is_file() else f"our run {run.name}",
-                          in_prior=False))
-    return out
 
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
 
 
-def members(math_run: str | os.PathLike[str], mmlu_runs: Sequence[str | os.PathLike[str]],
-            ours: Path | None = OURS_DIR) -> list[Member]:
-    """The members of DyLAN's MATH import ``math_run`` (one per subject), its MMLU team
-    imports ``mmlu_runs`` (one per run) and our own runs in ``ours`` (:func:`ours_members`;
-    None: none)."""
+def members(math_run: str | os.PathLike[str], mmlu_runs: Sequence[str | os.PathLike[str]]
+            ) -> list[Member]:
+    """The members of DyLAN's MATH import ``math_run`` (one per subject) and its MMLU team
+    imports ``mmlu_runs`` (one per run)."""
     math_run = Path(math_run)
     subs = sorted({s for r in reading.records([math_run]) if (s := subject(r))})
     out = [Member(f"dylan-math-{_slug(s)}", (math_run,),
@@ -94,13 +71,12 @@ def members(math_run: str | os.PathLike[str], mmlu_runs: Sequence[str | os.PathL
         team = re.sub(r"-[0-9a-f]{8}$", "", run.name)
         out.append(Member(team, (run,), None,
                           f"DyLAN's gpt-3.5-turbo-0301 debates on MMLU, {team} (MIT)"))
-    return out + (ours_members(ours) if ours is not None else [])
+    return out
 
 
 def groups(ms: Sequence[Member]) -> dict[str, tuple[Sequence[Path], Any]]:
-    """The members that inform the prior, as :func:`pear.populations.twin.estimate_prior`'s
-    groups."""
-    return {m.name: (m.runs, m.keep) for m in ms if m.in_prior}
+    """The members as :func:`pear.populations.twin.estimate_prior`'s groups."""
+    return {m.name: (m.runs, m.keep) for m in ms}
 
 
 def published_members() -> tuple[list[Population], list[str]]:
