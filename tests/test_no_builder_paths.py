@@ -11,6 +11,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from pear.analysis import report
@@ -75,4 +76,9 @@ def test_a_build_writes_no_path_of_the_builders_machine(tmp_path, monkeypatch):
     # what is shown instead: paths in the checkout relative to it, others by their name
     q5 = (site_dir / checklist.PAGE).read_text()
     assert "--runs …/runs" in q5
-    assert "PosixPath('…/numbers.tex')" in (nb / "01_main_results.ipynb").read_text()
+    executed = nbformat.read(nb / "01_main_results.ipynb", as_version=4)
+    assert "PosixPath('…/numbers.tex')" in str(executed.cells[-1].outputs)
+    (injected,) = [c.source for c in executed.cells
+                   if "injected-parameters" in c.metadata.get("tags", [])]
+    assert 'runs_dir = "…/runs"' in injected
+    assert executed.metadata.papermill.parameters["runs_dir"] == "…/runs"

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import sys
 import time
 from functools import partial
@@ -299,5 +300,7 @@ def _as_shown(executed: Path, given: Mapping[str, Any]) -> None:
         if "injected-parameters" in cell.get("metadata", {}).get("tags", []):
             comment = "Parameters" if params == dict(given) else \
                 f"Parameters (a path outside the checkout shown as {ELIDED}/<name>)"
-            cell.source = translate_parameters(kernels.KERNEL, "python", params, comment)
+            # papermill writes a non-ASCII character as an escape: "…/runs", not "\u2026/runs"
+            cell.source = re.sub(r"(?<!\\)\\u2026", ELIDED, translate_parameters(
+                kernels.KERNEL, "python", params, comment))
     nbformat.write(nb, executed)
