@@ -31,7 +31,7 @@ backend = "llamacpp"  # llamacpp | vllm | openai | simulated | replay
 preset = "smoke"  # smoke | paper | sim | beyond
 runs_dir = ""  # empty: data/runs/<preset>-<backend>; variants go to <runs_dir>-studies/
 model = ""  # model path or name; empty: the backend default
-seeds = ""  # empty: the preset seeds, else e.g. 0,1,2
+seeds = ""  # empty: the preset's first two seeds (relabelling.SEEDS), else e.g. 0,1,2
 n_questions = 0  # questions per dataset; 0: the preset value
 odd_role = "adversarial"  # the odd agent's role (pear.core.config.ROLES)
 odd_temperature = -1.0  # its sampling temperature; -1: the protocol's (honest + 1.2: two temps)
@@ -45,7 +45,7 @@ from pear.analysis import figures, report
 from pear.paper import beyond, relabelling, study
 
 figures.set_style()
-exp = beyond.preset_experiment(preset, seeds=seeds, n_questions=n_questions)
+exp = relabelling.experiment(preset, seeds=seeds, n_questions=n_questions)
 variants = relabelling.variants(exp, odd_role, odd_temperature=odd_temperature,
                                 odd_model=odd_model, model=model)
 odd = relabelling.odd_agent(odd_role, odd_temperature, odd_model)

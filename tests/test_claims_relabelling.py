@@ -147,7 +147,7 @@ def test_without_notebook_19_the_claims_stay_not_covered_saying_so(tmp_path):
 
 def test_the_ledger_reads_notebook_19s_records(tmp_path):
     runs = tmp_path / "runs"
-    exp = beyond.preset_experiment("smoke")
+    exp = relabelling.experiment("smoke")
     beyond.run_variants("simulated", relabelling.variants(exp), runs)
     rel = ledger.load_relabelling("simulated", "smoke", str(runs))
     assert isinstance(rel, evidence.Relabelling) and rel.seats == len(relabelling.SMOKE_SEATS)
@@ -174,3 +174,9 @@ def test_the_ledger_runs_after_notebook_19():
 def test_the_relabelling_claims_are_in_the_ledger(cid):
     assert cid in set(claims.load_claims()["id"])
     assert claims.load_recompute()["claims"][cid]["parts"][0]["op"] == "relabelling"
+
+
+def test_the_study_runs_the_presets_first_two_seeds_unless_seeds_are_given():
+    assert relabelling.experiment("sim").seeds == (0, 1)
+    assert relabelling.experiment("sim", seeds="3,4,5").seeds == (3, 4, 5)
+    assert len(relabelling.variants(relabelling.experiment("sim"))) == 5  # every seat

@@ -57,7 +57,7 @@ def load_relabelling(backend: str, preset: str, runs_dir: str = "", *, model: st
     (:func:`pear.paper.relabelling.tables`); or why there is none (notebook 19 not run on
     this run, or its records not readable), the reason its claims show."""
     from pear.paper import beyond, relabelling  # heavy: matplotlib, only for this function
-    exp = beyond.preset_experiment(preset, seeds=seeds, n_questions=n_questions)
+    exp = relabelling.experiment(preset, seeds=seeds, n_questions=n_questions)
     variants = relabelling.variants(exp, odd_role)
     runs = study.runs_path(runs_dir, preset, backend)
     if not any(beyond.variant_dir(runs, name).is_dir() for name in variants):

@@ -15,13 +15,16 @@ from pear.analysis.figures import annotate
 from pear.catalog.labels import method_label, method_order
 from pear.core.config import roles_for
 from pear.core.methods import orbit_base
+from pear.paper.beyond import preset_experiment
 from pear.runs.relabelling import placements, relabelled
 
-__all__ = ["SMOKE_METHODS", "METHODS", "ORBIT_COLUMNS", "variants", "odd_agent", "outcomes",
-           "tables", "plot_by_seat"]
+__all__ = ["SMOKE_METHODS", "METHODS", "SEEDS", "ORBIT_COLUMNS", "experiment", "variants",
+           "odd_agent", "outcomes", "tables", "plot_by_seat"]
 
 SMOKE_METHODS = ("star", "star~orbit", "pear")
 """The CPU build (a 135M model, one question): what runs, not what it finds (our choice)."""
+SEEDS = 2  # our choice: 4,000 debates a seat in the simulated build, half its time
+"""Seeds of the grid the study runs unless seeds are given: the preset's first ``SEEDS``."""
 SMOKE_SEATS = (0, 1)
 """The CPU build's seats of the odd agent: Star's hub and a leaf (6 debates, not 9: the
 default build grows by about a minute; our choice)."""
@@ -30,6 +33,13 @@ KEY = ["dataset", "seed", "question_id"]
 ORBIT_COLUMNS = ["router", "router_accuracy", "orbit_accuracy", "difference", "diff_low",
                  "diff_high", "p_value", "n_pairs", "router_spread", "orbit_spread",
                  "spread_removed"]
+
+
+def experiment(preset: str, seeds: str = "", n_questions: int = 0) -> Any:
+    """The grid the study varies (:func:`pear.paper.beyond.preset_experiment`), with the
+    preset's first :data:`SEEDS` seeds unless ``seeds`` are given."""
+    exp = preset_experiment(preset, seeds=seeds, n_questions=n_questions)
+    return exp if seeds else dataclasses.replace(exp, seeds=exp.seeds[:SEEDS])
 
 
 def variants(exp: Any, odd_role: str = "adversarial", *, odd_temperature: float = -1.0,

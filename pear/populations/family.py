@@ -101,9 +101,10 @@ def fit_members(ms: Sequence[Member], prior: twin.Prior | None = None
     the prior, and the published rows left out."""
     pub, left = published_members()
     ledger, left_ledger = published_dynamics.members()
-    prior = prior or twin.estimate_prior(groups(ms), matched={  # the effects each matched
-        p.name: {k: v["estimate"] for k, v in p.info["diagnostics"]["effects"].items()
-                 if v["se"] is None and v["estimate"]} for p in pub + ledger})
+    prior = prior or twin.estimate_prior(groups(ms), matched={  # the effects each matched,
+        p.name: {k: p.info["diagnostics"]["effects"][k]["estimate"] for k in keys}  # 0 too
+        for ps, keys in ((pub, published_gains.MATCHED), (ledger, published_dynamics.MATCHED))
+        for p in ps})
     twins = [twin.fit_twin(m.runs, name=m.name, prior=prior, keep=m.keep,
                            describe=m.describes).population for m in ms]
     return twins + pub + ledger, prior, left + left_ledger

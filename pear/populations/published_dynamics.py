@@ -43,7 +43,10 @@ from pear.store.readers.protocols import Protocol
 from pear.tasks.benchmarks import load as load_questions
 
 __all__ = ["PUBLISHED", "PROTOCOL", "Figure", "check", "table", "report", "match",
-           "members", "MEMBER_QUESTIONS"]
+           "members", "MEMBER_QUESTIONS", "MATCHED"]
+
+MATCHED = ("keep", "follow_right", "find_right")
+"""The effects a member's two figures set (the others stay 0: not separated by them)."""
 
 SOURCE = ("DebateLedger (arXiv 2609.35279), abc_exp/results/CONDITIONAL_COLLAPSE_TABLE.md "
           "@cf84b4f, as quoted in published-dynamics.md")

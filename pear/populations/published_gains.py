@@ -29,8 +29,11 @@ from pear.sim.backend import SimulatedBackend
 from pear.sim.population import Population, load as load_population
 from pear.store.readers.protocols import Protocol
 
-__all__ = ["Row", "ROWS", "QUESTIONS", "SOURCE_FILE", "simulate_gain", "match", "members",
-           "DU_PROFILE", "du_profile"]
+__all__ = ["Row", "ROWS", "QUESTIONS", "SOURCE_FILE", "MATCHED", "simulate_gain", "match",
+           "members", "DU_PROFILE", "du_profile"]
+
+MATCHED = ("follow_right",)
+"""The effect a member's published figure sets (the others stay 0: not separated by it)."""
 
 SOURCE_FILE = "data/real-debates/published-debate-gains.md"
 QUESTIONS = 400  # our choice: the simulated vote's standard error about 1 point per member
