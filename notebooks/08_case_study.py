@@ -19,14 +19,14 @@
 # answer held by a minority in round 0 wins at the end.
 
 # %% tags=["parameters"]
-backend = "llamacpp"  # llamacpp | vllm | openai | simulated | replay
-preset = "smoke"  # smoke | paper | sim
-runs_dir = ""  # empty: data/runs/<preset>-<backend>
-model = ""  # model path or name; empty: the backend default
-seeds = ""  # empty: the preset seeds, else e.g. 0,1,2
-n_questions = 0  # questions per dataset; 0: the preset value
+backend: str = "llamacpp"  # llamacpp | openai | vllm | vllm-cpu | simulated | replay
+preset: str = "smoke"  # smoke | paper | sim | beyond
+runs_dir: str = ""  # empty: data/runs/<preset>-<backend>
+model: str = ""  # model path or name; empty: the backend default
+seeds: str = ""  # empty: the preset seeds, else e.g. 0,1,2
+n_questions: int = 0  # questions per dataset; 0: the preset value
 
-debate_id = ""  # empty: the first debate where a minority correct answer wins
+debate_id: str = ""  # empty: the first debate where a minority correct answer wins
 
 # %% [markdown]
 # ## Load records (subset questions, with texts)

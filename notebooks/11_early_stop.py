@@ -21,12 +21,12 @@
 # and an exact McNemar test of each early-stopped method against its full run.
 
 # %% tags=["parameters"]
-backend = "llamacpp"  # llamacpp | vllm | openai | simulated | replay
-preset = "smoke"  # smoke | paper | sim | beyond (the studies grid: pear.paper.beyond)
-runs_dir = ""  # empty: data/runs/<preset>-<backend>; variants go to <runs_dir>-studies/
-model = ""  # model path or name; empty: the backend default
-seeds = ""  # empty: the preset seeds, else e.g. 0,1,2
-n_questions = 0  # questions per dataset; 0: the preset value
+backend: str = "llamacpp"  # llamacpp | openai | vllm | vllm-cpu | simulated | replay
+preset: str = "smoke"  # smoke | paper | sim | beyond (the studies grid: pear.paper.beyond)
+runs_dir: str = ""  # empty: data/runs/<preset>-<backend>; variants go to <runs_dir>-studies/
+model: str = ""  # model path or name; empty: the backend default
+seeds: str = ""  # empty: the preset seeds, else e.g. 0,1,2
+n_questions: int = 0  # questions per dataset; 0: the preset value
 
 # %% [markdown]
 # ## Load records (run or resume each stop rule)

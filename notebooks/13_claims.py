@@ -35,16 +35,16 @@
 # holds, on a reduced grid run beside the build's (`<run>-ensemble/`, resumable).
 
 # %% tags=["parameters"]
-backend = "llamacpp"  # llamacpp | vllm | openai | simulated | replay
-preset = "smoke"  # smoke | paper | sim
-runs_dir = ""  # empty: data/runs/<preset>-<backend>
-model = ""  # model path or name; empty: the backend default
-seeds = ""  # empty: the preset seeds, else e.g. 0,1,2
-n_questions = 0  # questions per dataset; 0: the preset value
-bootstrap_seed = 0  # our choice: seed of the bootstrap replicates
-ensemble_k = 20  # populations of the ensemble (issue 35: 20)
-ensemble_questions = 20  # questions per dataset of its grid (at most the build's), 1 seed
-ensemble_seed = 0  # our choice: seed of the bootstrap over real debates
+backend: str = "llamacpp"  # llamacpp | openai | vllm | vllm-cpu | simulated | replay
+preset: str = "smoke"  # smoke | paper | sim | beyond
+runs_dir: str = ""  # empty: data/runs/<preset>-<backend>
+model: str = ""  # model path or name; empty: the backend default
+seeds: str = ""  # empty: the preset seeds, else e.g. 0,1,2
+n_questions: int = 0  # questions per dataset; 0: the preset value
+bootstrap_seed: int = 0  # our choice: seed of the bootstrap replicates
+ensemble_k: int = 20  # populations of the ensemble (issue 35: 20)
+ensemble_questions: int = 20  # questions per dataset of its grid (at most the build's), 1 seed
+ensemble_seed: int = 0  # our choice: seed of the bootstrap over real debates
 
 # %% [markdown]
 # ## Load records (subset questions and full sets)

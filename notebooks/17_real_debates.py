@@ -43,22 +43,22 @@
 # the study's runs.
 
 # %% tags=["parameters"]
-backend = "llamacpp"  # llamacpp | vllm | openai | simulated | replay (not used: see above)
-preset = "smoke"  # smoke | paper | sim (not used)
-runs_dir = ""  # not used: the imports go to build/imported/
-model = ""  # not used
-seeds = ""  # not used
-n_questions = 0  # not used
-du_file = ""  # a Du et al. file to add (e.g. gsm_3_2.json); empty: the shipped runs only
-du_dataset = "gsm8k"  # its dataset: one of ours, or a new name with du_grading
-du_grading = ""  # numbers | letters | math, for a dataset we do not ship
-du_model = ""  # the model that debated in du_file
-sim_seed = 0  # the simulated population's seed (and the bootstrap's)
-population = "grounded"  # the simulated population: study | grounded | grounded-math | a file
-replicates = 20  # simulations of each run (the simulated value is their mean)
-n_resamples = 2000  # bootstrap resamples
-loo_replicates = 20  # simulated replicates per held-out subject and population
-loo_subjects = ""  # comma-separated subjects to hold out; empty: all seven
+backend: str = "llamacpp"  # llamacpp | openai | vllm | vllm-cpu | simulated | replay (not used: see above)
+preset: str = "smoke"  # smoke | paper | sim | beyond (not used)
+runs_dir: str = ""  # not used: the imports go to build/imported/
+model: str = ""  # not used
+seeds: str = ""  # not used
+n_questions: int = 0  # not used
+du_file: str = ""  # a Du et al. file to add (e.g. gsm_3_2.json); empty: the shipped runs only
+du_dataset: str = "gsm8k"  # its dataset: one of ours, or a new name with du_grading
+du_grading: str = ""  # numbers | letters | math, for a dataset we do not ship
+du_model: str = ""  # the model that debated in du_file
+sim_seed: int = 0  # the simulated population's seed (and the bootstrap's)
+population: str = "grounded"  # the simulated population: study | grounded | grounded-math | a file
+replicates: int = 20  # simulations of each run (the simulated value is their mean)
+n_resamples: int = 2000  # bootstrap resamples
+loo_replicates: int = 20  # simulated replicates per held-out subject and population
+loo_subjects: str = ""  # comma-separated subjects to hold out; empty: all seven
 
 # %% [markdown]
 # ## Load records (import the shipped files, and du_file)

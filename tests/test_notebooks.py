@@ -70,6 +70,31 @@ def test_notebook_has_one_parameters_cell_with_the_common_parameters(name):
     assert all(c.cell_type != "code" for c in nb.cells[:tagged[0]])
 
 
+ANNOTATIONS = {"str": str, "int": int, "float": float, "bool": bool}
+
+
+@pytest.mark.parametrize("name", outputs.NOTEBOOKS)
+def test_parameters_are_annotated_and_name_every_backend_and_preset(name):
+    """``name: type = value`` with a plain type, so that ``papermill --help-notebook`` shows
+    it; the ``backend`` and ``preset`` comments list every registered backend and preset."""
+    from pear.backends.registry import BACKENDS
+    from pear.runs.grid import PRESETS
+    nb = jupytext.read(NOTEBOOK_DIR / f"{name}.py")
+    cell = next(c for c in nb.cells if "parameters" in c.get("metadata", {}).get("tags", []))
+    for node in ast.parse(cell.source).body:
+        assert isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name), \
+            f"{name}: {ast.unparse(node)!r} is not an annotated assignment"
+        assert isinstance(node.annotation, ast.Name) and node.annotation.id in ANNOTATIONS, \
+            f"{name}: {node.target.id} is annotated {ast.unparse(node.annotation)}"
+        assert type(ast.literal_eval(node.value)) is ANNOTATIONS[node.annotation.id], \
+            f"{name}: {node.target.id}'s default is not a {node.annotation.id}"
+    comments = {m.group(1): m.group(2) for m in
+                re.finditer(r"^(\w+):[^#\n]*#(.*)$", cell.source, flags=re.M)}
+    listed = {k: {w.strip() for w in re.split(r"[|(]", comments[k])} for k in ("backend", "preset")}
+    assert set(BACKENDS) <= listed["backend"], f"{name}: {set(BACKENDS) - listed['backend']}"
+    assert set(PRESETS) <= listed["preset"], f"{name}: {set(PRESETS) - listed['preset']}"
+
+
 @pytest.mark.parametrize("name", outputs.NOTEBOOKS)
 def test_notebook_holds_no_path_string(name):
     paths = [n.value for n in ast.walk(_code(name))

@@ -212,9 +212,14 @@ def notebook_parameters(path: str | os.PathLike[str]) -> dict[str, Any]:
                          "it needs exactly one")
     out = {}
     for node in ast.parse(cells[0].source).body:
+        # ``name = value`` or, as the notebooks write it for papermill's --help-notebook,
+        # ``name: type = value``
         if isinstance(node, ast.Assign) and len(node.targets) == 1 \
                 and isinstance(node.targets[0], ast.Name):
             out[node.targets[0].id] = ast.literal_eval(node.value)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) \
+                and node.value is not None:
+            out[node.target.id] = ast.literal_eval(node.value)
     return out
 
 
