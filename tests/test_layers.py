@@ -78,6 +78,20 @@ def test_every_package_has_a_floor():
     assert packages <= set(LAYERS), f"packages without a floor: {sorted(packages - set(LAYERS))}"
 
 
+def test_the_design_page_lists_the_floors_of_this_map():
+    """docs/design.md's numbered list of layers: floor ``n.``, then its packages in backticks,
+    the same packages on the same floors as :data:`LAYERS`."""
+    import re
+    text = (PEAR.parent / "docs" / "design.md").read_text()
+    block = text.split("one floor a line):", 1)[1].strip().split("\n\n", 1)[0]
+    listed = {}
+    for m in re.finditer(r"^(\d+)\. (.*)$", block, flags=re.M):
+        for name in re.findall(r"`([\w.]+)`", m.group(2)):
+            if name in LAYERS:
+                listed[name] = int(m.group(1))
+    assert listed == LAYERS
+
+
 def test_no_module_imports_a_higher_layer():
     bad = []
     for name, path in _modules().items():
