@@ -145,6 +145,23 @@ def test_expected_outputs_list_what_each_notebook_saves(name):
     assert _saved_files(name) == set(outputs.EXPECTED_OUTPUTS[name])
 
 
+def test_the_notebooks_readme_lists_every_notebook_and_its_outputs():
+    """notebooks/README.md's table: one row per notebook, in build order, whose last column
+    names its outputs (``name.{tex,md}`` for several extensions) as EXPECTED_OUTPUTS has them."""
+    rows = {}
+    for line in (NOTEBOOK_DIR / "README.md").read_text().splitlines():
+        m = re.match(r"\| `(\d\d_\w+)` \|.*\| ([^|]*) \|$", line)
+        if m:
+            files = set()
+            for tok in re.findall(r"`([^`]+)`", m.group(2)):
+                b = re.match(r"(.*)\.\{(.*)\}$", tok)
+                files |= {f"{b.group(1)}.{e}" for e in b.group(2).split(",")} if b else {tok}
+            rows[m.group(1)] = files
+    assert list(rows) == list(outputs.NOTEBOOKS)
+    for name, files in rows.items():
+        assert files == set(outputs.EXPECTED_OUTPUTS[name]), name
+
+
 def test_each_output_has_one_producer_and_the_study_is_covered():
     files = [f for n in outputs.NOTEBOOKS for f in outputs.EXPECTED_OUTPUTS[n]]
     assert len(files) == len(set(files))
