@@ -12,8 +12,8 @@ modules.  What each name is:
 * ``SimulatedBackend``: simulated agents, no model (:mod:`pear.sim.backend`).
 * ``benchmarks``, ``grading``: the datasets' questions and their graders (modules:
   :mod:`pear.tasks.benchmarks`, :mod:`pear.tasks.grading`).
-* ``register``: add a routing method from your own code, a plug-in
-  (:func:`pear.methods.register`); ``testing``: the checks a registered method passes
+* ``register``: add a routing method from your own code, a plug-in: the same function as
+  :func:`pear.methods.register`, the spelling the docs use; ``testing``: the checks a registered method passes
   (the module :mod:`pear.testing`, e.g. ``testing.check_method(name)``).
 * ``preset(name, ...)``: a grid of debates (:func:`pear.runs.grid.preset`); ``run(exp,
   backend, out)``: run it into a run directory (:func:`pear.runs.runner.run`).

@@ -217,6 +217,21 @@ def test_reconcile_vote_weighs_confidence():
 
 # -- the CLI and outside packages -------------------------------------------------------------
 
+def test_one_spelling_of_register_in_the_docs():
+    """The docs and notebooks write ``pear.methods.register``; ``pear.register`` is the same
+    function, kept for plug-ins that import it."""
+    import re
+    import pear
+    from pear.paths import REPO_ROOT
+    assert pear.register is methods.register
+    files = [REPO_ROOT / "README.md", *(REPO_ROOT / "docs").glob("*.md"),
+             *(REPO_ROOT / "notebooks").glob("*.py")]
+    other = [f.name for f in files
+             if re.search(r"\bpear\.register\(|from pear import[^\n]*\bregister\b",
+                          f.read_text())]
+    assert other == [], f"{other} spell pear.register: write pear.methods.register"
+
+
 def test_pear_methods_lists_origins_and_loads_plugin_modules(tmp_path, monkeypatch, capsys):
     (tmp_path / "tmp_cli_router.py").write_text(textwrap.dedent('''
         from pear.methods import register
