@@ -130,6 +130,9 @@ def test_leave_one_out_table_has_every_subject_and_statistic(corpus, tmp_path):
     again = heldout.leave_one_out(run, replicates=2, seed=0, n_resamples=200,
                                   cache=tmp_path / "cache")
     assert again.setting["cached"] and not loo.setting["cached"]
+    # a notebook's words name the cache without the builder's folders
+    assert str(tmp_path) not in heldout.describe(again)
+    assert "read from the cache …/" in heldout.describe(again)
     assert heldout.table(again).equals(tab)
     with pytest.raises(ValueError, match="unknown subject 'Calculus'"):
         heldout.leave_one_out(run, replicates=2, subjects_=["Calculus"], cache=None)

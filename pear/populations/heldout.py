@@ -34,7 +34,7 @@ import pandas as pd
 
 from pear.populations import dynamics, simcheck
 from pear.parallel import fork_map
-from pear.paths import BUILD_DIR, PACKAGE_DIR, write_json
+from pear.paths import BUILD_DIR, PACKAGE_DIR, shown, write_json
 from pear.sim import revision
 from pear.populations import grounding
 from pear.runs.factory import default_workers
@@ -253,7 +253,7 @@ def describe(loo: LeaveOneOut) -> str:
            f"{f['check_s'].max():.1f} s; all {len(f)} subjects {st['seconds']:.1f} s in "
            f"{st['workers']} process{'es' if st['workers'] > 1 else ''}")
     if st.get("cached"):
-        how = f"read from the cache {st['cache']} (when computed: {how})"
+        how = f"read from the cache {shown(st['cache'])} (when computed: {how})"
     return (f"Leave-one-out over {len(f)} subjects of {', '.join(st['corpus']) or st['run']} "
             f"({int(f['debates'].sum())} debates): per subject a grounded population fitted on "
             f"the other subjects' debates only ({int(f['fitted_debates'].min())}-"
