@@ -545,27 +545,6 @@ def test_a_replay_of_imported_debates_skips_what_they_cannot_answer_among_parall
     assert (fig / "case_study.md").read_text() == "x"
 
 
-def test_dylans_mmlu_debates_are_imported_once_before_two_notebooks_read_them(tmp_path,
-                                                                               monkeypatch):
-    """17 and 18 both read DyLAN's MMLU debates, imported on first use: when they run side by
-    side the build imports them first (two kernels importing into one folder at once would
-    clash); a step with one of them leaves the import to it."""
-    calls, ran = [], []
-    monkeypatch.setattr(paper, "_import_dylan_mmlu", lambda: calls.append([n for n, _ in ran]))
-    _fake_notebooks(monkeypatch, dict.fromkeys(
-        ("00_run_experiments", "17_real_debates", "18_your_model"), (0.0, None)), ran)
-    params = {"backend": "simulated", "preset": "sim", "runs_dir": str(tmp_path / "run"),
-              "commit": "abc"}
-    times = BuildTimes(None, params)
-    both = ["00_run_experiments", "17_real_debates", "18_your_model"]
-    assert paper._execute(both, tmp_path, tmp_path, tmp_path, params, times) == 1  # no outputs
-    assert calls == [["00_run_experiments"]]  # after 00, before 17 and 18
-    calls.clear()
-    paper._execute(["00_run_experiments", "18_your_model"], tmp_path, tmp_path, tmp_path,
-                   params, times)
-    assert calls == []
-
-
 @pytest.mark.parametrize("backend, together", [("simulated", [True, True]),
                                                ("vllm", [False, False])])
 def test_notebooks_side_by_side_unless_one_runs_the_model_on_a_server(tmp_path, monkeypatch,

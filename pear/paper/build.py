@@ -148,8 +148,6 @@ def _execute(names: Sequence[str], src_dir: Path, out_dir: Path, fig_dir: Path,
         for step in kernels.steps(names, params["backend"]):
             skipped = [n for n in step if imported and n in NOT_FOR_IMPORTED]
             todo = kernels.start_order([n for n in step if n not in skipped], earlier)
-            if len([n for n in todo if n in kernels.READS_DYLAN_MMLU]) > 1:
-                _import_dylan_mmlu()
             done = dict(zip(todo, fork_map(
                 partial(_notebook, src_dir=src_dir, out_dir=out_dir, params=params,
                         together=len(todo) > 1), todo, kernels.at_once())))
@@ -190,15 +188,6 @@ def _execute(names: Sequence[str], src_dir: Path, out_dir: Path, fig_dir: Path,
         print(f"missing outputs: {', '.join(p.name for p in missing)}", file=sys.stderr)
         return 1
     return 0
-
-
-def _import_dylan_mmlu() -> None:
-    """DyLAN's MMLU debates imported (kept when already there: seconds; else imported)."""
-    from pear.populations import grounding  # heavy: pandas, scipy, only for this function
-    t0 = time.perf_counter()
-    runs = grounding.mmlu_runs()
-    print(f"DyLAN's MMLU debates: {len(runs)} imported runs ready in "
-          f"{time.perf_counter() - t0:.1f} s", flush=True)
 
 
 def notebook_parameters(path: str | os.PathLike[str]) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from pear.paper.outputs import NOTEBOOKS
 from pear.backends.registry import BACKENDS
 
 __all__ = ["KERNEL", "IPC_PREFIX", "RUNS_THE_MODEL", "READS_RECORDS_OF", "SIDE_BY_SIDE",
-           "TYPICAL_S", "READS_DYLAN_MMLU", "BLAS_THREADS_ENV", "ensure_kernel",
+           "TYPICAL_S", "BLAS_THREADS_ENV", "ensure_kernel",
            "ipc_kernel_manager", "environ", "kernel_env", "steps", "start_order", "at_once"]
 
 KERNEL = "pear"
@@ -63,11 +63,6 @@ TYPICAL_S = {"12_robustness": 56, "14_calibration": 38, "15_your_method": 79,
 order in which side-by-side notebooks start, longest first, when no earlier build on the same
 backend has timed them (the order changes no output).  Notebook 19 starts first: the ledger
 (:data:`READS_RECORDS_OF`) waits for it."""
-
-READS_DYLAN_MMLU = ("17_real_debates", "18_your_model")
-"""Notebooks that read DyLAN's MMLU debates as imported runs
-(:func:`pear.populations.grounding.mmlu_runs`, imported on first use): before two of them run
-side by side the build imports them once, so that no two kernels import them at once."""
 
 BLAS_THREADS_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 """Set, with :data:`pear.parallel.THREADS_ENV`, to a side-by-side kernel's share of the cores:
