@@ -266,7 +266,15 @@ def test_simulated_builds_are_not_evidence_but_show_their_finding():
     out = claims.ledger(build=source(recs))
     row = out.set_index("id").loc["intro-beats-fixed-all-settings"]
     assert (row["verdict"], row["finding"]) == ("not evidence", "supported")
-    assert "simulated mechanism" in row["reason"]
+    # why not is a field of its own, said in words where shown; the reason is the finding's
+    assert row["not_evidence"] == "simulated" and "simulated" not in row["reason"]
+    assert ledger.why(row) == (claims.not_evidence_text("simulated", "supported")
+                               + (f"; {row['reason']}" if row["reason"] else ""))
+    assert ledger.table_ledger(out).loc["intro-beats-fixed-all-settings", "Why"].startswith(
+        "simulated agents: the finding (supported) is a statement about the simulated "
+        "mechanism, not about the study's models")
+    with pytest.raises(ValueError, match="invalid not_evidence 'real'"):
+        claims.not_evidence_text("real", "supported")
     router = out.set_index("id").loc["thm-equivariance-score-and-router"]
     assert router["verdict"] == router["finding"] == "supported"   # a check of the router
 

@@ -301,11 +301,11 @@ def test_the_first_page_names_models_by_display_name_and_folds_long_text(smoke_l
     report.save_markdown(f"*Case study: the first one.*\n\n{case}", "case_study", fig_dir)
     outputs = {**outputs, "08_case_study": ("case_study.md",),
                "14_calibration": ("calibration.md",)}
-    reason = "simulated agents: the finding (supported) is a statement; " + "because " * 40
+    reason = "because " * 40
     claims = pd.DataFrame([{
         "id": "c1", "quote": "PEAR <wins>", "printed": "+4", "table_finding": "holds",
         "reproduced": "gain 1.0", "finding": "supported", "verdict": "not evidence",
-        "reason": reason, "evidence": ["table:main_results"],
+        "not_evidence": "simulated", "reason": reason, "evidence": ["table:main_results"],
         "debates": [f"{GGUF}|gsm8k|pear"]}])
     models = sorted(view.load(out).debates["model"].unique())
     assert GGUF in models
@@ -331,7 +331,9 @@ def test_the_first_page_names_models_by_display_name_and_folds_long_text(smoke_l
     assert cells[:2] == ["PEAR &lt;wins&gt;", "not evidence (supported)"]
     summary = re.fullmatch(r"<details><summary>([^<]*)</summary>(.*)</details>", cells[2], re.S)
     assert summary and len(summary.group(1)) <= 110 and summary.group(1).startswith("because")
-    assert "because " * 40 in html_unescape(summary.group(2))
+    assert "simulated agents: the finding (supported) is a statement about the simulated " \
+        "mechanism, not about the study's models; " + "because " * 40 \
+        in html_unescape(summary.group(2))  # the not-evidence field, said before the reason
     assert "SmolLM2-135M (Q4_1) / GSM8K / PEAR" in summary.group(2)
     # a long table folds, the study's printed numbers beside ours do not
     assert re.search(r"A long table\.</p><details class=\"fold\"><summary>Show the table "

@@ -40,12 +40,10 @@ def _visible(fragment: str) -> str:
 
 
 def _ledger() -> pd.DataFrame:
-    reason = ("a smoke build (tiny model, tiny grid): the finding (inconclusive) is a statement "
-              "about the smoke setup, not about the study's models; " + "x" * 400)
     return pd.DataFrame([{
         "id": "res-gain", "quote": "PEAR improves accuracy", "printed": "+4.2",
         "table_finding": "holds", "reproduced": "gain 0.0 [-1, 1]", "finding": "inconclusive",
-        "verdict": "not evidence", "reason": reason, "evidence": ["table:main_results"],
+        "verdict": "not evidence", "not_evidence": "smoke", "reason": "x" * 400, "evidence": ["table:main_results"],
         "debates": [f"{GGUF}|gsm8k|pear"]}])
 
 

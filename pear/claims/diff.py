@@ -41,7 +41,8 @@ __all__ = ["LEDGER_FILE", "ledger_records", "save_ledger", "read_ledger", "diff"
 LEDGER_FILE = "claims.json"
 """The machine-readable ledger a build writes into its figures directory."""
 
-_KEEP = ("id", "section", "kind", "quote", "printed", "unit", "finding", "verdict", "reason")
+_KEEP = ("id", "section", "kind", "quote", "printed", "unit", "finding", "verdict",
+         "not_evidence", "reason")
 _PART = ("label", "setting", "value", "low", "high", "unit", "test", "verdict")
 
 

@@ -54,9 +54,9 @@ from pear.claims import evidence
 from pear.core.methods import FIXED_TOPOLOGIES
 
 __all__ = ["VERDICTS", "KINDS", "CLAIMS_FILE", "ADDED_CLAIMS_FILE", "RECOMPUTE_FILE",
-           "NOTED_TESTS", "PartResult", "ClaimResult",
+           "NOTED_TESTS", "NOT_EVIDENCE", "PartResult", "ClaimResult",
            "load_claims", "load_recompute", "printed_numbers", "evaluate", "ledger",
-           "methods_named",
+           "methods_named", "not_evidence_text",
            "verdict_counts", "summarise", "fmt"]
 
 IMPORTED_SPEAK_TO = ("diag-", "rounds-")
@@ -64,6 +64,10 @@ IMPORTED_SPEAK_TO = ("diag-", "rounds-")
 diagnostics and the round-wise dynamics of debates; every other claim (method comparisons,
 costs, the study's grid) is *not covered* by such a build, and its ledger says so."""
 VERDICTS = ("supported", "contradicted", "inconclusive", "not covered", "not evidence")
+NOT_EVIDENCE = {"simulated": ("simulated agents", "the simulated mechanism"),
+                "smoke": ("a smoke build (tiny model, tiny grid)", "the smoke setup")}
+"""Why a build's findings are not evidence (the ledger's ``not_evidence`` field): its kind
+-> (the agents, what a finding on them is about); :func:`not_evidence_text` says it."""
 KINDS = ("number", "count", "ordering", "significance", "correlation", "cost", "trend",
          "mechanism")
 CLAIMS_FILE = PAPER_DIR / "claims.csv"
@@ -363,8 +367,10 @@ def ledger(subset: Any = None, full: Any = None, *,
     as transcribed; ``recomputed`` and ``table_finding`` by these evaluators from the
     printed tables), and this build's ``reproduced`` values, ``finding`` (supported,
     contradicted, inconclusive, not covered), ``verdict`` (the finding, or "not evidence"
-    for simulated and smoke builds), ``n_needed`` (questions per setting that would decide
-    an inconclusive claim), ``reason``, ``evidence`` (tables and figures), ``debates``
+    for simulated and smoke builds), ``not_evidence`` (why not: a key of
+    :data:`NOT_EVIDENCE`, "simulated" or "smoke"; None for evidence; :func:`not_evidence_text`
+    says it), ``n_needed`` (questions per setting that would decide an inconclusive claim),
+    ``reason`` (the finding's own), ``evidence`` (tables and figures), ``debates``
     (``model|dataset|method``), and the evaluated ``parts`` and ``table_parts``.
 
     ``subset``/``full``: :class:`pear.paper.study.Results` (or views) of a build; or ``build``,
@@ -401,7 +407,8 @@ def ledger(subset: Any = None, full: Any = None, *,
         except (KeyError, IndexError, ValueError, TypeError) as err:
             raise ValueError(f"claim {row['id']!r}: {type(err).__name__}: {err}") from err
         router = entry.get("about") == "router"
-        not_evidence = (build.simulated or build.smoke) and not router
+        not_evidence = None if router else "simulated" if build.simulated else \
+            "smoke" if build.smoke else None
         reason = res.reason
         if build.imported and not str(row["id"]).startswith(IMPORTED_SPEAK_TO):
             res = dataclasses.replace(res, finding="not covered")
@@ -419,12 +426,7 @@ def ledger(subset: Any = None, full: Any = None, *,
                       if res.n_needed else "; ".join(noted) if noted else "the interval "
                       "straddles the claim and no sample size follows from it (a nil "
                       "difference, or a test of ranks)")
-        if not_evidence:
-            what = "simulated agents" if build.simulated else "a smoke build (tiny model, tiny grid)"
-            reason = (f"{what}: the finding ({res.finding}) is a statement about the "
-                      f"{'simulated mechanism' if build.simulated else 'smoke setup'}, not "
-                      "about the study's models" + (f"; {reason}" if reason else ""))
-        elif router:
+        if router:
             reason = ("a check of this repository's router on logged states: it holds "
                       "whatever agents produced them" + (f"; {reason}" if reason else ""))
         rows.append({
@@ -434,7 +436,7 @@ def ledger(subset: Any = None, full: Any = None, *,
             "recomputed": summarise(res.table_parts), "table_finding": res.table_finding,
             "reproduced": summarise(res.parts), "finding": res.finding,
             "verdict": "not evidence" if not_evidence else res.finding,
-            "n_needed": res.n_needed, "reason": reason,
+            "not_evidence": not_evidence, "n_needed": res.n_needed, "reason": reason,
             "evidence": _evidence(entry, res.parts), "debates": _debates(res.parts),
             "parts": res.parts, "table_parts": res.table_parts})
     out = pd.DataFrame(rows)
@@ -442,16 +444,33 @@ def ledger(subset: Any = None, full: Any = None, *,
     return out
 
 
+def not_evidence_text(kind: str | None, finding: str) -> str:
+    """In words, why a finding (``finding``) is not evidence (``kind``: the ledger's
+    ``not_evidence``); ``""`` for evidence.
+
+    >>> not_evidence_text("simulated", "supported")
+    "simulated agents: the finding (supported) is a statement about the simulated mechanism, not about the study's models"
+    """
+    if not kind or (isinstance(kind, float) and math.isnan(kind)):
+        return ""
+    if kind not in NOT_EVIDENCE:
+        raise ValueError(f"invalid not_evidence {kind!r}: one of {', '.join(NOT_EVIDENCE)}")
+    who, what = NOT_EVIDENCE[kind]
+    return f"{who}: the finding ({finding}) is a statement about {what}, not about the study's models"
+
+
 def _check(out: pd.DataFrame, claims: pd.DataFrame) -> None:
     """Every claim once, in order, with a known verdict, and a reason wherever the verdict
-    is not a finding on the build's records."""
+    is not a finding on the build's records (for "not evidence": why not, its field)."""
     if list(out["id"]) != list(claims["id"]):
         raise AssertionError("the ledger does not hold one row per claim, in order")
     bad = out[~out["verdict"].isin(VERDICTS) | ~out["finding"].isin(VERDICTS[:4])]
     if len(bad):
         raise AssertionError(f"claim {bad['id'].iloc[0]!r} has no known verdict")
-    silent = out[out["verdict"].isin(["not covered", "not evidence", "inconclusive"])
-                 & (out["reason"].str.len() == 0)]
+    unsaid = out["verdict"].isin(["not covered", "inconclusive"]) \
+        | out["finding"].isin(["not covered", "inconclusive"])
+    silent = out[(unsaid & (out["reason"].str.len() == 0))
+                 | ((out["verdict"] == "not evidence") & out["not_evidence"].isna())]
     if len(silent):
         raise AssertionError(f"claim {silent['id'].iloc[0]!r} is {silent['verdict'].iloc[0]} "
                              "without a reason")

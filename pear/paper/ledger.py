@@ -15,7 +15,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import pandas as pd
 
-from pear.claims.evaluate import VERDICTS, verdict_counts
+from pear.claims.evaluate import NOT_EVIDENCE, VERDICTS, not_evidence_text, verdict_counts
 from pear.claims.evidence import Relabelling
 from pear.store.validate import escape
 from pear.analysis.report import figures_dir, output_name
@@ -26,7 +26,7 @@ from pear.paths import studies_dir
 from pear.paper.outputs import EXPECTED_OUTPUTS
 
 __all__ = ["load_build", "load_relabelling", "counts_line", "table_ledger", "table_consistency",
-           "forest_frame",
+           "forest_frame", "why",
            "plot_forest", "ledger_html", "part_labels", "claim_groups", "claim_text",
            "list_item", "site_link", "save_html",
            "caption_ledger", "caption_consistency", "default_link"]
@@ -95,7 +95,7 @@ def table_ledger(ledger: pd.DataFrame) -> pd.DataFrame:
         "Study's tables": ledger["table_finding"],
         "Reproduced": ledger["reproduced"].where(ledger["reproduced"] != "", "–"),
         "Verdict": ledger.apply(verdict, axis=1),
-        "Why": ledger["reason"].where(ledger["reason"] != "", "–")})
+        "Why": [why(r) or "–" for _, r in ledger.iterrows()]})
     return out.set_index("Claim")
 
 
@@ -245,28 +245,37 @@ def save_html(fragment: str, name: str, out_dir: Any = None) -> Any:
     return path
 
 
-_BOILERPLATE = ("simulated agents: the finding", "a smoke build (tiny model, tiny grid): the "
-                "finding", "a check of this repository's router")
+def why(row: Mapping[str, Any]) -> str:
+    """A ledger row's reason in full: why its finding is not evidence (its ``not_evidence``
+    field, :func:`pear.claims.evaluate.not_evidence_text`), then the finding's own reason.
+
+    >>> why({"not_evidence": "simulated", "finding": "supported", "reason": "this build: 1"})
+    "simulated agents: the finding (supported) is a statement about the simulated mechanism, not about the study's models; this build: 1"
+    """
+    parts = (not_evidence_text(row.get("not_evidence"), row["finding"]), _text(row["reason"]))
+    return "; ".join(p for p in parts if p)
 
 
-def one_line(reason: str, limit: int = 110) -> str:
-    """The reason of a ledger row in one line: the part after the not-evidence preamble that
-    every simulated or smoke row shares (the verdict already says it), cut at ``limit``
+_ROUTER = "a check of this repository's router"
+
+
+def one_line(row: Mapping[str, Any], limit: int = 110) -> str:
+    """The reason of a ledger row in one line (the verdict beside it says "not evidence"):
+    its own reason, or what its finding is about when it has none, cut at ``limit``
     characters.
 
-    >>> one_line("simulated agents: the finding (supported) is a statement about the "
-    ...          "simulated mechanism, not about the study's models; this build: 1")
-    'this build: 1'
-    >>> len(one_line("x" * 300)) <= 110
+    >>> one_line({"not_evidence": "smoke", "finding": "supported", "reason": ""})
+    "a finding about the smoke setup, not the study's models"
+    >>> len(one_line({"finding": "supported", "reason": "x" * 300})) <= 110
     True
     """
-    text = " ".join(str(reason or "").split())
-    if text.startswith(_BOILERPLATE):
+    text = " ".join(_text(row["reason"]).split())
+    if text.startswith(_ROUTER):
         head, sep, rest = text.partition("; ")
-        text = rest if sep else ("a check of the router on logged states" if "router" in head
-                                 else "a finding about the " + ("simulated mechanism" if
-                                 head.startswith("simulated") else "smoke setup") +
-                                 ", not the study's models")
+        text = rest if sep else "a check of the router on logged states"
+    kind = row.get("not_evidence")
+    if not text and isinstance(kind, str) and kind in NOT_EVIDENCE:
+        text = f"a finding about {NOT_EVIDENCE[kind][1]}, not the study's models"
     return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
 
 
@@ -380,10 +389,10 @@ def _claim_row(r: pd.Series, first: str, link: Callable[[str, str], str | None],
             ("Claim", escape(r["id"])), ("Printed", escape(r["printed"])),
             ("Study's tables", escape(r["table_finding"])),
             ("Reproduced", escape(r["reproduced"] or "–")),
-            ("Why", escape(r["reason"] or "–")),
+            ("Why", escape(why(r) or "–")),
             *((("Across the family", escape(family)),) if family else ()),
             ("Behind it", " · ".join(links) or "–")))
-    summary = one_line(r["reason"]) or "–"
+    summary = one_line(r) or "–"
     if family and (count := re.match(r"holds in \d+ of \d+ members", family)):
         summary += f" · family: {count.group()}"
     return (f'<tr id="claim-{escape(r["id"])}" class="verdict-{escape(cls)}">'

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -290,18 +289,8 @@ def table_claims(table: pd.DataFrame, tg: TwinGrid) -> pd.DataFrame:
                      "Reproduced": r["reproduced"] or "–",
                      "Questions needed": "–" if need is None else need,
                      _at_study(): at,
-                     "Why": _own_reason(r["reason"]) or "–"})
+                     "Why": r["reason"] or "–"})
     return pd.DataFrame(rows).set_index("Claim")
-
-
-_NOT_EVIDENCE = re.compile(r"^simulated agents: the finding \([^)]*\) is a statement about the "
-                           r"simulated mechanism, not about the study's models(; )?")
-
-
-def _own_reason(reason: str) -> str:
-    """The ledger's reason without the note every simulated finding carries (the captions
-    say the agents are simulated)."""
-    return _NOT_EVIDENCE.sub("", reason or "")
 
 
 def describe_claims(tc: pd.DataFrame) -> str:
