@@ -5,7 +5,7 @@ from __future__ import annotations
 from pear.cli import main
 from pear.paper import provenance
 from pear.paper.checklist import PAGE
-from pear.paper.outputs import EXPECTED_OUTPUTS
+from pear.paper.registry import EXPECTED_OUTPUTS
 
 
 def _built(fig, names, tmp_path):

@@ -14,7 +14,7 @@ import jupytext
 import pytest
 
 from pear.cli import main
-from pear.paper import build as paper, outputs
+from pear.paper import build as paper, registry
 from pear.paper.times import TIMES_FILE
 from pear.paths import REPO_ROOT
 from pear.paper import site
@@ -43,9 +43,9 @@ def _code(name: str) -> ast.Module:
 
 def test_the_notebook_folder_is_the_ordered_build():
     on_disk = sorted(p.stem for p in NOTEBOOK_DIR.glob("[0-9][0-9]_*.py"))
-    assert on_disk == list(outputs.NOTEBOOKS)
-    assert list(outputs.NOTEBOOKS) == sorted(outputs.NOTEBOOKS)
-    assert set(outputs.EXPECTED_OUTPUTS) == set(outputs.NOTEBOOKS)
+    assert on_disk == list(registry.NOTEBOOKS)
+    assert list(registry.NOTEBOOKS) == sorted(registry.NOTEBOOKS)
+    assert set(registry.EXPECTED_OUTPUTS) == set(registry.NOTEBOOKS)
 
 
 LONGEST = 400
@@ -58,7 +58,7 @@ WRITES = {"savefig", "to_csv", "to_latex", "to_markdown", "to_parquet", "to_json
 once, put it in the build's folder and keep the one-producer rule checkable."""
 
 
-@pytest.mark.parametrize("name", outputs.NOTEBOOKS)
+@pytest.mark.parametrize("name", registry.NOTEBOOKS)
 def test_notebook_is_short_enough_to_read(name):
     lines = (NOTEBOOK_DIR / f"{name}.py").read_text().count("\n")
     assert lines <= LONGEST, f"{name} has {lines} lines (at most {LONGEST}): split it"
@@ -71,7 +71,7 @@ def _writes(tree: ast.Module) -> list[str]:
                         or getattr(n.func, "id", None) in WRITES)})
 
 
-@pytest.mark.parametrize("name", outputs.NOTEBOOKS)
+@pytest.mark.parametrize("name", registry.NOTEBOOKS)
 def test_notebook_writes_outputs_only_through_the_library(name):
     assert _writes(_code(name)) == [], f"{name} writes a file itself: use pear.analysis.report.save_*"
 
@@ -83,7 +83,7 @@ def test_the_write_check_reads_calls():
     assert _writes(ast.parse("report.save_figure(fig, 'x')\nreport.save_table(df, 'y')")) == []
 
 
-@pytest.mark.parametrize("name", outputs.NOTEBOOKS)
+@pytest.mark.parametrize("name", registry.NOTEBOOKS)
 def test_notebook_has_one_parameters_cell_with_the_common_parameters(name):
     nb = jupytext.read(NOTEBOOK_DIR / f"{name}.py")
     tagged = [i for i, c in enumerate(nb.cells)
@@ -99,7 +99,7 @@ def test_notebook_has_one_parameters_cell_with_the_common_parameters(name):
 ANNOTATIONS = {"str": str, "int": int, "float": float, "bool": bool}
 
 
-@pytest.mark.parametrize("name", outputs.NOTEBOOKS)
+@pytest.mark.parametrize("name", registry.NOTEBOOKS)
 def test_parameters_are_annotated_and_name_every_backend_and_preset(name):
     """``name: type = value`` with a plain type, so that ``papermill --help-notebook`` shows
     it; the ``backend`` and ``preset`` comments list every registered backend and preset."""
@@ -121,7 +121,7 @@ def test_parameters_are_annotated_and_name_every_backend_and_preset(name):
     assert set(PRESETS) <= listed["preset"], f"{name}: {set(PRESETS) - listed['preset']}"
 
 
-@pytest.mark.parametrize("name", outputs.NOTEBOOKS)
+@pytest.mark.parametrize("name", registry.NOTEBOOKS)
 def test_notebook_holds_no_path_string(name):
     paths = [n.value for n in ast.walk(_code(name))
              if isinstance(n, ast.Constant) and isinstance(n.value, str)
@@ -131,14 +131,14 @@ def test_notebook_holds_no_path_string(name):
         "pear.analysis.report.figures_dir()"
 
 
-@pytest.mark.parametrize("name", outputs.NOTEBOOKS)
+@pytest.mark.parametrize("name", registry.NOTEBOOKS)
 def test_notebook_passes_no_output_folder(name):
     calls = [n.func.attr for n in ast.walk(_code(name)) if isinstance(n, ast.Call)
              and isinstance(n.func, ast.Attribute) and any(k.arg == "out_dir" for k in n.keywords)]
     assert calls == [], f"{name} passes out_dir to {calls}: the library picks the folder"
 
 
-@pytest.mark.parametrize("name", outputs.NOTEBOOKS)
+@pytest.mark.parametrize("name", registry.NOTEBOOKS)
 def test_notebook_imports_only_pear_and_the_scientific_stack(name):
     """pear, IPython.display and the scientific stack the project ships; nothing else."""
     mods = set()
@@ -168,9 +168,9 @@ def _saved_files(name: str) -> set[str]:
     return out
 
 
-@pytest.mark.parametrize("name", outputs.NOTEBOOKS)
+@pytest.mark.parametrize("name", registry.NOTEBOOKS)
 def test_expected_outputs_list_what_each_notebook_saves(name):
-    assert _saved_files(name) == set(outputs.EXPECTED_OUTPUTS[name])
+    assert _saved_files(name) == set(registry.EXPECTED_OUTPUTS[name])
 
 
 def test_the_notebooks_readme_lists_every_notebook_and_its_outputs():
@@ -185,13 +185,13 @@ def test_the_notebooks_readme_lists_every_notebook_and_its_outputs():
                 b = re.match(r"(.*)\.\{(.*)\}$", tok)
                 files |= {f"{b.group(1)}.{e}" for e in b.group(2).split(",")} if b else {tok}
             rows[m.group(1)] = files
-    assert list(rows) == list(outputs.NOTEBOOKS)
+    assert list(rows) == list(registry.NOTEBOOKS)
     for name, files in rows.items():
-        assert files == set(outputs.EXPECTED_OUTPUTS[name]), name
+        assert files == set(registry.EXPECTED_OUTPUTS[name]), name
 
 
 def test_each_output_has_one_producer_and_the_study_is_covered():
-    files = [f for n in outputs.NOTEBOOKS for f in outputs.EXPECTED_OUTPUTS[n]]
+    files = [f for n in registry.NOTEBOOKS for f in registry.EXPECTED_OUTPUTS[n]]
     assert len(files) == len(set(files))
     for needed in ("main_results.tex", "main_results.md", "main_results_vs_paper.md",
                    "numbers.tex", "full_dataset.tex", "full_dataset_vs_paper.md",
@@ -207,7 +207,7 @@ def test_check_reports_missing_outputs(tmp_path, capsys):
     assert main(["check", "outputs", str(tmp_path)]) == 1
     err = capsys.readouterr().err
     assert "main_results.tex (from 01_main_results)" in err and "case_study.md" in err
-    for f in outputs.EXPECTED_OUTPUTS["08_case_study"]:
+    for f in registry.EXPECTED_OUTPUTS["08_case_study"]:
         (tmp_path / f).write_text("x")
     # present, but of no known run: the folder has no build manifest
     assert main(["check", "outputs", str(tmp_path), "--only", "08"]) == 1
@@ -216,7 +216,7 @@ def test_check_reports_missing_outputs(tmp_path, capsys):
     run = tmp_path / "run"
     run.mkdir()
     params = {"runs_dir": str(run), "preset": "smoke", "backend": "simulated"}
-    provenance.record(tmp_path, "08_case_study", outputs.EXPECTED_OUTPUTS["08_case_study"],
+    provenance.record(tmp_path, "08_case_study", registry.EXPECTED_OUTPUTS["08_case_study"],
                       params, "c0")
     assert main(["check", "outputs", str(tmp_path), "--only", "08"]) == 0
     (tmp_path / "case_study.md").write_text("")  # empty counts as missing
@@ -304,14 +304,14 @@ def test_build_on_simulated_agents_produces_every_output(tmp_path, monkeypatch, 
                      site_dir=tmp_path / "site")
     out = capsys.readouterr().out
     assert rc == 0, out
-    assert outputs.check_outputs(figures) == []
+    assert registry.check_outputs(figures) == []
     # what CI once checked in a build of its own: every record of the run valid from scratch,
     # the results site with every page and link
     assert validate(tmp_path / "runs").findings.ok
     assert site.check_site(tmp_path / "site") == []
-    assert all(f"ok {n} in" in out for n in outputs.NOTEBOOKS)
+    assert all(f"ok {n} in" in out for n in registry.NOTEBOOKS)
     times = json.loads((tmp_path / "build" / TIMES_FILE).read_text())["notebooks"]
-    assert list(times) == [*outputs.NOTEBOOKS, "results site"]
+    assert list(times) == [*registry.NOTEBOOKS, "results site"]
     assert {e["status"] for e in times.values()} == {"ok"}
     assert times["00_run_experiments"]["grid"]["debates"] > 0
     assert "simulated agents" in (figures / "main_results.md").read_text()

@@ -1,5 +1,5 @@
 """The build's parameters and argument checks (pear.paper.build), its outputs table
-(pear.paper.outputs), its kernels and their scheduling (pear.paper.kernels: unit tests, one
+(pear.paper.registry), its kernels and their scheduling (pear.paper.kernels: unit tests, one
 real kernel in the slow suite), notebook 00's glue (pear.paper.experiments), the glue the
 analysis notebooks call: the debates of a scope as the grid defines it (pear.paper.study), the
 study's numbers beside the reproduced ones and quoted numbers as macros
@@ -16,7 +16,7 @@ import pytest
 
 from pear import parallel
 from pear.analysis import compare, transcript
-from pear.paper import build as paper, experiments, kernels, outputs, study
+from pear.paper import build as paper, experiments, kernels, registry, study
 from pear.paper.times import TIMES_FILE, BuildTimes
 from pear.paths import REPO_ROOT
 from pear.runs.grid import preset, scope_debates
@@ -56,9 +56,9 @@ def test_build_rejects_bad_arguments_before_starting_a_kernel():
         paper.build(backend="simulated", preset="big")
     with pytest.raises(ValueError, match="--only '42' matches no notebook"):
         paper.build(backend="simulated", only="01,42")
-    assert outputs.select("0") == [n for n in outputs.NOTEBOOKS if n.startswith("0")]
-    assert outputs.select("03_abl, 01") == ["01_main_results", "03_ablation"]
-    assert outputs.select(" , ") == list(outputs.NOTEBOOKS)
+    assert registry.select("0") == [n for n in registry.NOTEBOOKS if n.startswith("0")]
+    assert registry.select("03_abl, 01") == ["01_main_results", "03_ablation"]
+    assert registry.select(" , ") == list(registry.NOTEBOOKS)
 
 
 def test_runs_path_defaults_under_the_repository():
@@ -401,14 +401,20 @@ def test_notebook_00_runs_alone_and_the_rest_side_by_side_unless_a_server_runs_t
     assert kernels.steps([], "llamacpp") == []
 
 
-def test_side_by_side_notebooks_start_longest_first():
+def test_side_by_side_notebooks_start_longest_first(tmp_path):
     names = ["08_case_study", "12_robustness", "14_calibration", "13_claims"]
-    # no earlier build on this backend: the typical times (12: 56 s, 14: 38 s), others last
-    assert kernels.start_order(names, {}) == ["12_robustness", "14_calibration",
-                                              "08_case_study", "13_claims"]
-    # an earlier build's times come first
-    assert kernels.start_order(names, {"13_claims": 90.0, "12_robustness": 1.0}) == [
+    # no earlier build on this backend: the registry's fallback figures (12: 56 s, 14: 38 s)
+    none = registry.typical_seconds("llamacpp", tmp_path / "absent.json")
+    assert kernels.start_order(names, none) == ["12_robustness", "14_calibration",
+                                                "08_case_study", "13_claims"]
+    # an earlier build's measured times come first
+    times = BuildTimes(tmp_path / "times.json", {"backend": "llamacpp"})
+    times.add("13_claims", 90.0, "ok")
+    times.add("12_robustness", 1.0, "ok")
+    measured = registry.typical_seconds("llamacpp", tmp_path / "times.json")
+    assert kernels.start_order(names, measured) == [
         "13_claims", "14_calibration", "12_robustness", "08_case_study"]
+    assert registry.typical_seconds("vllm", tmp_path / "times.json") == none  # another backend
 
 
 def test_a_kernel_side_by_side_gets_its_share_of_the_cores(monkeypatch):

@@ -11,7 +11,7 @@ import pytest
 from pear.cli import main
 from pear.paper import build as paper
 from pear.paper import provenance
-from pear.paper.outputs import EXPECTED_OUTPUTS
+from pear.paper.registry import EXPECTED_OUTPUTS
 from pear.paths import shown
 from pear.store.manifest import fingerprint
 

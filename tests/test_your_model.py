@@ -13,7 +13,7 @@ import pytest
 
 from pear.analysis.stats import mcnemar_sample_size
 from pear.claims.evaluate import load_claims
-from pear.paper import ensemble, kernels, outputs, your_model
+from pear.paper import ensemble, registry, your_model
 from pear.paths import twin_dir
 from pear.runs.grid import preset
 from pear.store import manifest
@@ -173,9 +173,9 @@ def test_the_claims_on_the_twins_grid(twin_grid):
 
 
 def test_the_notebook_is_registered_with_its_outputs():
-    assert "18_your_model" in outputs.NOTEBOOKS
-    assert outputs.EXPECTED_OUTPUTS["18_your_model"] == tuple(
+    assert "18_your_model" in registry.NOTEBOOKS
+    assert registry.EXPECTED_OUTPUTS["18_your_model"] == tuple(
         f"{n}.{ext}" for n in ("your_model_twin", "your_model_power", "your_model_claims")
         for ext in ("tex", "md"))
-    assert "18_your_model" not in outputs.NOT_FOR_IMPORTED  # its grid is its own: it runs
-    assert "18_your_model" not in kernels.RUNS_THE_MODEL  # ... on simulated agents
+    assert "18_your_model" not in registry.NOT_FOR_IMPORTED  # its grid is its own: it runs
+    assert not registry.entry("18_your_model").runs_the_model  # ... on simulated agents

@@ -33,7 +33,7 @@ def add_check(sub: Any) -> None:
 def _cmd_check_outputs(a: argparse.Namespace) -> int:
     # start-up: only this command loads them (`pear --help` stays fast)
     from pear.paper import provenance
-    from pear.paper.outputs import EXPECTED_OUTPUTS, check_outputs, producer, select
+    from pear.paper.registry import EXPECTED_OUTPUTS, check_outputs, producer, select
     names = select(a.only)  # a bad --only: one line, exit 2
     missing = check_outputs(a.figures, names)
     expected = sum(len(EXPECTED_OUTPUTS[n]) for n in names)

@@ -1,12 +1,13 @@
 """The paper build behind ``pear paper``: :func:`build` executes the notebooks in order
 (jupytext + papermill) with the parameters they declare, then writes the results site.
 
-Its parts live beside it: the ordered notebooks and the outputs each one produces
-(:mod:`pear.paper.outputs`; ``pear check outputs figures`` names every missing one), the
+Its parts live beside it: the notebook registry, one entry per notebook with the outputs it
+produces, whether it calls the model, what it reads and its typical time
+(:mod:`pear.paper.registry`; ``pear check outputs figures`` names every missing output), the
 kernels, their environment and which notebooks run alone or side by side
 (:mod:`pear.paper.kernels`), what each notebook cost (:mod:`pear.paper.times`) and the
 results site of a finished build (:mod:`pear.paper.publish`).  The notebooks' glue is
-theirs: notebook 00's in :mod:`pear.paper.experiments`, the analysis notebooks' in
+theirs: the grid's in :mod:`pear.paper.experiments`, the analysis notebooks' in
 :mod:`pear.paper.study` (and the studies' modules beside it); none of it imports the build.
 
 The analysis runs one way: records -> columnar view (:mod:`pear.store.view`) ->
@@ -29,11 +30,11 @@ from pear.analysis.report import FIGURES_ENV, figures_dir
 from pear.parallel import fork_map
 from pear.paths import ELIDED, EXECUTED_DIR, SITE_DIR, REPO_ROOT, shown
 from pear.paper import kernels, provenance, study
-from pear.paper.outputs import (EXPECTED_OUTPUTS, NOT_FOR_IMPORTED, NOTEBOOKS, check_outputs,
-                                select, write_not_applicable)
+from pear.paper import registry
+from pear.paper.registry import GRID, NOTEBOOKS, check_outputs, select, write_not_applicable
 from pear.paper.publish import write_results_site
 from pear.paper.site import git_commit
-from pear.paper.times import TIMES_FILE, BuildTimes, earlier_times, grid_attempt
+from pear.paper.times import TIMES_FILE, BuildTimes, grid_attempt
 from pear.runs.factory import POPULATION_ENV, sim_population
 from pear.runs.grid import PRESETS
 from pear.store.validate import DROP_ENV
@@ -113,11 +114,11 @@ def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", run
                                params=params, started=started, previous=previous)
             times.add("results site", time.perf_counter() - t0, "ok")
             print(f"whole build: {times.wall():.1f} s ({times.total():.1f} s of notebook "
-                  f"time: after notebook 00, {kernels.at_once()} at a time; per notebook: "
+                  f"time: after {GRID.name}, {kernels.at_once()} at a time; per notebook: "
                   f"{times.path})", flush=True)
-        elif rc == 0:  # e.g. ONLY=09,10,11,12: the studies record beside the run, not in it
+        elif rc == 0:  # e.g. --only the studies: they record beside the run, not in it
             print(f"results site skipped: no run directory {params['runs_dir']} (build "
-                  "notebook 00 to record the grid)", flush=True)
+                  f"{GRID.name} to record the grid)", flush=True)
         return rc
 
 
@@ -143,22 +144,23 @@ def _execute(names: Sequence[str], src_dir: Path, out_dir: Path, fig_dir: Path,
     print(f"pear paper: {len(names)} notebooks, backend {params['backend']}, preset "
           f"{params['preset']}, runs {params['runs_dir']}, figures {fig_dir}", flush=True)
     imported = params["backend"] == REPLAY and study.is_imported(params["runs_dir"])
-    earlier = earlier_times(out_dir / TIMES_FILE, params["backend"])
+    typical = registry.typical_seconds(params["backend"], out_dir / TIMES_FILE)
     try:
         for step in kernels.steps(names, params["backend"]):
-            skipped = [n for n in step if imported and n in NOT_FOR_IMPORTED]
-            todo = kernels.start_order([n for n in step if n not in skipped], earlier)
+            skipped = [n for n in step if imported and registry.entry(n).not_for_imported]
+            todo = kernels.start_order([n for n in step if n not in skipped], typical)
             done = dict(zip(todo, fork_map(
                 partial(_notebook, src_dir=src_dir, out_dir=out_dir, params=params,
                         together=len(todo) > 1), todo, kernels.at_once())))
             failed = False
             for name in step:  # in build order
+                nb = registry.entry(name)
                 if name in skipped:
-                    write_not_applicable(name, fig_dir, NOT_FOR_IMPORTED[name])
-                    provenance.record(fig_dir, name, EXPECTED_OUTPUTS[name], params,
+                    write_not_applicable(name, fig_dir)
+                    provenance.record(fig_dir, name, nb.outputs, params,
                                       params["commit"])
                     times.add(name, 0.0, "skipped")
-                    print(f"skipped {name}: {NOT_FOR_IMPORTED[name]} (its outputs say so)",
+                    print(f"skipped {name}: {nb.not_for_imported} (its outputs say so)",
                           flush=True)
                     continue
                 seconds, error = done[name]
@@ -170,15 +172,15 @@ def _execute(names: Sequence[str], src_dir: Path, out_dir: Path, fig_dir: Path,
                     failed = True
                     continue
                 times.add(name, seconds, "ok",
-                          grid=grid_attempt(params) if name == NOTEBOOKS[0] else None)
-                provenance.record(fig_dir, name, EXPECTED_OUTPUTS[name], params,
+                          grid=grid_attempt(params) if nb.writes_grid else None)
+                provenance.record(fig_dir, name, nb.outputs, params,
                                   params["commit"])
                 print(f"ok {name} in {seconds:.1f} s -> {executed}", flush=True)
             if failed:
                 return 1
     finally:
         print(times.table(), flush=True)
-    produced = [fig_dir / f for n in names for f in EXPECTED_OUTPUTS[n]]
+    produced = [fig_dir / f for n in names for f in registry.entry(n).outputs]
     print(f"built {len(names)} notebooks in {times.total():.1f} s; "
           f"{len(produced)} outputs in {fig_dir}:")
     for p in produced:
@@ -254,7 +256,7 @@ def _notebook(name: str, src_dir: Path, out_dir: Path, params: Mapping[str, Any]
     # the runs: their progress lines (pear.runs.progress.Progress, written by the kernel
     # every 1.5 s) relayed as each arrives, in place of papermill's cell bar; notebooks run
     # together show neither
-    stream = name == NOTEBOOKS[0]
+    stream = name == GRID.name
     t0 = time.perf_counter()
     try:
         with kernels.environ(kernels.kernel_env(together)):

@@ -23,7 +23,7 @@ from pear.catalog.labels import dataset_label, method_label, model_label
 from pear.backends.registry import REPLAY
 from pear.paper import provenance, study
 from pear.paths import studies_dir
-from pear.paper.outputs import EXPECTED_OUTPUTS
+from pear.paper.registry import EXPECTED_OUTPUTS
 
 __all__ = ["load_build", "load_relabelling", "counts_line", "table_ledger", "table_consistency",
            "forest_frame", "why",
@@ -427,7 +427,8 @@ def ledger_html(ledger: pd.DataFrame, *, link: Callable[[str, str], str | None] 
     A claim of several parts (:func:`claim_groups`: a sentence split per dataset, or one
     that lists several numbers) shows its text once, each part's row labelled by what sets
     it apart.  ``family``: claim id -> what it does across the family of real twins
-    (:func:`pear.paper.ensemble.family_words`), said beside its reason and in its details.
+    (notebook 13 says it from :func:`pear.paper.ensemble.held_by_member`), said beside its
+    reason and in its details.
     Models are named by display name; every text is escaped."""
     counts = verdict_counts(ledger)
     head = "".join(f"<th>{escape(v)}</th>" for v in counts.index)

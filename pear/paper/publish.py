@@ -11,7 +11,7 @@ from typing import Any, Mapping, Sequence
 
 from pear.catalog.labels import evidence_mark
 from pear.claims.diff import LEDGER_FILE, diff, diff_html, read_ledger
-from pear.paper.outputs import EXPECTED_OUTPUTS
+from pear.paper.registry import EXPECTED_OUTPUTS
 from pear.paper.site import build_meta, write_site
 from pear.paper.study import REPO_ROOT, describe_scope, experiment
 from pear.store.view import load

@@ -465,7 +465,7 @@ def write_site(site_dir: str | os.PathLike[str], *, figures_dir: str | os.PathLi
     """Write the results site into ``site_dir`` (emptied first).
 
     ``notebooks``: notebook name -> the files it writes into ``figures_dir``
-    (:data:`pear.paper.outputs.EXPECTED_OUTPUTS`), in build order; their executed copies are read
+    (:data:`pear.paper.registry.EXPECTED_OUTPUTS`), in build order; their executed copies are read
     from ``notebooks_dir``.  ``meta``: what was built (label -> text) for the top of the
     index.  ``runs_dir``: the run whose debates the browser lists (through its view).
     ``case_study``: a debate id that always gets a page.  ``ledger``: see the module.

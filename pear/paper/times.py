@@ -1,7 +1,8 @@
 """What each notebook of a build cost: :class:`BuildTimes`, written to :data:`TIMES_FILE`
 beside the executed notebooks as each one ends, read back by the next build on the same
-backend (:func:`earlier_times`) to start the longest notebooks first, with notebook 00's
-grid attempt from the run manifest (:func:`grid_attempt`)."""
+backend (:func:`earlier_times`; the registry's typical times,
+:func:`pear.paper.registry.typical_seconds`) to start the longest notebooks first, with the
+grid's attempt from the run manifest (:func:`grid_attempt`)."""
 from __future__ import annotations
 
 import json
@@ -84,12 +85,14 @@ class BuildTimes:
 
 def earlier_times(path: Path, backend: str) -> dict[str, float]:
     """Each notebook's seconds in the last build (:data:`TIMES_FILE`) if it ran on
-    ``backend``, else {}."""
+    ``backend`` and finished there (status ``ok``: a skipped or failed one's seconds say
+    nothing of its time), else {}."""
     try:
         data = json.loads(path.read_text())
         if data.get("backend") != backend:
             return {}
-        return {n: float(e["seconds"]) for n, e in data["notebooks"].items()}
+        return {n: float(e["seconds"]) for n, e in data["notebooks"].items()
+                if e.get("status", "ok") == "ok"}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return {}
 
