@@ -170,8 +170,7 @@ def _seated(roles, ms, nq=100, rounds=3, **backend):
 
 
 def test_a_planted_positional_effect_is_detected_and_pears_spread_is_within_sampling():
-    """(The issue's planted effect names a weak hub; in the simulated mechanism only an
-    adversarial hub moves Star's accuracy, see the next test.)  An adversarial agent as
+    """An adversarial agent as
     Star's hub (position 0) costs accuracy there, and the randomisation test at matched seeds
     finds it; PEAR's accuracies across the same seats stay within what sampling gives (its
     router is equivariant)."""
@@ -186,10 +185,34 @@ def test_a_planted_positional_effect_is_detected_and_pears_spread_is_within_samp
     assert pear.pvalue > 0.2 and pear.spread < star.spread, pear
 
 
+CONFORMIST = {"skill_mean": -0.5, "accept_bias": 1.0, "accept_hold": 0.0, "accept_right": 0.5,
+              "conf_gap": 0.0, "recheck": 0.0}
+"""A planted population of conformist agents (ours): a critique is accepted more often than
+not (logit +1), a right answer is not held harder than a wrong one, confidence says nothing of
+being right and no agent re-solves on its own, so an agent adopts what it hears."""
+
+
+def test_a_weak_hub_is_detected_where_agents_conform_and_pears_spread_is_within_sampling():
+    """The issue's planted effect: a much weaker agent (skill -4 sd) as Star's hub, among
+    conformist agents, costs Star accuracy at that seat (every leaf hears only the hub), and
+    the randomisation test at matched seeds finds it; PEAR's accuracy across the same seats
+    stays within sampling."""
+    import numpy as np
+    from pear.analysis.stats import relabelling_spread
+    got = _seated((), ("star", "pear"), nq=120, skill_shift=(-4.0, 0.0, 0.0, 0.0, 0.0),
+                  params=CONFORMIST)
+    star = relabelling_spread(got["star"], rng=np.random.default_rng(0))
+    pear = relabelling_spread(got["pear"], rng=np.random.default_rng(0))
+    assert star.pvalue < 0.01 and int(np.argmin(star.accuracy)) == 0, star
+    assert star.accuracy[0] < min(star.accuracy[1:]) - 0.08, star
+    assert pear.pvalue > 0.2 and pear.spread < star.spread / 2, pear
+
+
 def test_a_weak_agents_seat_does_not_matter_in_the_simulated_mechanism():
-    """A much weaker simulated agent (skill -3 sd) as Star's hub moves accuracy no more than
-    sampling does: the simulated leaves correct a wrong hub (a finding about the simulator,
-    recorded here so that a change to it shows)."""
+    """Under the default population, though, a much weaker agent (skill -3 sd) as Star's hub
+    moves accuracy no more than sampling does: its leaves hold a right answer and correct a
+    wrong hub (a finding about the simulated mechanism, recorded so that a change to it shows;
+    the planted conformist panel above is where the seat matters)."""
     import numpy as np
     from pear.analysis.stats import relabelling_spread
     got = _seated((), ("star",), skill_shift=(-3.0, 0.0, 0.0, 0.0, 0.0))

@@ -3,7 +3,7 @@ hang on the population it simulates.
 
 The ``grounded`` population's revision model is an estimate; its sampling distribution is
 drawn by refitting it on DyLAN's debates resampled with replacement
-(:func:`pear.populations.grounding.bootstrap_populations`, seeded; the first 20 draws of seed 0 are
+(:func:`pear.populations.draws.bootstrap_populations`, seeded; the first 20 draws of seed 0 are
 shipped data, ``data/populations/ensemble/``).  :func:`run` runs one reduced
 grid (:func:`grid`) under ``grounded`` (the point) and under each of K bootstrap populations
 (``grounded-b0`` ... ``grounded-b<K-1>``), and states across the K:
@@ -50,7 +50,8 @@ from pear.catalog.labels import dataset_label, method_label
 from pear.parallel import fork_map
 from pear.paths import ensemble_dir, write_json
 from pear.core.methods import METHODS
-from pear.populations import grounding as gr
+from pear.populations import corpus_fit
+from pear.populations.draws import bootstrap_populations
 from pear.paper.study import experiment, load_results, is_imported, runs_path, describe_scope
 from pear.runs.factory import default_workers, grid_backend
 from pear.runs.runner import check_workers, run as run_grid
@@ -144,16 +145,16 @@ def write_populations(root: str | Path, k: int = DEFAULT_K, seed: int = 0, *,
     first ``k`` bootstrap draws of ``seed``, name -> file, point first.  Files already there
     are kept (and checked against ``root/ensemble.json``: another seed or point is an
     error); the missing ones are written, refitting only then.  ``grounding``
-    (:class:`pear.populations.grounding.Grounding`): the fit to draw from; default the shipped
+    (:class:`pear.populations.corpus_fit.CorpusFit`): the fit to draw from; default the shipped
     ``grounded`` population and its shipped draws
-    (:func:`pear.populations.grounding.bootstrap_populations`; a refit on DyLAN's corpus where they
+    (:func:`pear.populations.draws.bootstrap_populations`; a refit on DyLAN's corpus where they
     are not shipped)."""
     k = _check_k(k)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"invalid seed={seed!r}: a bootstrap seed >= 0")
     root = Path(root)
     pdir = root / "populations"
-    point = gr.grounded_population(grounding) if grounding is not None else pop.load(POINT)
+    point = corpus_fit.grounded_population(grounding) if grounding is not None else pop.load(POINT)
     names = [POINT] + [f"{POINT}-b{i}" for i in range(k)]
     record = _read_record(root)
     if record and (record.get("seed") != seed
@@ -165,7 +166,7 @@ def write_populations(root: str | Path, k: int = DEFAULT_K, seed: int = 0, *,
     have = {n: pop.load(pdir / f"{n}.json") for n in names if (pdir / f"{n}.json").is_file()}
     todo = [n for n in names[1:] if n not in have]
     if todo:
-        draws = gr.bootstrap_populations(k, seed, grounding)
+        draws = bootstrap_populations(k, seed, grounding)
         for p in draws:
             if p.name in todo:
                 have[p.name] = p

@@ -39,7 +39,7 @@ from pear.catalog.labels import dataset_label, method_label
 from pear.paper import ensemble
 from pear.paper.study import Results, load_results, runs_path
 from pear.paths import twin_dir
-from pear.populations import grounding
+from pear.store import import_cache
 from pear.populations.twin import Twin, fit_twin
 from pear.runs.factory import default_workers, grid_backend
 from pear.runs.grid import preset as grid_preset
@@ -83,11 +83,11 @@ class TwinGrid:
 def source_runs(twin_runs: str = "") -> list[Path]:
     """The run directories of a comma-separated list (e.g. an imported Inspect log run); empty:
     DyLAN's MMLU team of :data:`DEFAULT_TEAM` (imported from the shipped corpus when needed,
-    :func:`pear.populations.grounding.mmlu_runs`).  A missing directory is an error naming it."""
+    :func:`pear.store.import_cache.mmlu_runs`).  A missing directory is an error naming it."""
     given = [Path(s.strip()).expanduser() for s in twin_runs.split(",") if s.strip()]
     if not given:
         team = f"dylan-mmlu{DEFAULT_TEAM}-"
-        return [r for r in grounding.mmlu_runs() if r.name.startswith(team)]
+        return [r for r in import_cache.mmlu_runs() if r.name.startswith(team)]
     missing = [str(p) for p in given if not p.is_dir()]
     if missing:
         raise FileNotFoundError(f"invalid twin_runs: no run directory {missing[0]!r} (give "

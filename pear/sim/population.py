@@ -106,7 +106,7 @@ class SimParams:
     (MMLU-Pro's ten; None: ``wrong_focus_options``).  ``wrong_focus_options`` is measured on
     four options; how often erring agents share a wrong letter among nine is not in those
     debates.  ``grounded``'s is pinned by DebateLedger's MMLU-Pro collapse and recovery of 11
-    models (:mod:`pear.populations.published_dynamics`)."""
+    models (:mod:`pear.populations.published_collapse`)."""
     revise_focus: float = 0.0  # our choice
     """``wrong_focus`` of a re-solve during the debate (0: revisions scatter over the wrong
     answers instead of returning to the attractive one)."""
@@ -280,7 +280,7 @@ class RevisionModel:
     this weight: 1 = like a peer's answer quoted in full, as DyLAN's agents hear them (the
     fitted coefficients' own setting); 0.5 = discounted, a critique moving an agent half as
     much as hearing that answer from a peer.  Not fitted; one of the ensemble's dimensions
-    (:mod:`pear.populations.grounding`)."""
+    (:mod:`pear.populations.corpus_fit`)."""
     features: tuple[str, ...] = ()
     """The features the model uses, in :attr:`COLUMNS` order (empty: :attr:`FEATURES`, the
     revision model of ``grounded-math``; ``grounded`` uses every column); ``coef`` has one
