@@ -15,7 +15,7 @@ import time
 import warnings
 
 from pear.populations import family, reading, twin
-from pear.populations.grounding import corpus_run, mmlu_runs
+from pear.store.import_cache import corpus_run, mmlu_runs
 from pear.populations.simcheck import check
 
 STATS = ("vote_gain", "w2r", "r2w", "change_rate")

@@ -12,7 +12,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from pear.populations import holdout, planted, twin
+from pear.populations import split_half, planted, twin
 
 
 def main() -> None:
@@ -35,7 +35,7 @@ def main() -> None:
             for n in map(int, a.sizes.split(",")):
                 run = planted.planted_run(name, n, Path(tmp) / f"{name}-{n}", seed=a.seed)
                 t0 = time.perf_counter()
-                sh = holdout.split_half(run, prior=prior, replicates=a.replicates,
+                sh = split_half.split_half(run, prior=prior, replicates=a.replicates,
                                         seed=a.seed, base="grounded")
                 sec = time.perf_counter() - t0
                 real = {s["statistic"]: s for s in sh.twin_check.statistics}

@@ -16,8 +16,8 @@ import time
 import pandas as pd
 
 from pear.analysis.report import _markdown
-from pear.populations.grounding import corpus_run, mmlu_runs
-from pear.populations import family, holdout, reading
+from pear.store.import_cache import corpus_run, mmlu_runs
+from pear.populations import family, split_half, reading
 
 
 def main() -> None:
@@ -28,7 +28,7 @@ def main() -> None:
     rows, fit_s, check_s = [], [], []
     for m in ms:
         t0 = time.perf_counter()
-        sh = holdout.split_half(m.runs[0], keep=m.keep, name=m.name, replicates=a.replicates)
+        sh = split_half.split_half(m.runs[0], keep=m.keep, name=m.name, replicates=a.replicates)
         rows.append(sh.row())
         fit_s.append(sh.twin.seconds)
         check_s.append(time.perf_counter() - t0 - sh.twin.seconds)

@@ -22,7 +22,7 @@
 #   Chain and Ring were held out. PEAR and its ablations entered nothing.
 # * `grounded`: the same initial answers, confidence and critique acceptance, but revision
 #   drawn from a model fitted by maximum likelihood to real debates (DyLAN's 4,800 gpt-3.5
-#   MATH debates and its MMLU teams' debates, `pear.populations.grounding`) and the erring agents'
+#   MATH debates and its MMLU teams' debates, `pear.populations.corpus_fit`) and the erring agents'
 #   agreement measured there.
 #   Its revision and its erring agents' agreement were not fitted to the study's numbers:
 #   for them every target below is a check, not a fit.

@@ -65,7 +65,7 @@ loo_subjects: str = ""  # comma-separated subjects to hold out; empty: all seven
 
 # %%
 from pear.analysis import figures, report
-from pear.populations import heldout, real_debates, simcheck
+from pear.populations import leave_one_subject_out, real_debates, simcheck
 
 figures.set_style()
 runs = real_debates.shipped_runs(du_file, du_dataset, du_grading, du_model)
@@ -101,11 +101,11 @@ print(simcheck.summary([a.check for a in analyses]))
 # ## Leave-one-out: each MATH subject held against a population fitted without it
 
 # %%
-loo = heldout.leave_one_out(replicates=loo_replicates, seed=sim_seed,  # the corpus, as grounded
+loo = leave_one_subject_out.leave_one_out(replicates=loo_replicates, seed=sim_seed,  # the corpus, as grounded
                             subjects_=[s.strip() for s in loo_subjects.split(",") if s.strip()],
                             n_resamples=n_resamples)
-print(heldout.describe(loo))
-loo_summary = heldout.summary(loo)
+print(leave_one_subject_out.describe(loo))
+loo_summary = leave_one_subject_out.summary(loo)
 loo_summary
 
 # %% [markdown]
@@ -116,7 +116,7 @@ loo_summary
 loo.folds.set_index("subject").drop(columns=["fingerprint"])
 
 # %%
-loo_table = heldout.table(loo)
+loo_table = leave_one_subject_out.table(loo)
 loo_table
 
 # %% [markdown]

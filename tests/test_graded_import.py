@@ -1,4 +1,4 @@
-"""DyLAN's corpus shipped graded (pear.store.shipped, pear.populations.grounding.corpus_run): a shipped
+"""DyLAN's corpus shipped graded (pear.store.shipped, pear.store.import_cache.corpus_run): a shipped
 copy of exactly this import is used without grading and gives a fresh import's records; one of
 another source or importer version is ignored; the check names the first changed record.  On a
 slice of DyLAN's MATH-500 file, so that no test grades the whole corpus."""
@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from pear.core.hashing import file_sha256
-from pear.populations import grounding, real_debates
+from pear.populations import graded_copies, real_debates
+from pear.store import import_cache
 from pear.paths import REAL_DEBATES_DIR, RECORDS_FILE, write_json
 from pear.store import manifest, shipped
 from pear.store.importing import IMPORT_VERSION
@@ -27,7 +28,7 @@ def graded(tmp_path_factory) -> tuple[Path, Path, Path]:
         data = json.load(f)
     corpus = tmp / "slice.json"
     corpus.write_text(json.dumps(dict(list(data.items())[::40][:12])))  # across subjects
-    dest = grounding.write_graded(tmp / "shipped", corpus=corpus, where=tmp / "written")
+    dest = graded_copies.write_graded(tmp / "shipped", corpus=corpus, where=tmp / "written")
     return corpus, dest, tmp / "written" / f"dylan-math-{file_sha256(corpus)[:8]}"
 
 
@@ -48,13 +49,13 @@ def test_the_shipped_copy_is_the_runs_records_compressed(graded):
     assert ship["shipped"]["debates"] == ship["imported"]["debates"] >= 10
     assert ship["imported"]["version"] == IMPORT_VERSION
     assert "from_shipped" not in ship["imported"]
-    assert grounding.check_graded(fresh, dest) == []
+    assert graded_copies.check_graded(fresh, dest) == []
 
 
 def test_a_shipped_copy_of_this_import_is_used_without_grading(graded, tmp_path, monkeypatch):
     corpus, dest, fresh = graded
-    monkeypatch.setattr(real_debates, "import_files", _no_grading)
-    run = grounding.corpus_run(tmp_path, corpus=corpus, graded=dest)
+    monkeypatch.setattr(import_cache, "import_files", _no_grading)
+    run = import_cache.corpus_run(tmp_path, corpus=corpus, graded=dest)
     assert (run / RECORDS_FILE).read_bytes() == (fresh / RECORDS_FILE).read_bytes()
     assert [p.name for p in tmp_path.iterdir()] == [run.name]  # no temporary folder left
     man = manifest.read(run)
@@ -67,11 +68,11 @@ def test_a_shipped_copy_of_this_import_is_used_without_grading(graded, tmp_path,
         m.pop("command")  # shipped with the repository's folder left out
     assert ours == theirs  # the fresh import's manifest, where the file lay included
     # now a cached import: kept as it is
-    assert grounding.corpus_run(tmp_path, corpus=corpus, graded=dest) == run
+    assert import_cache.corpus_run(tmp_path, corpus=corpus, graded=dest) == run
     assert manifest.read(run) == man
     # fresh: imported whatever is shipped
     with pytest.raises(_Graded):
-        grounding.corpus_run(tmp_path, corpus=corpus, graded=dest, fresh=True)
+        import_cache.corpus_run(tmp_path, corpus=corpus, graded=dest, fresh=True)
 
 
 @pytest.mark.parametrize("change", ["source", "version", "dataset", "benchmarks", "model"])
@@ -92,9 +93,9 @@ def test_a_shipped_copy_of_another_import_is_ignored(graded, tmp_path, monkeypat
     else:
         imp["model"] = "another-model"
     write_json(other / "manifest.json", man)
-    monkeypatch.setattr(real_debates, "import_files", _no_grading)
+    monkeypatch.setattr(import_cache, "import_files", _no_grading)
     with pytest.raises(_Graded):  # imported as if nothing were shipped
-        grounding.corpus_run(tmp_path / "build", corpus=corpus, graded=other)
+        import_cache.corpus_run(tmp_path / "build", corpus=corpus, graded=other)
 
 
 def test_shipped_records_that_are_not_the_manifests_are_an_error(graded, tmp_path):
@@ -105,7 +106,7 @@ def test_shipped_records_that_are_not_the_manifests_are_an_error(graded, tmp_pat
     with lzma.open(other / "debates.jsonl.xz", "wb") as fh:
         fh.write(b"".join(lines[:-1]))
     with pytest.raises(ValueError, match="not the ones its manifest names"):
-        grounding.corpus_run(tmp_path / "build", corpus=corpus, graded=other)
+        import_cache.corpus_run(tmp_path / "build", corpus=corpus, graded=other)
     assert list((tmp_path / "build").iterdir()) == []  # nothing half-written
 
 
@@ -129,10 +130,10 @@ def test_the_check_names_the_first_changed_record(graded, tmp_path):
     man["imported"]["files"][0]["path"] = "/elsewhere/slice.json"
     man.update(command="elsewhere", versions={"math-verify": "0"})
     manifest.write(run, man)
-    assert grounding.check_graded(run, dest) == []
+    assert graded_copies.check_graded(run, dest) == []
     # an answer read differently
     rec = _rewrite(run, 5, lambda r: r["rounds_data"][0]["agents"][1].update(answer="42"))
-    problems = grounding.check_graded(run, dest)
+    problems = graded_copies.check_graded(run, dest)
     assert len(problems) == 1, problems
     assert f"record 6 (debate {rec['debate_id']}): rounds_data[0].agents[1].answer: shipped " \
         in problems[0] and problems[0].endswith(", now '42'")
@@ -142,12 +143,12 @@ def test_the_check_names_the_first_changed_record(graded, tmp_path):
     manifest.write(run, man)
     lines = (run / RECORDS_FILE).read_bytes().splitlines(keepends=True)
     (run / RECORDS_FILE).write_bytes(b"".join(lines[:5]))
-    problems = grounding.check_graded(run, dest)
+    problems = graded_copies.check_graded(run, dest)
     n = man["imported"]["debates"]
     assert [p.split(": ", 1)[1] for p in problems] == [
         f"manifest imported.unmatched: shipped {n}, now {n - 1}", f"records: {n} shipped, 5 now"]
     # nothing shipped
-    assert "no graded copy" in grounding.check_graded(run, tmp_path / "none")[0]
+    assert "no graded copy" in graded_copies.check_graded(run, tmp_path / "none")[0]
 
 
 def test_notebook_17s_shipped_file_comes_from_its_graded_copy(tmp_path, monkeypatch):
@@ -155,7 +156,7 @@ def test_notebook_17s_shipped_file_comes_from_its_graded_copy(tmp_path, monkeypa
     copy's records and no Math-Verify reading; ``fresh`` imports it again (CI's `pear
     populations check` holds that import equal to the copy); the check names a changed record
     by the copy's folder."""
-    monkeypatch.setattr(real_debates, "import_files", _no_grading)
+    monkeypatch.setattr(import_cache, "import_files", _no_grading)
     run = real_debates.shipped_runs(where=tmp_path)["dylan-math500"]
     dest = shipped.GRADED_DIR / "dylan-math500"
     with lzma.open(dest / "debates.jsonl.xz") as fh:
@@ -163,9 +164,9 @@ def test_notebook_17s_shipped_file_comes_from_its_graded_copy(tmp_path, monkeypa
     man = manifest.read(run)
     assert man["imported"]["from_shipped"]["path"] == "data/real-debates/graded/dylan-math500"
     assert man["imported"]["debates"] == 477 and man["imported"]["grading"] == "math"
-    assert real_debates.check_shipped_graded({"dylan-math500": run}) == []
+    assert graded_copies.check_shipped_graded({"dylan-math500": run}) == []
     rec = _rewrite(run, 3, lambda r: r.update(final_answer="-1"))
-    (problem,) = real_debates.check_shipped_graded({"dylan-math500": run})
+    (problem,) = graded_copies.check_shipped_graded({"dylan-math500": run})
     assert problem.startswith("data/real-debates/graded/dylan-math500: record 4 (debate "
                               f"{rec['debate_id']}): final_answer: ")
     assert real_debates.shipped_runs(where=tmp_path)["dylan-math500"] == run  # kept as it is

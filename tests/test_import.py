@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from pear import cli
-from pear.populations import dynamics
+from pear.populations import debate_statistics
 from pear.core.graphs import fixed_topology
 from pear.paper import site
 from pear.paths import REAL_DEBATES_DIR
@@ -160,8 +160,8 @@ def test_the_shipped_dylan_debates(tmp_path):
     assert (s.debates, s.matched, s.gold_disagree) == (477, 477, 7)
     assert validate(tmp_path / "run").findings.ok
     v = load(tmp_path / "run")
-    per = dynamics.per_debate(v.debates, v.agent_rounds, v.rounds)
-    out = dynamics.summarize(per, rng=np.random.default_rng(0), n_resamples=500)
+    per = debate_statistics.per_debate(v.debates, v.agent_rounds, v.rounds)
+    out = debate_statistics.summarize(per, rng=np.random.default_rng(0), n_resamples=500)
     got = dict(zip(out["statistic"], out["value"]))
     assert got["agent_acc_first"] == pytest.approx(0.3730, abs=5e-4)
     assert got["agent_acc_last"] == pytest.approx(0.3962, abs=5e-4)
@@ -239,7 +239,7 @@ def test_out_must_be_new(du_gsm, tmp_path):
 def test_dynamics_of_an_imported_run(du_gsm, tmp_path):
     import_files("du", [du_gsm], tmp_path / "run", dataset="gsm8k")
     v = load(tmp_path / "run")
-    per = dynamics.per_debate(v.debates, v.agent_rounds, v.rounds).set_index(
+    per = debate_statistics.per_debate(v.debates, v.agent_rounds, v.rounds).set_index(
         v.debates["question_id"])
     q0 = per.loc[GSM[0].id]
     # round 0: 18 16 20 (1 right); round 1: 18 18 20 (2 right); one of two wrong ones turned
@@ -248,11 +248,11 @@ def test_dynamics_of_an_imported_run(du_gsm, tmp_path):
     assert q0["minority_won"] == 1.0  # 18 held by one of three agents in round 0, wins
     q1 = per.loc[GSM[1].id]  # 3, 3, 4 -> 3, 3, 3: a right majority: no minority
     assert math.isnan(q1["minority_won"]) and math.isnan(q1["r2w"]) is False
-    out = dynamics.summarize(per.reset_index(drop=True), rng=np.random.default_rng(0),
+    out = debate_statistics.summarize(per.reset_index(drop=True), rng=np.random.default_rng(0),
                              n_resamples=200)
     row = out.set_index("statistic").loc["w2r"]
     assert row["n"] == 3 and row["low"] <= row["value"] <= row["high"]
-    test, note = dynamics.first_last_mcnemar(per)
+    test, note = debate_statistics.first_last_mcnemar(per)
     # every final vote is right; round 0's ties (18/16/20, 7/12) went to a seeded draw
     wrong_first = int((per["vote_acc_first"] == 0).sum())
     assert (test.b, test.c) == (wrong_first, 0) and wrong_first >= 1 and note == ""
@@ -263,13 +263,13 @@ def test_statistics_that_cannot_be_computed_say_why(tmp_path):
                                                GSM[1].question: ([["3"], ["3"], ["3"]], "3")}))
     import_files("du", [f], tmp_path / "run", dataset="gsm8k")
     v = load(tmp_path / "run")
-    per = dynamics.per_debate(v.debates, v.agent_rounds, v.rounds)
-    out = dynamics.summarize(per, rng=np.random.default_rng(0)).set_index("statistic")
+    per = debate_statistics.per_debate(v.debates, v.agent_rounds, v.rounds)
+    out = debate_statistics.summarize(per, rng=np.random.default_rng(0)).set_index("statistic")
     for stat in ("w2r", "r2w", "change_rate", "minority_won"):
         assert out.loc[stat, "n"] == 0 and math.isnan(out.loc[stat, "value"])
         assert out.loc[stat, "note"]
     assert out.loc["agent_acc_first", "value"] == pytest.approx((2 / 3 + 1) / 2)
-    test, note = dynamics.first_last_mcnemar(per)
+    test, note = debate_statistics.first_last_mcnemar(per)
     assert test is None and "fewer than two debates" in note
 
 
@@ -279,11 +279,11 @@ def test_notebook_17_glue_sets_the_simulated_population_beside_the_run(du_gsm, t
     a = real_debates.analyse("du-gsm", tmp_path / "run", replicates=3, n_resamples=200)
     assert a.check.setting["protocol"]["name"] == "du" and a.check.setting["replicates"] == 3
     table = real_debates.table([a])
-    assert list(table.index.get_level_values("statistic")) == list(dynamics.STATISTICS.values())
+    assert list(table.index.get_level_values("statistic")) == list(debate_statistics.STATISTICS.values())
     row = table.loc[("du-gsm", "agent accuracy, round 0")]
     assert row["real [95% CI]"].startswith("0.444 [") and row["debates"] == 3
     lines = real_debates.verdicts([a])
-    assert len(lines) == len(dynamics.STATISTICS)
+    assert len(lines) == len(debate_statistics.STATISTICS)
     assert lines[0].startswith("du-gsm: agent accuracy, round 0: simulated ")
     text = real_debates.describe(a)
     assert "not refitted" in text and "under the source's protocol (du), 3 replicates" in text
@@ -294,13 +294,13 @@ def test_notebook_17_glue_sets_the_simulated_population_beside_the_run(du_gsm, t
 @pytest.mark.slow
 @pytest.mark.timeout(900)  # a first run imports DyLAN's corpus (~3.5 min) for the leave-one-out
 def test_notebook_17_on_the_shipped_dylan_debates(tmp_path, capsys):
-    from pear.paper import build, outputs
+    from pear.paper import build, registry
     figures = tmp_path / "figures"
     rc = build.build(backend="simulated", preset="sim", only="17", runs=str(tmp_path / "runs"),
                      figures=figures, build_dir=tmp_path / "build")
     out = capsys.readouterr().out
     assert rc == 0, out
-    assert outputs.check_outputs(figures, ["17_real_debates"]) == []
+    assert registry.check_outputs(figures, ["17_real_debates"]) == []
     table = (figures / "real_debates.md").read_text()
     assert "| dylan-math500 | agent accuracy, round 0 | 0.373 [" in table
     assert "| dylan-math500 | R2W (per query) | 0.488 [" in table
@@ -337,7 +337,7 @@ def test_imported_model_text_is_escaped_in_transcripts(tmp_path):
 @pytest.mark.timeout(900)
 def test_replay_build_on_an_imported_run(du_gsm, tmp_path, capsys):
     """`make paper BACKEND=replay RUNS=<imported run>`: every notebook runs or says why not."""
-    from pear.paper import build, outputs
+    from pear.paper import build, registry
     run = tmp_path / "imported"
     import_files("du", [du_gsm], run, dataset="gsm8k", model="qwen-3b")
     figures = tmp_path / "figures"
@@ -345,9 +345,9 @@ def test_replay_build_on_an_imported_run(du_gsm, tmp_path, capsys):
                      build_dir=tmp_path / "build", site_dir=tmp_path / "site")
     out = capsys.readouterr().out
     assert rc == 0, out
-    assert outputs.check_outputs(figures) == []
+    assert registry.check_outputs(figures) == []
     assert site.check_site(tmp_path / "site") == []  # every page and link
-    for name in outputs.NOT_FOR_IMPORTED:
+    for name in registry.NOT_FOR_IMPORTED:
         assert f"skipped {name}:" in out
     assert "cannot speak to imported debates" in (figures / "robustness.md").read_text()
     diag = (figures / "diagnostics.md").read_text()
@@ -359,7 +359,7 @@ def test_replay_build_on_an_imported_run(du_gsm, tmp_path, capsys):
 
 
 def test_a_cached_import_by_another_importer_version_is_imported_again(du_gsm, tmp_path):
-    from pear.populations.real_debates import imported_run
+    from pear.store.import_cache import imported_run
     from pear.store.importing import IMPORT_VERSION
     run = imported_run("du", du_gsm, tmp_path / "run", dataset="gsm8k")
     first = manifest.read(run)["imported"]

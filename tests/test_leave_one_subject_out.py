@@ -1,4 +1,4 @@
-"""Notebook 17's leave-one-out (pear.populations.heldout): a population fitted without one subject of
+"""Notebook 17's leave-one-out (pear.populations.leave_one_subject_out): a population fitted without one subject of
 DyLAN's corpus, held against that subject's debates."""
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from pear.sim import revision
-from pear.populations import grounding, heldout
+from pear.populations import corpus_fit, leave_one_subject_out
 
 
 def _chat(question: str, answers: list[str]) -> list[dict[str, str]]:
@@ -59,7 +59,7 @@ def test_the_fit_without_a_subject_never_sees_its_debates(corpus):
     run, counts = corpus
     recs = read_records(run)
     kept = [r for r in recs if revision.subject(r) == "Algebra"]
-    pop, g = heldout.fit_without("Geometry", [run])
+    pop, g = leave_one_subject_out.fit_without("Geometry", [run])
     assert pop.name == "grounded-without-geometry" and g.left_out == counts["Geometry"]
     assert pop.info["diagnostics"]["left_out"] == {"subject": "Geometry", "debates": 30}
     # the choice sets, the question sets' skills and the same-wrong share: Algebra's alone
@@ -70,7 +70,7 @@ def test_the_fit_without_a_subject_never_sees_its_debates(corpus):
     alone = revision.fit(revision.transitions(kept, sequential=True))
     np.testing.assert_allclose(g.fit.model.coef, alone.model.coef, atol=1e-6)
     # and it is another fit than the one on both subjects: Geometry's agents give new answers
-    both = grounding.ground([run])
+    both = corpus_fit.fit_corpus([run])
     tr = both.transitions
     F = revision.RevisionModel.FEATURES
     new = F.index("new")
@@ -93,20 +93,20 @@ def test_the_fit_without_a_subject_never_sees_its_debates(corpus):
     assert np.mean(alone_p) < np.mean(real) - 0.3
     assert g.same_wrong < both.same_wrong
     with pytest.raises(ValueError, match="no debate of subject 'Calculus'"):
-        heldout.fit_without("Calculus", [run])
+        leave_one_subject_out.fit_without("Calculus", [run])
 
 
 def test_leave_one_out_table_has_every_subject_and_statistic(corpus, tmp_path):
-    from pear.populations import dynamics
+    from pear.populations import debate_statistics
     run, counts = corpus
-    loo = heldout.leave_one_out(run, replicates=2, seed=0, n_resamples=200,
+    loo = leave_one_subject_out.leave_one_out(run, replicates=2, seed=0, n_resamples=200,
                                 cache=tmp_path / "cache", workers=2)
     assert list(loo.folds["subject"]) == ["Algebra", "Geometry"]
     assert list(loo.folds["debates"]) == [30, 30]
     # each fold fitted on the other subject's debates only
     assert list(loo.folds["fitted_debates"]) == [30, 30]
-    tab = heldout.table(loo)
-    stats = list(dynamics.STATISTICS.values())
+    tab = leave_one_subject_out.table(loo)
+    stats = list(debate_statistics.STATISTICS.values())
     assert tab.index.get_level_values(0).unique().tolist() == ["Algebra", "Geometry"]
     assert tab.loc["Algebra"].index.tolist() == stats
     assert list(tab.columns) == ["real [95% CI]", "debates",
@@ -114,25 +114,25 @@ def test_leave_one_out_table_has_every_subject_and_statistic(corpus, tmp_path):
                                  "study: simulated", "study: inside"]
     # the held-out real values are the subject's own: agents keep (Algebra) or move (Geometry)
     rows = loo.rows.set_index(["subject", "population", "statistic"])
-    change = rows.loc[("Algebra", heldout.HELDOUT, "change_rate"), "real"]
-    assert change < rows.loc[("Geometry", heldout.HELDOUT, "change_rate"), "real"]
-    s = heldout.summary(loo)
+    change = rows.loc[("Algebra", leave_one_subject_out.HELDOUT, "change_rate"), "real"]
+    assert change < rows.loc[("Geometry", leave_one_subject_out.HELDOUT, "change_rate"), "real"]
+    s = leave_one_subject_out.summary(loo)
     assert s.index.tolist() == ["Algebra", "Geometry", "all subjects"]
     assert s.loc["all subjects", "debates"] == 60
     n = loo.rows[(loo.rows["population"] == "study") & loo.rows["inside"].notna()]
     assert s.loc["all subjects", "study: inside"] == f"{int(n['inside'].sum())} of {len(n)}"
     # one process or two: the same outcome
-    alone = heldout.leave_one_out(run, replicates=2, seed=0, n_resamples=200, cache=None,
+    alone = leave_one_subject_out.leave_one_out(run, replicates=2, seed=0, n_resamples=200, cache=None,
                                   workers=1)
     assert (alone.setting["workers"], loo.setting["workers"]) == (1, 2)
     assert alone.rows.equals(loo.rows)
     # a second call reads the cache: the same outcome, said so
-    again = heldout.leave_one_out(run, replicates=2, seed=0, n_resamples=200,
+    again = leave_one_subject_out.leave_one_out(run, replicates=2, seed=0, n_resamples=200,
                                   cache=tmp_path / "cache")
     assert again.setting["cached"] and not loo.setting["cached"]
     # a notebook's words name the cache without the builder's folders
-    assert str(tmp_path) not in heldout.describe(again)
-    assert "read from the cache …/" in heldout.describe(again)
-    assert heldout.table(again).equals(tab)
+    assert str(tmp_path) not in leave_one_subject_out.describe(again)
+    assert "read from the cache …/" in leave_one_subject_out.describe(again)
+    assert leave_one_subject_out.table(again).equals(tab)
     with pytest.raises(ValueError, match="unknown subject 'Calculus'"):
-        heldout.leave_one_out(run, replicates=2, subjects_=["Calculus"], cache=None)
+        leave_one_subject_out.leave_one_out(run, replicates=2, subjects_=["Calculus"], cache=None)

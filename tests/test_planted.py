@@ -8,7 +8,7 @@ import warnings
 import pytest
 
 from pear import cli
-from pear.populations import family, holdout, planted, twin
+from pear.populations import family, split_half, planted, twin
 from pear.populations.simcheck import check
 from pear.sim.population import load as load_population
 
@@ -45,7 +45,7 @@ def test_planted_extremes_are_recovered_from_100_debates(runs):
     for name, run in runs.items():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            sh = holdout.split_half(run, replicates=8, base=None)
+            sh = split_half.split_half(run, replicates=8, base=None)
         st = {s["statistic"]: s for s in sh.twin_check.statistics}
         ok = [s["inside"] for s in st.values() if s["inside"] is not None]
         inside, defined = inside + sum(ok), defined + len(ok)

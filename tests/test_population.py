@@ -1,6 +1,6 @@
 """Simulated populations as named, versioned data (pear.sim.population), the revision
 model fitted to real transitions (pear.sim.revision) and the shipped files
-(pear.populations.grounding)."""
+(pear.populations.corpus_fit)."""
 from __future__ import annotations
 
 import dataclasses
@@ -57,7 +57,7 @@ def test_grounded_file_has_a_fitted_revision_model_with_its_provenance():
                                n_wrong=SimParams().n_wrong, wrong_focus_options=None,
                                wrong_focus_many=None) == SimParams()
     # on ten options, pinned by DebateLedger's figures, not carried from DyLAN's four
-    from pear.populations.grounding import WRONG_FOCUS_MANY
+    from pear.populations.corpus_fit import WRONG_FOCUS_MANY
     assert g.params.wrong_focus_many == WRONG_FOCUS_MANY == 0.75
     assert g.info["sources"]["wrong_focus_many"].startswith("pinned by published figures")
     assert m.params.wrong_focus_many is None
@@ -87,7 +87,7 @@ def test_bad_population_is_one_clear_error(tmp_path):
 
 
 def test_shipped_study_file_is_what_the_code_writes():
-    from pear.populations.grounding import study_population
+    from pear.populations.corpus_fit import study_population
     assert pop.load("study").fingerprint == study_population().fingerprint
 
 
@@ -365,16 +365,16 @@ def test_check_names_what_differs_from_the_shipped_files():
     """The reproducibility check (``pear populations check``, run by CI on the shipped corpus)
     reports a grounded population fitted on other debates and each of the ensemble's bootstrap
     draws refitted on them, and passes study."""
-    from pear.populations import grounding
+    from pear.populations import checks, corpus_fit, draws
     tr = _synthetic(3, n_sets=300)
-    g = grounding.Grounding(revision.fit(tr), 0.3, 40, tr, (), 0.0)
-    problems = grounding.check(g, g_math=g)
-    assert len(problems) == 2 + grounding.ENSEMBLE_K
+    g = corpus_fit.CorpusFit(revision.fit(tr), 0.3, 40, tr, (), 0.0)
+    problems = checks.check(g, g_math=g)
+    assert len(problems) == 2 + draws.ENSEMBLE_K
     assert problems[0].startswith("grounded: fingerprint") and "own: shipped" in problems[0]
     assert problems[1].startswith("grounded-math: fingerprint") and "own: shipped" in problems[1]
     problems = problems[:1] + problems[2:]
     assert [p.split(":")[0] for p in problems[1:]] == \
-        [f"ensemble/grounded-b{i}" for i in range(grounding.ENSEMBLE_K)]
+        [f"ensemble/grounded-b{i}" for i in range(draws.ENSEMBLE_K)]
     assert all("own: shipped" in p for p in problems[1:])
 
 
@@ -382,33 +382,33 @@ def test_shipped_draws_are_the_ensembles_populations(tmp_path):
     """The shipped bootstrap draws (data/populations/ensemble/) are what the ensemble uses
     without a refit: the first k of seed 0 from the shipped grounded; another seed, more
     than are shipped or another point: none (a refit); a file edited by hand: an error."""
-    from pear.populations import grounding
-    k, seed = grounding.ENSEMBLE_K, grounding.ENSEMBLE_SEED
-    shipped = grounding.shipped_draws(k, seed)
+    from pear.populations import checks, corpus_fit, draws
+    k, seed = draws.ENSEMBLE_K, draws.ENSEMBLE_SEED
+    shipped = draws.shipped_draws(k, seed)
     assert [p.name for p in shipped] == [f"grounded-b{i}" for i in range(k)]
     assert len({p.fingerprint for p in shipped}) == k
     point = pop.load("grounded")
     for p in shipped:  # grounded with its revision model redrawn, nothing else
         assert p.params == point.params and p.revision != point.revision
         assert p.info["diagnostics"]["bootstrap"] == {"seed": seed, "draw": int(p.name[10:])}
-    assert [p.fingerprint for p in grounding.shipped_draws(3, seed)] == \
+    assert [p.fingerprint for p in draws.shipped_draws(3, seed)] == \
         [p.fingerprint for p in shipped[:3]]
-    assert [p.fingerprint for p in grounding.bootstrap_populations(3, seed)] == \
+    assert [p.fingerprint for p in draws.bootstrap_populations(3, seed)] == \
         [p.fingerprint for p in shipped[:3]]
-    assert grounding.shipped_draws(k + 1, seed) is None
-    assert grounding.shipped_draws(k, seed + 1) is None
+    assert draws.shipped_draws(k + 1, seed) is None
+    assert draws.shipped_draws(k, seed + 1) is None
     # written elsewhere from another point: not the shipped grounded's draws
     other = point.with_params(wrong_focus=0.5)
-    grounding.write_draws(shipped[:2], seed, other, where=tmp_path)
-    assert grounding.shipped_draws(2, seed, where=tmp_path) is None
-    grounding.write_draws(shipped[:2], seed, point, where=tmp_path)
-    assert [p.fingerprint for p in grounding.shipped_draws(2, seed, where=tmp_path)] == \
+    draws.write_draws(shipped[:2], seed, other, where=tmp_path)
+    assert draws.shipped_draws(2, seed, where=tmp_path) is None
+    draws.write_draws(shipped[:2], seed, point, where=tmp_path)
+    assert [p.fingerprint for p in draws.shipped_draws(2, seed, where=tmp_path)] == \
         [p.fingerprint for p in shipped[:2]]
     record = json.loads((tmp_path / "ensemble.json").read_text())
     record["populations"]["grounded-b1"] = shipped[2].fingerprint
     (tmp_path / "ensemble.json").write_text(json.dumps(record))
     with pytest.raises(ValueError, match="grounded-b1.json'?: fingerprint .*ensemble.json says"):
-        grounding.shipped_draws(2, seed, where=tmp_path)
+        draws.shipped_draws(2, seed, where=tmp_path)
 
 
 def test_fit_says_when_the_data_do_not_identify_the_model():

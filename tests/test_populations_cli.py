@@ -1,4 +1,4 @@
-"""``pear populations`` (the shipped corpus fit, pear.populations.grounding, on the command
+"""``pear populations`` (the shipped corpus fit, pear.populations.corpus_fit, on the command
 line): the fit printed on DyLAN's MATH corpus restored from its shipped graded copy and on a run
 given with --also, bootstrap refits, a bad --also path refused, and (slow) the fit on every
 default run imported into a fresh build folder."""
@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from pear import cli
-from pear.populations import grounding
+from pear.populations import checks, corpus_fit
+from pear.store import import_cache
 from test_twin import _du_run, _planted
 
 MATH_CHOICES, MATH_DEBATES = 11580, 3346  # DyLAN's MATH corpus as imported (skip_bad)
@@ -19,8 +20,8 @@ MATH_CHOICES, MATH_DEBATES = 11580, 3346  # DyLAN's MATH corpus as imported (ski
 def math_only(tmp_path, monkeypatch) -> Path:
     """The default runs narrowed to DyLAN's MATH corpus, restored under ``tmp_path`` from its
     shipped graded copy (seconds; the MMLU teams' import grades 2,809 questions: 20 s)."""
-    run = grounding.corpus_run(tmp_path / "imported")
-    monkeypatch.setattr(grounding, "default_runs", lambda fresh=False: [run])
+    run = import_cache.corpus_run(tmp_path / "imported")
+    monkeypatch.setattr(corpus_fit, "default_runs", lambda fresh=False: [run])
     return run
 
 
@@ -68,7 +69,7 @@ def test_bootstrap_needs_a_positive_count(capsys):
 def test_fit_on_every_default_run_imported_afresh(tmp_path, monkeypatch, capsys):
     """DyLAN's MATH corpus and its four MMLU teams imported into an empty build folder (the
     MMLU import grades by letter: about 25 s) and fitted with the answer-space terms."""
-    monkeypatch.setattr(grounding, "BUILD_DIR", tmp_path)
+    monkeypatch.setattr(import_cache, "IMPORTED_DIR", tmp_path / "imported")
     assert cli.main(["populations", "fit"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("fit: 27268 choice sets of 7277 debates in ")
@@ -78,9 +79,9 @@ def test_fit_on_every_default_run_imported_afresh(tmp_path, monkeypatch, capsys)
 
 
 def test_check_names_each_difference_on_stderr_and_exits_1(monkeypatch, capsys):
-    """What `pear populations check` prints for what grounding.check_all found (the check
+    """What `pear populations check` prints for what checks.check_all found (the check
     itself, minutes, runs in CI and, with the imports restored, in the slow test below)."""
-    monkeypatch.setattr(grounding, "check_all", lambda log=None: (
+    monkeypatch.setattr(checks, "check_all", lambda log=None: (
         ["graded/dylan-math-gpt35: record 7 differs"], ["grounded: fingerprint aaa shipped"]))
     assert cli.main(["populations", "check"]) == 1
     out, err = capsys.readouterr()
@@ -98,9 +99,10 @@ def test_check_passes_on_the_shipped_files(tmp_path, monkeypatch, capsys):
     corpus restored from its graded copy rather than graded from scratch (CI does that: 2-4
     minutes): the shipped graded copy and every population file as the code writes them (about
     45 s: the MMLU import, the fits, 20 bootstrap refits)."""
-    monkeypatch.setattr(grounding, "BUILD_DIR", tmp_path)
+    monkeypatch.setattr(import_cache, "IMPORTED_DIR", tmp_path / "imported")
+    monkeypatch.setattr(checks, "BUILD_DIR", tmp_path)
     for name in ("corpus_run", "mmlu_runs"):
-        monkeypatch.setattr(grounding, name, lambda *a, fresh=False, _f=getattr(grounding, name),
+        monkeypatch.setattr(checks, name, lambda *a, fresh=False, _f=getattr(checks, name),
                             **k: _f(*a, **k))
     assert cli.main(["populations", "check"]) == 0
     out, err = capsys.readouterr()

@@ -1,4 +1,4 @@
-"""The population held against published per-model figures (pear.populations.published_dynamics):
+"""The population held against published per-model figures (pear.populations.published_collapse):
 the published intervals, the strength matching, and that the simulated collapse follows
 the revision model."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from pear.populations import published_dynamics as P
+from pear.populations import published_collapse as P
 from pear.sim.population import RevisionModel, load
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from pear import cli
-from pear.populations import dynamics, simcheck
+from pear.populations import debate_statistics, simcheck
 from pear.sim.backend import SimulatedBackend
 from pear.store.readers.protocols import Drop, Protocol, Quorum
 from pear.paths import REAL_DEBATES_DIR
@@ -60,8 +60,8 @@ def test_du_run_json_has_exactly_the_keys_and_the_real_values(du_run, capsys):
     out = _json(capsys, str(du_run), "--replicates", "3")
     assert list(out) == ["run", "population", "setting", "statistics"]
     assert out["population"]["name"] == "grounded" and len(out["population"]["fingerprint"]) == 64
-    assert [s["statistic"] for s in out["statistics"]] == list(dynamics.STATISTICS)
-    assert "vote_gain" in dynamics.STATISTICS
+    assert [s["statistic"] for s in out["statistics"]] == list(debate_statistics.STATISTICS)
+    assert "vote_gain" in debate_statistics.STATISTICS
     assert all(list(s) == KEYS for s in out["statistics"])
     st = {s["statistic"]: s for s in out["statistics"]}
     # round 0: agent 0 alone right; the last round: agents 0, 1 and, on the odd ones, 2

@@ -11,7 +11,7 @@ import pytest
 
 from pear import cli
 from pear.populations.simcheck import simulate_protocol
-from pear.populations import family, holdout, twin
+from pear.populations import family, split_half, twin
 from pear.sim.backend import SimulatedBackend
 from pear.sim.population import Population, load as load_population
 from pear.store.importing import import_files
@@ -88,7 +88,7 @@ def test_the_prior_pools_a_small_run_toward_the_corpus_fit(planted_run):
 
 
 def test_split_half_on_the_planted_run(planted_run):
-    sh = holdout.split_half(planted_run, prior=WIDE, replicates=4, base="grounded")
+    sh = split_half.split_half(planted_run, prior=WIDE, replicates=4, base="grounded")
     row = sh.row()
     assert row["fit_debates"] + row["check_debates"] == 400
     assert 150 < row["fit_debates"] < 250

@@ -1,8 +1,8 @@
 """Commands that fit simulated populations to recorded runs: ``pear fit`` (a twin),
 ``pear family`` (the shipped family of real twins: write, check, split-half) and
-``pear populations`` (the shipped corpus fit, :mod:`pear.populations.grounding`: check, write,
+``pear populations`` (the shipped corpus fit, :mod:`pear.populations.corpus_fit`: check, write,
 write-graded, fit, bootstrap, in-sample; and the check against published figures,
-:mod:`pear.populations.published_dynamics`: published)."""
+:mod:`pear.populations.published_collapse`: published)."""
 from __future__ import annotations
 
 import argparse
@@ -87,7 +87,7 @@ def _cmd_family(a: argparse.Namespace) -> int:
             eff = " ".join(f"{k} {v['estimate']:+.2f}" for k, v in d["effects"].items())
             print(f"{p.name:<44} {dyn}  [{eff}]  ({p.info['describes']})")
         return 0
-    from pear.populations.grounding import corpus_run, mmlu_runs  # the licensed runs, imported
+    from pear.store.import_cache import corpus_run, mmlu_runs  # the licensed runs, imported
     ms = family.members(corpus_run(), mmlu_runs())
     if a.action == "write":
         for path in family.write(ms):
@@ -100,7 +100,7 @@ def _cmd_family(a: argparse.Namespace) -> int:
         print(f"family: {len(family.load())} members, " + ("as shipped" if not problems else
                                                 f"{len(problems)} differences"))
         return 1 if problems else 0
-    from pear.populations.holdout import split_half
+    from pear.populations.split_half import split_half
     rows = [split_half(m.runs[0], keep=m.keep, name=m.name, replicates=a.replicates).row()
             for m in ms]
     import pandas as pd
@@ -116,7 +116,7 @@ def add_populations(sub: Any) -> None:
                        description="The shipped simulated populations (data/populations/: "
                                    "study, grounded, grounded-math and grounded's bootstrap "
                                    "draws) and the corpus fit they are written from (DyLAN's "
-                                   "MATH and MMLU debates, pear.populations.grounding), checked, "
+                                   "MATH and MMLU debates, pear.populations.corpus_fit), checked, "
                                    "written, refitted; and a population held against published "
                                    "per-model debate figures.")
     modes = p.add_subparsers(dest="mode", required=True)
@@ -154,10 +154,10 @@ def add_populations(sub: Any) -> None:
     mode("in-sample", _cmd_populations_in_sample,
          "hold the fit against its own data: the choice level per situation and the corpus's "
          "debates simulated under their own protocol; exit 1 when a situation's choices are "
-         "off (pear.populations.grounding.in_sample)", also=True)
+         "off (pear.populations.checks.in_sample)", also=True)
     pub = mode("published", _cmd_populations_published,
                "hold a population against published per-model debate figures (DebateLedger's "
-               "collapse and recovery of 11 models; pear.populations.published_dynamics)")
+               "collapse and recovery of 11 models; pear.populations.published_collapse)")
     pub.add_argument("--population", default="grounded", metavar="NAME|FILE",
                      help="study, grounded, grounded-math or a file (default: grounded)")
     pub.add_argument("--replicates", type=positive, default=5, metavar="K",
@@ -175,16 +175,16 @@ def _run_dir(text: str) -> str:
 
 def _ground(a: argparse.Namespace) -> Any:
     """The corpus fit on DyLAN's debates and the --also runs, printed."""
-    from pear.populations.grounding import fit_summary, ground  # heavy: only for this command
-    g = ground(extra=a.also)
+    from pear.populations.corpus_fit import fit_summary, fit_corpus  # heavy: only for this command
+    g = fit_corpus(extra=a.also)
     print(fit_summary(g))
     return g
 
 
 def _cmd_populations_check(a: argparse.Namespace) -> int:
-    from pear.populations import grounding  # heavy: pandas, scipy, only for this command
+    from pear.populations import checks, draws  # heavy: pandas, scipy, only for this command
     from pear.store.shipped import GRADED_DIR
-    graded, problems = grounding.check_all(log=print)
+    graded, problems = checks.check_all(log=print)
     where = shown(GRADED_DIR, elide=False)
     for line in graded:
         print(f"graded import check FAILED: {line}", file=sys.stderr)
@@ -197,24 +197,24 @@ def _cmd_populations_check(a: argparse.Namespace) -> int:
         print(f"population check FAILED: {line}", file=sys.stderr)
     if not problems:
         print(f"population check: the shipped study, grounded, grounded-math and "
-              f"{grounding.ENSEMBLE_K} bootstrap files are what the shipped data and code "
+              f"{draws.ENSEMBLE_K} bootstrap files are what the shipped data and code "
               "produce")
     return 1 if problems or graded else 0
 
 
 def _cmd_populations_write(a: argparse.Namespace) -> int:
-    from pear.populations import grounding  # heavy: pandas, scipy, only for this command
-    written, record = grounding.write_populations(_ground(a))
+    from pear.populations import checks, draws  # heavy: pandas, scipy, only for this command
+    written, record = checks.write_populations(_ground(a))
     for path, p in written:
         print(f"wrote {path} (fingerprint {p.fingerprint[:12]})")
-    print(f"wrote {grounding.ENSEMBLE_K} bootstrap draws of seed {grounding.ENSEMBLE_SEED} and "
+    print(f"wrote {draws.ENSEMBLE_K} bootstrap draws of seed {draws.ENSEMBLE_SEED} and "
           f"{record}")
     return 0
 
 
 def _cmd_populations_write_graded(a: argparse.Namespace) -> int:
     import time
-    from pear.populations.grounding import write_graded  # heavy: only for this command
+    from pear.populations.graded_copies import write_graded  # heavy: only for this command
     from pear.populations.real_debates import write_shipped_graded
     for write in (lambda: [write_graded()], write_shipped_graded):
         t0 = time.perf_counter()
@@ -232,7 +232,7 @@ def _cmd_populations_fit(a: argparse.Namespace) -> int:
 
 
 def _cmd_populations_bootstrap(a: argparse.Namespace) -> int:
-    from pear.populations.grounding import bootstrap_spread  # heavy: only for this command
+    from pear.populations.draws import bootstrap_spread  # heavy: only for this command
     dt, sd = bootstrap_spread(a.k, a.seed, _ground(a))
     print(f"{a.k} bootstrap refits in {dt:.2f} s ({dt / a.k:.3f} s each); sd of the "
           "coefficients: " + ", ".join(f"{f} {s:.3f}" for f, s in sd.items()))
@@ -241,7 +241,7 @@ def _cmd_populations_bootstrap(a: argparse.Namespace) -> int:
 
 def _cmd_populations_in_sample(a: argparse.Namespace) -> int:
     import time
-    from pear.populations.grounding import in_sample  # heavy: only for this command
+    from pear.populations.checks import in_sample  # heavy: only for this command
     g = _ground(a)
     t0 = time.perf_counter()
     table, debates, problems = in_sample(g)
@@ -258,6 +258,6 @@ def _cmd_populations_in_sample(a: argparse.Namespace) -> int:
 
 
 def _cmd_populations_published(a: argparse.Namespace) -> int:
-    from pear.populations.published_dynamics import report  # heavy: the simulator, pandas
+    from pear.populations.published_collapse import report  # heavy: the simulator, pandas
     print(report(a.population, a.replicates, a.seed, a.questions))
     return 0

@@ -7,7 +7,7 @@ Members, each named after its source (none made up to widen the range): DyLAN's 
 size of its MMLU debates; and a moment-matched twin of each published model and task
 (:mod:`pear.populations.published_gains`) whose figure the base with one effect reaches (within
 :data:`MATCH_TOLERANCE`); and a member of each model of DebateLedger's per-model table
-(:func:`pear.populations.published_dynamics.match`), matched on two figures at once (collapse
+(:func:`pear.populations.published_collapse.match`), matched on two figures at once (collapse
 with ``keep``, recovery with the pull of a right answer) where both land inside the published
 intervals.  The prior's spread adds how far the matched members spread an effect (models) to
 how far the licensed runs do (one model's tasks): :func:`pear.populations.twin.estimate_prior`.
@@ -27,7 +27,7 @@ import numpy as np
 
 from pear.populations.simcheck import REPLICATES, SimCheck, check as simcheck
 from pear.paths import write_json
-from pear.populations import published_dynamics, published_gains, reading, twin
+from pear.populations import published_collapse, published_gains, reading, twin
 from pear.sim.population import Population, load as load_population
 from pear.sim.revision import subject
 
@@ -100,10 +100,10 @@ def fit_members(ms: Sequence[Member], prior: twin.Prior | None = None
     licensed runs and the published members' matched effects; then the published members),
     the prior, and the published rows left out."""
     pub, left = published_members()
-    ledger, left_ledger = published_dynamics.members()
+    ledger, left_ledger = published_collapse.members()
     prior = prior or twin.estimate_prior(groups(ms), matched={  # the effects each matched,
         p.name: {k: p.info["diagnostics"]["effects"][k]["estimate"] for k in keys}  # 0 too
-        for ps, keys in ((pub, published_gains.MATCHED), (ledger, published_dynamics.MATCHED))
+        for ps, keys in ((pub, published_gains.MATCHED), (ledger, published_collapse.MATCHED))
         for p in ps})
     twins = [twin.fit_twin(m.runs, name=m.name, prior=prior, keep=m.keep,
                            describe=m.describes).population for m in ms]

@@ -1,10 +1,10 @@
 """Leave-one-out over DyLAN's MATH subjects: the grounded population held against debates it
 was not fitted on (notebook 17).
 
-For each of the subjects of DyLAN's corpus (:data:`pear.populations.grounding.CORPUS`, imported by
-:func:`pear.populations.grounding.corpus_run`; the subject is each record's
+For each of the subjects of DyLAN's corpus (:data:`pear.store.import_cache.CORPUS`, imported by
+:func:`pear.store.import_cache.corpus_run`; the subject is each record's
 :func:`pear.sim.revision.subject`), a grounded population is fitted by the same code as the
-shipped ``grounded`` (:func:`pear.populations.grounding.ground` with ``leave_out``) on the debates of
+shipped ``grounded`` (:func:`pear.populations.corpus_fit.fit_corpus` with ``leave_out``) on the debates of
 the *other* subjects and, as ``grounded`` is, DyLAN's MMLU debates (``extra``): the revision
 model, the question sets' round-0 accuracies and the same-wrong-answer share all come from
 them.  It is then held against the held-out subject's
@@ -32,11 +32,12 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from pear.populations import dynamics, simcheck
+from pear.populations import debate_statistics, simcheck
 from pear.parallel import fork_map
 from pear.paths import BUILD_DIR, PACKAGE_DIR, shown, write_json
 from pear.sim import revision
-from pear.populations import grounding
+from pear.populations import corpus_fit
+from pear.store import import_cache
 from pear.runs.factory import default_workers
 from pear.sim.population import load
 from pear.store import manifest
@@ -72,12 +73,12 @@ def population_name(subject: str) -> str:
 
 def fit_without(subject: str, runs: Sequence[str | os.PathLike[str]] | None = None) -> Any:
     """The grounded population fitted on ``runs`` (default: DyLAN's corpus) without the debates
-    of ``subject`` (:func:`pear.populations.grounding.ground` with ``leave_out``) and its
-    :class:`~pear.populations.grounding.Grounding`."""
-    g = grounding.ground(runs, leave_out=lambda r: revision.subject(r) == subject)
+    of ``subject`` (:func:`pear.populations.corpus_fit.fit_corpus` with ``leave_out``) and its
+    :class:`~pear.populations.corpus_fit.CorpusFit`."""
+    g = corpus_fit.fit_corpus(runs, leave_out=lambda r: revision.subject(r) == subject)
     if not g.left_out:
         raise ValueError(f"no debate of subject {subject!r} in {[str(p) for p in g.runs]}")
-    pop = grounding.grounded_population(g, population_name(subject), diagnostics={
+    pop = corpus_fit.grounded_population(g, population_name(subject), diagnostics={
         "left_out": {"subject": subject, "debates": g.left_out}})
     return pop, g
 
@@ -156,18 +157,18 @@ def leave_one_out(run: str | os.PathLike[str] | None = None, *, replicates: int 
                   cache: str | os.PathLike[str] | None = BUILD_DIR / "heldout",
                   workers: int | None = None,
                   extra: Sequence[str | os.PathLike[str]] | None = None) -> LeaveOneOut:
-    """Per subject of ``run`` (default: DyLAN's corpus, :func:`pear.populations.grounding.corpus_run`;
+    """Per subject of ``run`` (default: DyLAN's corpus, :func:`pear.store.import_cache.corpus_run`;
     ``subjects_``: these only), the population fitted without it (:func:`fit_without`) and the
     ``contrast`` populations held against its debates (:func:`pear.populations.simcheck.check`,
     ``replicates`` and ``seed``).  Read from / written to ``cache`` (None: no cache).  The
     subjects run in ``workers`` forked processes (default: every core, as a simulated run;
     the outcome does not depend on it).  ``extra``: runs every fold is also fitted on (default:
-    DyLAN's MMLU teams, :func:`pear.populations.grounding.mmlu_runs`, as ``grounded`` is, when
+    DyLAN's MMLU teams, :func:`pear.store.import_cache.mmlu_runs`, as ``grounded`` is, when
     ``run`` is not given; else none: pass them to hold a fit like ``grounded``'s)."""
     if extra is None:
-        extra = grounding.mmlu_runs() if run is None else ()
+        extra = import_cache.mmlu_runs() if run is None else ()
     extra = tuple(Path(e) for e in extra)
-    run = Path(run) if run is not None else grounding.corpus_run()
+    run = Path(run) if run is not None else import_cache.corpus_run()
     every = subjects(read_records(run))
     chosen = list(subjects_) if subjects_ else every
     unknown = [s for s in chosen if s not in every]
@@ -209,7 +210,7 @@ def _fmt(x: Any) -> str:
 def table(loo: LeaveOneOut) -> pd.DataFrame:
     """Subject x statistic: the real value with its 95% interval, the debates that define it,
     and per population the simulated value and whether it lies inside ("yes", "no", "n/a")."""
-    labels = {k: v for k, v in dynamics.STATISTICS.items()}
+    labels = {k: v for k, v in debate_statistics.STATISTICS.items()}
     r = loo.rows
     real = r.drop_duplicates(["subject", "statistic"]).set_index(["subject", "statistic"])
     out = pd.DataFrame({

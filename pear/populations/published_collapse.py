@@ -254,7 +254,7 @@ def match(fig: Figure, base: Population, seed: int = 0) -> tuple[Population, dic
                            "table": "DebateLedger", "model": fig.model,
                            "initial": fig.initial, "collapse": fig.collapse,
                            "recover": fig.recover, "debates": fig.debates}],
-            "code": {"modules": ["pear.populations.published_dynamics"],
+            "code": {"modules": ["pear.populations.published_collapse"],
                      "pear_version": pear.__version__},
             "diagnostics": diag}
     return Population(name, params, at(keep, pull).revision, info), diag

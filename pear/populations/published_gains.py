@@ -121,7 +121,7 @@ def du_profile(pop: Population, single: float, options: int = 0, seed: int = 0,
     numbers), its agents as strong as ``single`` in round 0: the change rate, W2R, R2W
     (per query) and vote gain (last round - round 0), for ``pear family list``."""
     import pandas as pd
-    from pear.populations import dynamics
+    from pear.populations import debate_statistics
     row = Row(0, "du-profile", pop.name, "profile", 3, 3, options, single, single)
     key = dict(list(_key(row, seed).items())[:questions])
     agents = [(q, a) for (_, q) in key for a in range(row.agents)]
@@ -137,7 +137,7 @@ def du_profile(pop: Population, single: float, options: int = 0, seed: int = 0,
             ar += [(i, a, r, ok, ans) for a, ans, ok in rd]
             ro.append((i, r, vote([ans for _, ans, _ in rd], rng) == key[(ds, q)]))
         deb.append((i, len(hist) - 1, 3, ro[-1][2]))
-    per = dynamics.per_debate(
+    per = debate_statistics.per_debate(
         pd.DataFrame(deb, columns=["debate", "rounds", "n_agents", "correct"]),
         pd.DataFrame(ar, columns=["debate", "agent", "round", "correct", "canonical"]),
         pd.DataFrame(ro, columns=["debate", "round", "vote_correct"]))

@@ -12,7 +12,6 @@ simulated too (the agents need only each question's gold and number of options).
 from __future__ import annotations
 
 import os
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -20,15 +19,15 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from pear.populations import dynamics, simcheck
-from pear.paths import BUILD_DIR, REAL_DEBATES_DIR, ShownPath
+from pear.populations import debate_statistics, simcheck
+from pear.paths import REAL_DEBATES_DIR, ShownPath
 from pear.store import manifest, shipped as shipped_import
-from pear.store.importing import import_files, same_import
+from pear.store.import_cache import IMPORTED_DIR, imported_run
 from pear.store.readers import DuReader, DylanReader
 from pear.tasks.benchmarks import sha256_files
 
-__all__ = ["SHIPPED", "Analysis", "imported_run", "shipped_runs",
-           "write_shipped_graded", "check_shipped_graded", "analyse", "table", "verdicts",
+__all__ = ["SHIPPED", "Analysis", "shipped_runs",
+           "analyse", "table", "verdicts",
            "plot_real_vs_simulated", "describe"]
 
 SHIPPED = {"dylan-math500": (DylanReader.name, "dylan-math500-gpt35.json.gz", "math500",
@@ -37,36 +36,6 @@ SHIPPED = {"dylan-math500": (DylanReader.name, "dylan-math500-gpt35.json.gz", "m
 file's import is shipped graded as ``pear.store.shipped.GRADED_DIR / name``: a first build
 writes the import from it instead of asking Math-Verify for every answer again (DyLAN's
 MATH-500 file: about 6,500 readings and comparisons, 24 s on a 2-core machine)."""
-
-
-def imported_run(fmt: str, file: str | os.PathLike[str], out: str | os.PathLike[str], *,
-                 dataset: str, model: str = "", grading: str | None = None,
-                 skip_bad: bool = False,
-                 shipped: str | os.PathLike[str] | None = None,
-                 protocol: str | None = None) -> Path:
-    """The run directory ``out`` holding ``file`` imported: kept when ``out`` already holds
-    exactly this import (:func:`pear.store.importing.same_import`: the file's sha256, the
-    importer's version, the dataset, the model, our benchmarks), else written from the shipped
-    graded copy ``shipped`` (:mod:`pear.store.shipped`) when its manifest says it is exactly this
-    import, else imported now (``skip_bad``: bad entries are left out and listed in the
-    manifest; ``protocol``: only that source protocol's debates, as ``pear import
-    --protocol``)."""
-    out, file = Path(out), Path(file)
-    same = dict(dataset=dataset, grading=grading, model=model)
-    held = manifest.read(out) if out.is_dir() else None
-    if same_import(held, fmt, [file], **same) and (protocol is None or (
-            held["imported"].get("protocol") or {}).get("name") == protocol):  # type: ignore
-        return out
-    if out.exists():
-        shutil.rmtree(out)
-    if shipped is not None:
-        ship = shipped_import.read_manifest(shipped)
-        if same_import(ship, fmt, [file], **same) and \
-                (skip_bad or not ship["imported"].get("bad_count")):  # type: ignore[index]
-            return shipped_import.restore(shipped, out, [file])
-    import_files(fmt, [file], out, dataset=dataset, grading=grading, model=model,
-                 skip_bad=skip_bad, protocol=protocol)
-    return out
 
 
 def shipped_runs(du_file: str = "", du_dataset: str = "gsm8k", du_grading: str = "",
@@ -82,38 +51,18 @@ def shipped_runs(du_file: str = "", du_dataset: str = "gsm8k", du_grading: str =
     # one folder per benchmark data (PEAR_DATA_DIR): imports matched against other questions
     # never replace each other
     data = hashlib.sha256(json.dumps(sha256_files(), sort_keys=True).encode()).hexdigest()[:8]
-    root = Path(where) if where else BUILD_DIR / "imported"
+    root = Path(where) if where else IMPORTED_DIR
     out = {}
     for name, (fmt, file, dataset, model) in SHIPPED.items():
-        run = root / f"{name}-{data}"
-        if fresh and run.exists():
-            shutil.rmtree(run)
         out[name] = ShownPath(imported_run(
-            fmt, REAL_DEBATES_DIR / file, run, dataset=dataset, model=model,
-            shipped=None if fresh else shipped_import.GRADED_DIR / name))
+            fmt, REAL_DEBATES_DIR / file, root / f"{name}-{data}", dataset=dataset, model=model,
+            shipped=shipped_import.GRADED_DIR / name, fresh=fresh))
     if du_file:
         name = f"du-{Path(du_file).name.split('.')[0]}"
         out[name] = ShownPath(imported_run(DuReader.name, du_file, root / f"{name}-{data}",
                                            dataset=du_dataset, model=du_model,
                                            grading=du_grading or None))
     return out
-
-
-def write_shipped_graded(where: str | os.PathLike[str] | None = None) -> list[Path]:
-    """Import each shipped file from scratch (under ``where``, default ``build/imported``) and
-    ship the import as its graded copy (:data:`SHIPPED`); the copies written."""
-    return [shipped_import.write(run, shipped_import.GRADED_DIR / name)
-            for name, run in shipped_runs(where=where, fresh=True).items()]
-
-
-def check_shipped_graded(runs: dict[str, Path] | None = None) -> list[str]:
-    """What differs between each shipped file's graded copy and ``runs`` (name -> an import
-    from scratch; default: imported now, :func:`shipped_runs` with ``fresh``); empty: every
-    copy is what the code produces (:func:`pear.store.shipped.differences`: timing, wall-clock
-    and environment fields aside)."""
-    runs = shipped_runs(fresh=True) if runs is None else runs
-    return [line for name, run in runs.items() for line in shipped_import.check(
-        shipped_import.GRADED_DIR / name, run, SHIPPED[name][1])]
 
 
 @dataclass(frozen=True)
@@ -130,7 +79,7 @@ class Analysis:
 
     @property
     def real(self) -> pd.DataFrame:
-        """:func:`pear.populations.dynamics.summarize` of the real debates."""
+        """:func:`pear.populations.debate_statistics.summarize` of the real debates."""
         return self.check.real
 
 
@@ -141,7 +90,7 @@ def analyse(name: str, run_dir: str | os.PathLike[str], *, seed: int = 0,
     source's protocol (:func:`pear.populations.simcheck.check`) and McNemar's test of its vote."""
     run_dir = Path(run_dir)
     c = simcheck.check(run_dir, population, replicates, seed, n_resamples=n_resamples)
-    test, test_note = dynamics.first_last_mcnemar(c.per_debate)
+    test, test_note = debate_statistics.first_last_mcnemar(c.per_debate)
     return Analysis(name, run_dir, manifest.read(run_dir) or {}, c, test, test_note)
 
 
@@ -176,7 +125,7 @@ def verdicts(analyses: Sequence[Analysis]) -> list[str]:
     for a in analyses:
         notes = a.check.real.set_index("statistic")["note"]
         for s in a.check.statistics:
-            label = dynamics.STATISTICS[s["statistic"]]
+            label = debate_statistics.STATISTICS[s["statistic"]]
             if s["inside"] is None:
                 why = notes[s["statistic"]] or "the simulated debates do not define it"
                 out.append(f"{a.name}: {label}: cannot be compared ({why})")
@@ -201,7 +150,7 @@ def table(analyses: Sequence[Analysis]) -> pd.DataFrame:
         sim = a.check.simulated.set_index("statistic")
         for s in a.check.statistics:
             st = s["statistic"]
-            rows.append({"run": a.name, "statistic": dynamics.STATISTICS[st],
+            rows.append({"run": a.name, "statistic": debate_statistics.STATISTICS[st],
                          "real [95% CI]": fmt(s["real"], s["lo"] if s["lo"] is not None
                                               else np.nan,
                                               s["hi"] if s["hi"] is not None else np.nan),

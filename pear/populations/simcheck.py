@@ -2,7 +2,7 @@
 
 :func:`check` simulates the run's debates ``replicates`` times with agents of a population
 (:mod:`pear.sim.population`: ``study``, ``grounded`` or a file) and sets the statistics of
-:data:`pear.populations.dynamics.STATISTICS` of the simulated debates (their mean over the
+:data:`pear.populations.debate_statistics.STATISTICS` of the simulated debates (their mean over the
 replicates) beside the real run's, each with the real run's 95% percentile bootstrap interval
 over debates and whether the simulated value lies inside it.
 
@@ -67,7 +67,7 @@ import numpy as np
 import pandas as pd
 
 from pear.paths import shown
-from pear.populations import dynamics
+from pear.populations import debate_statistics
 from pear.core.hashing import int_seed
 from pear.core.vote import vote
 from pear.sim.population import Population, load as load_population
@@ -105,21 +105,21 @@ class SimCheck:
     """What was simulated: ``kind`` (``protocol`` or ``engine``), the protocol or debate
     config, debates, replicates, seed, judge, the matched round-0 accuracy and skill_mean."""
     statistics: list[dict[str, Any]]
-    """One entry per statistic of :data:`pear.populations.dynamics.STATISTICS`, in its order:
+    """One entry per statistic of :data:`pear.populations.debate_statistics.STATISTICS`, in its order:
     ``statistic``, ``real``, ``lo``, ``hi`` (95% bootstrap over debates), ``debates`` (real
     debates that define it), ``simulated`` (mean over replicates), ``inside``; None where the
     run or the simulation does not define it."""
     real: pd.DataFrame
-    """:func:`pear.populations.dynamics.summarize` of the real debates."""
+    """:func:`pear.populations.debate_statistics.summarize` of the real debates."""
     simulated: pd.DataFrame
     """Per statistic: ``value`` (mean over replicates), ``low``/``high`` (2.5% and 97.5% of
     the replicates' values), ``n`` (replicates that define it)."""
     real_curve: pd.DataFrame
     simulated_curve: pd.DataFrame
-    """:func:`pear.populations.dynamics.round_curve` of the real and of every simulated debate
+    """:func:`pear.populations.debate_statistics.round_curve` of the real and of every simulated debate
     (up to the real run's longest debate)."""
     per_debate: pd.DataFrame = field(repr=False)
-    """:func:`pear.populations.dynamics.per_debate` of the real debates."""
+    """:func:`pear.populations.debate_statistics.per_debate` of the real debates."""
     simulated_agent_rounds: pd.DataFrame = field(repr=False, default_factory=pd.DataFrame)
     """Every simulated agent's answer (``debate, agent, round, correct, canonical``; the
     replicates' debates numbered one after another)."""
@@ -197,7 +197,7 @@ def summary(checks: Sequence[SimCheck]) -> str:
     lines.insert(0, f"sim-check summary: population {', '.join(pops)}, {len(checks)} runs")
     lines.append(f"total: {total_in} of {total_defined} statistics inside the real 95% "
                  f"interval over {len(checks)} runs")
-    for stat in dynamics.STATISTICS:
+    for stat in debate_statistics.STATISTICS:
         if per_stat.get(stat):
             n = per_stat[stat]
             lines.append(f"  {stat}: outside in {sum(n.values())} runs "
@@ -236,10 +236,10 @@ def check(run_dir: str | os.PathLike[str], population: str | os.PathLike[str] | 
         raise ValueError(f"run {str(run_dir)!r} has one agent per debate: nothing to simulate "
                          "of a debate")
     view = from_records(recs)
-    per = dynamics.per_debate(view.debates, view.agent_rounds, view.rounds)
-    real = dynamics.summarize(per, rng=np.random.default_rng(seed), n_resamples=n_resamples)
+    per = debate_statistics.per_debate(view.debates, view.agent_rounds, view.rounds)
+    real = debate_statistics.summarize(per, rng=np.random.default_rng(seed), n_resamples=n_resamples)
     horizon = int(view.debates["rounds"].max())
-    real_curve = dynamics.round_curve(view.debates, view.agent_rounds, view.rounds, horizon)
+    real_curve = debate_statistics.round_curve(view.debates, view.agent_rounds, view.rounds, horizon)
 
     imported = man.get("imported")
     frames: list[tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]] = []
@@ -272,11 +272,11 @@ def check(run_dir: str | os.PathLike[str], population: str | os.PathLike[str] | 
                     "draws": replicates if draws is not None else 0,
                     "round0_accuracy": {f"{m}/{d}": t for (m, d), t in targets.items()},
                     "skill_mean": float(np.mean(skills))})
-    sim_per = [dynamics.per_debate(*f) for f in frames]
+    sim_per = [debate_statistics.per_debate(*f) for f in frames]
     values = _replicate_values(sim_per)
     sim = _replicate_summary(values)
     deb, ar, ro = _stack(frames)
-    sim_curve = dynamics.round_curve(deb, ar, ro, horizon)
+    sim_curve = debate_statistics.round_curve(deb, ar, ro, horizon)
     return SimCheck(shown(run_dir, elide=False), pop, setting, _entries(real, sim), real, sim,
                     real_curve, sim_curve, per, ar,
                     {k: [float(x) for x in v] for k, v in values.items()})
@@ -292,12 +292,12 @@ def _replicate_values(pers: Sequence[pd.DataFrame]) -> dict[str, np.ndarray]:
     """Per statistic, each replicate's value (its mean over the debates that define it)."""
     return {stat: np.array([np.nanmean(p[stat].to_numpy(float)) if np.isfinite(
         p[stat].to_numpy(float)).any() else np.nan for p in pers])
-        for stat in dynamics.STATISTICS}
+        for stat in debate_statistics.STATISTICS}
 
 
 def _replicate_summary(values: Mapping[str, np.ndarray]) -> pd.DataFrame:
     rows = []
-    for stat, label in dynamics.STATISTICS.items():
+    for stat, label in debate_statistics.STATISTICS.items():
         vals = values[stat]
         ok = vals[np.isfinite(vals)]
         lo, hi = (np.quantile(ok, [0.025, 0.975]) if ok.size else (np.nan, np.nan))
@@ -348,7 +348,7 @@ def _replicate_seed(seed: int, k: int) -> int:
 
 def _targets(debates: pd.DataFrame, per: pd.DataFrame) -> dict[tuple[str, str], float]:
     """(model, dataset) -> the run's round-0 agent accuracy (``agent_acc_first`` of
-    :func:`pear.populations.dynamics.per_debate`, averaged over the group's debates)."""
+    :func:`pear.populations.debate_statistics.per_debate`, averaged over the group's debates)."""
     acc = per["agent_acc_first"].groupby([debates["model"].astype(str).to_numpy(),
                                           debates["dataset"].astype(str).to_numpy()]).mean()
     return {(str(m), str(d)): float(v) for (m, d), v in acc.items()}
@@ -404,7 +404,7 @@ def _simulate_imported(recs: Sequence[Mapping[str, Any]], proto: Protocol, pop: 
                        seed: int, targets: Mapping[tuple[str, str], float], judge: str,
                        grading: str) -> tuple[tuple[pd.DataFrame, ...], list[float]]:
     """One replicate of an imported run's debates under its source's protocol: the frames
-    :func:`pear.populations.dynamics.per_debate` reads, and the matched skill_mean per group."""
+    :func:`pear.populations.debate_statistics.per_debate` reads, and the matched skill_mean per group."""
     groups: dict[tuple[str, str], list[int]] = defaultdict(list)
     for i, r in enumerate(recs):
         groups[(str(r["model"]), str(r["dataset"]))].append(i)

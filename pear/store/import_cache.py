@@ -11,7 +11,7 @@ and every write is whole or absent (a temporary folder beside the run, renamed i
 :func:`pear.paths.new_dir`; a stale import is renamed aside before it is removed), so a reader
 never sees half a run.
 
-DyLAN's corpora, the runs the corpus fit (:mod:`pear.populations.grounding`) and notebooks read:
+DyLAN's corpora, the runs the corpus fit (:mod:`pear.populations.corpus_fit`) and notebooks read:
 
 * :func:`corpus_run`: its whole MATH corpus (:data:`CORPUS`), written from its shipped graded
   copy (:data:`GRADED`) on a first build;

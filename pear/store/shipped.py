@@ -1,6 +1,6 @@
 """An import shipped graded: a run directory of imported debates (:mod:`pear.store.importing`)
 kept as data, so that a first build writes the run from it instead of grading every answer
-again (DyLAN's corpus: ``data/real-debates/graded/``, :func:`pear.populations.grounding.corpus_run`).
+again (DyLAN's corpus: ``data/real-debates/graded/``, :func:`pear.store.import_cache.corpus_run`).
 
 A shipped copy is a folder of two files:
 
@@ -42,7 +42,7 @@ __all__ = ["GRADED_DIR", "RECORDS_XZ", "UNCOMPARED", "write", "read_manifest", "
 
 GRADED_DIR = REAL_DEBATES_DIR / "graded"
 """Where the shipped imports lie, one folder each (DyLAN's corpus,
-:data:`pear.populations.grounding.GRADED`; notebook 17's files,
+:data:`pear.store.import_cache.GRADED`; notebook 17's files,
 :data:`pear.populations.real_debates.SHIPPED`)."""
 
 RECORDS_XZ = RECORDS_FILE + ".xz"
