@@ -30,9 +30,9 @@
 # A simulated build's conclusions hang on its simulated population. The last section states
 # them across an ensemble of plausible populations (the grounded revision model refitted on
 # DyLAN's debates resampled with replacement, and PEAR's critiques mapped to "heard" in full or
-# discounted by half, `pear.paper.ensemble`): the main results and
-# PEAR's gains with their range, and each claim with the share of populations in which it
-# holds, on a reduced grid run beside the build's (`<run>-ensemble/`, resumable).
+# discounted by half; the grid's runner and its tables are `pear.paper.ensemble`): the main
+# results and PEAR's gains with their range, and each claim with the share of populations in
+# which it holds, on a reduced grid run beside the build's (`<run>-ensemble/`, resumable).
 
 # %% tags=["parameters"]
 backend: str = "llamacpp"  # llamacpp | openai | vllm | vllm-cpu | simulated | replay
@@ -98,8 +98,26 @@ figures.display_figure(fig)
 # to vary: its tables say so.
 
 # %%
-ens = ensemble.for_build(backend, preset, runs_dir, seeds=seeds, n_questions=n_questions,
-                         k=ensemble_k, questions=ensemble_questions, seed=ensemble_seed)
+from pear.backends.registry import spec as backend_spec
+from pear.paper import study
+from pear.paths import ensemble_dir
+
+run_dir = study.runs_path(runs_dir, preset, backend)
+small = ensemble.grid(base=study.experiment(preset, seeds=seeds, n_questions=n_questions,
+                                            backend=backend), n_questions=ensemble_questions)
+replay = not backend_spec(backend).runs  # a replay build reads what a simulated one ran
+
+
+def across(root, family=False):
+    """The reduced grid under every population of `root`, each its own run directory (run or
+    resumed, several at once; read only on a replay), or why the build has none to vary."""
+    note = ensemble.unvaried(backend, run_dir, root, family)
+    if note:
+        return ensemble.Ensemble.empty(small, root, note, family)
+    return ensemble.run(small, root, ensemble_k, ensemble_seed, replay=replay, family=family)
+
+
+ens = across(ensemble_dir(run_dir))  # grounded and ensemble_k bootstrap draws
 print(ensemble.describe_times(ens))
 ensemble.table_main(ens)
 
@@ -129,10 +147,27 @@ ensemble.table_claims(ens)
 # within one member; the family is how far models differ.
 
 # %%
-fam = ensemble.for_build(backend, preset, runs_dir, seeds=seeds, n_questions=n_questions,
-                         questions=ensemble_questions, family=True)
+fam = across(ensemble.family_dir(run_dir), family=True)
 print(ensemble.describe_times(fam))
 ensemble.table_gains(fam)
+
+# %% [markdown]
+# What the ledger's page says of each claim across the family: in how many members it holds,
+# the trait that sorts them (when one does), and the members by name.
+
+
+# %%
+def family_words(fam):
+    """Claim -> where it holds across the family's members, in words."""
+    if fam.note:
+        return {}
+    traits = ensemble.member_traits(fam)
+    return {cid: f"{ensemble.where_it_holds(held, traits)}. Holds in: "
+                 f"{', '.join(held.index[held.astype(bool)]) or 'none'}."
+            for cid, held in ensemble.held_by_member(fam).items()}
+
+
+words = family_words(fam)
 
 # %%
 ensemble.table_claims(fam)
@@ -149,7 +184,7 @@ figures.save_figure(fig, "claims_forest")
 diff.save_ledger(table, "claims")  # claims.json: `pear claims-diff` compares two builds
 ledger.save_html(ledger.ledger_html(table, link=ledger.site_link, title="",
                                     source=subset.caption("The claims ledger of this build:"),
-                                    family=ensemble.family_words(fam)),
+                                    family=words),
                  "claims")
 report.save_table(ensemble.table_main(ens), "ensemble_main",
                   caption=ensemble.caption_main(ens))

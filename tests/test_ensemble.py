@@ -13,7 +13,7 @@ from pear.analysis import metrics
 from pear.catalog.labels import dataset_label, method_label
 from pear.claims.evaluate import ledger
 from pear.paper import ensemble
-from pear.populations import grounding
+from pear.populations import corpus_fit
 from pear.paper.study import load_results
 from pear.runs.grid import preset
 from pear.sim import revision
@@ -22,7 +22,7 @@ from pear.store import manifest
 from pear.store.records import iter_records
 
 
-def _grounding(seed: int = 0, n_sets: int = 600) -> grounding.Grounding:
+def _grounding(seed: int = 0, n_sets: int = 600) -> corpus_fit.CorpusFit:
     """A revision fit on synthetic choice sets (three per debate): a stand-in for DyLAN's
     corpus, so that no corpus is imported here."""
     rng = np.random.default_rng(seed)
@@ -42,7 +42,7 @@ def _grounding(seed: int = 0, n_sets: int = 600) -> grounding.Grounding:
     tr = revision.Transitions(np.vstack(X), np.concatenate(chosen), np.asarray(group),
                               np.arange(n_sets) // 3, ["s"] * n_sets,
                               [str(i) for i in range(n_sets // 3 + 1)])
-    return grounding.Grounding(revision.fit(tr), 0.2, 50, tr, (), 0.0)
+    return corpus_fit.CorpusFit(revision.fit(tr), 0.2, 50, tr, (), 0.0)
 
 
 GROUNDING = _grounding()
@@ -168,11 +168,43 @@ def test_bad_k_is_one_clear_error_and_writes_nothing(k, tmp_path, capsys):
 
 
 def test_a_build_without_a_population_to_vary_says_so(tmp_path):
-    e = ensemble.for_build("llamacpp", "smoke", str(tmp_path / "run"))
+    run = tmp_path / "run"
+    root = ensemble.ensemble_dir(run)
+    note = ensemble.unvaried("llamacpp", run, root)
+    e = ensemble.Ensemble.empty(EXP, root, note)
     assert "real model (backend llamacpp)" in ensemble.table_main(e)["note"].iloc[0]
-    e = ensemble.for_build("replay", "sim", str(tmp_path / "run"))
+    note = ensemble.unvaried("replay", run, root)
+    e = ensemble.Ensemble.empty(EXP, root, note)
     assert "no ensemble was run" in ensemble.table_claims(e)["note"].iloc[0]
     assert "no ensemble was run" in ensemble.caption_gains(e)
+    assert "no family was run" in ensemble.unvaried("replay", run, ensemble.family_dir(run),
+                                                    family=True)
+    assert ensemble.unvaried("simulated", run, root) == ""  # a simulated build runs it
+    root.mkdir()
+    (root / ensemble.RECORD).write_text("{}")
+    assert ensemble.unvaried("replay", run, root) == ""  # a replay reads what is there
+
+
+def test_a_grid_under_a_population_file_keeps_or_replaces_the_file_by_fingerprint(tmp_path):
+    from pear.sim import population as pop
+    p = pop.load(ensemble.POINT)
+    file = ensemble.population_file(p, tmp_path)
+    assert file == tmp_path / "populations" / "grounded.json"
+    assert pop.load(file).fingerprint == p.fingerprint
+    stamp = file.stat().st_mtime_ns
+    assert ensemble.population_file(p, tmp_path) == file and file.stat().st_mtime_ns == stamp
+    other = pop.load("study")
+    there = tmp_path / "populations" / f"{other.name}.json"
+    there.write_text(file.read_text())  # another population under its name: replaced
+    assert ensemble.population_file(other, tmp_path) == there
+    assert pop.load(there).fingerprint == other.fingerprint != p.fingerprint
+    exp = ensemble.grid(base=preset("sim", datasets=("gsm8k",), n_questions=2, seeds=(0,)),
+                        n_questions=2, methods=ensemble.MAIN)
+    s = ensemble.run_under(exp, file, tmp_path / "g")
+    assert s.written == 4 * 2 and s.complete
+    named = manifest.read(tmp_path / "g")["backend_settings"][0]["population"]
+    assert named == {"name": p.name, "fingerprint": p.fingerprint}
+    assert ensemble.run_under(exp, file, tmp_path / "g").written == 0  # resumed: nothing left
 
 
 def test_populations_run_two_at_a_time_find_what_one_at_a_time_finds(ens, tmp_path):
@@ -210,14 +242,14 @@ def test_the_family_runs_every_member_and_states_each_claim_per_member(tmp_path)
     assert traits.loc[[m for m in members if m.startswith("published")],
                       ["follow", "keep", "invent"]].eq(0).all().all()  # they free follow_right
     held = ensemble.held_by_member(fam)
-    words = ensemble.family_words(fam)
     for cid, h in held.items():
         assert list(h.index) == members
         assert f"/{len(members)}" in table.loc[cid, "Holds in"]
         assert int(table.loc[cid, "Holds in"].split("/")[0]) == int(h.sum())
-        assert words[cid].startswith(f"holds in {int(h.sum())} of {len(members)} members")
-        named = words[cid].partition("Holds in: ")[2].rstrip(".")
-        assert named == (", ".join(h.index[h]) or "none")
+        words = ensemble.where_it_holds(h, traits)
+        assert words.startswith(f"holds in {int(h.sum())} of {len(members)} members")
+        where = table.loc[cid, "Where it holds"]
+        assert where == "–" or where in words
     assert "Where it holds" in table.columns
     assert "family of" in ensemble.caption_claims(fam)
     assert "family members" in ensemble.describe_times(fam)

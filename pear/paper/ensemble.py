@@ -52,15 +52,15 @@ from pear.paths import ensemble_dir, write_json
 from pear.core.methods import METHODS
 from pear.populations import corpus_fit
 from pear.populations.draws import bootstrap_populations
-from pear.paper.study import experiment, load_results, is_imported, runs_path, describe_scope
+from pear.paper.study import experiment, load_results, is_imported, describe_scope
 from pear.runs.factory import default_workers, grid_backend
 from pear.runs.runner import check_workers, run as run_grid
 from pear.sim import population as pop
 
-__all__ = ["DEFAULT_K", "DEFAULT_QUESTIONS", "POINT", "MAIN", "BASELINES", "POOLED", "Ensemble",
-           "grid", "write_populations", "write_family", "run", "for_build", "table_main", "table_gains",
+__all__ = ["DEFAULT_K", "DEFAULT_QUESTIONS", "POINT", "MAIN", "BASELINES", "POOLED", "RECORD",
+           "Ensemble", "grid", "population_file", "run_under", "unvaried", "write_populations",
+           "write_family", "run", "table_main", "table_gains",
            "held_by_member", "TRAITS", "TRAIT_GAP", "member_traits", "where_it_holds", "sorting_trait",
-           "family_words",
            "table_claims", "caption_main", "caption_gains", "caption_claims",
            "describe_times", "claims_not_run", "ensemble_dir", "family_dir"]
 
@@ -109,6 +109,12 @@ class Ensemble:
     def k(self) -> int:
         return len(self.members)
 
+    @classmethod
+    def empty(cls, exp: Any, root: str | Path, note: str, family: bool = False) -> "Ensemble":
+        """An ensemble of nothing, saying why (``note``, e.g. :func:`unvaried`'s)."""
+        e = pd.DataFrame()
+        return cls(exp, Path(root), 0, (), e, e, e, None, note=note, family=family)
+
 
 # ----------------------------------------------------------------- the grid and populations
 
@@ -131,6 +137,36 @@ def grid(preset: str = "sim", n_questions: int = DEFAULT_QUESTIONS, *, seeds: st
     n = int(n_questions) if exp.n_questions is None else min(int(n_questions), exp.n_questions)
     return dataclasses.replace(exp, methods=chosen, seeds=exp.seeds[:1], n_questions=n,
                                full_datasets=())
+
+
+def population_file(p: Any, root: str | Path) -> Path:
+    """``root/populations/<name>.json``, the file a grid under population ``p`` names
+    (:func:`run_under`): written unless it holds ``p`` already (the same fingerprint), so a
+    resumed grid keeps its file and a refitted population of the same name replaces it."""
+    file = Path(root) / "populations" / f"{p.name}.json"
+    try:
+        same = file.is_file() and pop.load(file).fingerprint == p.fingerprint
+    except ValueError:
+        same = False
+    if not same:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        p.write(file)
+    return file
+
+
+def run_under(exp: Any, file: str | Path, out: str | Path, *, workers: int = 1,
+              progress: bool = False) -> Any:
+    """Run (or resume) the grid ``exp`` on simulated agents of the population ``file``
+    (:func:`population_file`) into the run directory ``out``, through
+    :func:`pear.runs.runner.run` (resumable, append-only); its summary.  A grid left
+    incomplete (a debate failed) is an error naming the first failure."""
+    be = grid_backend(SIMULATED, exp, extra={"population": str(file)})
+    s = run_grid(exp, be, Path(out), progress=progress, workers=workers)
+    if not s.complete:
+        first = s.failed[0][1] if s.failed else "unknown"
+        raise RuntimeError(f"population {Path(file).stem}: the grid is incomplete "
+                           f"({len(s.failed)} debates failed; first: {first}); rerun to resume")
+    return s
 
 
 def _check_k(k: Any) -> int:
@@ -170,10 +206,8 @@ def write_populations(root: str | Path, k: int = DEFAULT_K, seed: int = 0, *,
         for p in draws:
             if p.name in todo:
                 have[p.name] = p
-    pdir.mkdir(parents=True, exist_ok=True)
     for p in [point, *have.values()]:
-        if not (pdir / f"{p.name}.json").is_file():
-            p.write(pdir / f"{p.name}.json")
+        population_file(p, root)
     fingerprints = {**(record or {}).get("populations", {}),
                     **{n: have[n].fingerprint for n in names[1:]}}
     write_json(root / RECORD, {"seed": seed, "point": point.manifest(),
@@ -196,13 +230,9 @@ def write_family(root: str | Path) -> dict[str, Path]:
                    or record.get("point", {}).get("fingerprint") != point.fingerprint):
         raise ValueError(f"ensemble folder {str(root)!r} holds other populations than the "
                          "shipped family: use another folder")
-    pdir = root / "populations"
-    pdir.mkdir(parents=True, exist_ok=True)
-    for p in [point, *members]:
-        if not (pdir / f"{p.name}.json").is_file():
-            p.write(pdir / f"{p.name}.json")
+    files = {p.name: population_file(p, root) for p in [point, *members]}
     write_json(root / RECORD, {"point": point.manifest(), "family": prints}, newline=True)
-    return {n: pdir / f"{n}.json" for n in [POINT, *prints]}
+    return files
 
 
 def _read_record(root: Path) -> dict[str, Any] | None:
@@ -295,13 +325,7 @@ def _population(name: str) -> tuple[dict[str, Any], int, float]:
     exp, root, files, seed, paper, replay, progress = _FORKED
     t0, written = time.perf_counter(), 0
     if not replay:
-        be = grid_backend(SIMULATED, exp, extra={"population": str(files[name])})
-        s = run_grid(exp, be, root / name, progress=progress, workers=1)
-        if not s.complete:
-            first = s.failed[0][1] if s.failed else "unknown"
-            raise RuntimeError(f"population {name}: the grid is incomplete ({len(s.failed)} "
-                               f"debates failed; first: {first}); rerun to resume")
-        written = s.written
+        written = run_under(exp, files[name], root / name, progress=progress).written
     return (_read(exp, root / name, seed, full=name == POINT, paper=paper), written,
             time.perf_counter() - t0)
 
@@ -364,37 +388,24 @@ def family_dir(run_dir: str | Path) -> Path:
     return root.with_name(root.name + "-family")
 
 
-def for_build(backend: str, preset: str, runs_dir: str = "", *, seeds: str = "",
-              n_questions: int = 0, k: int = DEFAULT_K, questions: int = DEFAULT_QUESTIONS,
-              seed: int = 0, workers: int | None = None, family: bool = False) -> Ensemble:
-    """The ensemble of a build (the notebooks' parameters): on the simulated backend run or
-    resume it into :func:`pear.paths.ensemble_dir` of the build's run, on ``replay`` read
-    it there; the grid is :func:`grid` of the build's (``questions`` per dataset, at most the
-    build's).  A build of a real model or of imported debates has no population to vary:
-    the :class:`Ensemble` is empty and says so (``note``).  ``family``: the family of real
-    twins instead of bootstrap draws, in :func:`family_dir`."""
-    k = _check_k(k)
-    run_dir = runs_path(runs_dir, preset, backend)
-    exp = experiment(preset, seeds=seeds, n_questions=n_questions, backend=backend)
-    root = family_dir(run_dir) if family else ensemble_dir(run_dir)
-    note = ""
+def unvaried(backend: str, run_dir: str | Path, root: str | Path, family: bool = False) -> str:
+    """Why a build (``backend``, its run ``run_dir``) has no simulated population to vary
+    across the ensemble folder ``root`` (:func:`pear.paths.ensemble_dir` or :func:`family_dir`
+    of its run, ``family``: the latter; the tables say it, :meth:`Ensemble.empty`); ``""``
+    when it has one: its agents are simulated, or it replays a simulated run with ``root``
+    beside it."""
+    root = Path(root)
     replay = not backend_spec(backend).runs
     if not (replay or backend_spec(backend).simulator):
-        note = (f"this build's agents are a real model (backend {backend}): there is no "
+        return (f"this build's agents are a real model (backend {backend}): there is no "
                 "simulated population to vary")
-    elif replay and is_imported(run_dir):
-        note = "this build replays imported debates: there is no simulated population to vary"
-    elif replay and not (root / RECORD).is_file():
-        note = (f"no {'family' if family else 'ensemble'} was run beside this run "
+    if replay and is_imported(run_dir):
+        return "this build replays imported debates: there is no simulated population to vary"
+    if replay and not (root / RECORD).is_file():
+        return (f"no {'family' if family else 'ensemble'} was run beside this run "
                 f"({root.name} is missing): a simulated build or `pear ensemble"
                 f"{' --family' if family else ''}` runs it")
-    if note:
-        empty = pd.DataFrame()
-        return Ensemble(exp, root, seed, (), empty, empty, empty, None, note=note,
-                        family=family)
-    small = grid(base=exp, n_questions=questions)
-    return run(small, root, k, seed, workers=workers, replay=replay,
-               family=family)
+    return ""
 
 
 # ----------------------------------------------------------------- tables
@@ -554,17 +565,6 @@ def sorting_trait(held: pd.Series, traits: pd.DataFrame) -> str:
     return (f"those where {TRAITS[trait]} {'more' if more else 'less'} ({rule}: "
             f"{int(first.sum())} of {len(first)}; {other}: {int(second.sum())} of "
             f"{len(second)})")
-
-
-def family_words(ens: Ensemble) -> dict[str, str]:
-    """Claim -> :func:`where_it_holds` across a family ensemble's members, then the members
-    it holds in by name (what the ledger shows of the family); empty without a family."""
-    if not ens.family or ens.note:
-        return {}
-    traits = member_traits(ens)
-    return {cid: f"{where_it_holds(h, traits)}. Holds in: "
-                 f"{', '.join(h.index[h.astype(bool)]) or 'none'}."
-            for cid, h in held_by_member(ens).items()}
 
 
 def table_claims(ens: Ensemble) -> pd.DataFrame:
