@@ -15,7 +15,7 @@
 #
 # Debates your model had (any run directory: `pear run`, or another framework's log
 # imported with `pear import`, e.g. an Inspect log) make a simulated population that debates
-# like it: a **twin** (`pear fit RUN --out twin.json`, `pear.populations.twin`). The twin keeps
+# like it: a **twin** (`pear population fit RUN --out twin.json`, `pear.populations.twin`). The twin keeps
 # the corpus fit of DyLAN's debates (`grounded`) as its prior mean and frees six run-level
 # effects (how firmly an agent keeps its answer, how much more firmly a right one, how hard an
 # answer it hears pulls, how much more a right one pulls, how often it invents a new one, how
@@ -25,10 +25,10 @@
 #
 # **When the pilot is too small or unlike every model we know.** Under 20 debates the twin is
 # mostly its prior: it is written with a warning naming its size (printed below), and its
-# effects' standard errors stay near the prior's 1.5. `pear sim-check RUN --population
+# effects' standard errors stay near the prior's 1.5. `pear population sim-check RUN --population
 # twin.json` then gives each statistic a *predictive* interval (each replicate draws the
 # effects from their fitted uncertainty), wide for a small pilot: read the interval, not the
-# point. `pear sim-check RUN --population family` weights the family's members by their
+# point. `pear population sim-check RUN --population family` weights the family's members by their
 # likelihood on the run; where the run's own twin explains it far better than every member
 # (a likelihood-ratio test, 1%), it says the run is unlike every member: the family's range is
 # then an extrapolation and the twin's forecast is the one to read.

@@ -111,6 +111,6 @@ def test_the_family_weighted_by_a_pilot(runs, capsys):
             assert lo <= s["forecast"] <= hi
     text = fc.table()
     assert "weighted forecast" in text and "members carry the forecast" in text
-    assert cli.main(["sim-check", str(runs["flippy"]), "--population", "family",
+    assert cli.main(["population", "sim-check", str(runs["flippy"]), "--population", "family",
                      "--replicates", "1"]) == 0
     assert "weighted forecast" in capsys.readouterr().out

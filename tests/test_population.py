@@ -362,7 +362,7 @@ def test_dylan_reader_reads_a_tgz_of_json_files(tmp_path):
 
 
 def test_check_names_what_differs_from_the_shipped_files():
-    """The reproducibility check (``pear populations check``, run by CI on the shipped corpus)
+    """The reproducibility check (``pear population shipped check``, run by CI on the shipped corpus)
     reports a grounded population fitted on other debates and each of the ensemble's bootstrap
     draws refitted on them, and passes study."""
     from pear.populations import checks, corpus_fit, draws

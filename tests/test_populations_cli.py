@@ -1,4 +1,4 @@
-"""``pear populations`` (the shipped corpus fit, pear.populations.corpus_fit, on the command
+"""``pear population shipped`` (the shipped corpus fit, pear.populations.corpus_fit, on the command
 line): the fit printed on DyLAN's MATH corpus restored from its shipped graded copy and on a run
 given with --also, bootstrap refits, a bad --also path refused, and (slow) the fit on every
 default run imported into a fresh build folder."""
@@ -26,20 +26,20 @@ def math_only(tmp_path, monkeypatch) -> Path:
 
 
 def test_fit_prints_the_corpus_fit_and_counts_the_also_run(math_only, tmp_path, capsys):
-    assert cli.main(["populations", "fit"]) == 0
+    assert cli.main(["population", "shipped", "corpus-fit"]) == 0
     out = capsys.readouterr().out
     assert out.startswith(f"fit: {MATH_CHOICES} choice sets of {MATH_DEBATES} debates in ")
     assert "own_x_round" in out and "share_x_single" in out and "'converged': True" in out
     assert "_x_options" not in out  # one answer space: no answer-space terms
     du = _du_run(tmp_path, _planted(), 60, "du")  # 60 debates, 3 agents, 2 revision rounds
-    assert cli.main(["populations", "fit", "--also", str(du)]) == 0
+    assert cli.main(["population", "shipped", "corpus-fit", "--also", str(du)]) == 0
     out = capsys.readouterr().out
     assert out.startswith(f"fit: {MATH_CHOICES + 60 * 3 * 2} choice sets of "
                           f"{MATH_DEBATES + 60} debates in ")
 
 
 def test_bootstrap_times_the_refits_and_prints_their_spread(math_only, capsys):
-    assert cli.main(["populations", "bootstrap", "2", "--seed", "1"]) == 0
+    assert cli.main(["population", "shipped", "bootstrap", "2", "--seed", "1"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[-1].startswith("2 bootstrap refits in ")
     spread = dict(item.rsplit(" ", 1) for item in
@@ -48,11 +48,11 @@ def test_bootstrap_times_the_refits_and_prints_their_spread(math_only, capsys):
     assert all(0 < float(sd) < 1 for sd in spread.values())  # 11,580 choice sets: tight
 
 
-@pytest.mark.parametrize("mode", ["fit", "write", "in-sample"])
+@pytest.mark.parametrize("mode", ["corpus-fit", "write", "in-sample"])
 def test_a_bad_also_path_is_one_line_exit_2(mode, tmp_path, capsys):
     (tmp_path / "notarun").mkdir()
     with pytest.raises(SystemExit) as done:
-        cli.main(["populations", mode, "--also", str(tmp_path / "notarun")])
+        cli.main(["population", "shipped", mode, "--also", str(tmp_path / "notarun")])
     assert done.value.code == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"pear: error: argument --also: '{tmp_path / 'notarun'}' is not a run "
@@ -61,7 +61,7 @@ def test_a_bad_also_path_is_one_line_exit_2(mode, tmp_path, capsys):
 
 def test_bootstrap_needs_a_positive_count(capsys):
     with pytest.raises(SystemExit) as done:
-        cli.main(["populations", "bootstrap", "0"])
+        cli.main(["population", "shipped", "bootstrap", "0"])
     assert done.value.code == 2 and "must be >= 1: '0'" in capsys.readouterr().err
 
 
@@ -70,7 +70,7 @@ def test_fit_on_every_default_run_imported_afresh(tmp_path, monkeypatch, capsys)
     """DyLAN's MATH corpus and its four MMLU teams imported into an empty build folder (the
     MMLU import grades by letter: about 25 s) and fitted with the answer-space terms."""
     monkeypatch.setattr(import_cache, "IMPORTED_DIR", tmp_path / "imported")
-    assert cli.main(["populations", "fit"]) == 0
+    assert cli.main(["population", "shipped", "corpus-fit"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("fit: 27268 choice sets of 7277 debates in ")
     assert "new_x_right_x_options" in out and "'converged': True" in out
@@ -79,23 +79,23 @@ def test_fit_on_every_default_run_imported_afresh(tmp_path, monkeypatch, capsys)
 
 
 def test_check_names_each_difference_on_stderr_and_exits_1(monkeypatch, capsys):
-    """What `pear populations check` prints for what checks.check_all found (the check
+    """What `pear population shipped check` prints for what checks.check_all found (the check
     itself, minutes, runs in CI and, with the imports restored, in the slow test below)."""
     monkeypatch.setattr(checks, "check_all", lambda log=None: (
         ["graded/dylan-math-gpt35: record 7 differs"], ["grounded: fingerprint aaa shipped"]))
-    assert cli.main(["populations", "check"]) == 1
+    assert cli.main(["population", "shipped", "check"]) == 1
     out, err = capsys.readouterr()
     assert err.splitlines() == [
         "graded import check FAILED: graded/dylan-math-gpt35: record 7 differs",
         "graded import check: data/real-debates/graded is not what the code produces now; if "
-        "the change is intended, rewrite it with `pear populations write-graded`",
+        "the change is intended, rewrite it with `pear population shipped write-graded`",
         "population check FAILED: grounded: fingerprint aaa shipped"]
     assert out == ""
 
 
 @pytest.mark.slow
 def test_check_passes_on_the_shipped_files(tmp_path, monkeypatch, capsys):
-    """`pear populations check` on DyLAN's debates imported into an empty build folder, the MATH
+    """`pear population shipped check` on DyLAN's debates imported into an empty build folder, the MATH
     corpus restored from its graded copy rather than graded from scratch (CI does that: 2-4
     minutes): the shipped graded copy and every population file as the code writes them (about
     45 s: the MMLU import, the fits, 20 bootstrap refits)."""
@@ -104,7 +104,7 @@ def test_check_passes_on_the_shipped_files(tmp_path, monkeypatch, capsys):
     for name in ("corpus_run", "mmlu_runs"):
         monkeypatch.setattr(checks, name, lambda *a, fresh=False, _f=getattr(checks, name),
                             **k: _f(*a, **k))
-    assert cli.main(["populations", "check"]) == 0
+    assert cli.main(["population", "shipped", "check"]) == 0
     out, err = capsys.readouterr()
     assert err == ""
     lines = out.splitlines()

@@ -50,7 +50,7 @@ def test_collapse_follows_the_revision_model():
 
 def test_the_command_prints_the_table(capsys):
     from pear.cli import main
-    assert main(["populations", "published", "--replicates", "1", "--questions", "40"]) == 0
+    assert main(["population", "published", "--replicates", "1", "--questions", "40"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("grounded against DebateLedger (arXiv 2609.35279)")
     assert "| Llama-3.1-8B | 0.507" in out and "of 22 simulated shares inside" in out

@@ -217,40 +217,48 @@ def test_cli_bad_input_one_line_exit_2(tmp_path, args, needle):
     assert "Traceback" not in p.stderr
 
 
-HELP_SHOWS = {  # per command, a few of its own arguments its --help must show
+HELP_SHOWS = {  # per command (its words after `pear`), a few of its own arguments its --help shows
     "run": ("--preset PRESET", "--backend BACKEND", "--out"),
-    "models": (),  # no options: its usage is "pear models [-h]"
     "plan": ("--preset PRESET", "--n-questions N_QUESTIONS"),
-    "merge": ("out runs [runs ...]",),
+    "branch": ("--from-round R", "--parent-method PARENT_METHOD"),
     "show": ("--debate ID", "--html", "run_dir"),
     "index": ("--drop-invalid", "run_dir"),
     "validate": ("run_dir",),
     "grade-check": ("--examples EXAMPLES", "run_dir"),
-    "import": ("--out OUT", "--grading", "--skip-bad", "FILE [FILE ...]"),
-    "sim-check": ("--population NAME|FILE", "--replicates K"),
-    "paper": ("--only ONLY", "--previous DIR"),
-    "check": ("outputs", "site"),
-    "methods": ("--plugin MODULE",),
-    "claims-diff": ("--seed SEED", "build_a build_b"),
     "parity": ("--out OUT", "RUN [RUN ...]"),
     "parity-run": ("--model-path PATH", "--base-url URL", "BACKEND OUT"),
-    "branch": ("--from-round R", "--parent-method PARENT_METHOD"),
-    "launch": ("slurm", "status"),
+    "models": (),  # no options: its usage is "pear models [-h]"
+    "methods": ("--plugin MODULE",),
+    "import": ("--out OUT", "--grading", "--skip-bad", "FILE [FILE ...]"),
+    "population": ("fit", "sim-check", "family", "shipped", "published"),
     "ensemble": ("--k K", "--family", "--replay"),
-    "fit": ("--out FILE.json", "--prior FILE"),
-    "family": ("--replicates K", "split-half"),
-    "populations": ("check", "write-graded", "in-sample", "bootstrap", "published"),
+    "paper": ("--only ONLY", "--previous DIR"),
+    "check": ("outputs", "site"),
+    "claims-diff": ("--seed SEED", "build_a build_b"),
+    "launch": ("slurm", "status"),
+    "merge": ("out runs [runs ...]",),
+    "population fit": ("--out FILE.json", "--prior FILE"),
+    "population sim-check": ("--population NAME|FILE", "--replicates K", "--summary"),
+    "population family": ("--replicates K", "split-half"),
+    "population shipped": ("check", "write-graded", "corpus-fit", "in-sample", "bootstrap"),
+    "population published": ("--population NAME|FILE", "--questions N"),
 }
+HELP_GROUPS = ("run and inspect", "import and simulate", "build", "cluster")
 
 
-def test_cli_help_lists_every_command_with_its_help_line():
-    from pear.cli import COMMANDS
+def test_cli_help_lists_every_command_once_under_what_a_user_does():
+    from pear.cli import GROUPS
     p = _cli("--help")
-    assert p.returncode == 0 and p.stdout.startswith("usage: pear"), p.stderr
-    listed = re.search(r"^  \{([a-z,-]+)\}$", p.stdout, re.M).group(1).split(",")
-    assert listed == list(HELP_SHOWS) and len(listed) == len(COMMANDS)
+    assert p.returncode == 0 and p.stdout.startswith("usage: pear [-h] COMMAND ..."), p.stderr
+    assert "{" not in p.stdout  # no flat line of every choice
+    sections = re.findall(r"^([a-z ]+):\n((?:  .*\n?|                .*\n?)+)", p.stdout, re.M)
+    groups = {title: re.findall(r"^  ([a-z-]+)(?: +\w|\n)", body, re.M)
+              for title, body in sections if title != "options"}
+    assert tuple(groups) == HELP_GROUPS == tuple(title for title, _ in GROUPS)
+    listed = [cmd for cmds in groups.values() for cmd in cmds]
+    assert listed == [c for c in HELP_SHOWS if " " not in c]  # each once, in the groups' order
     for cmd in listed:
-        assert re.search(rf"^    {re.escape(cmd)} +\w", p.stdout, re.M), f"{cmd}: no help line"
+        assert re.search(rf"^  {re.escape(cmd)} +\w", p.stdout, re.M), f"{cmd}: no help line"
 
 
 @pytest.mark.parametrize("cmd", sorted(HELP_SHOWS))
@@ -258,7 +266,7 @@ def test_cli_help_of_each_command_shows_its_own_options(cmd, capsys, monkeypatch
     from pear.cli import main
     monkeypatch.setenv("COLUMNS", "200")  # usage on one line: option and metavar together
     with pytest.raises(SystemExit) as done:
-        main([cmd, "--help"])
+        main([*cmd.split(), "--help"])
     assert done.value.code == 0
     out = capsys.readouterr().out
     usage = out.splitlines()[0]
@@ -268,6 +276,14 @@ def test_cli_help_of_each_command_shows_its_own_options(cmd, capsys, monkeypatch
         assert shown in out, f"pear {cmd} --help lacks {shown!r}"
     if not HELP_SHOWS[cmd]:
         assert usage == f"usage: pear {cmd} [-h]"
+
+
+@pytest.mark.parametrize("old", ["fit", "family", "populations", "sim-check"])
+def test_the_population_commands_live_under_pear_population_only(old, capsys):
+    from pear.cli import main
+    with pytest.raises(SystemExit) as done:
+        main([old, "--help"])
+    assert done.value.code == 2 and "invalid choice" in capsys.readouterr().err
 
 
 def test_cli_run_and_show(tmp_path):

@@ -1,4 +1,4 @@
-"""``pear sim-check``: a simulated population held against a recorded run in its setting — an
+"""``pear population sim-check``: a simulated population held against a recorded run in its setting — an
 imported Du et al. file (no stop), a slice of DyLAN's shipped debates (sequential order, quorum
 stop, judge's drop), one of our own simulated runs (the engine), a dataset we do not ship, bad
 input, determinism; and the source's protocol honoured by the simulated debates."""
@@ -52,7 +52,7 @@ def du_run(tmp_path_factory) -> Path:
 
 
 def _json(capsys, *args: str) -> dict:
-    assert cli.main(["sim-check", *args, "--json"]) == 0
+    assert cli.main(["population", "sim-check", *args, "--json"]) == 0
     return json.loads(capsys.readouterr().out)
 
 
@@ -109,7 +109,7 @@ def test_same_seed_same_output_other_seed_other_draws(du_run, capsys):
 
 
 def test_readable_table(du_run, capsys):
-    assert cli.main(["sim-check", str(du_run), "--replicates", "2"]) == 0
+    assert cli.main(["population", "sim-check", str(du_run), "--replicates", "2"]) == 0
     text = capsys.readouterr().out
     lines = text.splitlines()
     assert lines[0].startswith(f"sim-check of {du_run}: population grounded (")
@@ -346,7 +346,7 @@ def test_bad_input_is_one_line_naming_it(du_run, tmp_path, capsys):
              ([str(du_run), "--population", "nosuch"], "unknown population 'nosuch'"),
              ([str(du_run), "--replicates", "0"], "invalid replicates=0")]
     for args, message in cases:
-        assert cli.main(["sim-check", *args]) == 2
+        assert cli.main(["population", "sim-check", *args]) == 2
         out = capsys.readouterr()
         assert out.out == "" and len(out.err.strip().splitlines()) == 1, out.err
         assert out.err.startswith(f"pear: error: {message}"), out.err
@@ -356,7 +356,7 @@ def test_bad_input_is_one_line_naming_it(du_run, tmp_path, capsys):
 
 def test_summary_of_several_runs_agrees_with_each_runs_check(du_run, dylan_slice, capsys):
     runs = [str(du_run), str(dylan_slice)]
-    assert cli.main(["sim-check", *runs, "--replicates", "2", "--population", "study",
+    assert cli.main(["population", "sim-check", *runs, "--replicates", "2", "--population", "study",
                      "--summary"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("sim-check summary: population study (") and \
@@ -379,7 +379,7 @@ def test_summary_of_several_runs_agrees_with_each_runs_check(du_run, dylan_slice
 
 def test_several_runs_one_bad_is_one_error_before_anything_runs(du_run, tmp_path, capsys):
     bad = tmp_path / "nothing-here"
-    assert cli.main(["sim-check", str(du_run), str(bad), "--summary"]) == 2
+    assert cli.main(["population", "sim-check", str(du_run), str(bad), "--summary"]) == 2
     out = capsys.readouterr()
     assert out.out == "" and out.err.strip() == f"pear: error: not a run directory: '{bad}' " \
         "(no manifest.json)"

@@ -1,6 +1,6 @@
-"""``pear fit``: a planted twin recovered (debates simulated with known run-level effects,
+"""``pear population fit``: a planted twin recovered (debates simulated with known run-level effects,
 imported as Du et al.'s files, fitted again), the split-half check on that run, the prior's
-pooling (a small run moves less), bad input, and ``pear sim-check --population family``."""
+pooling (a small run moves less), bad input, and ``pear population sim-check --population family``."""
 from __future__ import annotations
 
 import json
@@ -102,7 +102,7 @@ def test_split_half_on_the_planted_run(planted_run):
 
 def test_cli_fit_writes_a_loadable_population_with_its_sources(planted_run, tmp_path, capsys):
     out = tmp_path / "twin.json"
-    assert cli.main(["fit", str(planted_run), "--out", str(out), "--name", "mine"]) == 0
+    assert cli.main(["population", "fit", str(planted_run), "--out", str(out), "--name", "mine"]) == 0
     said = capsys.readouterr().out
     assert "mine:" in said and "follow" in said and f"wrote {out}" in said
     p = load_population(out)
@@ -130,11 +130,11 @@ def test_bad_input_is_one_error_and_nothing_written(tmp_path, capsys):
     for run, said in ((one_round, "no debate has a revision round"),
                       (one_agent, "one agent per debate"),
                       (tmp_path / "nothing", "not a run directory")):
-        assert cli.main(["fit", str(run), "--out", str(out)]) == 2
+        assert cli.main(["population", "fit", str(run), "--out", str(out)]) == 2
         err = capsys.readouterr().err
         assert said in err and err.count("\n") == 1
         assert not out.exists()
-    assert cli.main(["fit", str(one_round), "--out", str(tmp_path / "t.txt")]) == 2
+    assert cli.main(["population", "fit", str(one_round), "--out", str(tmp_path / "t.txt")]) == 2
     assert "a population file ends in .json" in capsys.readouterr().err
     ungraded = [{"n_agents": 2, "gold": "", "rounds_data": [
         {"agents": [{"agent": i, "canonical": "3", "correct": False} for i in range(2)]}] * 2}]
@@ -155,7 +155,7 @@ def test_shipped_family_names_its_sources_and_loads():
         assert d["inside"] and row["table"] == "DebateLedger"
         assert abs(d["simulated_collapse"] - row["collapse"]) < 0.05
         assert abs(d["simulated_recover"] - row["recover"]) < 0.05
-    # every member's dynamics under Du et al.'s protocol, beside its source (pear family list)
+    # every member's dynamics under Du et al.'s protocol, beside its source (pear population family list)
     du = {p.name: p.info["diagnostics"]["du_protocol"] for p in members}
     assert all(set(v) == {"change_rate", "w2r", "r2w", "vote_gain"} for v in du.values())
     # the family now reaches a stubborn strong model and a strong recoverer
@@ -189,7 +189,7 @@ def test_sim_check_family_reports_every_member_and_the_range(planted_run, capsys
             assert s["range"] == [min(sims), max(sims)]
             assert s["meets"] == (s["range"][0] <= s["hi"] and s["range"][1] >= s["lo"])
     assert "family range" in fc.table()
-    assert cli.main(["sim-check", str(planted_run), "--population", "family",
+    assert cli.main(["population", "sim-check", str(planted_run), "--population", "family",
                      "--replicates", "1", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["population"] == "family" and len(out["members"]) == len(family.load())

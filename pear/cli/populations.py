@@ -1,23 +1,49 @@
-"""Commands that fit simulated populations to recorded runs: ``pear fit`` (a twin),
-``pear family`` (the shipped family of real twins: write, check, split-half) and
-``pear populations`` (the shipped corpus fit, :mod:`pear.populations.corpus_fit`: check, write,
-write-graded, fit, bootstrap, in-sample; and the check against published figures,
-:mod:`pear.populations.published_collapse`: published)."""
+"""``pear population ...``, the one command family of simulated populations
+(:mod:`pear.populations`)::
+
+    pear population fit RUN... --out FILE    a twin of recorded runs (pear.populations.twin)
+    pear population sim-check RUN...         a population held against recorded runs, in
+                                             their setting (pear.populations.simcheck)
+    pear population family ACTION            the family of real twins: list, write, check,
+                                             split-half (pear.populations.family, split_half)
+    pear population shipped MODE             the shipped populations and the corpus fit they
+                                             are written from: check, write, write-graded,
+                                             corpus-fit, bootstrap, in-sample
+                                             (pear.populations.corpus_fit, draws, checks,
+                                             graded_copies)
+    pear population published                a population held against published per-model
+                                             figures (pear.populations.published_collapse)
+"""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import warnings
 from pathlib import Path
 from typing import Any
 
-from pear.cli.options import positive
+from pear.cli.options import Parser, positive
 from pear.paths import shown
 
-__all__ = ["add_fit", "add_family", "add_populations"]
+__all__ = ["add_population"]
 
 
-def add_fit(sub: Any) -> None:
+def add_population(sub: Any) -> None:
+    p = sub.add_parser("population", help="fit, check and simulate populations: fit, "
+                       "sim-check, family, shipped, published",
+                       description="Simulated populations fitted to and held against recorded "
+                                   "runs: a twin of runs (fit), a population in a run's own "
+                                   "setting (sim-check), the family of real twins (family), "
+                                   "the shipped populations and their corpus fit (shipped), "
+                                   "and published per-model figures (published).")
+    commands = p.add_subparsers(dest="population_command", required=True, metavar="COMMAND",
+                                parser_class=Parser)
+    for add in (_add_fit, _add_sim_check, _add_family, _add_shipped, _add_published):
+        add(commands)
+
+
+def _add_fit(sub: Any) -> None:
     f = sub.add_parser("fit", help="fit a twin population to recorded runs",
                        description="A population fitted to recorded runs (ours, imported, "
                                    "Inspect): the corpus fit (grounded) with run-level effects "
@@ -59,7 +85,7 @@ def _cmd_fit(a: argparse.Namespace) -> int:
     return 0
 
 
-def add_family(sub: Any) -> None:
+def _add_family(sub: Any) -> None:
     f = sub.add_parser("family", help="the family of real twins: write, check, split-half",
                        description="The family (data/populations/family/): a twin of each "
                                    "licensed run (DyLAN's MATH subjects and MMLU teams) and the "
@@ -108,18 +134,18 @@ def _cmd_family(a: argparse.Namespace) -> int:
     return 0
 
 
-# ----------------------------------------------------------------- pear populations
+# ------------------------------------------------------------ pear population shipped
 
-def add_populations(sub: Any) -> None:
-    p = sub.add_parser("populations", help="the shipped populations: check, write, fit, "
-                       "bootstrap, in-sample, published",
+def _add_shipped(sub: Any) -> None:
+    p = sub.add_parser("shipped", help="the shipped populations: check, write, write-graded, "
+                       "corpus-fit, bootstrap, in-sample",
                        description="The shipped simulated populations (data/populations/: "
                                    "study, grounded, grounded-math and grounded's bootstrap "
                                    "draws) and the corpus fit they are written from (DyLAN's "
-                                   "MATH and MMLU debates, pear.populations.corpus_fit), checked, "
-                                   "written, refitted; and a population held against published "
-                                   "per-model debate figures.")
-    modes = p.add_subparsers(dest="mode", required=True)
+                                   "MATH and MMLU debates, pear.populations.corpus_fit), "
+                                   "checked, "
+                                   "written, refitted.")
+    modes = p.add_subparsers(dest="mode", required=True, metavar="MODE")
 
     def mode(name: str, handler: Any, summary: str, description: str | None = None,
              also: bool = False) -> argparse.ArgumentParser:
@@ -143,7 +169,7 @@ def add_populations(sub: Any) -> None:
     mode("write-graded", _cmd_populations_write_graded,
          "import DyLAN's MATH corpus and notebook 17's shipped files from scratch and "
          "rewrite their shipped graded copies (data/real-debates/graded/)")
-    mode("fit", _cmd_populations_fit,
+    mode("corpus-fit", _cmd_populations_fit,
          "print the corpus fit (on DyLAN's debates and the --also runs): its size, the "
          "coefficients and the diagnostics", also=True)
     b = mode("bootstrap", _cmd_populations_bootstrap,
@@ -155,9 +181,15 @@ def add_populations(sub: Any) -> None:
          "hold the fit against its own data: the choice level per situation and the corpus's "
          "debates simulated under their own protocol; exit 1 when a situation's choices are "
          "off (pear.populations.checks.in_sample)", also=True)
-    pub = mode("published", _cmd_populations_published,
-               "hold a population against published per-model debate figures (DebateLedger's "
-               "collapse and recovery of 11 models; pear.populations.published_collapse)")
+
+
+def _add_published(sub: Any) -> None:
+    pub = sub.add_parser("published", help="hold a population against published per-model "
+                         "debate figures",
+                         description="A population held against published per-model debate "
+                                     "figures (DebateLedger's collapse and recovery of 11 "
+                                     "models; pear.populations.published_collapse), in their "
+                                     "setting.")
     pub.add_argument("--population", default="grounded", metavar="NAME|FILE",
                      help="study, grounded, grounded-math or a file (default: grounded)")
     pub.add_argument("--replicates", type=positive, default=5, metavar="K",
@@ -165,6 +197,7 @@ def add_populations(sub: Any) -> None:
     pub.add_argument("--questions", type=positive, default=500, metavar="N",
                      help="a seeded sample of N MMLU-Pro questions (default 500)")
     pub.add_argument("--seed", type=int, default=0, help="the simulations' seed (default 0)")
+    pub.set_defaults(handler=_cmd_populations_published)
 
 
 def _run_dir(text: str) -> str:
@@ -175,7 +208,8 @@ def _run_dir(text: str) -> str:
 
 def _ground(a: argparse.Namespace) -> Any:
     """The corpus fit on DyLAN's debates and the --also runs, printed."""
-    from pear.populations.corpus_fit import fit_summary, fit_corpus  # heavy: only for this command
+    # heavy: only for this command
+    from pear.populations.corpus_fit import fit_corpus, fit_summary
     g = fit_corpus(extra=a.also)
     print(fit_summary(g))
     return g
@@ -190,7 +224,8 @@ def _cmd_populations_check(a: argparse.Namespace) -> int:
         print(f"graded import check FAILED: {line}", file=sys.stderr)
     if graded:
         print(f"graded import check: {where} is not what the code produces now; if the change "
-              "is intended, rewrite it with `pear populations write-graded`", file=sys.stderr)
+              "is intended, rewrite it with `pear population shipped write-graded`",
+              file=sys.stderr)
     else:
         print(f"graded import check: {where} holds the records imports from scratch write")
     for line in problems:
@@ -214,8 +249,8 @@ def _cmd_populations_write(a: argparse.Namespace) -> int:
 
 def _cmd_populations_write_graded(a: argparse.Namespace) -> int:
     import time
-    from pear.populations.graded_copies import write_graded  # heavy: only for this command
-    from pear.populations.real_debates import write_shipped_graded
+    # heavy: only for this command
+    from pear.populations.graded_copies import write_graded, write_shipped_graded
     for write in (lambda: [write_graded()], write_shipped_graded):
         t0 = time.perf_counter()
         for dest in write():
@@ -260,4 +295,84 @@ def _cmd_populations_in_sample(a: argparse.Namespace) -> int:
 def _cmd_populations_published(a: argparse.Namespace) -> int:
     from pear.populations.published_collapse import report  # heavy: the simulator, pandas
     print(report(a.population, a.replicates, a.seed, a.questions))
+    return 0
+
+
+# ----------------------------------------------------------- pear population sim-check
+
+def _add_sim_check(sub: Any) -> None:
+    sc = sub.add_parser("sim-check", help="hold a simulated population against recorded runs",
+                        description="Simulate the run's debates in its setting (an imported "
+                                    "run: its source's protocol from the manifest; one of "
+                                    "ours: PEAR's engine with its methods and protocol) with "
+                                    "agents of a population whose skill alone is matched to "
+                                    "the run's round-0 agent accuracy, and set each dynamics "
+                                    "statistic beside the run's 95%% bootstrap interval over "
+                                    "debates. Bad input (not a run, a run with one agent, an "
+                                    "unknown population) is one line naming it (exit 2), "
+                                    "before any run is simulated.")
+    sc.add_argument("runs", nargs="+", metavar="RUN",
+                    help="run directories (pear run or pear import)")
+    sc.add_argument("--summary", action="store_true",
+                    help="one row per run (statistics inside / defined, those outside and "
+                         "which way) and a total, instead of each run's table")
+    sc.add_argument("--population", default="grounded", metavar="NAME|FILE",
+                    help="study, grounded (default), grounded-math, a population file (.json; "
+                         "a twin's replicates each draw its effects: a predictive interval) "
+                         "or family (every member of data/populations/family/, with the range "
+                         "of their simulated values per statistic and the forecast of the "
+                         "members weighted by their likelihood on the run)")
+    sc.add_argument("--replicates", type=int, default=20, metavar="K",
+                    help="simulations of the run; the simulated value is their mean "
+                         "(default 20)")
+    sc.add_argument("--seed", type=int, default=0,
+                    help="seed of the simulations and the bootstrap (default 0)")
+    sc.add_argument("--json", action="store_true",
+                    help='print {"run", "population", "setting", "statistics"} as JSON')
+    sc.add_argument("--no-predictive", dest="predictive", action="store_false",
+                    help="a twin (a population file with its effects' covariance) is "
+                         "simulated at its fitted effects in every replicate, instead of a "
+                         "fresh draw of them per replicate (the predictive interval)")
+    sc.set_defaults(handler=_cmd_sim_check)
+
+
+def _cmd_sim_check(a: argparse.Namespace) -> int:
+    import json
+    # heavy: pandas, scipy, only for this command
+    from pear.populations.simcheck import check, summary
+    # start-up: only this command loads it (`pear --help` stays fast)
+    from pear.sim.population import load as load_population
+    from pear.store import manifest
+    for run in a.runs:  # every run and the population checked before anything is simulated
+        if not os.path.isdir(run) or manifest.read(run) is None:
+            raise ValueError(f"not a run directory: {run!r} (no manifest.json)")
+    if a.population == "family":
+        return _sim_check_family(a)
+    pop = load_population(a.population)
+    draws = None
+    if a.predictive and (pop.info.get("diagnostics") or {}).get("effects_cov"):
+        from pear.populations.twin import draws as twin_draws
+        draws = twin_draws(pop, a.replicates, a.seed)  # a twin: its fitted uncertainty
+    results = [check(run, pop, a.replicates, a.seed, draws=draws) for run in a.runs]
+    if a.json:
+        print(json.dumps([r.to_json() for r in results] if len(results) > 1 or a.summary
+                         else results[0].to_json(), indent=2))
+    elif a.summary:
+        print(summary(results))
+    else:
+        print("\n\n".join(r.table() for r in results))
+    return 0
+
+
+def _sim_check_family(a: argparse.Namespace) -> int:
+    """``pear population sim-check RUN --population family``: every member, and the family's range."""
+    import json
+    from pear.populations import family
+    fam = family.load()
+    results = [family.check(run, fam, a.replicates, a.seed, weighted=True) for run in a.runs]
+    if a.json:
+        print(json.dumps([r.to_json() for r in results] if len(results) > 1
+                         else results[0].to_json(), indent=2))
+    else:
+        print("\n\n".join(r.table() for r in results))
     return 0

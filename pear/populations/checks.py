@@ -70,7 +70,7 @@ def check(g: CorpusFit | None = None, g_math: CorpusFit | None = None) -> list[s
     if shipped_draws_ is None:
         return problems + [f"{ENSEMBLE_DIR.name}: the {ENSEMBLE_K} bootstrap draws of seed "
                            f"{ENSEMBLE_SEED} of the shipped grounded are not shipped "
-                           f"({ENSEMBLE_DIR}): run `pear populations write`"]
+                           f"({ENSEMBLE_DIR}): run `pear population shipped write`"]
     for shipped, now in zip(shipped_draws_,
                             bootstrap_populations(ENSEMBLE_K, ENSEMBLE_SEED, g)):
         if shipped.fingerprint != now.fingerprint:
@@ -114,7 +114,7 @@ def in_sample(g: CorpusFit, replicates: int = 20, seed: int = 0) -> tuple[Any, A
 
 
 def check_all(log: Callable[[str], None] | None = None) -> tuple[list[str], list[str]]:
-    """The reproducibility check (``pear populations check``, run by CI): DyLAN's MATH corpus
+    """The reproducibility check (``pear population shipped check``, run by CI): DyLAN's MATH corpus
     imported from scratch (never from the shipped graded copy it checks) and held against that
     copy (:func:`check_graded`), so are notebook 17's shipped files
     (:func:`pear.populations.graded_copies.check_shipped_graded`), its MMLU teams imported from

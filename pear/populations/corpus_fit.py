@@ -244,7 +244,7 @@ def grounded_population(g: CorpusFit | None = None, name: str = "grounded",
 
 
 def fit_summary(g: CorpusFit) -> str:
-    """The fit as ``pear populations`` prints it: its size, time and same-wrong-answer share,
+    """The fit as ``pear population shipped`` prints it: its size, time and same-wrong-answer share,
     the coefficients' table and the fit's diagnostics."""
     return "\n".join([
         f"fit: {g.fit.n_choices} choice sets of {g.fit.n_debates} debates in "

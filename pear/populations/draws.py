@@ -47,7 +47,7 @@ def bootstrap_populations(k: int = 20, seed: int = 0, g: CorpusFit | None = None
     ``seed``; the same-wrong-answer share stays the whole data's; the spread of the skill
     interactions is the strength dependence's) and PEAR's protocol mapped with the critique
     weight :data:`CRITIQUE_WEIGHTS` ``[i % 2]``: an ensemble over both.  Without ``g``, the shipped
-    draws when they hold these (:func:`shipped_draws`: what ``pear populations check`` holds
+    draws when they hold these (:func:`shipped_draws`: what ``pear population shipped check`` holds
     equal to a refit), else refitted on :func:`~pear.populations.corpus_fit.fit_corpus`'s fit."""
     if g is None:
         shipped = shipped_draws(k, seed)

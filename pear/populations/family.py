@@ -146,7 +146,7 @@ def load(where: Path = FAMILY_DIR) -> list[Population]:
     """The shipped members, by name."""
     files = sorted(p for p in Path(where).glob("*.json") if p.name != "prior.json")
     if not files:
-        raise ValueError(f"no family members in {str(where)!r} (pear family write)")
+        raise ValueError(f"no family members in {str(where)!r} (pear population family write)")
     return [load_population(p) for p in files]
 
 
@@ -330,7 +330,7 @@ class FamilyCheck:
                 tail.append("the run is unlike every member (its own twin explains it far "
                             "better than the best member): the weighted forecast leans on the "
                             "nearest member and the family's range is an extrapolation; "
-                            "trust the run's own twin (pear fit) instead")
+                            "trust the run's own twin (pear population fit) instead")
             if pl.debates < twin.SMALL_PILOT:
                 tail.append(f"a pilot of {pl.debates} debates (under {twin.SMALL_PILOT}) says "
                             "little: the weights are close to the members' prior")

@@ -8,7 +8,7 @@ shipped ``grounded`` (:func:`pear.populations.corpus_fit.fit_corpus` with ``leav
 the *other* subjects and, as ``grounded`` is, DyLAN's MMLU debates (``extra``): the revision
 model, the question sets' round-0 accuracies and the same-wrong-answer share all come from
 them.  It is then held against the held-out subject's
-debates by ``pear sim-check`` (:func:`pear.populations.simcheck.check` with ``records`` = that
+debates by ``pear population sim-check`` (:func:`pear.populations.simcheck.check` with ``records`` = that
 subject's debates: DyLAN's protocol, the skill alone matched to the subject's round-0
 accuracy).  The ``study`` population (fitted to none of DyLAN's debates) on the same debates is
 the contrast.
@@ -32,6 +32,7 @@ from typing import Any, Sequence
 
 import pandas as pd
 
+from pear.core.hashing import content_digest
 from pear.populations import debate_statistics, simcheck
 from pear.parallel import fork_map
 from pear.paths import BUILD_DIR, PACKAGE_DIR, shown, write_json
@@ -118,7 +119,7 @@ def cache_key(corpus_sha256: str, subjects_: Sequence[str], replicates: int, see
     spec = {"corpus": corpus_sha256, "code": _source_digest(), "subjects": list(subjects_),
             "replicates": replicates, "seed": seed, "n_resamples": n_resamples,
             "contrast": {c: load(c).fingerprint for c in contrast}}
-    return hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest()[:16]
+    return content_digest(spec, n=16)
 
 
 def _source(run: Path) -> str:

@@ -1,5 +1,5 @@
 """A simulated population held against published per-model debate figures
-(``pear populations published``).
+(``pear population published``).
 
 DebateLedger (arXiv 2609.35279; its table CONDITIONAL_COLLAPSE_TABLE.md, as quoted in
 ``../shared/data/real-debates/published-dynamics.md``) ran 3 agents of one model for 3 debate
@@ -299,7 +299,7 @@ def table(df: pd.DataFrame) -> str:
 
 def report(population: str | Population = "grounded", replicates: int = 5, seed: int = 0,
            n_questions: int = 500) -> str:
-    """The check (:func:`check`) as ``pear populations published`` prints it: a line naming the
+    """The check (:func:`check`) as ``pear population published`` prints it: a line naming the
     population, the source, the replicates, the questions and the time taken, then
     :func:`table`."""
     t0 = time.perf_counter()

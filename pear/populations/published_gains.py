@@ -119,7 +119,7 @@ def du_profile(pop: Population, single: float, options: int = 0, seed: int = 0,
     """``pop``'s debates under Du et al.'s protocol (3 agents, 2 debate rounds, answering at
     once) on ``questions`` seeded questions of its answer space (``options`` letters, 0: free
     numbers), its agents as strong as ``single`` in round 0: the change rate, W2R, R2W
-    (per query) and vote gain (last round - round 0), for ``pear family list``."""
+    (per query) and vote gain (last round - round 0), for ``pear population family list``."""
     import pandas as pd
     from pear.populations import debate_statistics
     row = Row(0, "du-profile", pop.name, "profile", 3, 3, options, single, single)

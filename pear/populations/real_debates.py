@@ -1,6 +1,6 @@
 """Notebook 17's glue: real debates recorded by other frameworks (imported with
 :func:`pear.store.importing.import_files`) beside the simulated population in the same
-setting: its source's protocol (:func:`pear.populations.simcheck.check`, as ``pear sim-check``).
+setting: its source's protocol (:func:`pear.populations.simcheck.check`, as ``pear population sim-check``).
 
 The shipped run is DyLAN's gpt-3.5-turbo debates on the MATH-500 problems
 (``data/real-debates/``, MIT, see ``data/benchmarks/SOURCES.md``); a user adds any Du et
@@ -46,11 +46,10 @@ def shipped_runs(du_file: str = "", du_dataset: str = "gsm8k", du_grading: str =
     exactly this import, unless ``fresh``: imported now whatever is there or shipped), plus
     ``du_file`` (a Du et al. file) when given (each a :class:`pear.paths.ShownPath`: the
     notebook shows them without the builder's path)."""
-    import hashlib
-    import json
+    from pear.core.hashing import content_digest
     # one folder per benchmark data (PEAR_DATA_DIR): imports matched against other questions
     # never replace each other
-    data = hashlib.sha256(json.dumps(sha256_files(), sort_keys=True).encode()).hexdigest()[:8]
+    data = content_digest(sha256_files(), n=8)
     root = Path(where) if where else IMPORTED_DIR
     out = {}
     for name, (fmt, file, dataset, model) in SHIPPED.items():

@@ -1,4 +1,4 @@
-"""A simulated population held against a recorded run, in that run's setting (``pear sim-check``).
+"""A simulated population held against a recorded run, in that run's setting (``pear population sim-check``).
 
 :func:`check` simulates the run's debates ``replicates`` times with agents of a population
 (:mod:`pear.sim.population`: ``study``, ``grounded`` or a file) and sets the statistics of

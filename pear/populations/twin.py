@@ -1,4 +1,4 @@
-"""Twins: a population fitted to recorded runs (``pear fit RUN... --out FILE``).
+"""Twins: a population fitted to recorded runs (``pear population fit RUN... --out FILE``).
 
 A plain refit of the revision model on one small run does not make a twin: on 40-250 debates the
 full conditional logit separates or does not converge and loses the terms its answer space
@@ -55,7 +55,8 @@ from pear.paths import DATA_DIR, shown
 from pear.populations import reading
 from pear.populations.simcheck import n_choices
 from pear.sim import population as pop, revision
-from pear.sim.population import DATASET_EASE, Population, RevisionModel, SimParams
+from pear.sim.population import (DATASET_EASE, Population, RevisionModel, SimParams,
+                                 round0_moments)
 
 __all__ = ["EFFECTS", "BASE", "PRIOR_FILE", "Prior", "Twin", "design", "fit_effects",
            "fit_twin", "draws", "loglik", "estimate_prior", "load_prior", "initial_params",
@@ -125,7 +126,7 @@ def load_prior(path: str | os.PathLike[str] | None = None) -> Prior:
     if d.get("effects") != EFFECTS:
         raise ValueError(f"prior file {str(path)!r} frees other effects than this code "
                          f"({sorted(d.get('effects') or {})} vs {sorted(EFFECTS)}): write it "
-                         "again (pear family write)")
+                         "again (pear population family write)")
     info = {k: v for k, v in d.items() if k not in ("base", "effects", "sd")}
     return Prior({k: float(v) for k, v in d["sd"].items()}, d.get("base", BASE), info)
 
@@ -267,18 +268,6 @@ def shifted(base: RevisionModel, effects: Mapping[str, float]) -> RevisionModel:
 
 
 # ----------------------------------------------------------------- initial answers
-
-def round0_moments(params: SimParams, dataset: str) -> tuple[float, float]:
-    """The expected round-0 accuracy of an agent on ``dataset`` and the probability that two
-    agents of one debate are both right (they share the question's difficulty): Gauss-Hermite
-    quadrature over the difficulty and each agent's skill."""
-    x, w = np.polynomial.hermite_e.hermegauss(40)
-    w = w / w.sum()
-    logits = (params.ease(dataset) - params.difficulty_sd * x[:, None]
-              + params.skill_sd * x[None, :])
-    p = (1.0 / (1.0 + np.exp(-logits))) @ w  # per difficulty node
-    return float(p @ w), float((p ** 2) @ w)
-
 
 def ease_for(params: SimParams, dataset: str, accuracy: float) -> tuple[str, float]:
     """The ease field of ``dataset`` and the value that makes the population's expected
@@ -440,7 +429,7 @@ def fit_twin(runs: Sequence[str | os.PathLike[str]], *, name: str | None = None,
     if n_debates < SMALL_PILOT:
         info["warning"] = (f"fitted on {n_debates} debates (under {SMALL_PILOT}): the twin is "
                            f"mostly its prior, {base_pop.name}'s revision model; its predictive "
-                           "intervals (pear sim-check RUN --population FILE) say how little "
+                           "intervals (pear population sim-check RUN --population FILE) say how little "
                            "it knows")
         warnings.warn(f"{name}: {info['warning']}", stacklevel=2)
     twin = Population(name, params, model, info)

@@ -50,8 +50,8 @@ CORPUS_GRADING = "math"
 CORPUS_MODEL = "gpt-3.5-turbo-0301"
 GRADED = shipped_import.GRADED_DIR / "dylan-math-gpt35"
 """The shipped graded copy of :data:`CORPUS`'s import (:mod:`pear.store.shipped`: its manifest
-and its records xz-compressed), written by ``pear populations write-graded`` and held equal to a
-fresh import by ``pear populations check``; derived from DyLAN's records (MIT,
+and its records xz-compressed), written by ``pear population shipped write-graded`` and held equal to a
+fresh import by ``pear population shipped check``; derived from DyLAN's records (MIT,
 ``data/real-debates/LICENSE-DyLAN``)."""
 MMLU_CORPUS = REAL_DEBATES_DIR / "dylan-mmlu-gpt35.tgz"
 """DyLAN's MMLU debates (MIT): role-prompted gpt-3.5 teams of 2, 3, 4 and 7 on 2,809 MMLU

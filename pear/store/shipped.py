@@ -211,7 +211,7 @@ def _lines(path: Path, xz: bool) -> Iterator[bytes]:
 
 def check(dest: str | os.PathLike[str], run_dir: str | os.PathLike[str], source: str
           ) -> list[str]:
-    """What ``pear populations check`` reports of the shipped copy ``dest`` against
+    """What ``pear population shipped check`` reports of the shipped copy ``dest`` against
     ``run_dir``, an import of ``source`` (a file's name) from scratch: each of
     :func:`differences` prefixed by ``dest``, or one line when no copy is shipped there (empty:
     the copy is what the code produces)."""
