@@ -22,9 +22,8 @@
 # edge budget, determinism under a seed, permutation equivariance). Here a 20-line router,
 # "minority to majority", runs on the studies' grid beside PEAR, Random, Clique and the
 # study's related work as plug-ins (`pear methods` lists them with their sources), with
-# paired comparisons on the same questions and seeds. This notebook is the one place where
-# a function is written in a notebook: the router it teaches. A plug-in package does the
-# same from its own module (`docs/methods.md`).
+# paired comparisons on the same questions and seeds. A plug-in package registers a router
+# the same way from its own module (`docs/methods.md`).
 
 # %% tags=["parameters"]
 backend: str = "llamacpp"  # llamacpp | openai | vllm | vllm-cpu | simulated | replay
@@ -44,9 +43,13 @@ related_work: bool = True  # also run the related-work plug-ins (pear.methods.RE
 # PEAR and Random. Ties are broken with the debate's generator `rng`, never by agent index.
 
 # %%
+import numpy as np
+import pandas as pd
+
 from pear import methods, testing
-from pear.analysis import figures, report
-from pear.paper import study, your_method
+from pear.analysis import figures, metrics, report, stats
+from pear.catalog.labels import QUANTITY_LABELS, method_label, method_order
+from pear.paper import beyond, study
 
 
 def minority_to_majority(state, rng):
@@ -81,11 +84,19 @@ print("every registered method passes:", ", ".join(methods.names()))
 
 # %% [markdown]
 # ## Run it beside PEAR, Random and Clique
+#
+# The studies' grid (`beyond.preset_experiment`) with the references, PEAR, Random (the same
+# base graphs, no routing signal) and Clique (every critique), and the new methods, in table
+# order; recorded (or resumed; `replay`: only read) beside the run directory, in
+# `<runs_dir>-studies/your_method`, like the other studies.
 
 # %%
+REFERENCES = ("pear", "random", "clique")
 extra = ["minority_to_majority", *(methods.RELATED_WORK if related_work else ())]
-exp = your_method.experiment(preset, extra, seeds=seeds, n_questions=n_questions)
-res = your_method.run(backend, exp, study.runs_path(runs_dir, preset, backend), model=model)
+exp = beyond.preset_experiment(preset, seeds=seeds, n_questions=n_questions,
+                               methods=[*REFERENCES, *extra])
+res = beyond.run_variants(backend, {"your_method": exp},
+                          study.runs_path(runs_dir, preset, backend), model=model)["your_method"]
 res.summary()
 
 # %% [markdown]
@@ -97,9 +108,29 @@ res.summary()
 # McNemar's exact p.
 
 # %%
-table = your_method.comparison(res)
-sig = your_method.significance_table(res)
-cost = study.cost_accuracy(res.debates)
+deb = res.debates
+rates = metrics.update_rates(deb, res.agent_rounds, ("method",)).set_index("method")
+tokens = metrics.costs(deb, ("method",)).set_index("method")["tokens_per_example"]
+table = pd.concat([metrics.pooled_accuracy(deb), rates[["w2r", "r2w", "net"]], tokens], axis=1)
+table = table.loc[method_order(table.index)]
+table.index = pd.Index([method_label(m) for m in table.index], name="Method")
+table = table.rename(columns=QUANTITY_LABELS)
+
+
+def against(method, reference, seed=0):
+    """``method`` against ``reference`` on the same (model, dataset, seed, question)."""
+    pairs = metrics.paired(deb, method, reference)
+    e = stats.paired_effect(pairs["correct_a"].to_numpy(), pairs["correct_b"].to_numpy(),
+                            5000, rng=np.random.default_rng(seed))
+    return {"Diff": e.diff, "CI low": e.low, "CI high": e.high, "p (exact)": e.p_exact,
+            "Pairs": e.n}
+
+
+present = method_order(deb["method"].unique())
+sig = pd.DataFrame([{"Against": method_label(ref), "Method": method_label(m), **against(m, ref)}
+                    for ref in ("pear", "random") if ref in present
+                    for m in present if m != ref]).set_index(["Against", "Method"])
+cost = study.cost_accuracy(deb)
 
 # %% [markdown]
 # ## Tables

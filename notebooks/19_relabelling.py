@@ -41,14 +41,20 @@ odd_model: str = ""  # its model (a mixed-model panel; `model` runs the others);
 # ## Load records (run or resume one variant per seat)
 
 # %%
+from matplotlib.figure import Figure
+
 from pear.analysis import figures, report
+from pear.catalog.labels import method_label, method_order
+from pear.core.methods import orbit_base
 from pear.paper import beyond, relabelling, study
 
 figures.set_style()
 exp = relabelling.experiment(preset, seeds=seeds, n_questions=n_questions)
 variants = relabelling.variants(exp, odd_role, odd_temperature=odd_temperature,
                                 odd_model=odd_model, model=model)
-odd = relabelling.odd_agent(odd_role, odd_temperature, odd_model)
+odd = " ".join([f"{odd_role} agent",  # the odd agent in words, for captions and axes
+                *([f"at temperature {odd_temperature:g}"] if odd_temperature >= 0 else []),
+                *([f"of model {odd_model}"] if odd_model else [])])
 runs = beyond.run_variants(backend, variants, study.runs_path(runs_dir, preset, backend),
                            model=model)
 res = next(iter(runs.values()))
@@ -68,10 +74,25 @@ orbit
 
 # %% [markdown]
 # ## Figure
+#
+# Accuracy per method against the odd agent's position, Wilson 95% intervals (orbit averages
+# dashed).
 
 # %%
-fig = relabelling.plot_by_seat(by_seat, odd=odd, source=res.source, mark=res.mark,
-                               simulated=res.simulated)
+fig = Figure(figsize=(6.4, 3.6))
+ax = fig.add_subplot()
+names = method_order(by_seat["method"].unique())
+for j, m in enumerate(names):
+    d = by_seat[by_seat["method"] == m]
+    ax.errorbar(d["seat"] + (j - len(names) / 2) * 0.05, d["accuracy"],
+                yerr=[d["accuracy"] - d["ci_low"], d["ci_high"] - d["accuracy"]],
+                marker="o", capsize=2, label=method_label(m),
+                linestyle="--" if orbit_base(m) else "-")
+ax.set_xticks(sorted(by_seat["seat"].unique()))
+ax.set_xlabel(f"position of the {odd} (1: Star's hub, Chain's head)")
+ax.set_ylabel("accuracy")
+ax.legend(fontsize=7, ncol=2)
+fig = figures.annotate(fig, [ax], source=res.source, mark=res.mark, simulated=res.simulated)
 figures.display_figure(fig)
 
 # %% [markdown]

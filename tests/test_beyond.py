@@ -51,6 +51,16 @@ def test_smoke_studies_grid_is_one_dataset_and_seed():
     assert exp.datasets == ("gsm8k",) and exp.seeds == (0,) and exp.debate.n_agents == 3
 
 
+def test_the_studies_grid_with_methods_of_ones_own():
+    """Notebook 15's grid: the studies' grid with the methods given, in table order; an
+    unknown name is one error naming it."""
+    exp = beyond.preset_experiment("smoke", methods=["clique", "pear", "random"])
+    assert exp.methods == ("clique", "random", "pear") and exp.datasets == ("gsm8k",)
+    assert beyond.preset_experiment("beyond").methods == beyond.ROBUST_METHODS
+    with pytest.raises(Exception, match="no_such_router"):
+        beyond.preset_experiment("smoke", methods=["pear", "no_such_router"])
+
+
 def test_study_numbers_come_from_the_printed_tables():
     lifts = beyond.study_lifts()
     assert lifts["source_confidence"] == pytest.approx(0.172)

@@ -25,7 +25,8 @@ from matplotlib.figure import Figure
 from pear.core.router import RouterState
 from pear.analysis import metrics, stats, theory
 from pear.core.config import RouterConfig, roles_for
-from pear.catalog.labels import METHOD_LABELS
+from pear.catalog.labels import METHOD_LABELS, method_order
+from pear.methods import spec as method_spec
 from pear.runs.grid import Experiment, preset
 from pear.analysis.figures import METHOD_COLORS, annotate
 from pear.paths import cache_path, shown, studies_dir
@@ -66,17 +67,23 @@ is the one with a role; our choice."""
 
 
 def preset_experiment(name: str = "beyond", seeds: str | Sequence[int] = "",
-                      n_questions: int = 0) -> Experiment:
+                      n_questions: int = 0, methods: Sequence[str] = ()) -> Experiment:
     """The grid the studies vary, from the notebooks' parameters: the ``beyond`` preset, or
     another preset's protocol and questions with the studies' methods (``smoke``: one
     dataset, GSM8K, one seed and :data:`SMOKE_METHODS`, so that the CPU build stays short);
-    ``seeds`` and ``n_questions`` override as in every notebook."""
+    ``seeds`` and ``n_questions`` override as in every notebook; ``methods`` (registered
+    names, plug-ins loaded; an unknown one is an error naming it): these, in table order,
+    instead of the studies'."""
+    for m in methods:
+        method_spec(m)
     exp = experiment(name, seeds=seeds, n_questions=n_questions)
     if name == "smoke":
-        return dataclasses.replace(exp, datasets=("gsm8k",), methods=SMOKE_METHODS,
-                                   seeds=exp.seeds if seeds else exp.seeds[:1],
-                                   full_datasets=())
-    return dataclasses.replace(exp, methods=ROBUST_METHODS, full_datasets=())
+        exp = dataclasses.replace(exp, datasets=("gsm8k",), methods=SMOKE_METHODS,
+                                  seeds=exp.seeds if seeds else exp.seeds[:1],
+                                  full_datasets=())
+    else:
+        exp = dataclasses.replace(exp, methods=ROBUST_METHODS, full_datasets=())
+    return dataclasses.replace(exp, methods=tuple(method_order(methods))) if methods else exp
 
 
 def _variant(exp: Experiment, methods: Sequence[str], **debate: Any) -> Experiment:

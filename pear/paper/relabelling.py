@@ -1,6 +1,8 @@
-"""Notebook 19's study (issue 73): the odd agent of a panel seated at every position, each
+"""The relabelling study (issue 73), which notebook 19 runs and the claims ledger judges: the
+odd agent of a panel seated at every position (:func:`experiment`, :func:`variants`), each
 method's accuracy per seat, its spread across seats against sampling (a randomisation test
-at matched seeds) and each fixed router beside its orbit average (``NAME~orbit``)."""
+at matched seeds) and each fixed router beside its orbit average (``NAME~orbit``:
+:func:`tables`).  The notebook's figure and words are its own cells."""
 from __future__ import annotations
 
 import dataclasses
@@ -8,18 +10,16 @@ from typing import Any, Mapping
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
 from pear.analysis import stats
-from pear.analysis.figures import annotate
-from pear.catalog.labels import method_label, method_order
+from pear.catalog.labels import method_order
 from pear.core.config import roles_for
 from pear.core.methods import orbit_base
 from pear.paper.beyond import preset_experiment
 from pear.runs.relabelling import placements, relabelled
 
 __all__ = ["SMOKE_METHODS", "METHODS", "SEEDS", "ORBIT_COLUMNS", "experiment", "variants",
-           "odd_agent", "outcomes", "tables", "plot_by_seat"]
+           "outcomes", "tables"]
 
 SMOKE_METHODS = ("star", "star~orbit", "pear")
 """The CPU build (a 135M model, one question): what runs, not what it finds (our choice)."""
@@ -64,21 +64,6 @@ def variants(exp: Any, odd_role: str = "adversarial", *, odd_temperature: float 
         debate["agent_models"] = (odd_model,) + (model,) * (n - 1)
     seats = placements(n, agent=0)
     return relabelled(exp, [seats[p] for p in SMOKE_SEATS] if smoke else seats, **debate)
-
-
-def odd_agent(odd_role: str = "adversarial", odd_temperature: float = -1.0,
-              odd_model: str = "") -> str:
-    """The odd agent in words, for captions and axes.
-
-    >>> odd_agent("honest", 1.2)
-    'honest agent at temperature 1.2'
-    """
-    parts = [f"{odd_role} agent"]
-    if odd_temperature >= 0:
-        parts.append(f"at temperature {odd_temperature:g}")
-    if odd_model:
-        parts.append(f"of model {odd_model}")
-    return " ".join(parts)
 
 
 def outcomes(runs: Mapping[str, Any]) -> dict[str, pd.DataFrame]:
@@ -138,23 +123,3 @@ def tables(runs: Mapping[str, Any], *, seed: int = 0
             "spread_removed": spread.loc[b, "spread"] - spread.loc[m, "spread"]})
     orbit = pd.DataFrame(orbit_rows, columns=ORBIT_COLUMNS)
     return by_seat, spread.reset_index(), orbit
-
-
-def plot_by_seat(by_seat: pd.DataFrame, *, odd: str = "adversarial agent", source: str = "",
-                 mark: str = "", simulated: bool = False) -> Figure:
-    """Accuracy per method against the odd agent's position, Wilson 95% intervals (orbit
-    averages dashed)."""
-    fig = Figure(figsize=(6.4, 3.6))
-    ax = fig.add_subplot()
-    names = method_order(by_seat["method"].unique())
-    for j, m in enumerate(names):
-        d = by_seat[by_seat["method"] == m]
-        ax.errorbar(d["seat"] + (j - len(names) / 2) * 0.05, d["accuracy"],
-                    yerr=[d["accuracy"] - d["ci_low"], d["ci_high"] - d["accuracy"]],
-                    marker="o", capsize=2, label=method_label(m),
-                    linestyle="--" if orbit_base(m) else "-")
-    ax.set_xticks(sorted(by_seat["seat"].unique()))
-    ax.set_xlabel(f"position of the {odd} (1: Star's hub, Chain's head)")
-    ax.set_ylabel("accuracy")
-    ax.legend(fontsize=7, ncol=2)
-    return annotate(fig, [ax], source=source, mark=mark, simulated=simulated)
