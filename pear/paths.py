@@ -74,7 +74,7 @@ def ensemble_dir(run_dir: str | Path) -> Path:
 
 def twin_dir(run_dir: str | Path) -> Path:
     """Where the grid of a twin of recorded debates is run beside a build's run
-    (:mod:`pear.paper.your_model`): ``<run_dir>-twin/``.
+    (notebook 18, simulate your model): ``<run_dir>-twin/``.
 
     >>> twin_dir("data/runs/sim-simulated").name
     'sim-simulated-twin'

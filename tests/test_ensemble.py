@@ -200,11 +200,11 @@ def test_a_grid_under_a_population_file_keeps_or_replaces_the_file_by_fingerprin
     assert pop.load(there).fingerprint == other.fingerprint != p.fingerprint
     exp = ensemble.grid(base=preset("sim", datasets=("gsm8k",), n_questions=2, seeds=(0,)),
                         n_questions=2, methods=ensemble.MAIN)
-    s = ensemble.run_under(exp, file, tmp_path / "g")
+    s = ensemble.run_under(exp, file, tmp_path / "g", workers=1)
     assert s.written == 4 * 2 and s.complete
     named = manifest.read(tmp_path / "g")["backend_settings"][0]["population"]
     assert named == {"name": p.name, "fingerprint": p.fingerprint}
-    assert ensemble.run_under(exp, file, tmp_path / "g").written == 0  # resumed: nothing left
+    assert ensemble.run_under(exp, file, tmp_path / "g", workers=1).written == 0  # resumed
 
 
 def test_populations_run_two_at_a_time_find_what_one_at_a_time_finds(ens, tmp_path):

@@ -154,14 +154,16 @@ def population_file(p: Any, root: str | Path) -> Path:
     return file
 
 
-def run_under(exp: Any, file: str | Path, out: str | Path, *, workers: int = 1,
+def run_under(exp: Any, file: str | Path, out: str | Path, *, workers: int | None = None,
               progress: bool = False) -> Any:
     """Run (or resume) the grid ``exp`` on simulated agents of the population ``file``
     (:func:`population_file`) into the run directory ``out``, through
-    :func:`pear.runs.runner.run` (resumable, append-only); its summary.  A grid left
+    :func:`pear.runs.runner.run` (resumable, append-only; ``workers`` processes, default
+    every core); its summary.  A grid left
     incomplete (a debate failed) is an error naming the first failure."""
     be = grid_backend(SIMULATED, exp, extra={"population": str(file)})
-    s = run_grid(exp, be, Path(out), progress=progress, workers=workers)
+    s = run_grid(exp, be, Path(out), progress=progress,
+                 workers=workers or default_workers(SIMULATED))
     if not s.complete:
         first = s.failed[0][1] if s.failed else "unknown"
         raise RuntimeError(f"population {Path(file).stem}: the grid is incomplete "
@@ -325,7 +327,8 @@ def _population(name: str) -> tuple[dict[str, Any], int, float]:
     exp, root, files, seed, paper, replay, progress = _FORKED
     t0, written = time.perf_counter(), 0
     if not replay:
-        written = run_under(exp, files[name], root / name, progress=progress).written
+        written = run_under(exp, files[name], root / name, workers=1,
+                            progress=progress).written
     return (_read(exp, root / name, seed, full=name == POINT, paper=paper), written,
             time.perf_counter() - t0)
 
