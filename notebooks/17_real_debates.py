@@ -64,46 +64,117 @@ loo_subjects: str = ""  # comma-separated subjects to hold out; empty: all seven
 # ## Load records (import the shipped files, and du_file)
 
 # %%
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
 from pear.analysis import figures, report
-from pear.populations import leave_one_subject_out, real_debates, simcheck
+from pear.populations import debate_statistics, graded_copies, leave_one_subject_out, simcheck
+from pear.store import manifest
 
 figures.set_style()
-runs = real_debates.shipped_runs(du_file, du_dataset, du_grading, du_model)
+runs = graded_copies.shipped_runs(du_file, du_dataset, du_grading, du_model)
 runs
 
 # %% [markdown]
 # ## Compute: the real runs and the simulated population in their setting
 
-# %%
-analyses = [real_debates.analyse(name, path, seed=sim_seed, n_resamples=n_resamples,
-                                 population=population, replicates=replicates)
-            for name, path in runs.items()]
-print("\n\n".join(real_debates.describe(a) for a in analyses))
+# %% [markdown]
+# Per run, the population held against it in its source's protocol (`simcheck.check`, as
+# `pear population sim-check`), and McNemar's exact test of the vote, last round against round 0
+# (`debate_statistics.first_last_mcnemar`, on the debates with rounds).
 
 # %%
-summary = real_debates.table(analyses)
+checks = {name: simcheck.check(path, population, replicates, sim_seed, n_resamples=n_resamples)
+          for name, path in runs.items()}
+
+
+def describe(name, check):
+    """What was imported and matched, and how the simulation was set (Markdown)."""
+    imp = (manifest.read(runs[name]) or {}).get("imported", {})
+    st = check.setting
+    lines = [f"**{name}** ({imp.get('format')}, model {imp.get('model')}): "
+             f"{imp.get('debates')} debates, {imp.get('matched')} matched to our "
+             f"{', '.join(imp.get('datasets', []))} by text, {imp.get('gold_disagree')} "
+             f"golds that disagree with ours, {imp.get('bad_count', 0)} bad entries skipped.",
+             f"Simulated population `{check.population.name}` under the source's protocol "
+             f"({st['protocol']['name']}), {st['replicates']} replicates: `skill_mean` shifted "
+             f"to {st['skill_mean']:+.3f} (mean over replicates) so that its expected round-0 "
+             f"agent accuracy is the real run's "
+             f"({', '.join(f'{v:.3f}' for v in st['round0_accuracy'].values())}); not refitted."]
+    test, note = debate_statistics.first_last_mcnemar(check.per_debate)
+    if test is not None:
+        lines.append(f"McNemar, vote in the last round vs round 0 (debates with rounds): "
+                     f"b = {test.b} right only in the last, c = {test.c} right only in round 0, "
+                     f"exact p = {test.pvalue_exact:.3g}.")
+    else:
+        lines.append(f"McNemar, vote last vs first round: cannot be computed ({note}).")
+    return "\n\n".join(lines)
+
+
+print("\n\n".join(describe(name, c) for name, c in checks.items()))
+
+# %% [markdown]
+# One row per (run, statistic): the real value with its 95% interval, the simulated value (mean
+# over replicates) with the range of the middle 95% of replicates, and whether the simulated
+# value is inside the real interval.
+
+# %%
+def interval(v, lo, hi):
+    if v is None or not np.isfinite(v):
+        return debate_statistics.NOT_DEFINED
+    return f"{v:.3f} [{lo:.3f}, {hi:.3f}]" if np.isfinite(lo) and np.isfinite(hi) else f"{v:.3f}"
+
+
+def nan_if_none(x):
+    return np.nan if x is None else x
+
+
+def summary_table(checks):
+    return pd.DataFrame([
+        {"run": name, "statistic": debate_statistics.STATISTICS[s["statistic"]],
+         "real [95% CI]": interval(s["real"], nan_if_none(s["lo"]), nan_if_none(s["hi"])),
+         "debates": s["debates"],
+         "simulated [95% of replicates]": interval(*c.simulated.set_index("statistic").loc[
+             s["statistic"], ["value", "low", "high"]]),
+         "inside": {True: "yes", False: "no"}.get(s["inside"], debate_statistics.NOT_DEFINED)}
+        for name, c in checks.items() for s in c.statistics]).set_index(["run", "statistic"])
+
+
+summary = summary_table(checks)
 summary
 
 # %% [markdown]
 # ## Does the simulated population fall inside the real interval? (one line per statistic)
 
 # %%
-print("\n".join(real_debates.verdicts(analyses)))
+def verdict(name, check, s):
+    label = debate_statistics.STATISTICS[s["statistic"]]
+    if s["inside"] is None:
+        why = check.real.set_index("statistic")["note"][s["statistic"]] or \
+            "the simulated debates do not define it"
+        return f"{name}: {label}: cannot be compared ({why})"
+    return (f"{name}: {label}: simulated {s['simulated']:.3f} "
+            f"{'inside' if s['inside'] else 'OUTSIDE'} the real interval "
+            f"[{s['lo']:.3f}, {s['hi']:.3f}] (real {s['real']:.3f})")
+
+
+print("\n".join(verdict(name, c, s) for name, c in checks.items() for s in c.statistics))
 
 # %% [markdown]
 # The same, one row per run (`pear population sim-check RUN [RUN...] --summary`): statistics inside /
 # defined, and those outside with their side (`+` simulated above the real interval, `-` below)
 
 # %%
-print(simcheck.summary([a.check for a in analyses]))
+print(simcheck.summary(list(checks.values())))
 
 # %% [markdown]
 # ## Leave-one-out: each MATH subject held against a population fitted without it
 
 # %%
-loo = leave_one_subject_out.leave_one_out(replicates=loo_replicates, seed=sim_seed,  # the corpus, as grounded
-                            subjects_=[s.strip() for s in loo_subjects.split(",") if s.strip()],
-                            n_resamples=n_resamples)
+loo = leave_one_subject_out.leave_one_out(  # DyLAN's corpus, with its MMLU teams as grounded
+    replicates=loo_replicates, seed=sim_seed, n_resamples=n_resamples,
+    subjects_=[s.strip() for s in loo_subjects.split(",") if s.strip()])
 print(leave_one_subject_out.describe(loo))
 loo_summary = leave_one_subject_out.summary(loo)
 loo_summary
@@ -122,8 +193,42 @@ loo_table
 # %% [markdown]
 # ## Figure
 
+# %% [markdown]
+# Per run: the round curves (agent and vote accuracy; real solid, simulated dashed) and the
+# statistics with their intervals (real and simulated side by side).
+
 # %%
-fig = real_debates.plot_real_vs_simulated(analyses)
+def error_bars(df):
+    v, lo, hi = (df[c].to_numpy(float) for c in ("value", "low", "high"))
+    return np.nan_to_num(np.vstack([v - lo, hi - v]), nan=0.0).clip(min=0)
+
+
+fig, axes = plt.subplots(len(checks), 2, figsize=(10, 3.6 * len(checks)), squeeze=False)
+for (ax_c, ax_s), (name, c) in zip(axes, checks.items()):
+    curve = c.real_curve
+    for col, label, color in (("agent_accuracy", "agents", "C0"), ("vote_accuracy", "vote", "C1")):
+        ax_c.plot(curve["round"], curve[col], "-o", color=color, label=f"real {label}")
+        ax_c.plot(c.simulated_curve["round"], c.simulated_curve[col], "--s", color=color,
+                  alpha=0.7, label=f"simulated {label}")
+    ax_c.set_xlabel("round (debates that ended carry their last round)")
+    ax_c.set_ylabel("accuracy")
+    ax_c.set_xticks(list(curve["round"]))
+    ax_c.set_title(f"{name}: round-wise accuracy")
+    ax_c.legend(fontsize=7)
+    stats = c.real
+    y = np.arange(len(stats))
+    ax_s.errorbar(stats["value"], y + 0.15, xerr=error_bars(stats), fmt="o", color="k",
+                  label="real (95% bootstrap CI)")
+    ax_s.errorbar(c.simulated["value"], y - 0.15, xerr=error_bars(c.simulated), fmt="s",
+                  color="C3", label=f"simulated ({c.population.name}, 95% of replicates)")
+    ax_s.set_yticks(y)
+    ax_s.set_yticklabels(stats["label"], fontsize=8)
+    ax_s.invert_yaxis()
+    ax_s.axvline(0, color="0.8", lw=0.8)
+    ax_s.set_xlim(min(-0.02, float(np.nanmin(np.r_[stats["low"], stats["value"]])) - 0.05), 1.02)
+    ax_s.set_title(f"{name}: dynamics, real vs simulated")
+    ax_s.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2)
+fig.tight_layout()
 figures.display_figure(fig)
 
 # %% [markdown]

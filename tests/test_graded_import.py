@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pear.core.hashing import file_sha256
-from pear.populations import graded_copies, real_debates
+from pear.populations import graded_copies
 from pear.store import import_cache
 from pear.paths import REAL_DEBATES_DIR, RECORDS_FILE, write_json
 from pear.store import manifest, shipped
@@ -157,7 +157,7 @@ def test_notebook_17s_shipped_file_comes_from_its_graded_copy(tmp_path, monkeypa
     populations check` holds that import equal to the copy); the check names a changed record
     by the copy's folder."""
     monkeypatch.setattr(import_cache, "import_files", _no_grading)
-    run = real_debates.shipped_runs(where=tmp_path)["dylan-math500"]
+    run = graded_copies.shipped_runs(where=tmp_path)["dylan-math500"]
     dest = shipped.GRADED_DIR / "dylan-math500"
     with lzma.open(dest / "debates.jsonl.xz") as fh:
         assert (run / RECORDS_FILE).read_bytes() == fh.read()
@@ -169,6 +169,6 @@ def test_notebook_17s_shipped_file_comes_from_its_graded_copy(tmp_path, monkeypa
     (problem,) = graded_copies.check_shipped_graded({"dylan-math500": run})
     assert problem.startswith("data/real-debates/graded/dylan-math500: record 4 (debate "
                               f"{rec['debate_id']}): final_answer: ")
-    assert real_debates.shipped_runs(where=tmp_path)["dylan-math500"] == run  # kept as it is
+    assert graded_copies.shipped_runs(where=tmp_path)["dylan-math500"] == run  # kept as it is
     with pytest.raises(_Graded):
-        real_debates.shipped_runs(where=tmp_path, fresh=True)
+        graded_copies.shipped_runs(where=tmp_path, fresh=True)

@@ -273,20 +273,26 @@ def test_statistics_that_cannot_be_computed_say_why(tmp_path):
     assert test is None and "fewer than two debates" in note
 
 
-def test_notebook_17_glue_sets_the_simulated_population_beside_the_run(du_gsm, tmp_path):
-    from pear.populations import real_debates
+def test_notebook_17_sets_the_simulated_population_beside_the_run(du_gsm, tmp_path):
+    """Notebook 17's own cells (its describe, summary_table and verdict) on a Du et al. run."""
+    from notebook_cells import notebook_functions
+    from pear.populations import simcheck
     import_files("du", [du_gsm], tmp_path / "run", dataset="gsm8k")
-    a = real_debates.analyse("du-gsm", tmp_path / "run", replicates=3, n_resamples=200)
-    assert a.check.setting["protocol"]["name"] == "du" and a.check.setting["replicates"] == 3
-    table = real_debates.table([a])
-    assert list(table.index.get_level_values("statistic")) == list(debate_statistics.STATISTICS.values())
+    nb = notebook_functions("17_real_debates", runs={"du-gsm": tmp_path / "run"})
+    c = simcheck.check(tmp_path / "run", "grounded", 3, 0, n_resamples=200)
+    assert c.setting["protocol"]["name"] == "du" and c.setting["replicates"] == 3
+    table = nb["summary_table"]({"du-gsm": c})
+    assert list(table.index.get_level_values("statistic")) == \
+        list(debate_statistics.STATISTICS.values())
     row = table.loc[("du-gsm", "agent accuracy, round 0")]
     assert row["real [95% CI]"].startswith("0.444 [") and row["debates"] == 3
-    lines = real_debates.verdicts([a])
+    lines = [nb["verdict"]("du-gsm", c, s) for s in c.statistics]
     assert len(lines) == len(debate_statistics.STATISTICS)
     assert lines[0].startswith("du-gsm: agent accuracy, round 0: simulated ")
-    text = real_debates.describe(a)
+    assert any("cannot be compared" in line or "inside" in line for line in lines)
+    text = nb["describe"]("du-gsm", c)
     assert "not refitted" in text and "under the source's protocol (du), 3 replicates" in text
+    assert text.startswith("**du-gsm** (du, model ")
 
 
 # ----------------------------------------------------------------- notebook 17

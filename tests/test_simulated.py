@@ -390,14 +390,21 @@ def test_residual_table_and_goals():
     assert set(g) >= {"fitted_accuracy_mae", "w2r_error", "cross_answer_error"}
 
 
-def test_plot_calibration_marks_fitted_and_held_out():
+def test_notebook_14_plot_calibration_marks_fitted_and_held_out():
+    """Notebook 14's figure (its own cells): one row of panels per population."""
+    from notebook_cells import notebook_functions
+    plot_calibration = notebook_functions("14_calibration")["plot_calibration"]
     table = calibration.study_targets().assign(simulated=lambda d: d["study"] + 0.01)
     table = table.assign(diff=0.01, target=table["method"])
-    fig = calibration.plot_calibration(table)
+    fig = plot_calibration(table)
     texts = [t.get_text() for a in fig.axes for t in a.texts]
     assert texts.count("simulated agents") == 2
     labels = [t.get_text() for t in fig.legends[0].get_texts()]
     assert "Random (fitted)" in labels and "Chain (held out)" in labels
+    two = plot_calibration({"study": table, "grounded": table})
+    assert len(two.axes) == 4 and two.axes[2].get_ylabel() == "simulation (grounded)"
+    with pytest.raises(ValueError, match="one ax holds one population"):
+        plot_calibration({"study": table, "grounded": table}, ax=two.axes[0])
 
 
 # -- the calibrated regime ---------------------------------------------------------------------

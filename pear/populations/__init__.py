@@ -18,7 +18,7 @@ concept (the commands: ``pear population ...``, :mod:`pear.cli.populations`):
   held against each MATH subject it was not fitted on;
 * :mod:`~pear.populations.simcheck` (``pear population sim-check``) and
   :mod:`~pear.populations.debate_statistics` (the per-round statistics it compares),
-  :mod:`~pear.populations.real_debates` (notebook 17's shipped imported runs);
+  :mod:`~pear.populations.graded_copies` (the shipped real debates, their graded copies);
   :mod:`~pear.populations.reading`: what a fit reads of a run.
 
 Above runs and analysis (it reads runs and their statistics), below the paper build (which

@@ -13,7 +13,7 @@ baselines, and its validation on held-out ones.
   targets, in stages (initial answers on CoT / CoT-SC; persuasion on Random; then all
   together), with common random numbers (a fixed question sample and fixed seeds), so the
   objective is deterministic for a given seed.
-* **Report** (:func:`residual_table`, :func:`goals`, :func:`plot_calibration`).
+* **Report** (:func:`residual_table`, :func:`goals`; the figure is notebook 14's).
 """
 from __future__ import annotations
 
@@ -24,15 +24,12 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-from matplotlib.axes import Axes
-from matplotlib.figure import Figure
 
 from pear.analysis.metrics import CRITIQUE_RATES
 from pear.sim.backend import SimParams, SimulatedBackend
 from pear.core.methods import FIXED_TOPOLOGIES
 from pear.analysis import metrics
 from pear.analysis.compare import load_paper, to_internal
-from pear.analysis.figures import METHOD_COLORS
 from pear.catalog.labels import METHOD_LABELS, DATASET_LABELS
 from pear.core.engine import Engine
 from pear.runs.factory import default_workers
@@ -50,7 +47,7 @@ from pear.backends.registry import SIMULATED
 __all__ = [
     "FITTED_METHODS", "HELD_OUT_METHODS", "DIAGNOSTICS", "STAGES", "BOUNDS", "FitResult",
     "summarize", "study_targets", "simulate", "residual_table",
-    "goals", "populations_table", "describe_populations", "fit", "plot_calibration",
+    "goals", "populations_table", "describe_populations", "fit",
 ]
 
 FITTED_METHODS = ("cot", "cot_sc", "random")
@@ -359,65 +356,3 @@ def fit(start: SimParams = SimParams(), *, n_questions: int = 200,
             log(f"stage {name}: best cost {best['cost']:.3f} after {best['n']} simulations "
                 f"({message})")
     return FitResult(params, report)
-
-
-# ----------------------------------------------------------------- the figure
-
-def plot_calibration(table: pd.DataFrame | Mapping[str, pd.DataFrame], *,
-                     ax: Axes | None = None, title: str | None = None) -> Figure:
-    """Study (x) against simulation (y) for every target of :func:`residual_table`: one
-    panel for accuracies (per dataset and averaged), one for diagnostics; filled markers
-    for fitted targets, open ones for held-out targets, the diagonal for agreement and a
-    band of +-0.05.  Every panel says "simulated agents".  ``table`` may map population
-    names to their tables: one row of panels per population."""
-    tables = dict(table) if isinstance(table, Mapping) else {"": table}
-    if ax is None:
-        fig = Figure(figsize=(7.0, 3.3 * len(tables)), layout="constrained")
-        grid = fig.subplots(len(tables), 2, squeeze=False)
-    else:
-        if len(tables) > 1:
-            raise ValueError("one ax holds one population's table")
-        fig, grid = ax.figure, [[ax, ax]]
-    for axes, (name, part) in zip(grid, tables.items()):
-        _calibration_panels(list(axes), part, name, METHOD_COLORS)
-    table = pd.concat(tables.values())
-    from matplotlib.lines import Line2D
-    methods = [m for m in (*FITTED_METHODS, *HELD_OUT_METHODS) if m in set(table["method"])]
-    handles = [Line2D([], [], ls="", marker="o", color=METHOD_COLORS[m],
-                      markerfacecolor=METHOD_COLORS[m] if m in FITTED_METHODS else "none",
-                      label=f"{METHOD_LABELS[m]} ({'fitted' if m in FITTED_METHODS else 'held out'})")
-               for m in methods]
-    handles += [Line2D([], [], ls="", marker=_MARKERS[q], color="0.3", markerfacecolor="none",
-                       label=q.replace("_", " ")) for q in DIAGNOSTICS]
-    fig.legend(handles=handles, loc="outside right center", fontsize=7, frameon=False)
-    fig.suptitle(title or "Simulated agents: calibration (filled: fitted, open: held out; "
-                          "large: mean of datasets)", fontsize=9)
-    return fig
-
-
-_MARKERS = {"accuracy": "o", "w2r": "^", "r2w": "v", "acceptance": "s",
-            "cross_answer": "D", "source_confidence": "P"}
-
-
-def _calibration_panels(axes: list[Axes], table: pd.DataFrame, name: str,
-                        colors: Mapping[str, str]) -> None:
-    """One population's accuracy and diagnostics panels."""
-    panels = [("Accuracy", table[table["quantity"] == "accuracy"]),
-              ("Diagnostics", table[table["quantity"] != "accuracy"])]
-    for a, (label, part) in zip(axes, panels):
-        for r in part.itertuples(index=False):
-            filled = r.role == "fitted"
-            color = colors.get(r.method, "k")
-            size = 46 if r.dataset == "all" else 22
-            a.scatter([r.study], [r.simulated], s=size, marker=_MARKERS.get(r.quantity, "o"),
-                      facecolors=color if filled else "none", edgecolors=color, linewidths=1.1)
-        lim = (0.0, 1.0)
-        a.plot(lim, lim, color="0.3", lw=0.8)
-        a.fill_between(lim, [lim[0] - 0.05, lim[1] - 0.05], [lim[0] + 0.05, lim[1] + 0.05],
-                       color="0.5", alpha=0.12, lw=0)
-        a.set(xlim=lim, ylim=lim, xlabel="study",
-              ylabel=f"simulation ({name})" if name else "simulation",
-              title=f"{label}: {name}" if name else label)
-        a.set_aspect("equal")
-        a.text(0.5, 0.5, "simulated agents", transform=a.transAxes, ha="center", va="center",
-               fontsize=14, color="0.6", alpha=0.25, rotation=30)

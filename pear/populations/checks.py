@@ -128,7 +128,7 @@ def check_all(log: Callable[[str], None] | None = None) -> tuple[list[str], list
     graded = check_graded(run)
     say(f"imported {CORPUS.name} from scratch in {time.perf_counter() - t0:.0f} s ({run}); "
         f"shipped graded copy: {'DIFFERS' if graded else 'the same records'}")
-    from pear.populations.real_debates import SHIPPED, check_shipped_graded, shipped_runs
+    from pear.populations.graded_copies import SHIPPED, shipped_runs
     t0 = time.perf_counter()
     others = check_shipped_graded(shipped_runs(where=BUILD_DIR / "imported", fresh=True))
     say(f"imported {', '.join(f for _, f, _, _ in SHIPPED.values())} from scratch in "

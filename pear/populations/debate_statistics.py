@@ -33,7 +33,8 @@ from pear.analysis.metrics import update_counts
 from pear.analysis.stats import bootstrap_mean, mcnemar_table
 from pear.analysis.transcript import debate_flags
 
-__all__ = ["STATISTICS", "per_debate", "summarize", "round_curve", "first_last_mcnemar"]
+__all__ = ["NOT_DEFINED", "STATISTICS", "per_debate", "summarize", "round_curve",
+           "first_last_mcnemar"]
 
 STATISTICS: dict[str, str] = {
     "agent_acc_first": "agent accuracy, round 0",
@@ -47,6 +48,9 @@ STATISTICS: dict[str, str] = {
     "minority_won": "correct minority won",
 }
 """Statistic -> its label in tables and figures, in table order."""
+
+NOT_DEFINED = "n/a"
+"""What a table shows for a value that no debate defines (or a comparison that cannot be made)."""
 
 _UNDEFINED = {
     "w2r": "no debate has an agent wrong before a later round (no rounds after round 0?)",

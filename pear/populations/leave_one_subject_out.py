@@ -205,7 +205,7 @@ def leave_one_out(run: str | os.PathLike[str] | None = None, *, replicates: int 
 
 
 def _fmt(x: Any) -> str:
-    return "n/a" if x is None or x != x else f"{x:.3f}"
+    return debate_statistics.NOT_DEFINED if x is None or x != x else f"{x:.3f}"
 
 
 def table(loo: LeaveOneOut) -> pd.DataFrame:
@@ -216,12 +216,14 @@ def table(loo: LeaveOneOut) -> pd.DataFrame:
     real = r.drop_duplicates(["subject", "statistic"]).set_index(["subject", "statistic"])
     out = pd.DataFrame({
         "real [95% CI]": [f"{_fmt(a)} [{_fmt(b)}, {_fmt(c)}]" if a is not None and a == a
-                          else "n/a" for a, b, c in zip(real["real"], real["lo"], real["hi"])],
+                          else debate_statistics.NOT_DEFINED
+                          for a, b, c in zip(real["real"], real["lo"], real["hi"])],
         "debates": real["debates"].astype(int)}, index=real.index)
     for name in dict.fromkeys(r["population"]):
         p = r[r["population"] == name].set_index(["subject", "statistic"]).reindex(out.index)
         out[f"{name}: simulated"] = [_fmt(x) for x in p["simulated"]]
-        out[f"{name}: inside"] = [{True: "yes", False: "no"}.get(x, "n/a") for x in p["inside"]]
+        out[f"{name}: inside"] = [{True: "yes", False: "no"}.get(
+            x, debate_statistics.NOT_DEFINED) for x in p["inside"]]
     out.index = pd.MultiIndex.from_tuples(
         [(s, labels.get(k, k)) for s, k in out.index], names=["subject", "statistic"])
     return out

@@ -68,6 +68,7 @@ import pandas as pd
 
 from pear.paths import shown
 from pear.populations import debate_statistics
+from pear.core.config import whole_number
 from pear.core.hashing import int_seed
 from pear.core.vote import vote
 from pear.sim.population import Population, load as load_population
@@ -221,8 +222,7 @@ def check(run_dir: str | os.PathLike[str], population: str | os.PathLike[str] | 
     man = manifest_io.read(run_dir) if run_dir.is_dir() else None
     if man is None:
         raise ValueError(f"not a run directory: {str(run_dir)!r} (no manifest.json)")
-    if isinstance(replicates, bool) or not isinstance(replicates, int) or replicates < 1:
-        raise ValueError(f"invalid replicates={replicates!r}: an integer >= 1")
+    replicates = whole_number(replicates, "replicates", 1, fix="an integer >= 1")
     if judge not in JUDGES:
         raise ValueError(f"invalid judge {judge!r}: one of {', '.join(JUDGES)}")
     pop = load_population(population)

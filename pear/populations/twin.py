@@ -50,6 +50,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 import pear
+from pear.core.config import whole_number
 from pear.core.hashing import int_seed
 from pear.paths import DATA_DIR, shown
 from pear.populations import reading
@@ -442,8 +443,7 @@ def draws(population: Population, k: int, seed: int = 0) -> list[Population]:
     from their posterior (normal, the fit's covariance), each named ``<name>~<i>``.  A
     population without that covariance (a corpus fit, a published member) is returned ``k``
     times unchanged: what it does not know it does not say."""
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        raise ValueError(f"invalid number of draws {k!r}: an integer >= 1")
+    k = whole_number(k, "k", 1, fix="a number of draws >= 1")
     d = population.info.get("diagnostics") or {}
     cov = np.array(d.get("effects_cov") or [], dtype=float)
     if population.revision is None or cov.shape != (len(EFFECTS), len(EFFECTS)) \

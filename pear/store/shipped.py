@@ -43,7 +43,7 @@ __all__ = ["GRADED_DIR", "RECORDS_XZ", "UNCOMPARED", "write", "read_manifest", "
 GRADED_DIR = REAL_DEBATES_DIR / "graded"
 """Where the shipped imports lie, one folder each (DyLAN's corpus,
 :data:`pear.store.import_cache.GRADED`; notebook 17's files,
-:data:`pear.populations.real_debates.SHIPPED`)."""
+:data:`pear.populations.graded_copies.SHIPPED`)."""
 
 RECORDS_XZ = RECORDS_FILE + ".xz"
 """The shipped records file."""
