@@ -83,3 +83,20 @@ def test_an_ablation_row_keeps_only_known_weights():
         keeping(("alpha_T", "alpha_X"), RouterConfig())
     r = keeping(("alpha_T", "alpha_L"), RouterConfig(alpha_T=0.3, alpha_I=0.2, alpha_L=0.1))
     assert (r.alpha_T, r.alpha_I, r.alpha_L) == (0.3, 0.0, 0.1)
+
+
+def test_whole_number_is_the_one_integer_argument_check():
+    """Every integer argument a user gives (workers, seeds, n, k, replicates, n_boot ...) is
+    checked by pear.core.config.whole_number: an int or a numpy integer in bounds, as an int."""
+    import numpy as np
+    from pear.core.config import whole_number
+    assert whole_number(np.int32(4), "k", 1) == 4 and type(whole_number(np.int32(4), "k")) is int
+    assert whole_number(-3, "seed", None) == -3
+    for bad, pattern in [(True, "invalid k=True: use a whole number >= 1"),
+                         (2.0, "invalid k=2.0"), ("3", "invalid k='3'"), (0, "invalid k=0")]:
+        with pytest.raises(ValueError, match=pattern):
+            whole_number(bad, "k", 1)
+    with pytest.raises(ValueError, match=r"invalid n=6: use a whole number >= 1 and <= 5"):
+        whole_number(6, "n", 1, 5)
+    with pytest.raises(ValueError, match="invalid seed=-1: a bootstrap seed >= 0"):
+        whole_number(-1, "seed", 0, fix="a bootstrap seed >= 0")

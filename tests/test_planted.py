@@ -85,7 +85,7 @@ def test_draws_follow_the_fit_and_a_corpus_fit_has_none(runs):
     assert [d.fingerprint for d in twin.draws(tw, 5, seed=1)] == [d.fingerprint for d in ds]
     g = load_population("grounded")  # a corpus fit: no covariance of effects to draw from
     assert twin.draws(g, 3) == [g, g, g]
-    with pytest.raises(ValueError, match="invalid number of draws 0"):
+    with pytest.raises(ValueError, match="invalid k=0: a number of draws >= 1"):
         twin.draws(tw, 0)
 
 

@@ -30,7 +30,7 @@ from pear.analysis import metrics, stats
 from pear.catalog.labels import method_order
 from pear.analysis.compare import load_paper, to_internal, paper_model
 from pear.analysis.theory import states_from_records
-from pear.core.config import RouterConfig
+from pear.core.config import RouterConfig, whole_number
 from pear.store.checks import Checker
 from pear.store.indexing import VIEW_DIR, read_manifest
 from pear.store.validate import Findings
@@ -165,8 +165,7 @@ def from_view(view: Any, *, rng: np.random.Generator, n_boot: int = N_BOOT,
     ``n_boot`` two-way bootstrap replicates drawn from ``rng``; ``net`` = ``w2r`` - ``r2w``
     of the means, as the study's Net.  ``n_boot=0``: point values only (``reps`` None, as
     the study's tables): every interval of the ledger is then its point value."""
-    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 0:
-        raise ValueError(f"invalid n_boot={n_boot!r}: a number of replicates >= 0")
+    n_boot = whole_number(n_boot, "n_boot", 0, fix="a number of replicates >= 0")
     df = per_debate(view)
     names = [c for c in df.columns if c not in KEYS and c != "debate"]
     if quantities is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import numbers
 from dataclasses import dataclass, field
 from typing import Any, Literal, Mapping
 
@@ -19,7 +20,7 @@ from pear.core.hashing import config_digest
 from pear.core.stopping import parse_stop
 
 __all__ = ["DebateConfig", "RouterConfig", "config_hash", "CONFIDENCE_MIN", "CONFIDENCE_MAX",
-           "ROLES", "ROLE_CONFIDENCE", "roles_for", "identity_dict"]
+           "ROLES", "ROLE_CONFIDENCE", "roles_for", "identity_dict", "whole_number"]
 
 CONFIDENCE_MIN = 1  # paper: integer confidence scale 1..5
 CONFIDENCE_MAX = 5  # paper
@@ -41,6 +42,30 @@ adding it changed no existing hash or run directory."""
 def _check(cond: bool, name: str, value: Any, fix: str) -> None:
     if not cond:
         raise ValueError(f"invalid {name}={value!r}: {fix}")
+
+
+def whole_number(value: Any, name: str, minimum: int | None = 0, maximum: int | None = None,
+                 fix: str = "") -> int:
+    """``value`` as an ``int`` when it is a whole number (an int or a numpy integer, never a
+    bool) within ``minimum``..``maximum`` (None: unbounded), else one ValueError naming it
+    and what to give instead (``fix``); every integer argument a user gives is checked here.
+
+    >>> import numpy as np
+    >>> whole_number(np.int64(3), "k", 1)
+    3
+    >>> whole_number(True, "k", 1)
+    Traceback (most recent call last):
+    ...
+    ValueError: invalid k=True: use a whole number >= 1
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) \
+            or (minimum is not None and value < minimum) \
+            or (maximum is not None and value > maximum):
+        bounds = " and ".join(b for b in (f">= {minimum}" if minimum is not None else "",
+                                          f"<= {maximum}" if maximum is not None else "") if b)
+        raise ValueError(f"invalid {name}={value!r}: "
+                         f"{fix or 'use a whole number' + (' ' + bounds if bounds else '')}")
+    return int(value)
 
 
 @dataclass(frozen=True)

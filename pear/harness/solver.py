@@ -33,6 +33,7 @@ import anyio.to_thread
 from inspect_ai.model import ChatMessageAssistant, Model, ModelOutput, get_model, model_roles
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
+from pear.core.config import whole_number
 from pear.core.engine import Engine, Job
 from pear.harness.backend import STRUCTURED, InspectBackend
 from pear.methods import load_plugins, method as make_method
@@ -166,8 +167,7 @@ def pear_debate(method: str = "pear", *, preset: str = "paper", rounds: int | No
     if structured not in STRUCTURED:
         raise ValueError(f"invalid structured={structured!r}: choose one of "
                          f"{', '.join(STRUCTURED)}")
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"invalid seed={seed!r}: use a non-negative integer")
+    seed = whole_number(seed, "seed", 0, fix="use a non-negative integer")
     load_plugins(list(plugins))
     settings = {"rounds": rounds, "n_agents": agents, "k": k, "max_tokens": max_tokens,
                 "temperature": temperature, "prompt_style": prompt_style, "stop": stop,

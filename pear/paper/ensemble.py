@@ -39,7 +39,7 @@ import dataclasses
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -49,6 +49,7 @@ from pear.backends.registry import SIMULATED, spec as backend_spec
 from pear.catalog.labels import dataset_label, method_label
 from pear.parallel import fork_map
 from pear.paths import ensemble_dir, write_json
+from pear.core.config import whole_number
 from pear.core.methods import METHODS
 from pear.populations import corpus_fit
 from pear.populations.draws import bootstrap_populations
@@ -125,9 +126,7 @@ def grid(preset: str = "sim", n_questions: int = DEFAULT_QUESTIONS, *, seeds: st
     per dataset (at most the base's), no full sets, and the study's methods (``methods``:
     those; the self-consistency sizes ``sc@k`` of comparisons at equal compute left out,
     which no claim needs).  :data:`MAIN` must be among them."""
-    if isinstance(n_questions, bool) or not isinstance(n_questions, (int, np.integer)) \
-            or n_questions < 1:
-        raise ValueError(f"invalid n_questions={n_questions!r}: questions per dataset >= 1")
+    n_questions = whole_number(n_questions, "n_questions", 1, fix="questions per dataset >= 1")
     exp = base if base is not None else experiment(preset, seeds=seeds, backend=SIMULATED)
     chosen = tuple(methods) if methods else tuple(m for m in exp.methods if m in METHODS)
     lacking = [m for m in MAIN if m not in chosen]
@@ -164,17 +163,12 @@ def run_under(exp: Any, file: str | Path, out: str | Path, *, workers: int | Non
     be = grid_backend(SIMULATED, exp, extra={"population": str(file)})
     s = run_grid(exp, be, Path(out), progress=progress,
                  workers=workers or default_workers(SIMULATED))
-    if not s.complete:
-        first = s.failed[0][1] if s.failed else "unknown"
-        raise RuntimeError(f"population {Path(file).stem}: the grid is incomplete "
-                           f"({len(s.failed)} debates failed; first: {first}); rerun to resume")
+    s.raise_if_incomplete(f"population {Path(file).stem}: the grid")
     return s
 
 
 def _check_k(k: Any) -> int:
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
-        raise ValueError(f"invalid k={k!r}: an ensemble needs at least one population (k >= 1)")
-    return int(k)
+    return whole_number(k, "k", 1, fix="an ensemble needs at least one population (k >= 1)")
 
 
 def write_populations(root: str | Path, k: int = DEFAULT_K, seed: int = 0, *,
@@ -188,8 +182,7 @@ def write_populations(root: str | Path, k: int = DEFAULT_K, seed: int = 0, *,
     (:func:`pear.populations.draws.bootstrap_populations`; a refit on DyLAN's corpus where they
     are not shipped)."""
     k = _check_k(k)
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"invalid seed={seed!r}: a bootstrap seed >= 0")
+    seed = whole_number(seed, "seed", 0, fix="a bootstrap seed >= 0")
     root = Path(root)
     pdir = root / "populations"
     point = corpus_fit.grounded_population(grounding) if grounding is not None else pop.load(POINT)

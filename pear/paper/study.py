@@ -29,6 +29,7 @@ import pandas as pd
 
 from pear.analysis import metrics, report
 from pear.backends.registry import SIMULATED, names as backend_names, spec as backend_spec
+from pear.core.config import whole_number
 from pear.store import manifest, view
 from pear.catalog.labels import (MAIN_METHODS, ROUTING_VARIANTS, dataset_label, evidence_mark,
                          model_labels, with_plugins)
@@ -98,9 +99,7 @@ def experiment(preset: str, seeds: str | Sequence[int] = "", n_questions: int = 
     over: dict[str, Any] = {}
     if (parsed := _seeds(seeds)) is not None:
         over["seeds"] = parsed
-    if isinstance(n_questions, bool) or not isinstance(n_questions, (int, np.integer)) \
-            or n_questions < 0:
-        raise ValueError(f"invalid n_questions={n_questions!r}: use 0 (the preset's) or more")
+    n_questions = whole_number(n_questions, "n_questions", 0, fix="use 0 (the preset's) or more")
     if n_questions:
         over["n_questions"] = int(n_questions)
     exp = grid_experiment(preset, backend=backend, models=(model,) if model else (), **over)

@@ -26,6 +26,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
+from pear.core.config import whole_number
 from pear.core.engine import Engine, Job, call_budget
 from pear.core.hashing import hex_id
 from pear.parallel import fork_map
@@ -549,9 +550,7 @@ def check_workers(workers: Any) -> int:
     ...
     ValueError: invalid workers=0: use a whole number of processes >= 1
     """
-    if not (isinstance(workers, int) and workers >= 1):
-        raise ValueError(f"invalid workers={workers!r}: use a whole number of processes >= 1")
-    return workers
+    return whole_number(workers, "workers", 1, fix="use a whole number of processes >= 1")
 
 
 def question_chunks(todo: Sequence[Job], per_chunk: int) -> Iterable[list[Job]]:

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from pear.core.config import whole_number
 from pear.core.hashing import file_sha256, stable_seed
 from pear.paths import BENCHMARKS_DIR
 
@@ -219,18 +220,16 @@ def load(name: str, n: int | None = None, seed: int = 0) -> list[Question]:
     >>> load("gsm8k", n=0)
     Traceback (most recent call last):
     ...
-    ValueError: invalid n=0 for dataset 'gsm8k': use 1..1319 or None for the full set
+    ValueError: invalid n=0: dataset 'gsm8k' has 1319 questions: use 1..1319 or None for the full set
     """
     _check_name(name)
     path = str(_path(name))
     if n is None:
         return list(_questions(name, path))
     questions = _source(name, path)
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or not 1 <= n <= len(questions):
-        raise ValueError(f"invalid n={n!r} for dataset {name!r}: use 1..{len(questions)} or None "
-                         f"for the full set")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
-        raise ValueError(f"invalid seed={seed!r}: use an integer")
+    n = whole_number(n, "n", 1, len(questions), fix=f"dataset {name!r} has {len(questions)} "
+                     f"questions: use 1..{len(questions)} or None for the full set")
+    seed = whole_number(seed, "seed", None, fix="use an integer")
     rng = np.random.default_rng(stable_seed(name, int(seed)))
     picked = np.sort(rng.choice(len(questions), size=int(n), replace=False))
     return [questions[int(i)] for i in picked]
