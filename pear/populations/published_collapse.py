@@ -34,6 +34,7 @@ import pandas as pd
 
 import pear
 from pear.populations import twin
+from pear.populations.bisection import increasing_root
 from pear.populations.simcheck import simulate_protocol
 from pear.analysis.stats import wilson
 from pear.core.vote import vote
@@ -126,12 +127,10 @@ def _matched(pop: Population, questions: Sequence[Any], initial: float, seed: in
     """The backend whose simulated round-0 majority is right ``initial`` of the time, and the
     agents' round-0 accuracy that gives it (bisection; the majority's accuracy rises with
     the agents')."""
-    lo, hi = 0.02, 0.98
-    for _ in range(steps):
-        mid = (lo + hi) / 2
-        r0 = _debates(_backend(pop, questions, mid, seed), questions, seed, rounds=1)[:, 0]
-        lo, hi = (mid, hi) if r0.mean() < initial else (lo, mid)
-    acc = (lo + hi) / 2
+    def majority(agent_acc: float) -> float:
+        return _debates(_backend(pop, questions, agent_acc, seed), questions, seed,
+                        rounds=1)[:, 0].mean()
+    acc = increasing_root(majority, initial, 0.02, 0.98, steps)
     return _backend(pop, questions, acc, seed), acc
 
 

@@ -25,6 +25,7 @@ from pear.populations.simcheck import simulate_protocol
 from pear.core.hashing import int_seed
 from pear.core.vote import vote
 from pear.populations import twin
+from pear.populations.bisection import increasing_root
 from pear.sim.backend import SimulatedBackend
 from pear.sim.population import Population, load as load_population
 from pear.store.readers.protocols import Protocol
@@ -152,12 +153,8 @@ def match(row: Row, base: Population, seed: int = 0, steps: int = 10
         effects = {k: 0.0 for k in twin.EFFECTS}
         effects["follow_right"] = effect
         return Population(row.name, base.params, twin.shifted(base.revision, effects))
-    lo, hi = -4.0, 6.0
-    for _ in range(steps):
-        mid = (lo + hi) / 2
-        _, final = simulate_gain(at(mid), row, seed)
-        lo, hi = (mid, hi) if final < row.debate else (lo, mid)
-    effect = round((lo + hi) / 2, 3)
+    effect = round(increasing_root(lambda x: simulate_gain(at(x), row, seed)[1], row.debate,
+                                   -4.0, 6.0, steps), 3)
     first, final = simulate_gain(at(effect), row, seed)
     name, ease = twin.ease_for(base.params, DATASET, row.single)
     params = dataclasses.replace(base.params, **{name: ease})

@@ -54,6 +54,7 @@ from pear.core.config import whole_number
 from pear.core.hashing import int_seed
 from pear.paths import DATA_DIR, shown
 from pear.populations import reading
+from pear.populations.bisection import increasing_root
 from pear.populations.simcheck import n_choices
 from pear.sim import population as pop, revision
 from pear.sim.population import (DATASET_EASE, Population, RevisionModel, SimParams,
@@ -272,29 +273,24 @@ def shifted(base: RevisionModel, effects: Mapping[str, float]) -> RevisionModel:
 
 def ease_for(params: SimParams, dataset: str, accuracy: float) -> tuple[str, float]:
     """The ease field of ``dataset`` and the value that makes the population's expected
-    round-0 accuracy there ``accuracy`` (bisection on the monotone map)."""
+    round-0 accuracy there ``accuracy`` (bisection on the monotone map:
+    :func:`pear.populations.bisection.increasing_root`)."""
     name = DATASET_EASE.get(dataset, "ease_other")
     target = min(max(accuracy, 0.01), 0.99)
-    lo, hi = -40.0, 40.0
-    for _ in range(50):
-        mid = (lo + hi) / 2
-        acc = round0_moments(dataclasses.replace(params, **{name: mid}), dataset)[0]
-        lo, hi = (mid, hi) if acc < target else (lo, mid)
-    return name, round((lo + hi) / 2, DECIMALS)
+    ease = increasing_root(lambda x: round0_moments(dataclasses.replace(params, **{name: x}),
+                                                    dataset)[0], target, -40.0, 40.0, 50)
+    return name, round(ease, DECIMALS)
 
 
 def _difficulty_for(params: SimParams, dataset: str, accuracy: float, both: float) -> float:
     """The ``difficulty_sd`` at which two agents of a debate are both right ``both`` of the
     time while one is right ``accuracy`` of the time (how correlated the agents' errors are;
     clipped to [0, 8]; the dataset's ease re-solved at each trial)."""
-    lo, hi = 0.0, 8.0
-    for _ in range(30):
-        mid = (lo + hi) / 2
-        trial = dataclasses.replace(params, difficulty_sd=mid)
+    def pair(sd: float) -> float:
+        trial = dataclasses.replace(params, difficulty_sd=sd)
         name, ease = ease_for(trial, dataset, accuracy)
-        pair = round0_moments(dataclasses.replace(trial, **{name: ease}), dataset)[1]
-        lo, hi = (mid, hi) if pair < both else (lo, mid)
-    return round((lo + hi) / 2, 3)
+        return round0_moments(dataclasses.replace(trial, **{name: ease}), dataset)[1]
+    return round(increasing_root(pair, both, 0.0, 8.0, 30), 3)
 
 
 def initial_params(base: SimParams, parts: Sequence[Sequence[Mapping[str, Any]]],
