@@ -1,7 +1,8 @@
 """Twins and the family held out of sample, on every licensed run (prints its tables).
 
 1. Split-half: each DyLAN subject / MMLU team's twin fitted on half its questions
-   (``pear population fit``'s model and the shipped prior), checked on the other half beside grounded.
+   (``pear population fit``'s model and the shipped prior), checked on the other half beside
+   grounded.
 2. The family on runs it did not fit: for each DyLAN member, every *other* member checked on
    that member's debates; per statistic whether the family's range meets the real interval.
 3. Fit and check times.

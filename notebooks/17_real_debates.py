@@ -19,9 +19,10 @@
 # round-wise accuracy (agents and vote), W2R and R2W per query (the study's definition),
 # the answer-change rate and the share of debates where a correct minority of round 0 won,
 # each with a 95% bootstrap interval over debates, beside the simulated population in the
-# same setting (`pear population sim-check`, `pear.populations.simcheck`): the same questions and, from the
-# import's manifest, the source's protocol (agents, rounds, who hears whom and when, the stop
-# rule, who leaves), the simulated value being the mean of `replicates` simulations.
+# same setting (`pear population sim-check`, `pear.populations.simcheck`): the same questions
+# and, from the import's manifest, the source's protocol (agents, rounds, who hears whom and
+# when, the stop rule, who leaves), the simulated value being the mean of `replicates`
+# simulations.
 #
 # The simulated population is **not refitted** to these data: they are a held-out check of
 # its dynamics. Only its `skill_mean` is shifted so that its expected round-0 agent accuracy
@@ -33,9 +34,8 @@
 # `grounded` population is fitted): for each subject, a grounded population is fitted by the
 # same code on the other six subjects' debates and the MMLU debates only (the revision model,
 # the question sets' round-0 accuracies and the share of erring agents giving the same wrong
-# answer) and held against the held-out subject's debates
-# with `pear population sim-check` (DyLAN's protocol; only the skill matched to the subject's round-0
-# accuracy); the `study` population, fitted to none of DyLAN's debates, on the same debates is
+# answer) and held against the held-out subject's debates with `pear population sim-check`
+# (DyLAN's protocol; only the skill matched to the subject's round-0 accuracy); the `study` population, fitted to none of DyLAN's debates, on the same debates is
 # the contrast. Its outcome is cached under `build/heldout/`, keyed by the corpus, the
 # package's code, the replicates and the seed.
 #
@@ -162,8 +162,9 @@ def verdict(name, check, s):
 print("\n".join(verdict(name, c, s) for name, c in checks.items() for s in c.statistics))
 
 # %% [markdown]
-# The same, one row per run (`pear population sim-check RUN [RUN...] --summary`): statistics inside /
-# defined, and those outside with their side (`+` simulated above the real interval, `-` below)
+# The same, one row per run (`pear population sim-check RUN [RUN...] --summary`): statistics
+# inside / defined, and those outside with their side (`+` simulated above the real interval,
+# `-` below)
 
 # %%
 print(simcheck.summary(list(checks.values())))

@@ -1,5 +1,6 @@
 """The command that brings other frameworks' recorded debates in: ``pear import`` (holding a
-simulated population against a run is ``pear population sim-check``, :mod:`pear.cli.populations`)."""
+simulated population against a run is ``pear population sim-check``,
+:mod:`pear.cli.populations`)."""
 from __future__ import annotations
 
 import argparse

@@ -365,7 +365,8 @@ def _cmd_sim_check(a: argparse.Namespace) -> int:
 
 
 def _sim_check_family(a: argparse.Namespace) -> int:
-    """``pear population sim-check RUN --population family``: every member, and the family's range."""
+    """``pear population sim-check RUN --population family``: every member, and the family's
+    range."""
     import json
     from pear.populations import family
     fam = family.load()

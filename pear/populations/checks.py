@@ -54,7 +54,8 @@ def _difference(name: str, shipped: Population, now: Population) -> str:
 def check(g: CorpusFit | None = None, g_math: CorpusFit | None = None) -> list[str]:
     """What differs between the shipped population files (``study``, ``grounded``,
     ``grounded-math`` and the :data:`ENSEMBLE_K` bootstrap draws of :data:`ENSEMBLE_SEED`) and
-    what the shipped data and code produce now (empty: they match).  ``g``: :func:`~pear.populations.corpus_fit.fit_corpus`'s
+    what the shipped data and code produce now (empty: they match).  ``g``:
+    :func:`~pear.populations.corpus_fit.fit_corpus`'s
     fit (default: now); ``g_math``: the fit on the MATH corpus alone (default: on ``g``'s
     first run)."""
     g = g or fit_corpus()
@@ -145,7 +146,8 @@ def check_all(log: Callable[[str], None] | None = None) -> tuple[list[str], list
 
 def write_populations(g: CorpusFit | None = None
                       ) -> tuple[list[tuple[Path, Population]], Path]:
-    """Write the shipped populations from ``g`` (:func:`~pear.populations.corpus_fit.fit_corpus`'s fit; default: now):
+    """Write the shipped populations from ``g`` (:func:`~pear.populations.corpus_fit.fit_corpus`'s
+    fit; default: now):
     ``study``, ``grounded`` and ``grounded-math`` (fitted on ``g``'s first run) in
     :data:`~pear.sim.population.POPULATIONS_DIR`, and the :data:`ENSEMBLE_K` bootstrap draws
     of :data:`ENSEMBLE_SEED` from that ``grounded`` (:func:`write_draws`).  Returns each

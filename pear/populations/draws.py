@@ -109,7 +109,8 @@ def write_draws(draws: Sequence[Population], seed: int, point: Population,
 def bootstrap_spread(k: int, seed: int = 0, g: CorpusFit | None = None
                      ) -> tuple[float, dict[str, float]]:
     """``k`` bootstrap refits of ``g`` (:func:`bootstrap_populations`, seeded by ``seed``;
-    default: :func:`~pear.populations.corpus_fit.fit_corpus` now): the seconds they took and each coefficient's standard
+    default: :func:`~pear.populations.corpus_fit.fit_corpus` now): the seconds they took and each
+    coefficient's standard
     deviation across them."""
     if k < 1:
         raise ValueError(f"bootstrap needs at least one refit, got {k}")

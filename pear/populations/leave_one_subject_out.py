@@ -4,11 +4,13 @@ was not fitted on (notebook 17).
 For each of the subjects of DyLAN's corpus (:data:`pear.store.import_cache.CORPUS`, imported by
 :func:`pear.store.import_cache.corpus_run`; the subject is each record's
 :func:`pear.sim.revision.subject`), a grounded population is fitted by the same code as the
-shipped ``grounded`` (:func:`pear.populations.corpus_fit.fit_corpus` with ``leave_out``) on the debates of
+shipped ``grounded`` (:func:`pear.populations.corpus_fit.fit_corpus` with ``leave_out``) on the
+debates of
 the *other* subjects and, as ``grounded`` is, DyLAN's MMLU debates (``extra``): the revision
 model, the question sets' round-0 accuracies and the same-wrong-answer share all come from
 them.  It is then held against the held-out subject's
-debates by ``pear population sim-check`` (:func:`pear.populations.simcheck.check` with ``records`` = that
+debates by ``pear population sim-check`` (:func:`pear.populations.simcheck.check` with ``records``
+= that
 subject's debates: DyLAN's protocol, the skill alone matched to the subject's round-0
 accuracy).  The ``study`` population (fitted to none of DyLAN's debates) on the same debates is
 the contrast.

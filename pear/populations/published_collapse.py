@@ -12,7 +12,8 @@ population's agents, per model, and sets the two shares beside the published one
 debates and the round-0 accuracy, :data:`PUBLISHED`).
 
 The setting, as simulated (:func:`pear.populations.simcheck.simulate_protocol`, the protocol of an
-imported run): a seeded sample of 500 MMLU-Pro questions of our benchmark (10 options), 3 agents answering at once and
+imported run): a seeded sample of 500 MMLU-Pro questions of our benchmark (10 options), 3 agents
+answering at once and
 hearing every other agent's previous answer in full, an initial answer and 3 debate rounds, no
 early stop, the last round's majority vote (ties at random).  Only the strength is matched: the
 agents' round-0 accuracy is set so that the simulated round-0 majority is right as often as the

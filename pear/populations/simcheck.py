@@ -1,4 +1,5 @@
-"""A simulated population held against a recorded run, in that run's setting (``pear population sim-check``).
+"""A simulated population held against a recorded run, in that run's setting (``pear population
+sim-check``).
 
 :func:`check` simulates the run's debates ``replicates`` times with agents of a population
 (:mod:`pear.sim.population`: ``study``, ``grounded`` or a file) and sets the statistics of
@@ -106,7 +107,8 @@ class SimCheck:
     """What was simulated: ``kind`` (``protocol`` or ``engine``), the protocol or debate
     config, debates, replicates, seed, judge, the matched round-0 accuracy and skill_mean."""
     statistics: list[dict[str, Any]]
-    """One entry per statistic of :data:`pear.populations.debate_statistics.STATISTICS`, in its order:
+    """One entry per statistic of :data:`pear.populations.debate_statistics.STATISTICS`, in its
+    order:
     ``statistic``, ``real``, ``lo``, ``hi`` (95% bootstrap over debates), ``debates`` (real
     debates that define it), ``simulated`` (mean over replicates), ``inside``; None where the
     run or the simulation does not define it."""
@@ -117,7 +119,8 @@ class SimCheck:
     the replicates' values), ``n`` (replicates that define it)."""
     real_curve: pd.DataFrame
     simulated_curve: pd.DataFrame
-    """:func:`pear.populations.debate_statistics.round_curve` of the real and of every simulated debate
+    """:func:`pear.populations.debate_statistics.round_curve` of the real and of every simulated
+    debate
     (up to the real run's longest debate)."""
     per_debate: pd.DataFrame = field(repr=False)
     """:func:`pear.populations.debate_statistics.per_debate` of the real debates."""
@@ -404,7 +407,8 @@ def _simulate_imported(recs: Sequence[Mapping[str, Any]], proto: Protocol, pop: 
                        seed: int, targets: Mapping[tuple[str, str], float], judge: str,
                        grading: str) -> tuple[tuple[pd.DataFrame, ...], list[float]]:
     """One replicate of an imported run's debates under its source's protocol: the frames
-    :func:`pear.populations.debate_statistics.per_debate` reads, and the matched skill_mean per group."""
+    :func:`pear.populations.debate_statistics.per_debate` reads, and the matched skill_mean per
+    group."""
     groups: dict[tuple[str, str], list[int]] = defaultdict(list)
     for i, r in enumerate(recs):
         groups[(str(r["model"]), str(r["dataset"]))].append(i)
