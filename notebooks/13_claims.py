@@ -50,16 +50,20 @@ ensemble_seed: int = 0  # our choice: seed of the bootstrap over real debates
 # ## Load records (subset questions and full sets)
 
 # %%
+import numpy as np
+from matplotlib.figure import Figure
+
 from pear.claims import diff, evaluate as claims
 from pear.analysis import figures, report
-from pear.paper import ensemble, ledger
+from pear.paper import ensemble, ledger, study
 
 figures.set_style()
-subset, full = ledger.load_build(backend, preset, runs_dir, model=model, seeds=seeds,
-                                 n_questions=n_questions)
+build = {"model": model, "seeds": seeds, "n_questions": n_questions}
+subset = study.results(backend, preset, runs_dir, scope="subset", **build)  # records checked
+full = (study.results(backend, preset, runs_dir, scope="full", **build)
+        if subset.exp.full_datasets else None)
 # notebook 19's relabelling study, from its records (or why there is none)
-relabelled = ledger.load_relabelling(backend, preset, runs_dir, model=model, seeds=seeds,
-                                     n_questions=n_questions)
+relabelled = ledger.load_relabelling(backend, preset, runs_dir, **build)
 
 # %% [markdown]
 # ## Compute: every claim on this build and on the study's tables
@@ -85,7 +89,53 @@ ledger.table_consistency(table)
 # ## Numeric claims: printed, recomputed from the tables, reproduced with 95 % intervals
 
 # %%
-fig = ledger.plot_forest(forest, source=subset.source, mark=subset.mark)
+UNITS = {"fraction": "fraction (accuracy, rates)", "points": "points", "percent": "percent",
+         "tokens": "tokens per example", "rho": "Spearman rho", "p-value": "p-value",
+         "count": "count", "edges": "edges per round"}
+COLORS = {"supported": "#1b7837", "contradicted": "#b2182b", "inconclusive": "#e08214",
+          "not covered": "0.6"}
+
+
+def plot_forest(df, source, mark):
+    """One row per printed number (`forest`), one panel per unit: the printed value (x), the
+    value recomputed from the study's tables (o) and this build's value with its 95 %
+    interval (dot and bar, coloured by the part's verdict); the build's mark and source."""
+    if df.empty:
+        raise ValueError("no numeric claim with a printed number to plot")
+    units = [u for u in UNITS if u in set(df["unit"])] + sorted(set(df["unit"]) - set(UNITS))
+    heights = [max(1.0, 0.22 * (df["unit"] == u).sum() + 0.6) for u in units]
+    fig = Figure(figsize=(7.5, sum(heights)), layout="constrained")
+    axes = fig.subplots(len(units), 1, squeeze=False, height_ratios=heights)[:, 0]
+    for ax, unit in zip(axes, units):
+        part = df[df["unit"] == unit].reset_index(drop=True)
+        y = np.arange(len(part))[::-1]
+        scale = 1e-3 if unit == "tokens" else 1.0  # tokens in thousands
+        err = np.vstack([part["reproduced"] - part["low"], part["high"] - part["reproduced"]])
+        for verdict, color in COLORS.items():
+            m = (part["verdict"] == verdict).to_numpy()
+            if m.any():
+                ax.errorbar(part["reproduced"][m] * scale, y[m], xerr=np.abs(err[:, m]) * scale,
+                            fmt="o", ms=3.5, color=color, lw=1, capsize=2,
+                            label=f"reproduced ({verdict})")
+        ax.scatter(part["printed"] * scale, y, marker="x", color="black", s=22, zorder=4,
+                   label="printed")
+        ax.scatter(part["recomputed"] * scale, y, marker="o", facecolors="none",
+                   edgecolors="0.35", s=30, zorder=4, label="recomputed from the tables")
+        ax.set_yticks(y, [f"{c}: {lab}"[:70] for c, lab in zip(part["claim"], part["label"])],
+                      fontsize=5)
+        ax.set_xlabel(UNITS.get(unit, unit) + (" (thousands)" if unit == "tokens" else ""),
+                      fontsize=7)
+        ax.tick_params(axis="x", labelsize=6)
+    seen = {}  # one legend entry per label, over every panel
+    for ax in axes:
+        for h, lab in zip(*ax.get_legend_handles_labels()):
+            seen.setdefault(lab, h)
+    fig.legend(seen.values(), seen.keys(), fontsize=6, loc="outside upper center", ncols=3,
+               frameon=False)
+    return figures.annotate(fig, axes, source=source, mark=mark)
+
+
+fig = plot_forest(forest, source=subset.source, mark=subset.mark)
 figures.display_figure(fig)
 
 # %% [markdown]
@@ -99,7 +149,6 @@ figures.display_figure(fig)
 
 # %%
 from pear.backends.registry import spec as backend_spec
-from pear.paper import study
 from pear.paths import ensemble_dir
 
 run_dir = study.runs_path(runs_dir, preset, backend)
@@ -176,10 +225,16 @@ ensemble.table_claims(fam)
 # ## Save
 
 # %%
+findings = (f" Findings on this build's records: {ledger.counts_line(table, 'finding')}."
+            if (table["verdict"] != table["finding"]).any() else "")  # when not evidence
 report.save_table(ledger.table_ledger(table), "claims",
-                  caption=ledger.caption_ledger(table, subset))
+                  caption="Every claim of the study and its verdict on this build: "
+                          f"{ledger.counts_line(table)}.{findings}{subset.caption('')}")
 report.save_table(ledger.table_consistency(table), "claims_consistency",
-                  caption=ledger.caption_consistency(subset))
+                  caption="The study against its own tables: each claim's printed value "
+                          "recomputed from the printed tables by the ledger's evaluators, "
+                          "beside the check claims.csv transcribes; Agree compares the two "
+                          "checks.")
 figures.save_figure(fig, "claims_forest")
 diff.save_ledger(table, "claims")  # claims.json: `pear claims-diff` compares two builds
 ledger.save_html(ledger.ledger_html(table, link=ledger.site_link, title="",

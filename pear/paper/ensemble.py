@@ -158,8 +158,8 @@ def run_under(exp: Any, file: str | Path, out: str | Path, *, workers: int | Non
     """Run (or resume) the grid ``exp`` on simulated agents of the population ``file``
     (:func:`population_file`) into the run directory ``out``, through
     :func:`pear.runs.runner.run` (resumable, append-only; ``workers`` processes, default
-    every core); its summary.  A grid left
-    incomplete (a debate failed) is an error naming the first failure."""
+    every core); its summary.  A grid left incomplete (a debate failed) is an error naming
+    the first failure."""
     be = grid_backend(SIMULATED, exp, extra={"population": str(file)})
     s = run_grid(exp, be, Path(out), progress=progress,
                  workers=workers or default_workers(SIMULATED))
@@ -175,8 +175,8 @@ def write_populations(root: str | Path, k: int = DEFAULT_K, seed: int = 0, *,
                       grounding: Any = None) -> dict[str, Path]:
     """The ensemble's population files under ``root/populations``: :data:`POINT` and the
     first ``k`` bootstrap draws of ``seed``, name -> file, point first.  Files already there
-    are kept (and checked against ``root/ensemble.json``: another seed or point is an
-    error); the missing ones are written, refitting only then.  ``grounding``
+    are kept (:func:`population_file`; and checked against ``root/ensemble.json``: another
+    seed or point is an error); the missing ones are written, refitting only then.  ``grounding``
     (:class:`pear.populations.corpus_fit.CorpusFit`): the fit to draw from; default the shipped
     ``grounded`` population and its shipped draws
     (:func:`pear.populations.draws.bootstrap_populations`; a refit on DyLAN's corpus where they

@@ -1,8 +1,8 @@
 """The claims ledger shown: its tables (:func:`table_ledger`, :func:`table_consistency`),
-the forest plot of the numeric claims (:func:`forest_frame`, :func:`plot_forest`), the HTML
-fragment the results site opens with (:func:`ledger_html`), and the notebook's loading
-(:func:`load_build`) and captions (:func:`caption_ledger`).  Every text from a record or a table
-is escaped in HTML (:func:`pear.store.validate.escape`).
+the numbers of its forest plot (:func:`forest_frame`; notebook 13 draws it), the HTML
+fragment the results site opens with (:func:`ledger_html`, its links :func:`site_link`), and
+the relabelling study the ledger judges (:func:`load_relabelling`).  Every text from a record
+or a table is escaped in HTML (:func:`pear.store.validate.escape`).
 
 >>> counts_line(pd.DataFrame({"verdict": ["supported", "not covered", "supported"]}))
 '2 supported, 0 contradicted, 0 inconclusive, 1 not covered, 0 not evidence'
@@ -25,27 +25,9 @@ from pear.paper import provenance, study
 from pear.paths import studies_dir
 from pear.paper.registry import EXPECTED_OUTPUTS
 
-__all__ = ["load_build", "load_relabelling", "counts_line", "table_ledger", "table_consistency",
-           "forest_frame", "why",
-           "plot_forest", "ledger_html", "part_labels", "claim_groups", "claim_text",
-           "list_item", "site_link", "save_html",
-           "caption_ledger", "caption_consistency", "default_link"]
-
-_UNIT_LABELS = {"fraction": "fraction (accuracy, rates)", "points": "points",
-                "percent": "percent", "tokens": "tokens per example", "rho": "Spearman rho",
-                "p-value": "p-value", "count": "count", "edges": "edges per round"}
-
-
-def load_build(backend: str, preset: str, runs_dir: str = "", *, model: str = "",
-               seeds: str = "", n_questions: int = 0) -> tuple[Any, Any]:
-    """The build's subset results and its full-set results (None when the preset runs no
-    full set), as :func:`pear.paper.study.results` loads them (records checked first)."""
-    subset = study.results(backend, preset, runs_dir, model=model, seeds=seeds,
-                           n_questions=n_questions, scope="subset")
-    if not subset.exp.full_datasets:
-        return subset, None
-    return subset, study.results(backend, preset, runs_dir, model=model, seeds=seeds,
-                                 n_questions=n_questions, scope="full")
+__all__ = ["load_relabelling", "counts_line", "table_ledger", "table_consistency",
+           "forest_frame", "why", "ledger_html", "part_labels", "claim_groups", "claim_text",
+           "list_item", "site_link", "save_html", "default_link"]
 
 
 def load_relabelling(backend: str, preset: str, runs_dir: str = "", *, model: str = "",
@@ -140,56 +122,6 @@ def forest_frame(ledger: pd.DataFrame) -> pd.DataFrame:
     cols = ["claim", "label", "unit", "printed", "recomputed", "reproduced", "low", "high",
             "verdict"]
     return pd.DataFrame(rows, columns=cols)
-
-
-def plot_forest(df: pd.DataFrame, *, title: str | None = None, source: str | None = None,
-                simulated: bool = False, mark: str = "") -> Any:
-    """A forest plot of :func:`forest_frame`: one row per printed number, one panel per
-    unit; the printed value (x), the value recomputed from the study's tables (o) and this
-    build's value with its 95 % interval (dot and bar, coloured by the part's verdict);
-    ``mark`` (:attr:`pear.paper.study.Results.mark`) and ``source`` as every plot of
-    :mod:`pear.analysis.figures` shows them."""
-    from matplotlib.figure import Figure
-
-    # heavy: matplotlib, only for this function
-    from pear.analysis.figures import _annotate, _mark_of
-    if df.empty:
-        raise ValueError("no numeric claim with a printed number to plot")
-    units = [u for u in _UNIT_LABELS if u in set(df["unit"])] + \
-        sorted(set(df["unit"]) - set(_UNIT_LABELS))
-    heights = [max(1.0, 0.22 * (df["unit"] == u).sum() + 0.6) for u in units]
-    fig = Figure(figsize=(7.5, sum(heights)), layout="constrained")
-    axes = fig.subplots(len(units), 1, squeeze=False, height_ratios=heights)[:, 0]
-    colors = {"supported": "#1b7837", "contradicted": "#b2182b", "inconclusive": "#e08214",
-              "not covered": "0.6"}
-    for ax, unit in zip(axes, units):
-        part = df[df["unit"] == unit].reset_index(drop=True)
-        y = np.arange(len(part))[::-1]
-        scale = 1e-3 if unit == "tokens" else 1.0
-        err = np.vstack([part["reproduced"] - part["low"], part["high"] - part["reproduced"]])
-        for verdict, color in colors.items():
-            m = (part["verdict"] == verdict).to_numpy()
-            if m.any():
-                ax.errorbar(part["reproduced"][m] * scale, y[m], xerr=np.abs(err[:, m]) * scale,
-                            fmt="o", ms=3.5, color=color, lw=1, capsize=2,
-                            label=f"reproduced ({verdict})")
-        ax.scatter(part["printed"] * scale, y, marker="x", color="black", s=22, zorder=4,
-                   label="printed")
-        ax.scatter(part["recomputed"] * scale, y, marker="o", facecolors="none",
-                   edgecolors="0.35", s=30, zorder=4, label="recomputed from the tables")
-        ax.set_yticks(y, [f"{c}: {lab}"[:70] for c, lab in zip(part["claim"], part["label"])],
-                      fontsize=5)
-        ax.set_xlabel(_UNIT_LABELS.get(unit, unit) + (" (thousands)" if unit == "tokens"
-                                                      else ""), fontsize=7)
-        ax.tick_params(axis="x", labelsize=6)
-    handles, labels = axes[0].get_legend_handles_labels()
-    seen = dict(zip(labels, handles))
-    for ax in axes[1:]:
-        for h, lab in zip(*ax.get_legend_handles_labels()):
-            seen.setdefault(lab, h)
-    fig.legend(seen.values(), seen.keys(), fontsize=6, loc="outside upper center", ncols=3,
-               frameon=False)
-    return _annotate(fig, list(axes), title, source, _mark_of(mark, simulated))
 
 
 def default_link(kind: str, name: str) -> str:
@@ -448,20 +380,3 @@ def ledger_html(ledger: pd.DataFrame, *, link: Callable[[str, str], str | None] 
         out += _claim_rows(group, link, family or {})
     out.append("</table></section>")
     return "\n".join(out)
-
-
-def caption_ledger(ledger: pd.DataFrame, res: Any = None) -> str:
-    """The caption of ``claims.{tex,md}``: the verdict counts (and the findings when the
-    build is not evidence) and, with ``res`` (the build's results), its provenance."""
-    finding = (f" Findings on this build's records: {counts_line(ledger, 'finding')}."
-               if (ledger["verdict"] != ledger["finding"]).any() else "")
-    what = res.caption("") if res is not None else ""
-    return (f"Every claim of the study and its verdict on this build: {counts_line(ledger)}."
-            f"{finding}{what}")
-
-
-def caption_consistency(res: Any = None) -> str:
-    """The caption of ``claims_consistency.{tex,md}``."""
-    return ("The study against its own tables: each claim's printed value recomputed from the "
-            "printed tables by the ledger's evaluators, beside the check claims.csv "
-            "transcribes; Agree compares the two checks.")
