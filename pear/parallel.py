@@ -1,6 +1,7 @@
 """Work on several cores, defined once: how many cores this process may use
-(:func:`usable_cores`) and mapping a function over items in forked worker processes
-(:func:`fork_map`).
+(:func:`usable_cores`), mapping a function over items in forked worker processes
+(:func:`fork_map`), and one process at a time where several may write the same thing
+(:func:`exclusive`: a run's writer, a view's indexer, the import cache).
 
 A leaf module (standard library only) beside :mod:`pear.paths` that every layer may import.
 
@@ -11,15 +12,17 @@ True
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import multiprocessing
 import os
+import sys
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor, wait
 from typing import Any, Callable, Iterable, Iterator, TypeVar
 
 __all__ = ["THREADS_ENV", "usable_cores", "cores_per_process", "threads_per_process",
-           "fork_map"]
+           "fork_map", "exclusive"]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -138,3 +141,29 @@ def fork_map(fn: Callable[[T], R], items: Iterable[T], workers: int | None = Non
             yield result(pending.popleft())
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
+
+
+@contextlib.contextmanager
+def exclusive(lock_file: str | os.PathLike[str], waiting: str = "") -> Iterator[None]:
+    """The ``with`` block run while this process holds the exclusive lock of ``lock_file``
+    (created when missing, its folder too; ``fcntl.flock``: released when the block ends or
+    the process dies, whatever killed it); a process that finds it held waits for it, saying
+    ``waiting`` on stderr first when given.  Where ``fcntl`` is missing (not POSIX) the block
+    runs unlocked."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not on POSIX
+        yield
+        return
+    os.makedirs(os.path.dirname(os.path.abspath(lock_file)), exist_ok=True)
+    with open(lock_file, "a") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if waiting:
+                print(waiting, file=sys.stderr, flush=True)
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)

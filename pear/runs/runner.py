@@ -18,7 +18,6 @@ import contextlib
 import multiprocessing
 import os
 import re
-import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -29,7 +28,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 from pear.core.config import whole_number
 from pear.core.engine import Engine, Job, call_budget
 from pear.core.hashing import hex_id
-from pear.parallel import fork_map
+from pear.parallel import exclusive, fork_map
 from pear.runs.grid import Experiment, model_grid
 from pear.runs.jobs import jobs
 from pear.runs.progress import Progress
@@ -140,23 +139,13 @@ def run(exp: Experiment, backend: Any | Callable[[str], Any], out_dir: str | os.
                 workers=workers, view=view)
 
 
-@contextlib.contextmanager
-def _writer_lock(out: Path) -> Iterator[None]:
-    """One ``run`` writes into a directory at a time: a second one (e.g. a requeued task
-    starting while the stopped one finishes its debates in flight) waits for the first, then
-    resumes from what it recorded, so no debate is run twice."""
-    import fcntl
-    with open(out / LOCK_FILE, "a") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            print(f"pear: another run is writing into {str(out)!r}; waiting for it to end",
-                  file=sys.stderr, flush=True)
-            fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+def _writer_lock(out: Path) -> contextlib.AbstractContextManager[None]:
+    """One ``run`` writes into a directory at a time (:func:`pear.parallel.exclusive`): a
+    second one (e.g. a requeued task starting while the stopped one finishes its debates in
+    flight) waits for the first, then resumes from what it recorded, so no debate is run
+    twice."""
+    return exclusive(out / LOCK_FILE, f"pear: another run is writing into {str(out)!r}; "
+                                      "waiting for it to end")
 
 
 LOCK_FILE = ".pear-run.lock"

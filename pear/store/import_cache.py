@@ -24,13 +24,11 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import sys
 from functools import partial
 from pathlib import Path
-from typing import Iterator
 
 from pear.core.hashing import file_sha256
-from pear.parallel import cores_per_process, fork_map
+from pear.parallel import cores_per_process, exclusive, fork_map
 from pear.paths import BUILD_DIR, REAL_DEBATES_DIR
 from pear.store import manifest, shipped as shipped_import
 from pear.store.importing import import_files, same_import
@@ -61,26 +59,12 @@ MMLU_DATASET = "mmlu"
 MMLU_GRADING = "letters"
 
 
-@contextlib.contextmanager
-def locked(path: str | os.PathLike[str]) -> Iterator[None]:
-    """The ``with`` block run while this process holds the exclusive lock of ``path`` (the
-    file ``.<name>.lock`` beside it, created when missing; ``fcntl.flock``, released when the
-    block ends or the process dies); another process asking for it waits, saying so on
-    stderr."""
-    import fcntl  # POSIX: the cache's one platform need
+def locked(path: str | os.PathLike[str]) -> contextlib.AbstractContextManager[None]:
+    """The exclusive lock of ``path`` (the file ``.<name>.lock`` beside it:
+    :func:`pear.parallel.exclusive`); another process asking for it waits, saying so."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.parent / f".{path.name}.lock", "a") as fh:
-        try:
-            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            print(f"pear: another process is writing {path.name}; waiting for it",
-                  file=sys.stderr, flush=True)
-            fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+    return exclusive(path.parent / f".{path.name}.lock",
+                     f"pear: another process is writing {path.name}; waiting for it")
 
 
 def _remove(out: Path) -> None:

@@ -26,7 +26,7 @@ import os
 import shutil
 import time
 from collections import deque
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -47,7 +47,7 @@ __all__ = ["VIEW_DIR", "VERSION", "BATCH", "IndexSummary", "Manifest", "index",
            "read_manifest", "part_path", "run_dir_of", "Laid", "lay_out", "ViewWriter"]
 
 from pear.paths import VIEW_DIR, VIEW_MANIFEST, write_atomic  # noqa: E402
-from pear.parallel import fork_map, usable_cores  # noqa: E402
+from pear.parallel import exclusive, fork_map, usable_cores  # noqa: E402
 VERSION = 4  # 2: debates.max_rounds and debates.stop_reason (early stopping); 3: the
 # records' checks (debates.digest, the manifest's findings and protocol); 4: debates.relabelling
 # and debates.orbit (issue 73)
@@ -162,17 +162,9 @@ class IndexSummary:
     seconds: float
 
 
-@contextmanager
-def _locked(vdir: Path) -> Iterator[None]:
-    """One indexer at a time per view (an advisory lock; no-op where fcntl is missing)."""
-    vdir.mkdir(parents=True, exist_ok=True)
-    with open(vdir / ".lock", "w") as fh:
-        try:
-            import fcntl
-            fcntl.flock(fh, fcntl.LOCK_EX)
-        except ImportError:  # pragma: no cover - not on POSIX
-            pass
-        yield
+def _locked(vdir: Path) -> AbstractContextManager[None]:
+    """One indexer at a time per view (:func:`pear.parallel.exclusive`)."""
+    return exclusive(vdir / ".lock")
 
 
 def run_dir_of(run_dir: str | os.PathLike[str]) -> Path:
