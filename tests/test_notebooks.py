@@ -315,6 +315,13 @@ def test_build_on_simulated_agents_produces_every_output(tmp_path, monkeypatch, 
     assert {e["status"] for e in times.values()} == {"ok"}
     assert times["00_run_experiments"]["grid"]["debates"] > 0
     assert "simulated agents" in (figures / "main_results.md").read_text()
+    # what notebooks 13 and 18 compute in their own cells: the power table's discordant pairs
+    # and sample sizes, each claim at the study's size, the family's words on the ledger's page
+    power = (figures / "your_model_power.md").read_text()
+    assert "| b | c | Questions needed |" in power and "Pooled" in power
+    assert "At the study's size (200 questions x 5 seeds)" in (
+        figures / "your_model_claims.md").read_text()
+    assert "family: holds in " in (figures / "claims.html").read_text()
     assert "ACCEPT" in (figures / "case_study.md").read_text()
     # 07 quotes the study's tokens per example (data/paper/cost.csv) beside the reproduced
     cost = (figures / "numbers_cost.tex").read_text()
