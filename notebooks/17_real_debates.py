@@ -36,7 +36,7 @@
 # the question sets' round-0 accuracies and the share of erring agents giving the same wrong
 # answer) and held against the held-out subject's debates with `pear population sim-check`
 # (DyLAN's protocol; only the skill matched to the subject's round-0 accuracy); the `study` population, fitted to none of DyLAN's debates, on the same debates is
-# the contrast. Its outcome is cached under `build/heldout/`, keyed by the corpus, the
+# the contrast. Its outcome is cached under `build/leave_one_subject_out/`, keyed by the corpus, the
 # package's code, the replicates and the seed.
 #
 # This notebook reads the shipped data whatever the backend and preset: it does not depend on

@@ -16,7 +16,7 @@ accuracy).  The ``study`` population (fitted to none of DyLAN's debates) on the 
 the contrast.
 
 The outcome is deterministic given the corpus, the code, the replicates and the seed, and is
-cached under ``build/heldout/`` keyed by all of them (:func:`cache_key`; the code is every
+cached under ``build/leave_one_subject_out/`` keyed by all of them (:func:`cache_key`; the code is every
 source file of the ``pear`` package), so that a second build reads it instead of simulating
 again.
 """
@@ -157,7 +157,7 @@ def _fold(run: Path, subject: str, replicates: int, seed: int, contrast: Sequenc
 def leave_one_out(run: str | os.PathLike[str] | None = None, *, replicates: int = 20,
                   seed: int = 0, subjects_: Sequence[str] | None = None,
                   contrast: Sequence[str] = CONTRAST, n_resamples: int = 2000,
-                  cache: str | os.PathLike[str] | None = BUILD_DIR / "heldout",
+                  cache: str | os.PathLike[str] | None = BUILD_DIR / "leave_one_subject_out",
                   workers: int | None = None,
                   extra: Sequence[str | os.PathLike[str]] | None = None) -> LeaveOneOut:
     """Per subject of ``run`` (default: DyLAN's corpus, :func:`pear.store.import_cache.corpus_run`;
