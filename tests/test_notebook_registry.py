@@ -63,3 +63,10 @@ def test_bad_entries_and_names_are_one_clear_error():
         registry.select("99")
     with pytest.raises(KeyError, match="no notebook writes"):
         registry.producer("nothing.md")
+
+
+def test_a_missing_input_is_named_before_the_build_starts():
+    assert registry.missing_inputs(registry.NOTEBOOKS) == []  # everything shipped is there
+    entries = {"17_x": registry.Notebook("17_x", ("x.md",), reads=("data/no-such-file.tgz",))}
+    assert registry.missing_inputs(["17_x"], entries) == [
+        "notebook 17_x reads data/no-such-file.tgz, which is missing"]

@@ -82,6 +82,9 @@ def build(backend: str = "llamacpp", preset: str = "smoke", model: str = "", run
     population = _population(population) if backend == SIMULATED else ""
     study.experiment(preset, seeds, n_questions, model, backend)  # checked before any kernel
     names = select(only)
+    missing = registry.missing_inputs(names)
+    if missing:
+        raise FileNotFoundError("; ".join(missing))
     src_dir = Path(notebooks_dir) if notebooks_dir else REPO_ROOT / "notebooks"
     out_dir = Path(build_dir) if build_dir else EXECUTED_DIR
     (out_dir / "src").mkdir(parents=True, exist_ok=True)

@@ -9,7 +9,8 @@ backend, :mod:`pear.paper.times`, else the entry's fallback figure).
 The build (:mod:`pear.paper.build`, :mod:`pear.paper.kernels`) names no notebook: it reads
 these entries.  Derived views: :data:`NOTEBOOKS` (names in build order), :data:`EXPECTED_OUTPUTS`
 and :data:`NOT_FOR_IMPORTED`; :func:`select` (an ``--only``), :func:`producer` (an output's
-notebook), :func:`check_outputs` (``pear check outputs DIR``), :func:`write_not_applicable`
+notebook), :func:`missing_inputs` (what a notebook reads that is not there),
+:func:`check_outputs` (``pear check outputs DIR``), :func:`write_not_applicable`
 (a skipped notebook's outputs as notes).
 
 >>> [n for n in NOTEBOOKS if not EXPECTED_OUTPUTS[n]] == [GRID.name]
@@ -25,14 +26,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from pear.paths import EXECUTED_DIR, REPO_ROOT
 from pear.paper.times import TIMES_FILE, earlier_times
 
 __all__ = ["Notebook", "ENTRIES", "BY_NAME", "GRID", "NOTEBOOKS", "EXPECTED_OUTPUTS",
            "NOT_FOR_IMPORTED", "entry", "select", "producer", "typical_seconds",
-           "check_outputs", "write_not_applicable"]
+           "missing_inputs", "check_outputs", "write_not_applicable"]
 
 
 @dataclass(frozen=True)
@@ -193,6 +194,16 @@ def typical_seconds(backend: str, times: str | os.PathLike[str] | None = None
     notebooks that finished there), else its entry's :attr:`Notebook.fallback_s`."""
     path = Path(times) if times is not None else EXECUTED_DIR / TIMES_FILE
     return {**{e.name: e.fallback_s for e in ENTRIES}, **earlier_times(path, backend)}
+
+
+def missing_inputs(names: Sequence[str], entries: Mapping[str, Notebook] | None = None
+                   ) -> list[str]:
+    """What the notebooks ``names`` read that is not there: one line per shipped data file of
+    :attr:`Notebook.reads` missing, naming the notebook (the build stops on them before any
+    kernel starts)."""
+    by_name = BY_NAME if entries is None else entries
+    return [f"notebook {n} reads {f.relative_to(REPO_ROOT).as_posix()}, which is missing"
+            for n in names for f in by_name[n].reads_files if not f.is_file()]
 
 
 def check_outputs(figures: str | os.PathLike[str],
