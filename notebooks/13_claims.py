@@ -149,7 +149,7 @@ figures.display_figure(fig)
 
 # %%
 from pear.backends.registry import spec as backend_spec
-from pear.paths import ensemble_dir
+from pear.paths import beside
 
 run_dir = study.runs_path(runs_dir, preset, backend)
 small = ensemble.grid(base=study.experiment(preset, seeds=seeds, n_questions=n_questions,
@@ -166,7 +166,7 @@ def across(root, family=False):
     return ensemble.run(small, root, ensemble_k, ensemble_seed, replay=replay, family=family)
 
 
-ens = across(ensemble_dir(run_dir))  # grounded and ensemble_k bootstrap draws
+ens = across(beside(run_dir, "ensemble"))  # grounded and ensemble_k bootstrap draws
 print(ensemble.describe_times(ens))
 ensemble.table_main(ens)
 
@@ -196,7 +196,7 @@ ensemble.table_claims(ens)
 # within one member; the family is how far models differ.
 
 # %%
-fam = across(ensemble.family_dir(run_dir), family=True)
+fam = across(beside(run_dir, "family"), family=True)
 print(ensemble.describe_times(fam))
 ensemble.table_gains(fam)
 

@@ -64,7 +64,7 @@ figures.set_style()
 parent = study.results(backend, preset, runs_dir, model=model, seeds=seeds,
                        n_questions=n_questions, scope="subset")
 used_round = max(0, min(int(from_round), parent.exp.debate.rounds - 1))
-branch_run = paths.studies_dir(parent.runs_dir) / f"branch-r{used_round}"
+branch_run = paths.beside(parent.runs_dir, "studies") / f"branch-r{used_round}"
 runtime = backend_spec(backend)
 if runtime.runs:
     be = None

@@ -71,7 +71,7 @@ from pear.catalog.labels import dataset_label, method_label
 from pear.claims import evaluate
 from pear.claims.verdicts import POWER  # the ledger's: 80 %
 from pear.paper import ensemble, study
-from pear.paths import shown, twin_dir
+from pear.paths import beside, shown
 from pear.populations.twin import fit_twin
 from pear.runs.grid import preset as grid_preset
 from pear.sim.population import expected_accuracy
@@ -131,7 +131,7 @@ twin_table
 # debates to `<run>-twin/<name>-<fingerprint[:8]>/` (resumable: `pear.paper.ensemble.run_under`).
 
 # %%
-root = twin_dir(study.runs_path(runs_dir, preset, backend))
+root = beside(study.runs_path(runs_dir, preset, backend), "twin")
 run_dir = root / f"{pop.name}-{pop.fingerprint[:8]}"
 summary = ensemble.run_under(grid, ensemble.population_file(pop, root), run_dir)
 results = study.load_results(run_dir, grid, "subset")

@@ -22,7 +22,7 @@ __all__ = ["shown", "shown_command", "ELIDED", "ShownPath", "PACKAGE_DIR", "REPO
            "REAL_DEBATES_DIR",
            "FIGURES_DIR", "BUILD_DIR", "NOTEBOOKS_DIR", "TEMPLATES_FILE", "RECORDS_FILE",
            "RUN_MANIFEST", "VIEW_DIR", "VIEW_MANIFEST", "CACHE_FILE", "SITE_DIR",
-           "EXECUTED_DIR", "cache_path", "studies_dir", "ensemble_dir", "twin_dir", "write_atomic",
+           "EXECUTED_DIR", "cache_path", "BESIDE", "beside", "write_atomic",
            "write_json", "fresh_dir", "new_dir"]
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -53,34 +53,23 @@ def cache_path(run_dir: str | Path) -> Path:
     return Path(run_dir) / CACHE_FILE
 
 
-def studies_dir(run_dir: str | Path) -> Path:
-    """Where the studies' variants and branches of a run are recorded: ``<run_dir>-studies/``
-    beside the run directory, never inside it (a run directory's records are one protocol's
-    grid)."""
-    root = Path(run_dir)
-    return root.with_name(root.name + "-studies")
+BESIDE = ("studies", "ensemble", "family", "twin")
+"""What a run's own further work records beside its directory (:func:`beside`): the studies'
+variants and branches, the ensemble of simulated populations (:mod:`pear.paper.ensemble`), the
+family's grids, and the grid of a twin of recorded debates (notebook 18)."""
 
 
-def ensemble_dir(run_dir: str | Path) -> Path:
-    """Where the ensemble of simulated populations of a run is recorded
-    (:mod:`pear.paper.ensemble`): ``<run_dir>-ensemble/`` beside the run directory.
+def beside(run_dir: str | Path, what: str) -> Path:
+    """Where a run's ``what`` (one of :data:`BESIDE`) is recorded: ``<run_dir>-<what>/`` beside
+    the run directory, never inside it (a run directory's records are one protocol's grid).
 
-    >>> ensemble_dir("data/runs/sim-simulated").name
+    >>> beside("data/runs/sim-simulated", "ensemble").name
     'sim-simulated-ensemble'
     """
+    if what not in BESIDE:
+        raise ValueError(f"unknown {what!r} beside a run: one of {', '.join(BESIDE)}")
     root = Path(run_dir)
-    return root.with_name(root.name + "-ensemble")
-
-
-def twin_dir(run_dir: str | Path) -> Path:
-    """Where the grid of a twin of recorded debates is run beside a build's run
-    (notebook 18, simulate your model): ``<run_dir>-twin/``.
-
-    >>> twin_dir("data/runs/sim-simulated").name
-    'sim-simulated-twin'
-    """
-    root = Path(run_dir)
-    return root.with_name(root.name + "-twin")
+    return root.with_name(f"{root.name}-{what}")
 
 
 def write_atomic(path: str | os.PathLike[str], text: str) -> Path:

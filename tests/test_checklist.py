@@ -14,7 +14,7 @@ import pytest
 from pear.analysis.stats import ALPHA, BOOTSTRAP_RESAMPLES
 from pear.claims.evidence import N_BOOT
 from pear.paper import checklist, provenance, site
-from pear.paths import studies_dir
+from pear.paths import beside
 from pear.runs import compute
 from pear.runs.grid import answer_key, preset
 from pear.runs.runner import run
@@ -35,7 +35,7 @@ def build(tmp_path_factory):
     run(exp, SimulatedBackend(answer_key(exp), seed=0), runs, progress=False)
     variant = preset("smoke", datasets=("gsm8k",), methods=("pear",), seeds=(0,),
                      n_questions=2, full_datasets=(), rounds=1)
-    run(variant, SimulatedBackend(answer_key(variant), seed=0), studies_dir(runs) / "tau-0",
+    run(variant, SimulatedBackend(answer_key(variant), seed=0), beside(runs, "studies") / "tau-0",
         progress=False)
     fig_dir, nb_dir = root / "figures", root / "nb"
     nb_dir.mkdir()
@@ -103,7 +103,7 @@ def test_compute_per_run_and_in_total(build):
     out, runs, _, _ = build
     page = (out / checklist.PAGE).read_text()
     q8 = _row(page, "neurips-q8")
-    mans = [read_manifest(runs), read_manifest(studies_dir(runs) / "tau-0")]
+    mans = [read_manifest(runs), read_manifest(beside(runs, "studies") / "tau-0")]
     whole = compute.total(a for m in mans for a in m["attempts"])
     assert whole["attempts"] == 2 and whole["debates"] == 12 + 2
     rows = re.findall(r"<tr><td><a href=\"(provenance/runs/[^\"]+)\">([^<]+)</a></td>"

@@ -15,6 +15,7 @@ from pear.claims.evaluate import ledger
 from pear.paper import ensemble
 from pear.populations import corpus_fit
 from pear.paper.study import load_results
+from pear.paths import beside
 from pear.runs.grid import preset
 from pear.sim import revision
 from pear.sim.population import RevisionModel
@@ -169,7 +170,7 @@ def test_bad_k_is_one_clear_error_and_writes_nothing(k, tmp_path, capsys):
 
 def test_a_build_without_a_population_to_vary_says_so(tmp_path):
     run = tmp_path / "run"
-    root = ensemble.ensemble_dir(run)
+    root = beside(run, "ensemble")
     note = ensemble.unvaried("llamacpp", run, root)
     e = ensemble.Ensemble.empty(EXP, root, note)
     assert "real model (backend llamacpp)" in ensemble.table_main(e)["note"].iloc[0]
@@ -177,7 +178,7 @@ def test_a_build_without_a_population_to_vary_says_so(tmp_path):
     e = ensemble.Ensemble.empty(EXP, root, note)
     assert "no ensemble was run" in ensemble.table_claims(e)["note"].iloc[0]
     assert "no ensemble was run" in ensemble.caption_gains(e)
-    assert "no family was run" in ensemble.unvaried("replay", run, ensemble.family_dir(run),
+    assert "no family was run" in ensemble.unvaried("replay", run, beside(run, "family"),
                                                     family=True)
     assert ensemble.unvaried("simulated", run, root) == ""  # a simulated build runs it
     root.mkdir()

@@ -13,7 +13,7 @@ from pear.analysis import metrics
 from pear.analysis.stats import mcnemar_table
 from pear.claims.evaluate import ledger, load_claims
 from pear.paper import ensemble, registry, study
-from pear.paths import twin_dir
+from pear.paths import beside
 from pear.populations.twin import fit_twin
 from pear.runs.grid import preset
 from pear.sim.population import expected_accuracy
@@ -38,7 +38,7 @@ def twin(small_run):
 @pytest.fixture(scope="module")
 def twin_grid(twin, tmp_path_factory):
     """The notebook's grid at 5 questions, under the twin, beside a build's run."""
-    root = twin_dir(tmp_path_factory.mktemp("runs") / "sim-simulated")
+    root = beside(tmp_path_factory.mktemp("runs") / "sim-simulated", "twin")
     p = twin.population
     exp = ensemble.grid("sim", 5, methods=METHODS)
     out = root / f"{p.name}-{p.fingerprint[:8]}"

@@ -8,6 +8,7 @@ from typing import Any
 
 from pear.backends.registry import BACKENDS, SIMULATED
 from pear.cli.options import DROP_HELP, add_plugin_argument, comma_list, nonneg, positive
+from pear.paths import beside
 
 __all__ = ["add_paper", "add_claims_diff", "add_ensemble"]
 
@@ -137,8 +138,7 @@ def _cmd_ensemble(a: argparse.Namespace) -> int:
     exp = ensemble.grid(a.preset, a.n_questions or ensemble.DEFAULT_QUESTIONS,
                         seeds=a.seeds, methods=a.methods)
     run_dir = runs_path("", a.preset, SIMULATED)
-    root = a.out or (ensemble.family_dir(run_dir) if a.family
-                     else ensemble.ensemble_dir(run_dir))
+    root = a.out or beside(run_dir, "family" if a.family else "ensemble")
     ens = ensemble.run(exp, root, k, a.seed, workers=a.workers, progress=a.progress,
                        replay=a.replay, family=a.family)
     print(ensemble.describe_times(ens))

@@ -29,7 +29,7 @@ from pear.catalog.labels import METHOD_LABELS, method_order
 from pear.methods import spec as method_spec
 from pear.runs.grid import Experiment, preset
 from pear.analysis.figures import METHOD_COLORS, annotate
-from pear.paths import cache_path, shown, studies_dir
+from pear.paths import beside, cache_path, shown
 from pear.store.records import iter_records
 from pear.paper.study import Results, load_results, experiment
 from pear.store import manifest, view
@@ -119,7 +119,7 @@ def population_variants(exp: Experiment) -> dict[str, Experiment]:
 
 def variant_dir(runs_dir: str | Path, name: str) -> Path:
     """Where variant ``name`` is recorded when it runs: ``<runs_dir>-studies/<name>``."""
-    return studies_dir(runs_dir) / name.replace("=", "-").replace(":", "-")
+    return beside(runs_dir, "studies") / name.replace("=", "-").replace(":", "-")
 
 
 def run_variants(backend: str, variants: Mapping[str, Experiment], runs_dir: str | Path, *,

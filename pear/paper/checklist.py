@@ -22,7 +22,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from pear.paths import REPO_ROOT, RUN_MANIFEST, VIEW_DIR, shown, studies_dir
+from pear.paths import REPO_ROOT, RUN_MANIFEST, VIEW_DIR, beside, shown
 from pear.runs.compute import clock, reproducibility, total
 from pear.store.environment import describe, lock
 from pear.store.manifest import read
@@ -52,7 +52,7 @@ def build_runs(runs_dir: str | os.PathLike[str]) -> list[tuple[str, Path, dict[s
     out = []
     if (man := read(root)) is not None:
         out.append((root.name, root, man))
-    studies = studies_dir(root)
+    studies = beside(root, "studies")
     if studies.is_dir():
         for f in sorted(studies.rglob(RUN_MANIFEST)):
             if f.parent.name != VIEW_DIR and (man := read(f.parent)) is not None:

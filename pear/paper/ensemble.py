@@ -22,7 +22,7 @@ Accuracy is :func:`pear.analysis.metrics.accuracy`'s, gains are
 overall mean), claims are the ledger's.
 
 Layout of an ensemble folder (default ``<run>-ensemble/`` beside a build's run,
-:func:`pear.paths.ensemble_dir`)::
+:func:`pear.paths.beside`)::
 
     ensemble.json              the bootstrap seed and every population's fingerprint
     populations/<name>.json    each population as a file (its run's manifest names it)
@@ -48,7 +48,7 @@ from pear.analysis import metrics
 from pear.backends.registry import SIMULATED, spec as backend_spec
 from pear.catalog.labels import dataset_label, method_label
 from pear.parallel import fork_map
-from pear.paths import ensemble_dir, write_json
+from pear.paths import write_json
 from pear.core.config import whole_number
 from pear.core.methods import METHODS
 from pear.populations import corpus_fit
@@ -63,7 +63,7 @@ __all__ = ["DEFAULT_K", "DEFAULT_QUESTIONS", "POINT", "MAIN", "BASELINES", "POOL
            "write_family", "run", "table_main", "table_gains",
            "held_by_member", "TRAITS", "TRAIT_GAP", "member_traits", "where_it_holds", "sorting_trait",
            "table_claims", "caption_main", "caption_gains", "caption_claims",
-           "describe_times", "claims_not_run", "ensemble_dir", "family_dir"]
+           "describe_times", "claims_not_run"]
 
 DEFAULT_K = 20  # issue 35: K populations, default 20
 DEFAULT_QUESTIONS = 20  # our choice: the CI size (14 methods x 4 datasets x 20 questions x 1 seed)
@@ -374,20 +374,10 @@ def _read(exp: Any, run_dir: Path, seed: int, full: bool, paper: Any = None
             "ledger": ledger(res, None, rng=seed, paper=paper) if full else None}
 
 
-def family_dir(run_dir: str | Path) -> Path:
-    """Where the family's grids of a run are recorded: ``<run_dir>-family/`` beside it.
-
-    >>> family_dir("data/runs/sim-simulated").name
-    'sim-simulated-family'
-    """
-    root = Path(run_dir)
-    return root.with_name(root.name + "-family")
-
-
 def unvaried(backend: str, run_dir: str | Path, root: str | Path, family: bool = False) -> str:
     """Why a build (``backend``, its run ``run_dir``) has no simulated population to vary
-    across the ensemble folder ``root`` (:func:`pear.paths.ensemble_dir` or :func:`family_dir`
-    of its run, ``family``: the latter; the tables say it, :meth:`Ensemble.empty`); ``""``
+    across the ensemble folder ``root`` (:func:`pear.paths.beside` its run, ``ensemble`` or,
+    ``family``, ``family``; the tables say it, :meth:`Ensemble.empty`); ``""``
     when it has one: its agents are simulated, or it replays a simulated run with ``root``
     beside it."""
     root = Path(root)

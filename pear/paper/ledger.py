@@ -22,7 +22,7 @@ from pear.analysis.report import figures_dir, output_name
 from pear.catalog.labels import dataset_label, method_label, model_label
 from pear.backends.registry import REPLAY
 from pear.paper import provenance, study
-from pear.paths import studies_dir
+from pear.paths import beside
 from pear.paper.registry import EXPECTED_OUTPUTS
 
 __all__ = ["load_relabelling", "counts_line", "table_ledger", "table_consistency",
@@ -44,7 +44,7 @@ def load_relabelling(backend: str, preset: str, runs_dir: str = "", *, model: st
     runs = study.runs_path(runs_dir, preset, backend)
     if not any(beyond.variant_dir(runs, name).is_dir() for name in variants):
         return (f"notebook 19_relabelling was not run on this build's run (no records of its "
-                f"seat variants in {studies_dir(runs).name}/)")
+                f"seat variants in {beside(runs, 'studies').name}/)")
     try:
         results = beyond.run_variants(REPLAY, variants, runs, model=model)
         _, spread, orbit = relabelling.tables(results)
