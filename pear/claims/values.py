@@ -7,6 +7,7 @@ net_identity, strength_gain), each with its bootstrap replicates.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, Mapping
 
 import numpy as np
@@ -294,8 +295,10 @@ def _net_identity(spec, src: Source, keys, agg) -> Values | str:
     cells = [src.cells[q] for q in ("w2r", "r2w", "net")]
     rows = [[c.settings.index(k) for k in keys] for c in cells]
     methods = [m for m in cells[2].methods if all(c.column(m) is not None for c in cells)]
-    w, r, n = (np.nanmean(c.point[rw][:, [c.column(m) for m in methods]], axis=0)
-               for c, rw in zip(cells, rows))
+    with warnings.catch_warnings():  # a method without a value in every row: NaN, said below
+        warnings.simplefilter("ignore", RuntimeWarning)
+        w, r, n = (np.nanmean(c.point[rw][:, [c.column(m) for m in methods]], axis=0)
+                   for c, rw in zip(cells, rows))
     dev = np.nanmax(np.abs(n - (w - r))) if len(methods) else math.nan
     return Values(np.full(len(keys), dev), None)
 
