@@ -46,25 +46,15 @@ def _check(cond: bool, name: str, value: Any, fix: str) -> None:
 
 def whole_number(value: Any, name: str, minimum: int | None = 0, maximum: int | None = None,
                  fix: str = "") -> int:
-    """``value`` as an ``int`` when it is a whole number (an int or a numpy integer, never a
-    bool) within ``minimum``..``maximum`` (None: unbounded), else one ValueError naming it
-    and what to give instead (``fix``); every integer argument a user gives is checked here.
-
-    >>> import numpy as np
-    >>> whole_number(np.int64(3), "k", 1)
-    3
-    >>> whole_number(True, "k", 1)
-    Traceback (most recent call last):
-    ...
-    ValueError: invalid k=True: use a whole number >= 1
-    """
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) \
-            or (minimum is not None and value < minimum) \
-            or (maximum is not None and value > maximum):
-        bounds = " and ".join(b for b in (f">= {minimum}" if minimum is not None else "",
-                                          f"<= {maximum}" if maximum is not None else "") if b)
+    """``value`` as an ``int`` if it is a whole number (an int or numpy integer, never a bool)
+    in ``minimum``..``maximum`` (None: unbounded), else one ValueError naming it and ``fix``
+    (default: the bounds); every integer argument a user gives is checked here."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not (
+            (minimum is None or value >= minimum) and (maximum is None or value <= maximum)):
+        bounds = ([f">= {minimum}"] if minimum is not None else []) + \
+            ([f"<= {maximum}"] if maximum is not None else [])
         raise ValueError(f"invalid {name}={value!r}: "
-                         f"{fix or 'use a whole number' + (' ' + bounds if bounds else '')}")
+                         f"{fix or ' '.join(['use a whole number', ' and '.join(bounds)]).strip()}")
     return int(value)
 
 
