@@ -17,8 +17,8 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-__all__ = ["shown", "shown_command", "ELIDED", "ShownPath", "PACKAGE_DIR", "REPO_ROOT", "DATA_DIR",
-           "BENCHMARKS_DIR", "PAPER_DIR", "RUNS_DIR",
+__all__ = ["shown", "shown_command", "shown_in", "ELIDED", "ShownPath", "PACKAGE_DIR",
+           "REPO_ROOT", "DATA_DIR", "BENCHMARKS_DIR", "PAPER_DIR", "RUNS_DIR",
            "REAL_DEBATES_DIR",
            "FIGURES_DIR", "BUILD_DIR", "NOTEBOOKS_DIR", "TEMPLATES_FILE", "RECORDS_FILE",
            "RUN_MANIFEST", "VIEW_DIR", "VIEW_MANIFEST", "CACHE_FILE", "SITE_DIR",
@@ -201,3 +201,21 @@ def shown_command(argv: Sequence[str]) -> str:
         key, eq, value = arg.partition("=") if arg.startswith("-") else ("", "", arg)
         return f"{key}{eq}{shown(value)}" if os.path.isabs(value) else arg
     return " ".join(one(str(a)) for a in argv)
+
+
+def shown_in(data: Any) -> Any:
+    """A JSON document (a run's manifest) as a page shows it: every string that is an absolute
+    path :func:`shown`, everything else as it is (the manifest on disk keeps the paths a resume
+    needs; the copy a site carries names none of the builder's folders).
+
+    >>> shown_in({"backend_settings": [{"cache_path": "/home/me/runs/c.sqlite", "n": 2}],
+    ...           "argv": ["-m", "/tmp/k/model.gguf"], "seeds": [0, 1]})
+    {'backend_settings': [{'cache_path': '…/c.sqlite', 'n': 2}], 'argv': ['-m', '…/model.gguf'], 'seeds': [0, 1]}
+    """
+    if isinstance(data, dict):
+        return {k: shown_in(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [shown_in(v) for v in data]
+    if isinstance(data, str) and os.path.isabs(data) and "\n" not in data:
+        return shown(data)
+    return data

@@ -128,3 +128,22 @@ def test_the_parameters_of_a_model_come_from_the_catalog_or_its_name():
     assert checklist._params_b("my-model", "openai") == "unknown"
     assert checklist._params_b("simulated-0a1b-s0", "simulated") == \
         "none: simulated agents, no model"
+
+
+def test_a_copied_run_manifest_names_no_path_of_the_builders_machine(tmp_path):
+    """The site's copy of a run manifest shows each absolute path as ``pear.paths.shown``
+    does (a llama.cpp run's cache and model paths); the run's own manifest keeps them (a
+    resume needs them)."""
+    run_dir = tmp_path / "secret-home" / "r1"
+    run_dir.mkdir(parents=True)
+    man = {"backend_settings": [{"cache_path": str(run_dir / "cache.sqlite"),
+                                 "model_path": "/opt/models/m.gguf", "n_ctx": 2048}],
+           "seeds": [0, 1]}
+    (run_dir / "manifest.json").write_text(json.dumps(man))
+    copied = checklist.copy_provenance(tmp_path / "site", [("r1", run_dir, man)],
+                                       tmp_path / "figures", tmp_path)
+    page = (tmp_path / "site" / copied["run:r1"]).read_text()
+    assert "secret-home" not in page and "/opt/models" not in page
+    got = json.loads(page)["backend_settings"][0]
+    assert got == {"cache_path": "…/cache.sqlite", "model_path": "…/m.gguf", "n_ctx": 2048}
+    assert json.loads((run_dir / "manifest.json").read_text()) == man

@@ -22,7 +22,7 @@ import shutil
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from pear.paths import REPO_ROOT, RUN_MANIFEST, VIEW_DIR, beside, shown
+from pear.paths import REPO_ROOT, RUN_MANIFEST, VIEW_DIR, beside, shown, shown_in
 from pear.runs.compute import clock, reproducibility, total
 from pear.store.environment import describe, lock
 from pear.store.manifest import read
@@ -92,7 +92,10 @@ def copy_provenance(site: Path, runs: Sequence[tuple[str, Path, Mapping[str, Any
     def put(key: str, src: Path, name: str) -> None:
         target = dest / name
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(src, target)
+        if name.endswith(".json"):  # a manifest's paths as the site shows them (pear.paths.shown)
+            target.write_text(json.dumps(shown_in(json.loads(src.read_text())), indent=2) + "\n")
+        else:
+            shutil.copy2(src, target)
         copied[key] = f"{PROVENANCE}/{name}"
 
     for label, d, _ in runs:
