@@ -61,6 +61,12 @@ def test_sc_runs_in_a_grid_and_validates(tmp_path):
 
 
 # ------------------------------------------------------------------ SC at equal compute
+# (notebook 07's own functions, run through tests/notebook_cells.py)
+
+def _nb():
+    from notebook_cells import notebook_functions
+    return notebook_functions("07_cost_pareto")
+
 
 def _frontier():
     """A hand-built setting: SC at K = 5, 10, 20 costing 1000, 2000, 4000 tokens with
@@ -79,8 +85,22 @@ def _frontier():
     return pd.DataFrame(rows)
 
 
+def test_sc_sizes_and_methods():
+    import pandas as pd
+    nb = _nb()
+    assert (nb["sc_size"]("sc@20", 5), nb["sc_size"]("cot_sc", 5), nb["sc_size"]("pear", 5)) \
+        == (20, 5, None)
+    assert nb["sc_methods"](pd.DataFrame({"method": ["pear", "sc@40", "sc@10", "cot_sc"]})) \
+        == ("sc@10", "sc@40")
+
+
 def test_interpolation_on_a_hand_built_frontier():
-    from pear.analysis.equal_compute import interpolation_weights, sc_curve, sc_matched
+    nb = _nb()
+    interpolation_weights, sc_curve, sc_matched = (
+        nb["interpolation_weights"], nb["sc_curve"], nb["sc_matched"])
+    assert interpolation_weights([3000.0, 6000.0, 12000.0], 4500.0) == (0, 1, 0.5)
+    assert interpolation_weights([3000.0, 6000.0], 9000.0) == (1, 1, 1.0)
+    assert interpolation_weights([3000.0, 6000.0], 1000.0) == (0, 0, 0.0)
     curve = sc_curve(_frontier())
     assert curve["K"].tolist() == [5, 10, 20]
     assert curve["accuracy"].tolist() == [0.5, 0.6, 0.8]
@@ -93,12 +113,32 @@ def test_interpolation_on_a_hand_built_frontier():
     assert row["K"] in (10, 20)
 
 
+def test_a_cot_sc_beside_an_sc_of_the_same_k_counts_once():
+    nb = _nb()
+    df = _frontier()
+    same = df[df["method"] == "cot_sc"].assign(method="sc@5")
+    import pandas as pd
+    curve = nb["sc_curve"](pd.concat([df, same], ignore_index=True))
+    assert curve["K"].tolist() == [5, 10, 20] and curve["method"].iloc[0] == "sc@5"
+
+
 def test_matching_beyond_the_largest_k_says_so():
-    from pear.analysis.equal_compute import sc_matched
+    nb = _nb()
     df = _frontier()
     df.loc[df["method"] == "pear", "tokens"] = 9000
-    row = sc_matched(df, n_resamples=500).iloc[0]
+    row = nb["sc_matched"](df, n_resamples=500).iloc[0]
     assert row["match"].startswith("above K=20") and row["sc_accuracy"] == pytest.approx(0.8)
     with pytest.raises(ValueError, match="increasing"):
-        from pear.analysis.equal_compute import interpolation_weights
-        interpolation_weights([2.0, 1.0], 1.5)
+        nb["interpolation_weights"]([2.0, 1.0], 1.5)
+
+
+def test_the_table_shows_display_names_and_is_empty_without_sc():
+    nb = _nb()
+    table = nb["table_sc_matched"](_frontier(), n_resamples=200)
+    assert table.index.names == ["Model", "Dataset", "Method"] and len(table) == 1
+    assert {"Tokens / example", "SC accuracy at these tokens", "Pairs"} <= set(table.columns)
+    df = _frontier()
+    empty = nb["table_sc_matched"](df[~df["method"].str.startswith(("sc@", "cot_sc"))])
+    assert empty.empty and "SC interpolated between" in empty.columns
+    with pytest.raises(ValueError, match="no self-consistency"):
+        nb["sc_matched"](df[df["method"] == "pear"])
