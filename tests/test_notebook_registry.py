@@ -36,9 +36,20 @@ def test_a_notebook_that_cannot_speak_to_imported_debates_says_why():
 
 def test_the_build_names_no_notebook():
     found = subprocess.run(["git", "grep", "-n", r"1[0-9]_\|0[0-9]_", "--",
-                            "pear/paper/build.py", "pear/paper/kernels.py"],
+                            "pear/paper/build.py", "pear/paper/kernels.py",
+                            "pear/paper/publish.py"],
                            cwd=REPO_ROOT, capture_output=True, text=True)
     assert found.stdout == ""
+
+
+def test_the_site_s_case_study_is_one_notebook_s_markdown_output():
+    shows = [e for e in registry.ENTRIES if e.case_study]
+    assert [(e.name, e.case_study) for e in shows] == [("08_case_study", "case_study.md")]
+    assert shows[0].case_study in shows[0].outputs
+    with pytest.raises(ValueError, match="not one of its Markdown outputs"):
+        registry.Notebook("08_x", ("a.md",), case_study="b.md")
+    with pytest.raises(ValueError, match="not one of its Markdown outputs"):
+        registry.Notebook("08_x", ("a.tex", "a.md"), case_study="a.tex")
 
 
 def test_typical_time_is_the_last_measured_else_the_fallback(tmp_path):

@@ -11,7 +11,7 @@ from typing import Any, Mapping, Sequence
 
 from pear.catalog.labels import evidence_mark
 from pear.claims.diff import LEDGER_FILE, diff, diff_html, read_ledger
-from pear.paper.registry import EXPECTED_OUTPUTS
+from pear.paper.registry import EXPECTED_OUTPUTS, entry
 from pear.paper.site import build_meta, write_site
 from pear.paper.study import REPO_ROOT, describe_scope, experiment
 from pear.store.view import load
@@ -48,9 +48,9 @@ def write_results_site(site: Path, *, names: Sequence[str], figures: Path, noteb
                       else f"replay of {backends}", preset=params["preset"],
                       models=sorted(set(deb["model"])), grid=grid, debates=len(deb),
                       started=started, seconds=time.time() - started, repo=REPO_ROOT)
-    case = figures / "case_study.md"
+    case = next((figures / entry(n).case_study for n in names if entry(n).case_study), None)
     found = re.search(r"Debate `([^`]+)`", case.read_text(encoding="utf-8")) \
-        if case.is_file() and "08_case_study" in names else None
+        if case is not None and case.is_file() else None
     if found and found.group(1) not in set(load(runs, columns={"debates": ["debate_id"]})
                                            .debates["debate_id"]):
         print(f"case study skipped: debate {found.group(1)} of {case} is not in the run "

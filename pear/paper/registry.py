@@ -4,7 +4,8 @@ the files it writes into the figures directory (one producer per file), whether 
 build's backend, whether it writes the grid the others read, why it cannot speak to imported
 debates (if so), what it reads besides the grid (other notebooks' records, shipped data), and
 its typical time (:func:`typical_seconds`: the last build's measured seconds on the same
-backend, :mod:`pear.paper.times`, else the entry's fallback figure).
+backend, :mod:`pear.paper.times`, else the entry's fallback figure), and which of its outputs
+names the site's case-study debate (if any).
 
 The build (:mod:`pear.paper.build`, :mod:`pear.paper.kernels`) names no notebook: it reads
 these entries.  Derived views: :data:`NOTEBOOKS` (names in build order), :data:`EXPECTED_OUTPUTS`
@@ -59,6 +60,12 @@ class Notebook:
     fallback_s: float = 0.0
     """Its seconds when no earlier build on the same backend timed it (a default smoke build on
     llama.cpp, 2 cores): only the order in which side-by-side notebooks start."""
+    case_study: str = ""
+    """The one of its outputs that names the debate the results site shows as its case study:
+    a Markdown transcript holding ``Debate `ID` ``
+    (:func:`pear.analysis.transcript.render_transcript`); '' when it writes none.  The site
+    (:mod:`pear.paper.publish`) shows that debate when the notebook ran in the build and the
+    debate is in the run."""
 
     def __post_init__(self) -> None:
         if self.writes_grid and (self.outputs or not self.runs_the_model):
@@ -66,6 +73,10 @@ class Notebook:
                              "writes no figure or table")
         if self.fallback_s < 0:
             raise ValueError(f"notebook {self.name!r}: fallback_s {self.fallback_s} < 0")
+        if self.case_study and (self.case_study not in self.outputs
+                                or not self.case_study.endswith(".md")):
+            raise ValueError(f"notebook {self.name!r}: case_study {self.case_study!r} is not "
+                             "one of its Markdown outputs")
 
     @property
     def reads_notebooks(self) -> tuple[str, ...]:
@@ -103,7 +114,7 @@ ENTRIES: tuple[Notebook, ...] = (
                                  *_tab("spearman"), *_tab("spearman_vs_paper"))),
     Notebook("07_cost_pareto", (*_fig("pareto"), *_tab("tokens"), *_tab("cost_vs_paper"),
                                 "numbers_cost.tex", *_tab("sc_matched"))),
-    Notebook("08_case_study", ("case_study.md",)),
+    Notebook("08_case_study", ("case_study.md",), case_study="case_study.md"),
     Notebook("09_theory_checks", (*_fig("theory_checks"), *_tab("theory_checks")),
              not_for_imported=_OWN_RUNS + " (and its checks need confidences and the router)"),
     Notebook("10_temperature_sweep", (*_fig("temperature_sweep"), *_tab("temperature_sweep"),
