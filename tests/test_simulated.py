@@ -158,8 +158,9 @@ def test_runs_are_deterministic_and_the_backend_seed_changes_the_population():
 
 @pytest.mark.parametrize("seed", [0, 7, -3, 2**70 + 5])
 def test_a_phase_draws_what_each_request_generator_draws(seed):
-    """request_uniforms (a phase's draws at once, array arithmetic) against numpy's own PCG64
-    generator started per request from the same scrambled state."""
+    """request_uniforms against numpy's PCG64 generator started per request from the state
+    (backend seed, request seed) scramble to, written out here: the stream every simulated
+    record was drawn from."""
     from pear.sim.backend import request_uniforms
     mask = (1 << 64) - 1
 

@@ -29,7 +29,6 @@ process killed mid-write leaves the previous consistent state.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import sqlite3
@@ -39,6 +38,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from pear.core.backend import Backend, Completion, Request
+from pear.core.hashing import content_digest
 
 __all__ = ["CachedBackend", "cache_key"]
 
@@ -84,7 +84,7 @@ def cache_key(backend: str, model_id: str, request: Request) -> str:
         "schema": request.schema,
     }
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return content_digest(canonical)
 
 
 def _cacheable(completion: Completion) -> bool:

@@ -2,16 +2,11 @@
 every runtime in ``pear.backends`` implements it.
 
 ``Backend.generate(list[Request]) -> list[Completion]`` returns completions in input order.
-A request's ``meta`` carries the debate's structured state (debate id, phase, agent, round,
-and for the simulated backend the agent's own answer and the critiques it received); real
-backends ignore it, and cache keys never include it.
-
-A backend that finishes the requests of one ``generate`` one after another may offer an
-attribute ``on_completion`` (None by default): while ``generate`` runs, the engine sets it to
-a function the backend calls after each completion, so that progress moves within a phase
-(llama.cpp's batched sequences as each finishes, an HTTP server, vLLM's finished requests,
-simulated agents given a latency); a backend without it is counted a whole batch at a time, when
-``generate`` returns.
+A request's ``meta`` carries the debate's state (debate id, phase, agent, round; for the
+simulated backend the agent's answer and the critiques it received); real backends and cache
+keys ignore it.  A backend that finishes requests one after another may offer
+``on_completion`` (None): while ``generate`` runs the engine sets it to a function called
+after each completion, so progress moves within a phase.
 """
 from __future__ import annotations
 
@@ -33,13 +28,9 @@ class Request:
     """Chat messages, each ``{"role": ..., "content": ...}``."""
     temperature: float = 0.2
     max_tokens: int = 512
-    seed: int = 0
-    """Per-request sampling seed (derived by the engine from run seed, method, question,
-    agent, round and phase)."""
-    schema: dict[str, Any] | None = None
-    """JSON schema the completion should follow (constrained decoding where supported)."""
-    meta: dict[str, Any] = field(default_factory=dict, compare=False)
-    """Structured state for bookkeeping and the simulated backend; never sent to a model."""
+    seed: int = 0  # the sampling seed (pear.core.hashing.request_seed)
+    schema: dict[str, Any] | None = None  # constrained decoding where supported
+    meta: dict[str, Any] = field(default_factory=dict, compare=False)  # never sent to a model
 
 
 @dataclass
@@ -54,9 +45,7 @@ class Completion:
     """``stop``, ``length`` (hit max_tokens) or ``error``."""
     latency_s: float = 0.0
     retries: int = 0
-    error: str | None = None
-    """Set when the request failed for good; the engine then drops the debate so that a
-    later run (resume) retries it."""
+    error: str | None = None  # failed for good: the engine drops the debate (a rerun retries)
     cache_hit: bool = False
 
     @property

@@ -75,9 +75,7 @@ class DebateConfig:
     json_mode: bool = True  # our choice
     """Ask backends for schema-constrained JSON when they support it."""
     prompt_style: Literal["paper", "compact"] = "paper"  # paper
-    """``paper``: the study's printed templates, answer-first JSON, no caps beyond the token
-    budget; ``compact`` (our choice, tiny CPU models only): short reasoning-first prompts with
-    free text capped to fit the budget (see :mod:`pear.core.prompts`)."""
+    """``paper`` (the study's templates) or ``compact`` (tiny CPU models; :mod:`pear.core.prompts`)."""
     stop: str = field(default="none", metadata=_OMIT_DEFAULT)  # paper: every debate runs R rounds
     """Early stopping: ``none``, ``consensus`` or ``stable:K`` (see :mod:`pear.core.stopping`)."""
     roles: tuple[str, ...] = field(default=(), metadata=_OMIT_DEFAULT)  # paper: all honest
@@ -91,10 +89,9 @@ class DebateConfig:
     """One sampling temperature per agent (a panel of one model at two temperatures, our
     extension); ``()`` = every agent at :attr:`temperature` (stored as ``()``)."""
     relabelling: tuple[int, ...] = field(default=(), metadata=_OMIT_DEFAULT)  # paper: none
-    """Where the panel's agents sit (our extension, the theory's relabelling experiment):
-    ``relabelling[p]`` is the agent (0-indexed, the order of ``roles`` and ``agent_models``)
-    at position ``p``, the index the router and the prompts see.  An agent keeps its role,
-    model and own request seeds wherever it sits.  ``()`` = the identity (stored as ``()``)."""
+    """Where the agents sit (our extension): ``relabelling[p]`` is the agent (the order of
+    ``roles``, ``agent_models``) at position ``p``, the index router and prompts see; it keeps
+    its role, model and request seeds.  ``()`` = the identity (stored as ``()``)."""
 
     def __post_init__(self) -> None:
         _check(isinstance(self.n_agents, int) and self.n_agents >= 2, "n_agents", self.n_agents,

@@ -1,23 +1,21 @@
 """The debate engine: every debate in flight advances in lockstep, one backend call per phase.
 
-Per batch of jobs (question x method x seed) the engine makes one ``generate`` call for the
-initial answers, then per round one for all critiques of all debates and one for all
-revisions.  A debate round is the paper's four steps (:meth:`Engine._round`): route (each
-debate's graph), critique, revise, update influence.  Round 0 is computed once per (seed,
-question, agent) and shared by every method of that question (CoT = agent 1's initial
-answer, CoT-SC = vote of the n initial answers), so comparisons between methods are paired.
-A debate whose request fails for good is dropped (no record), so a later run resumes it.
+Per batch of jobs (question x method x seed): one ``generate`` call for the initial answers,
+then per round one for all critiques and one for all revisions.  A round is the paper's four
+steps (:meth:`Engine._round`): route, critique, revise, update influence.  Round 0 is made
+once per (seed, question, agent) and shared by every method of the question (CoT = agent 1's
+answer, CoT-SC = the vote of the n answers): comparisons between methods are paired.  A
+debate whose request fails for good is dropped (no record), so a later run resumes it.
 
-Extensions the study leaves open (``DebateConfig``; the defaults are the study's protocol):
-``stop`` (a debate that meets its stop rule leaves the lockstep batch at once:
-:mod:`pear.core.stopping`), ``roles`` (a non-honest agent gets its role's system-prompt
+Extensions (``DebateConfig``; the defaults are the study's protocol): ``stop`` (a debate that
+meets its rule leaves the batch: :mod:`pear.core.stopping`); ``roles`` (a role's system-prompt
 addition, :func:`pear.core.prompts.with_role`, and ``Request.meta["role"]``; the adversary is
-told the gold answer, recorded in ``gold_shown_to``; :data:`pear.core.config.ROLE_CONFIDENCE`
-is enforced on what it states) and ``agent_models`` (a mixed-model panel: one ``generate``
-call per distinct backend each phase).  Every agent entry carries its ``role`` and ``model``.
-``relabelling`` seats the panel's agents at other positions (each keeps its role, model and
-request seeds; ``Request.meta["member"]`` names it; the record carries ``relabelling``), and
-an orbit average (``NAME~orbit``) routes with one relabelling per debate (record: ``orbit``).
+told the gold, recorded in ``gold_shown_to``; :data:`pear.core.config.ROLE_CONFIDENCE` is
+enforced); ``agent_models`` (one ``generate`` call per distinct backend each phase); every
+agent entry carries its ``role`` and ``model``.  ``relabelling`` seats the agents elsewhere
+(each keeps role, model and request seeds; ``Request.meta["member"]``; record:
+``relabelling``); an orbit average (``NAME~orbit``) routes with one relabelling per debate
+(record: ``orbit``).
 """
 from __future__ import annotations
 
@@ -39,12 +37,12 @@ from pear.core import methods
 from pear.core.config import ROLE_CONFIDENCE, DebateConfig, config_hash
 from pear.core.methods import Method
 from pear.core.graphs import debate_base_graph
-from pear.core.record import (AGENT_KEYS, CRITIQUE_KEYS, RECORD_KEYS, ROUND_KEYS, SCHEMA_VERSION,
-                              in_schema_order)
+from pear.core.record import (AGENT_KEYS, RECORD_KEYS, ROUND_KEYS, SCHEMA_VERSION,
+                              CritiqueEntry, in_schema_order)
 from pear.core.router import Decision, RouterState, update_influence
 from pear.core.stopping import parse_stop, stop_reason
 
-__all__ = ["Job", "Engine", "Critique", "IdentityTask", "TaskLike", "copied_calls",
+__all__ = ["Job", "Engine", "IdentityTask", "TaskLike", "copied_calls",
            "recorded_parse_failures", "debate_rounds", "call_budget", "round_calls"]
 
 
@@ -56,8 +54,7 @@ class TaskLike(Protocol):
 
 
 class IdentityTask:
-    """Classes = answers stripped of whitespace; correct = equal to ``question.gold``.  For
-    tests and custom tasks; the benchmarks use :func:`pear.tasks.grading.get`."""
+    """Classes = answers stripped; correct = equal to ``question.gold`` (tests, custom tasks)."""
 
     def judge_many(self, batch: Sequence[tuple[Sequence[str], Any]]) -> list[Any]:
         classes = [tuple((a or "").strip() for a in answers) for answers, _ in batch]
@@ -75,16 +72,14 @@ class Job:
 
 
 def debate_rounds(job: Job, rounds: int, first: int = 0) -> int:
-    """Debate-rounds ``job`` takes from round ``first`` on (round 0 = the initial answers) in
-    a protocol of ``rounds`` rounds: the unit of progress."""
+    """Debate-rounds (the unit of progress) ``job`` takes from round ``first`` on, of ``rounds``."""
     return rounds + 1 - first if job.method.is_debate else int(first == 0)
 
 
 def call_budget(jobs: Sequence[Job], debate: DebateConfig, first: int = 0) -> int:
-    """The most model calls ``jobs`` take under protocol ``debate`` from round ``first`` on:
-    one per initial answer of each (seed, question), shared by its methods; two per agent in
-    every debate round (:func:`round_calls`).  What a run does not need of it the engine
-    counts in ``calls_unneeded``, so that progress in calls ends at its total."""
+    """The most model calls ``jobs`` take from round ``first`` on: one per initial answer of
+    each (seed, question), two per agent a debate round (:func:`round_calls`); what a run does
+    not need of it is counted in ``Engine.calls_unneeded``."""
     calls = 0
     if first == 0:
         initial: dict[tuple, int] = {}
@@ -104,15 +99,13 @@ def round_calls(debate: DebateConfig, job: Job, first: int) -> int:
     return 2 * agents * max(0, debate.rounds + 1 - first)
 
 
-PARSE_MEMO = 1 << 13
-"""Our choice: parsed replies an engine keeps (cleared when full; a miss costs a lookup)."""
+PARSE_MEMO = 1 << 13  # our choice: parsed replies an engine keeps (cleared when full)
 
 
 @dataclass(slots=True)
 class _Agent:
-    """One agent's answer after a round; its attributes are the record's agent entry
-    (:data:`pear.core.record.AGENT_KEYS`).  Never changed once made: a round makes new agents,
-    and the methods of one question share round 0's."""
+    """One agent's answer after a round: the record's agent entry (:data:`pear.core.record.
+    AGENT_KEYS`).  Never changed: a round makes new agents; a question's methods share round 0's."""
 
     agent: int
     answer: str
@@ -131,9 +124,8 @@ class _Agent:
         return dict(zip(AGENT_KEYS, _agent_values(self)))
 
     def view(self) -> dict[str, Any]:
-        """What other agents' prompts show of this agent (``agent`` 0-indexed): made once
-        (the agent never changes; round 0's are shown in every method of its question), so
-        read, never changed, by the prompts and the backends' ``meta``."""
+        """What other agents' prompts (and backends' ``meta``) show of this agent: made once,
+        read, never changed."""
         v = self._view
         if v is None:
             v = self._view = {"agent": self.agent, "answer": self.answer or "(no answer)",
@@ -145,40 +137,15 @@ class _Agent:
 _agent_values = attrgetter(*AGENT_KEYS)
 
 
-@dataclass(slots=True)
-class Critique:
-    """One routed edge of a round: the source's review of the target and the target's verdict."""
-
-    source: int
-    target: int
-    source_answer: str
-    target_answer: str
-    source_confidence: int
-    target_confidence: int
-    step_loc: str = ""
-    correction: str = ""
-    assessment: str = ""
-    delivered: bool = False
-    """Whether the source produced a usable review (only delivered critiques are shown)."""
-    decision: str | None = None
-    """ACCEPT, REJECT, or None when the target gave no usable decision."""
-    reason: str = ""
-    parse_error: str | None = None
-
-    def received(self) -> dict[str, Any]:
-        """The critique as its target's revision request holds it (``meta["critiques"]``):
-        what the revision prompt shows (source, step_loc, correction, assessment; the prompt
-        shows no source confidence) and, for the backend, the source's answer and confidence."""
-        return {"source": self.source, "step_loc": self.step_loc, "correction": self.correction,
-                "assessment": self.assessment, "source_answer": self.source_answer,
-                "source_confidence": self.source_confidence}
-
-    def entry(self) -> dict[str, Any]:
-        """The record's entry (:class:`pear.core.record.CritiqueEntry`), keys in schema order."""
-        return dict(zip(CRITIQUE_KEYS, _critique_values(self)))
+_NO_REVIEW = {"step_loc": "", "correction": "", "assessment": ""}  # a critique without review
 
 
-_critique_values = attrgetter(*CRITIQUE_KEYS)
+def _received(c: CritiqueEntry) -> dict[str, Any]:
+    """A received critique as its revision request holds it (``meta["critiques"]``): what the
+    prompt shows and, for the backend, the source's answer and confidence."""
+    return {"source": c["source"], "step_loc": c["step_loc"], "correction": c["correction"],
+            "assessment": c["assessment"], "source_answer": c["source_answer"],
+            "source_confidence": c["source_confidence"]}
 
 
 @dataclass
@@ -190,37 +157,28 @@ class _Debate:
     agents: list[_Agent]
     rounds_data: list[dict[str, Any]]
     influence: np.ndarray
-    base: np.ndarray | None = None
-    """The debate's base role graph (debate methods; drawn from (seed, question) alone)."""
+    base: np.ndarray | None = None  # the base role graph (from (seed, question) alone)
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0
     calls: int = 0
     truncated_calls: int = 0
-    parse_failures: int = 0
-    """Agents' and critiques' parse errors in the rounds so far."""
+    parse_failures: int = 0  # agents' and critiques' parse errors so far
     failed: str | None = None
-    stop_reason: str | None = None
-    """Why the debate ended (:func:`pear.core.stopping.stop_reason`); None while it runs."""
+    stop_reason: str | None = None  # pear.core.stopping.stop_reason; None while it runs
     started: float = field(default_factory=time.perf_counter)
     closed: tuple[int, int, int, int] = (0, 0, 0, 0)
-    """Tokens (prompt, completion, cached) and truncated calls charged when the last round
-    closed: what the next round costs is counted from there."""
-    branched_from: dict[str, Any] | None = None
-    """For a counterfactual branch: the parent debate, its method, the round branched after
-    and the calls its copied rounds cost (:meth:`Engine.branch`)."""
-    rng: np.random.Generator | None = None
-    """The current round's generator (:meth:`start_round`): routing and vote ties."""
-    orbit: tuple[int, ...] | None = None
-    """An orbit average's relabelling of this debate (:func:`pear.core.methods.orbit`)."""
+    """Tokens (prompt, completion, cached) and truncated calls when the last round closed."""
+    branched_from: dict[str, Any] | None = None  # a branch's parent (Engine.branch)
+    rng: np.random.Generator | None = None  # this round's generator: routing, vote ties
+    orbit: tuple[int, ...] | None = None  # an orbit average's relabelling (methods.orbit)
 
     def start_round(self, r: int) -> None:
         """Round ``r`` draws from its own generator, derived from the debate seed and r."""
         self.rng = np.random.default_rng(round_seed(self.seed, r))
 
     def charge(self, c: Completion) -> bool:
-        """Count ``c``'s tokens and call against this debate; False (and the debate marked
-        failed) when the request failed for good."""
+        """Count ``c``'s tokens and call; False (the debate marked failed) if it failed."""
         self.prompt_tokens += c.prompt_tokens
         self.completion_tokens += c.completion_tokens
         self.cached_tokens += c.cached_tokens
@@ -232,10 +190,9 @@ class _Debate:
 
 
 class Engine:
-    """Runs debates for one panel of agents: one model through one backend, or (with
-    ``DebateConfig.agent_models``, a mixed-model panel) one backend per agent model, given as
-    a mapping ``{model name: backend}``.  The main flow (:meth:`run`, :meth:`_round` and its
-    steps, closing a round) comes first, the plumbing after it."""
+    """Runs debates for one panel: one backend, or (``DebateConfig.agent_models``) a mapping
+    ``{model name: backend}``.  The main flow (:meth:`run`, :meth:`_round`, closing a round)
+    comes first, the plumbing after it."""
 
     def __init__(self, backend: Backend | Mapping[str, Backend],
                  debate: DebateConfig = DebateConfig(), *,
@@ -246,11 +203,8 @@ class Engine:
         self._task_for = task_for or (lambda _name: IdentityTask())
         self.agent_backends = _agent_backends(backend, debate)
         self.backend = self.agent_backends[0]
-        self.agent_model_ids = [b.model_id for b in self.agent_backends]
-        """The model identity of every agent (agent 1 first)."""
-        ids = self.agent_model_ids
-        self.model = model or (ids[0] if len(set(ids)) == 1 else "+".join(ids))
-        """The panel's identity: the model id, or the agents' ids joined by ``+``."""
+        self.agent_model_ids = ids = [b.model_id for b in self.agent_backends]
+        self.model = model or (ids[0] if len(set(ids)) == 1 else "+".join(ids))  # the panel's
         self.backend_name = "+".join(dict.fromkeys(b.name for b in self.agent_backends))
         self.generate_calls = 0
         self.requests = 0
@@ -260,25 +214,18 @@ class Engine:
         self._schemas: dict[tuple, dict[str, Any]] = {}
         self._parses: dict[tuple, Any] = {}
         self._config_hashes: dict[Method, str] = {}
-        self.phase = ""
-        """What the engine is doing now (``round 2: critiques``), for progress displays."""
-        self.calls_done = 0
-        """Model calls completed (during a phase too, for backends that report each one)."""
-        self.rounds_done = 0
-        """Debate-rounds finished (:meth:`steps` per debate, counted as they happen; the
-        rounds a debate skips by stopping early or failing count when it leaves)."""
+        self.phase = ""  # what it does now ("round 2: critiques"), for progress displays
+        self.calls_done = 0  # model calls completed (within a phase too, where reported)
+        self.rounds_done = 0  # debate-rounds finished, a skipped round when its debate leaves
         self.calls_unneeded = 0
-        """Calls of :func:`call_budget` the run turned out not to need (agents without
-        critiques to send, debates that stopped early or failed): ``calls_done +
-        calls_unneeded`` reaches the budget when the jobs are done."""
-        self.on_progress: Callable[[], None] | None = None
-        """Called whenever ``phase``, ``calls_done`` or ``rounds_done`` changes."""
+        """Calls of :func:`call_budget` not needed (no critiques to send, a debate stopped or
+        failed): ``calls_done + calls_unneeded`` reaches the budget at the end."""
+        self.on_progress: Callable[[], None] | None = None  # called when any of these moves
 
     # the run ------------------------------------------------------------------
     def run(self, jobs: Sequence[Job]) -> Iterator[dict[str, Any]]:
-        """Run ``jobs`` in lockstep; yield one record per finished debate (CoT/CoT-SC after
-        round 0, a debate after the round that ends it: the last one, or the one after
-        which its stop rule holds).  Failed debates are listed in ``failed``."""
+        """Run ``jobs`` in lockstep; yield each record as its debate ends (CoT/CoT-SC after
+        round 0, a debate after its last round or its stop rule); failed ones go to ``failed``."""
         debates: list[_Debate] = []
         for d in self._round_zero(jobs):
             if d.job.method.is_debate and not self._stops(d, 0):
@@ -291,12 +238,10 @@ class Engine:
 
     def branch(self, starts: Sequence[tuple[Job, Mapping[str, Any]]],
                from_round: int) -> Iterator[dict[str, Any]]:
-        """Counterfactual branches: for each ``(job, parent record)``, continue the parent's
-        debate from its recorded state after round ``from_round`` under ``job``'s method;
-        rounds 0..``from_round`` are copied, never re-asked.  Later rounds draw from the
-        generators and request seeds a full run of ``job`` has (nothing is replayed), so a
-        branch under the parent's own method reproduces the parent's later rounds.  Records
-        carry ``branched_from``; their tokens and calls are the branch's own."""
+        """Counterfactual branches: each ``(job, parent record)`` continues the parent's debate
+        after round ``from_round`` under ``job``'s method (earlier rounds copied, never asked);
+        later rounds draw what a full run of ``job`` draws, so a branch under the parent's
+        method reproduces it.  Records carry ``branched_from``; tokens and calls their own."""
         if not (rounds := self.debate.rounds) > from_round >= 0:
             raise ValueError(f"invalid from_round={from_round!r}: the debate has {rounds} "
                              f"rounds; branch after round 0..{rounds - 1}")
@@ -304,9 +249,8 @@ class Engine:
         return self._rounds(debates, from_round + 1)
 
     def _round_zero(self, jobs: Sequence[Job]) -> list[_Debate]:
-        """Initial answers: one request per (seed, question, agent) needed, shared by every
-        method of that question; a routed method's base role graph is drawn from
-        (seed, question) alone, so PEAR, Random and the ablations share it (paired)."""
+        """Initial answers: one request per (seed, question, agent), shared by the question's
+        methods; the routed methods share one base role graph (paired)."""
         n, member = self.debate.n_agents, self.debate.member
         groups: dict[tuple, list[Job]] = defaultdict(list)
         for job in jobs:
@@ -386,8 +330,8 @@ class Engine:
 
     # one round, as the paper states it ---------------------------------------------
     def _round(self, debates: list[_Debate], r: int) -> None:
-        """Debate round ``r`` for every debate in flight: route, critique, revise, update
-        influence; then the round closes (the method's vote, the record's round entry)."""
+        """Round ``r`` of every debate in flight: route, critique, revise, update influence,
+        close (the method's vote, the record's round entry)."""
         for d in debates:
             d.start_round(r)
         self._progress(phase=f"round {r}: critiques")
@@ -395,15 +339,14 @@ class Engine:
         critiques = self._critique(debates, plans, r)
         self._progress(phase=f"round {r}: revisions")
         critiques = self._revise(debates, critiques, r)
-        self._update_influence(debates, [[(c.source, c.decision == "ACCEPT") for c in crits]
-                                         for crits in critiques])
+        self._update_influence(debates, [[(c["source"], c["decision"] == "ACCEPT")
+                                          for c in crits] for crits in critiques])
         for d, plan, crits in zip(debates, plans, critiques):
             if not d.failed:
                 self._close(d, r, plan, crits)
 
     def _route(self, debates: list[_Debate], r: int) -> list[Decision]:
-        """Each debate's graph for round ``r``: its method's router on the state after the
-        last round (:func:`pear.core.methods.route_debates`)."""
+        """Each debate's graph for round ``r`` (:func:`pear.core.methods.route_debates`)."""
         k = self.debate.k
         return methods.route_debates([
             (d.job.method, RouterState(tuple(a.canonical for a in d.agents),
@@ -413,9 +356,9 @@ class Engine:
             for d in debates])
 
     def _critique(self, debates: list[_Debate], plans: list[Decision],
-                  r: int) -> list[list[Critique]]:
-        """Every source with out-edges reviews all of its targets in one request; per
-        debate, one :class:`Critique` per edge of its graph, in the graph's edge order."""
+                  r: int) -> list[list[CritiqueEntry]]:
+        """Every source with out-edges reviews all its targets in one request; per debate, one
+        critique entry (:class:`pear.core.record.CritiqueEntry`) per edge, in edge order."""
         reqs, owners = [], []
         for j, (d, plan) in enumerate(zip(debates, plans)):
             by_source: dict[int, list[int]] = defaultdict(list)
@@ -433,7 +376,7 @@ class Engine:
                                  r, "critique"),
                     meta, targets=targets))
                 owners.append((j, s, targets))
-        out: list[list[Critique]] = [[] for _ in debates]
+        out: list[list[CritiqueEntry]] = [[] for _ in debates]
         for (j, s, targets), comp in zip(owners, self._generate(reqs, debates)):  # no out-edges
             d = debates[j]
             if not d.charge(comp):
@@ -442,31 +385,30 @@ class Engine:
             src = d.agents[s]
             for t in targets:
                 review, tgt = parsed.reviews.get(t), d.agents[t]
-                out[j].append(Critique(
-                    source=s, target=t, source_answer=src.canonical,
-                    target_answer=tgt.canonical, source_confidence=src.confidence,
-                    target_confidence=tgt.confidence, **(review or {}),
-                    delivered=review is not None,
-                    parse_error=None if review else (parsed.parse_error or "missing review")))
+                out[j].append({  # CritiqueEntry, CRITIQUE_KEYS' order
+                    "source": s, "target": t, "source_answer": src.canonical,
+                    "target_answer": tgt.canonical, "source_confidence": src.confidence,
+                    "target_confidence": tgt.confidence, "delivered": review is not None,
+                    "decision": None,
+                    "parse_error": None if review else (parsed.parse_error or "missing review"),
+                    **(review or _NO_REVIEW), "reason": ""})
         return out
 
-    def _revise(self, debates: list[_Debate], critiques: list[list[Critique]],
-                r: int) -> list[list[Critique]]:
-        """Every agent answers the critiques delivered to it and revises its answer (none:
-        it keeps its previous answer and confidence).  Returns the decisions: per debate, its
-        critiques in order, each delivered one given its target's verdict (ACCEPT/REJECT;
-        the round's critiques are this round's own objects, decided in place)."""
+    def _revise(self, debates: list[_Debate], critiques: list[list[CritiqueEntry]],
+                r: int) -> list[list[CritiqueEntry]]:
+        """Every agent answers the critiques delivered to it and revises (no answer: it keeps
+        its previous one); each delivered critique gets its target's verdict, in place."""
         reqs, owners = [], []
         for j, d in enumerate(debates):
             if d.failed:
                 continue
             q, job = d.job.question, d.job
-            received: list[list[Critique]] = [[] for _ in d.agents]
+            received: list[list[CritiqueEntry]] = [[] for _ in d.agents]
             for c in critiques[j]:
-                if c.delivered:
-                    received[c.target].append(c)
+                if c["delivered"]:
+                    received[c["target"]].append(c)
             for i, agent in enumerate(d.agents):
-                heard = [c.received() for c in received[i]]
+                heard = [_received(c) for c in received[i]]
                 own = agent.view()
                 meta = {"phase": "revision", "round": r, "agent": i, "dataset": q.dataset,
                         "question_id": q.id, "debate_id": d.ident["debate_id"], "own": own,
@@ -475,7 +417,7 @@ class Engine:
                     q, prompts.revision_messages(q, own, heard, self.style), "revision",
                     request_seed(job.seed, job.method.name, q.dataset, q.id, self.debate.member(i),
                                  r, "revision"),
-                    meta, sources=[c.source for c in received[i]]))
+                    meta, sources=[c["source"] for c in received[i]]))
                 owners.append((j, i, received[i]))
         revised: dict[int, tuple[list[parsing.AnswerParse], list[bool]]] = {}
         for (j, i, received_i), comp in zip(owners, self._generate(reqs, debates)):  # failed
@@ -483,12 +425,12 @@ class Engine:
             if not d.charge(comp):
                 continue
             p = self._parsed(parsing.parse_revision, comp.text,
-                             tuple(c.source for c in received_i))
+                             tuple(c["source"] for c in received_i))
             miss = f"missing decision from agent {i + 1}"
             for c in received_i:  # a delivered critique has no parse error of its own
-                c.decision = p.decisions.get(c.source)
-                c.reason = p.reasons.get(c.source, "")
-                c.parse_error = None if c.source in p.decisions else miss
+                c["decision"] = p.decisions.get(c["source"])
+                c["reason"] = p.reasons.get(c["source"], "")
+                c["parse_error"] = None if c["source"] in p.decisions else miss
             if not p.answer:  # documented fallback: keep the previous answer and confidence
                 prev = d.agents[i]
                 p = parsing.AnswerParse(prev.answer, prev.confidence,
@@ -513,7 +455,7 @@ class Engine:
 
     # closing a round, writing a record ---------------------------------------------
     def _close(self, d: _Debate, r: int, plan: Decision | None,
-               critiques: list[Critique]) -> None:
+               critiques: list[CritiqueEntry]) -> None:
         """Aggregate (the method's, by default the majority vote) and append round ``r`` to
         the debate's record."""
         agents = d.agents
@@ -521,7 +463,7 @@ class Engine:
                                    [a.confidence for a in agents], d.rng)
         correct = bool(winner) and next(a.correct for a in agents if a.canonical == winner)
         d.parse_failures += sum(a.parse_error is not None for a in agents) \
-            + sum(c.parse_error is not None for c in critiques)
+            + sum(c["parse_error"] is not None for c in critiques)
         now = (d.prompt_tokens, d.completion_tokens, d.cached_tokens, d.truncated_calls)
         spent = [a - b for a, b in zip(now, d.closed)]
         d.closed = now
@@ -529,7 +471,7 @@ class Engine:
             "round": r, "edges": plan.edges.tolist() if plan is not None else [],
             "router": plan.to_record() if plan is not None else None,
             "agents": [a.entry() for a in agents],
-            "critiques": [c.entry() for c in critiques],
+            "critiques": critiques,
             "influence": d.influence.tolist(), "vote": winner, "vote_correct": correct,
             "tokens": {"prompt": spent[0], "completion": spent[1], "cached": spent[2]},
             "truncated_calls": spent[3]}))
@@ -616,9 +558,8 @@ class Engine:
     # backend calls and requests ---------------------------------------------------
     def _generate(self, requests: list[Request],
                   debates: Sequence[_Debate] = ()) -> list[Completion]:
-        """Complete ``requests`` (of any agents): one ``generate`` call per distinct backend,
-        each given its agents' requests in order, completions merged back in input order;
-        the one place calls are counted (with a phase's ``debates``, those it did not need)."""
+        """Complete ``requests``: one ``generate`` call per distinct backend, completions in
+        input order; the one place calls are counted (with ``debates``, those not needed)."""
         self.calls_unneeded += sum(len(d.agents) for d in debates) - len(requests) \
             if debates else 0
         if not requests:
@@ -652,9 +593,8 @@ class Engine:
         return done
 
     def _parsed(self, parse: Callable[..., Any], text: str, *args: Any) -> Any:
-        """``parse(text, *args)``, memoized: a parse is a pure function of the reply, read
-        and never changed here, and replies recur (a question's few answers; a simulated
-        agent's replies are made from templates)."""
+        """``parse(text, *args)``, memoized: a pure function of replies that recur (a
+        question's few answers); the result is read, never changed."""
         key = (parse, text, *args)
         got = self._parses.get(key)
         if got is None:
@@ -664,9 +604,8 @@ class Engine:
         return got
 
     def _backend_of(self, agent: int) -> Backend:
-        """The backend of the agent at position ``agent`` (its model's, wherever it sits:
-        ``DebateConfig.relabelling``); the extra samples of ``sc@K`` (K > n) take the agents'
-        backends in turn."""
+        """The backend of the agent at position ``agent`` (its model's, wherever it sits; the
+        extra samples of ``sc@K`` take the agents' backends in turn)."""
         return self.agent_backends[self.debate.member(agent) % len(self.agent_backends)]
 
     def _orbit(self, d: _Debate) -> tuple[int, ...] | None:
@@ -677,9 +616,8 @@ class Engine:
 
     def _request(self, question: Any, messages, phase: str, seed: int, meta: dict, *,
                  targets: Sequence[int] = (), sources: Sequence[int] = ()) -> Request:
-        """The request of agent ``meta["agent"]``: its role's system-prompt addition (the
-        adversary's names the gold answer) and ``meta["role"]``; the phase's reply schema
-        (one per phase and targets or sources, made once)."""
+        """Agent ``meta["agent"]``'s request: its role's system-prompt addition and
+        ``meta["role"]``; the phase's reply schema (made once per phase, targets, sources)."""
         role = self.debate.role(meta["agent"])
         if role != "honest":  # the prompts made ``messages`` for this request alone
             messages = prompts.with_role(messages, role, question.gold
@@ -700,10 +638,8 @@ class Engine:
 
     def _agents_from(self, batch: Sequence[tuple[Sequence[parsing.AnswerParse], Any,
                                                  Sequence[bool] | None]]) -> list[list[_Agent]]:
-        """Per ``(parses, question, truncated)`` of ``batch`` (one phase of the debates in
-        flight), the agents from their parsed replies and whether each call was cut at the
-        token budget (None: none was); a role with a fixed confidence overrides the stated
-        one.  Each dataset's answers are judged in one call (``judge_many``)."""
+        """Per ``(parses, question, truncated)`` of one phase, the agents (a role's fixed
+        confidence overrides the stated one); each dataset judged in one ``judge_many``."""
         judged: list[Any] = [None] * len(batch)  # per debate, its answers' judgement
         by_dataset: dict[str, list[int]] = defaultdict(list)
         for j, (_, question, _) in enumerate(batch):
@@ -726,8 +662,7 @@ class Engine:
         return out
 
     def _base(self, job: Job, n: int) -> np.ndarray:
-        """The debate's base role graph (:func:`pear.core.graphs.debate_base_graph`), read
-        only: the routed methods of a question share it."""
+        """The debate's base role graph (:func:`pear.core.graphs.debate_base_graph`), read-only."""
         q = job.question
         base = debate_base_graph(job.seed, q.dataset, q.id, n, self.debate.k,
                                  job.method.router.base_graph)
@@ -760,8 +695,8 @@ class Engine:
 
 
 def copied_calls(rounds: Sequence[Mapping[str, Any]]) -> int:
-    """The model calls that recorded rounds cost: one per agent in round 0; in every later
-    round one per source with out-edges (its critiques) and one per agent (its revision).
+    """The model calls recorded rounds cost: one per agent in round 0, then per round one per
+    source with out-edges and one per agent.
 
     >>> copied_calls([{"agents": [0] * 3, "edges": []},
     ...               {"agents": [0] * 3, "edges": [[0, 1], [0, 2], [2, 1]]}])
@@ -774,8 +709,7 @@ def copied_calls(rounds: Sequence[Mapping[str, Any]]) -> int:
 
 
 def recorded_parse_failures(rounds: Sequence[Mapping[str, Any]]) -> int:
-    """The parse failures that recorded rounds count: agents' and critiques' parse errors
-    (what :meth:`Engine._close` adds up round by round).
+    """The parse failures recorded rounds count (as :meth:`Engine._close` adds them up).
 
     >>> recorded_parse_failures([{"agents": [{"parse_error": None}, {"parse_error": "x"}],
     ...                           "critiques": [{"parse_error": "y"}]}])
@@ -787,8 +721,7 @@ def recorded_parse_failures(rounds: Sequence[Mapping[str, Any]]) -> int:
 
 def _agent_backends(backend: Backend | Mapping[str, Backend],
                     debate: DebateConfig) -> list[Backend]:
-    """The backend of every agent (in the panel's order, wherever it sits): ``backend`` for
-    all, or ``backend[agent_models[i]]``."""
+    """Every agent's backend: ``backend``, or ``backend[agent_models[i]]``."""
     names = debate.agent_models
     if isinstance(backend, Mapping):
         if not names:

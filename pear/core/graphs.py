@@ -30,13 +30,9 @@ ENUMERATE_MAX_N = 8  # our choice: enumerate all n! relabellings up to n = 8 (40
 
 def base_graph(n: int, k: int, rng: np.random.Generator,
                kind: Literal["in_regular", "circulant"] = "in_regular") -> np.ndarray:
-    """The base role graph: every role has in-degree exactly ``k``.
-
-    ``in_regular`` draws each role's k sources uniformly from the other roles (seeded by
-    ``rng``), so out-degrees vary.  ``circulant`` links role ``t - j mod n -> t`` for
-    ``j = 1..k``: every role then also has out-degree k, so the influence (I) and
-    low-confidence (L) terms are equal for every relabelling and drop out of the choice.
-    """
+    """The base role graph, every role of in-degree ``k``: ``in_regular`` draws each role's k
+    sources uniformly (out-degrees vary); ``circulant`` links ``t - j mod n -> t``, j = 1..k
+    (out-degree k too: the I and L terms are equal for every relabelling)."""
     if not 1 <= k <= n - 1:
         raise ValueError(f"invalid k={k}: the in-degree must lie in 1..n-1 = 1..{n - 1}")
     if kind == "circulant":
@@ -54,10 +50,8 @@ def base_graph(n: int, k: int, rng: np.random.Generator,
 
 def debate_base_graph(seed: int, dataset: str, question_id: str, n: int, k: int,
                       kind: Literal["in_regular", "circulant"] = "in_regular") -> np.ndarray:
-    """The base role graph of a question's debates in a run of seed ``seed``: drawn from
-    (seed, question) alone (:func:`pear.core.hashing.base_graph_seed`), so every routed
-    method of a question relabels the same graph (paired comparisons); what the engine
-    routes and the record checks hold the records to.
+    """The base role graph of a question's debates in a run of seed ``seed``, from (seed,
+    question) alone (:func:`pear.core.hashing.base_graph_seed`): what the engine routes.
 
     >>> g = debate_base_graph(0, "gsm8k", "q1", 5, 2)
     >>> g.shape, bool((g == debate_base_graph(0, "gsm8k", "q1", 5, 2)).all())
@@ -127,13 +121,9 @@ def subsample(pool: Pool, m_max: int, rng: np.random.Generator) -> Pool:
 
 
 def candidate_pool(edges: np.ndarray, n: int, m_max: int, rng: np.random.Generator) -> Pool:
-    """The router's candidate pool: relabellings of ``edges`` with distinct edge sets.
-
-    When there are at most ``m_max`` distinct relabellings the pool holds all of them
-    (enumerated for n <= 8).  Otherwise ``m_max`` of them are drawn uniformly without
-    replacement: for large n, random permutations are drawn and duplicates of an edge set
-    dropped (every edge set has the same number of permutations, so this is uniform).
-    """
+    """The router's candidate pool: distinct relabellings of ``edges``, all of them when at
+    most ``m_max`` (enumerated for n <= 8), else ``m_max`` drawn uniformly without replacement
+    (for large n: random permutations, duplicate edge sets dropped)."""
     edges = np.asarray(edges, dtype=np.int64).reshape(-1, 2)
     if n <= ENUMERATE_MAX_N:
         allc = _distinct_relabellings(tuple(map(tuple, edges.tolist())), n)

@@ -1,6 +1,7 @@
-"""Seeds and ids, defined once: values derived from their parts with sha256, the same on every
-machine and Python run (never Python's salted ``hash``).  The engine, the validator, the
-benchmarks' shuffles and the run directories all call these.
+"""Seeds, ids and content fingerprints, defined once: values derived from their parts with
+sha256, the same on every machine and Python run (never Python's salted ``hash``).  The engine,
+the validator, the benchmarks' shuffles, the run directories, caches, manifests and population
+files all call these.
 
 >>> hex_id("gsm8k", 0, n=12) == hex_id("gsm8k", 0, n=12) != hex_id("gsm8k", 1, n=12)
 True
@@ -12,22 +13,32 @@ True
 from __future__ import annotations
 
 import hashlib
+import json
 from typing import Any, Mapping
 
 __all__ = ["hex_id", "int_seed", "joined_seed", "derive_seed", "request_seed", "debate_seed",
            "round_seed", "orbit_seed", "base_graph_seed", "debate_id", "branch_debate_id", "config_digest",
-           "stable_seed", "file_sha256"]
+           "stable_seed", "file_sha256", "content_digest"]
 
 
-def _digest(parts: tuple[object, ...], sep: str) -> bytes:
-    return hashlib.sha256(sep.join(map(str, parts)).encode("utf-8")).digest()
+def content_digest(content: Any, n: int = 64) -> str:
+    """The first ``n`` hex digits of sha256 of ``content``: bytes as given, text as UTF-8,
+    any other value as its canonical JSON (``json.dumps(content, sort_keys=True)``).
+
+    >>> content_digest({"b": 1, "a": 2}, n=12) == content_digest('{"a": 2, "b": 1}', n=12)
+    True
+    """
+    if not 1 <= n <= 64:
+        raise ValueError(f"invalid n={n!r}: a sha256 hex digest has 1..64 digits")
+    if not isinstance(content, bytes):
+        text = content if isinstance(content, str) else json.dumps(content, sort_keys=True)
+        content = text.encode("utf-8")
+    return hashlib.sha256(content).hexdigest()[:n]
 
 
 def hex_id(*parts: object, n: int = 16, sep: str = "\x1f") -> str:
     """The first ``n`` hex digits of sha256 of the parts (as ``str``) joined by ``sep``."""
-    if not 1 <= n <= 64:
-        raise ValueError(f"invalid n={n!r}: a sha256 hex digest has 1..64 digits")
-    return _digest(parts, sep).hex()[:n]
+    return content_digest(sep.join(map(str, parts)), n)
 
 
 def int_seed(*parts: object, nbytes: int = 8, sep: str = "\x1f", bits: int | None = None
@@ -54,15 +65,13 @@ def derive_seed(*parts: Any) -> int:
 
 def request_seed(seed: int, method: str, dataset: str, question_id: str, agent: int,
                  round_: int, phase: str) -> int:
-    """The sampling seed of one model call: run seed, question, agent, round and phase
-    (``initial``, ``critique`` or ``revision``).  Round 0 is shared by a question's methods,
-    so its seed leaves the method out; the revision's label predates the phase's name
-    (``update``): seeds stay what they were.
+    """A model call's sampling seed (:func:`derive_seed` of run seed, method, question, agent,
+    round, phase, joined in one step): round 0's leaves the method out (shared by a question's
+    methods); the revision's label is ``update``, its older name.
 
     >>> [request_seed(0, m, "gsm8k", "q1", 2, 0, "initial") for m in ("pear", "cot")]
     [351798682, 351798682]
     """
-    # derive_seed of the parts, joined here in one step: it runs for every model call
     if phase == "initial":
         text = f"{seed}\x1fround0\x1f{dataset}\x1f{question_id}\x1f{agent}\x1finitial"
     else:
@@ -75,21 +84,18 @@ _REQUEST_LABELS = {"critique": "critique", "revision": "update"}
 
 
 def debate_seed(seed: int, method: str, dataset: str, question_id: str) -> int:
-    """The seed of one debate (run seed, method, question): its rounds' generators derive
-    from it (:func:`round_seed`)."""
+    """The seed of one debate (run seed, method, question); its rounds' derive from it."""
     return derive_seed(seed, method, dataset, question_id, "debate")
 
 
 def round_seed(debate: int, round_: int) -> int:
-    """The seed of round ``round_``'s generator in the debate of seed ``debate``: every
-    round draws (routing, vote ties) from its own generator, so a branch after round R
-    starts round R + 1 as a full run does without replaying rounds 0..R."""
+    """The seed of a round's generator (routing, vote ties): a branch after round R starts
+    round R + 1 as a full run does, replaying nothing."""
     return derive_seed(debate, "round", round_)
 
 
 def orbit_seed(debate: int) -> int:
-    """The seed of an orbit average's relabelling of one debate (drawn once, the same in
-    every round; :func:`pear.core.methods.orbit`).
+    """The seed of an orbit average's relabelling of one debate (:func:`pear.core.methods.orbit`).
 
     >>> orbit_seed(7) == orbit_seed(7) != orbit_seed(8)
     True
@@ -98,8 +104,7 @@ def orbit_seed(debate: int) -> int:
 
 
 def base_graph_seed(seed: int, dataset: str, question_id: str) -> int:
-    """The seed of a question's base role graph: from (run seed, question) only, so every
-    routed method of one question relabels the same graph (paired comparisons)."""
+    """The seed of a question's base role graph: every routed method relabels the same one."""
     return derive_seed(seed, dataset, question_id, "base_graph")
 
 
@@ -109,8 +114,7 @@ def debate_id(identity: Mapping[str, Any]) -> str:
 
 
 def branch_debate_id(identity: Mapping[str, Any], branched_from: Mapping[str, Any]) -> str:
-    """A counterfactual branch's id: its identity fields and its parent's id and branch
-    round (so a branch never shares an id with a full run of its method)."""
+    """A branch's id: its identity fields with its parent's id and branch round."""
     parent = f"{branched_from['debate_id']}@{branched_from['round']}"
     return debate_id({**identity, "branched_from": parent})
 
@@ -126,8 +130,7 @@ def stable_seed(*parts: object) -> int:
 
 
 def file_sha256(path: Any) -> str:
-    """The sha256 hex digest of a file's bytes, read in blocks (model files, benchmarks,
-    imported records, record files)."""
+    """The sha256 hex digest of a file's bytes, read in blocks."""
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 22), b""):

@@ -1,21 +1,14 @@
 """The method table: what a method is, the study's 14 methods, and how the engine routes and
 votes with them (public as :mod:`pear.methods`, which adds plug-in registration above the core).
 
-A **router** is a function ``route(state, rng) -> edges``:
-
-* ``state`` (:class:`~pear.core.router.RouterState`) is what the router may see after a round
-  (answer classes, confidences, influence, the base role graph, the round, n and k);
-* ``rng`` is the debate's generator for that round (the only source of randomness a router
-  may use);
-* ``edges`` is an int array of shape (m, 2), one ``(source, target)`` row per critique, agents
-  0-indexed; a router may instead return a :class:`~pear.core.router.Decision` (edges plus the
-  statistics the record keeps, as the PEAR router does).
-
-A method's answer each round is its ``aggregate(answers, confidences, rng)`` of the agents'
-canonical answers (default: the majority vote, :func:`pear.core.vote.vote`).  The study's
-methods below are table entries like any plug-in's; the engine has no case of its own for
-any of them.  Looking a name up never imports anything: plug-ins are loaded explicitly
-(:func:`pear.methods.load_plugins`).
+A **router** is ``route(state, rng) -> edges``: ``state`` (:class:`~pear.core.router.
+RouterState`) is what it may see after a round, ``rng`` the round's generator (its only
+randomness), ``edges`` an int ``(m, 2)`` array of ``(source, target)`` rows (agents 0-indexed)
+or a :class:`~pear.core.router.Decision` (edges plus the statistics the record keeps).  A
+method's answer each round is ``aggregate(answers, confidences, rng)`` (default: the majority
+vote, :func:`pear.core.vote.vote`).  The study's methods are table entries like any plug-in's;
+the engine has no case for any of them.  A lookup imports nothing: plug-ins are loaded
+explicitly (:func:`pear.methods.load_plugins`).
 
 >>> lookup("pear").kind, lookup("cot").route is None, lookup("clique").equivariant
 ('routed', True, True)
@@ -52,16 +45,13 @@ Graphs = Literal["fixed", "relabelling", "free"]
 SC_MAX = 64
 """The largest K of self-consistency ``sc@K``."""
 _SC = re.compile(r"sc@([1-9][0-9]?)")
-ORBIT = "~orbit"
-"""The suffix of an orbit average's name: ``star~orbit`` is Star after a fresh uniform
-relabelling of the agents per debate (:func:`orbit`)."""
+ORBIT = "~orbit"  # an orbit average's suffix: star~orbit (:func:`orbit`)
 
 
 @dataclass(frozen=True)
 class Method:
-    """A method: how it routes each round and aggregates the agents' answers, what it
-    declares about its graphs, where it came from, and (as a run uses it, :func:`method`) the
-    router settings and parameters it runs with."""
+    """A method: how it routes and aggregates, what it declares of its graphs, where it came
+    from, and (as a run uses it, :func:`method`) its router settings and parameters."""
 
     name: str
     route: Callable[..., Any] | None = None
@@ -69,41 +59,29 @@ class Method:
     aggregate: Callable[..., str] | None = None
     """``aggregate(answers, confidences, rng, **params) -> answer``; None: majority vote."""
     params: tuple[tuple[str, Any], ...] = ()
-    """Parameters as sorted ``(name, value)`` pairs, passed to route and aggregate; they
-    enter the config hash and the records."""
+    """Sorted ``(name, value)`` pairs passed to route and aggregate (in the config hash)."""
     agents: Literal["one", "all"] | int = "all"
-    """How many agents answer: ``one`` (CoT: agent 1 alone), ``all`` n, or a fixed number of
-    independent samples (``sc@K``: K, whatever n is)."""
+    """How many answer: ``one`` (CoT), ``all`` n, or K independent samples (``sc@K``)."""
     graphs: Graphs = "free"
-    """What every round's graph is, checked by the validator: ``fixed`` (the study topology of
-    the same name), ``relabelling`` (a relabelling of the debate's base role graph) or
-    ``free`` (any valid edge set)."""
+    """Every round's graph, as the validator checks it: ``fixed`` (the topology of that name),
+    ``relabelling`` (of the base role graph) or ``free``."""
     in_degree: int | Literal["k"] | None = "k"
-    """The edge budget the router declares: every target hears exactly this many sources
-    (``k``: the base graph's in-degree); None declares none."""
+    """Sources every target hears (``k``: the base graph's in-degree; None: not declared)."""
     equivariant: bool = True
-    """Whether the router claims permutation equivariance (the study's index-based fixed
-    topologies Star, Chain and Ring do not)."""
+    """Claims permutation equivariance (Star, Chain and Ring do not)."""
     derive: Callable[[RouterConfig], RouterConfig] | None = None
     """How the method's router settings follow from the run's (Random, the ablations)."""
     router: RouterConfig = field(default_factory=RouterConfig)
     """The router settings a run uses (:func:`method` derives them)."""
     route_batch: Callable[..., Any] | None = None
-    """Optional: ``route_batch([(state, rng), ...]) -> decisions``, the same decisions as
-    ``route`` debate by debate (same draws), made for many debates in one pass (PEAR's
-    vectorized scoring); used for methods without parameters."""
-    origin: str = "built-in"
-    """``built-in`` (the study), ``related work`` (bundled plug-ins), ``entry point`` or
-    ``module``."""
+    """Optional ``route_batch([(state, rng), ...])``: ``route``'s decisions for many debates
+    in one pass (PEAR's vectorized scoring; methods without parameters)."""
+    origin: str = "built-in"  # built-in (the study), related work, entry point or module
     module: str = ""
     version: str = ""
     description: str = ""
-    label: str = ""
-    """A plug-in's display name, as given at registration ("": its name).  Readers ask
-    :func:`pear.catalog.labels.method_label`, which holds the study's own labels."""
-    orbit_of: str = ""
-    """For an orbit average (``NAME~orbit``, :func:`orbit`): the method it averages; ""
-    otherwise."""
+    label: str = ""  # a plug-in's display name ("": its name; pear.catalog.labels)
+    orbit_of: str = ""  # an orbit average's method (:func:`orbit`)
 
     @property
     def study(self) -> bool:
@@ -123,14 +101,12 @@ class Method:
         return {"fixed": "fixed", "relabelling": "routed"}.get(self.graphs, "plugin")
 
     def hash_parts(self) -> tuple[Any, ...]:
-        """What identifies this method's protocol beside the debate config: its router
-        settings, and its parameters when it has any (so the study's methods keep the
-        hashes they always had)."""
+        """What identifies its protocol beside the debate config: router settings, and
+        parameters when it has any (the study's methods keep their hashes)."""
         return (self.router,) + (({"method_params": dict(self.params)},) if self.params else ())
 
     def provenance(self) -> dict[str, Any] | None:
-        """What a record and a manifest say about a plug-in method (origin, module, version,
-        parameters); None for the study's methods (their records are unchanged)."""
+        """A plug-in's origin, module, version and parameters (None for the study's)."""
         if self.study:
             return None
         return {"origin": self.origin, "module": self.module, "version": self.version,
@@ -143,8 +119,7 @@ _TABLE: dict[str, Method] = {}
 
 
 def add(m: Method) -> Method:
-    """Put ``m`` in the table (what :func:`pear.methods.register` does after its checks;
-    the study's own entries name this module)."""
+    """Put ``m`` in the table (:func:`pear.methods.register` after its checks)."""
     _TABLE[m.name] = m if m.module else replace(m, module=__name__)
     return _TABLE[m.name]
 
@@ -192,11 +167,9 @@ def orbit_base(name: str) -> str | None:
 
 
 def lookup(name: str) -> Method:
-    """The method ``name`` as registered.  ``sc@K`` (K independent initial answers, majority
-    vote) is made on first use: the engine samples agent i's initial answer with the same
-    seed for every method of a question, so ``sc@K`` holds the first K of any larger
-    ``sc@K'`` and ``sc@n`` the answers of ``cot_sc``.  So is ``NAME~orbit``, the orbit
-    average of any registered debate method ``NAME`` (:func:`orbit`)."""
+    """The method ``name`` as registered; ``sc@K`` (K initial answers: the first K of any
+    larger ``sc@K'``, ``sc@n`` those of ``cot_sc``) and ``NAME~orbit`` (:func:`orbit`) are
+    made on first use."""
     if name not in _TABLE and (k := sc_k(name)) is not None:
         add(Method(name, agents=k, description=f"Self-consistency at K = {k}: majority vote "
                    f"of {k} independent answers."))
@@ -212,8 +185,8 @@ def lookup(name: str) -> Method:
 
 def method(name: str, router: RouterConfig | None = None,
            params: Mapping[str, Any] | None = None) -> Method:
-    """The method ``name`` as a run uses it: its router settings derived from ``router``
-    (default: the paper's), its parameters the registered ones updated by ``params``.
+    """The method ``name`` as a run uses it: router settings derived from ``router`` (default:
+    the paper's), parameters the registered ones updated by ``params``.
 
     >>> method("random").router.alpha_T, method("cot").kind
     (0.0, 'single')
@@ -240,9 +213,8 @@ def initial_agents(m: Method, n: int) -> int:
 # ----------------------------------------------------------------- routing and voting
 
 def check_edges(edges: Any, n: int, name: str = "router") -> np.ndarray:
-    """``edges`` as a sorted int64 ``(m, 2)`` array, or ValueError naming what is wrong
-    (shape, agents out of range, self-loops, duplicate edges).  An int64 array checked before
-    is answered from a memo (read-only: edge sets recur from round to round)."""
+    """``edges`` as a sorted int64 ``(m, 2)`` array, or ValueError naming what is wrong; an
+    int64 array checked before is answered from a memo (read-only; edge sets recur)."""
     key = None
     if isinstance(edges, np.ndarray) and edges.dtype == np.int64 and edges.ndim == 2 \
             and edges.shape[1] == 2:
@@ -293,8 +265,7 @@ def _checked(edges: Any, n: int, name: str) -> np.ndarray:
 
 
 def accepts(fn: Callable[..., Any] | None) -> frozenset[str] | None:
-    """The keyword parameters ``fn`` accepts (None: any, it takes ``**kwargs``); read once
-    per function."""
+    """The keyword parameters ``fn`` accepts (None: any), read once per function."""
     try:
         return _ACCEPTS[fn]
     except KeyError:
@@ -341,10 +312,8 @@ def call_route(m: Method, state: RouterState, rng: np.random.Generator) -> Decis
 
 def route_debates(items: Sequence[tuple[Method, RouterState, np.random.Generator]]
                   ) -> list[Decision]:
-    """Each debate's graph for its next round, from ``(method, state, rng)`` items: one call
-    per debate, or one batched call for the debates of a method that declares ``route_batch``
-    (a list of ``(state, rng)`` in, decisions out; PEAR's scores its debates in one pass).
-    Every edge set is checked (:func:`check_edges`)."""
+    """Each debate's next graph from ``(method, state, rng)`` items: one call per debate, or
+    one ``route_batch`` call per method that has it; every edge set checked."""
     out: list[Decision | None] = [None] * len(items)
     batched: dict[int, list[int]] = {}
     for j, (m, state, rng) in enumerate(items):
@@ -364,9 +333,7 @@ def route_debates(items: Sequence[tuple[Method, RouterState, np.random.Generator
 
 def aggregate(m: Method, answers: Sequence[str], confidences: Sequence[int],
               rng: np.random.Generator) -> str:
-    """The method's answer from one round's canonical answers and confidences (majority
-    vote unless the method has its own aggregation, which must return one of the
-    answers)."""
+    """The method's answer of a round (majority vote, or its own aggregate: one of them)."""
     if m.aggregate is None:
         return vote(answers, rng)
     got = m.aggregate(list(answers), list(confidences), rng, **_kwargs(m.aggregate, m.params))
@@ -379,21 +346,18 @@ def aggregate(m: Method, answers: Sequence[str], confidences: Sequence[int],
 # ----------------------------------------------------------------- the study's methods
 
 def pear_route(state: RouterState, rng: np.random.Generator) -> Decision:
-    """The PEAR router (:func:`pear.core.router.route`) with the state's router settings:
-    score the relabellings of the base role graph, draw one from softmax(S / tau)."""
+    """The PEAR router (:func:`pear.core.router.route`) with the state's settings."""
     return route(state, rng)
 
 
 def pear_route_batch(pairs: Sequence[tuple[RouterState, np.random.Generator]]
                      ) -> list[Decision]:
-    """:func:`pear_route` for many debates in one vectorized pass
-    (:func:`pear.core.router.route_batch`; the same decisions, a test holds them equal)."""
+    """:func:`pear_route` for many debates in one pass (:func:`pear.core.router.route_batch`)."""
     return route_batch([RouteItem(s, r) for s, r in pairs])
 
 
 def keeping(weights: tuple[str, ...], base: RouterConfig) -> RouterConfig:
-    """``base`` with the PEAR score weights not in ``weights`` set to 0: how Random (none
-    kept) and the ablations (the named ones kept) derive their router settings.
+    """``base`` with the PEAR weights not in ``weights`` set to 0 (Random, the ablations).
 
     >>> keeping(("alpha_T",), RouterConfig()).alpha_I, keeping((), RouterConfig()).alpha_T
     (0.0, 0.0)
@@ -405,16 +369,14 @@ def keeping(weights: tuple[str, ...], base: RouterConfig) -> RouterConfig:
     return replace(base, **{w: 0.0 for w in _WEIGHTS if w not in weights})
 
 
-_WEIGHTS = ("alpha_T", "alpha_I", "alpha_L")
-"""The PEAR score's weights (:class:`~pear.core.config.RouterConfig`)."""
+_WEIGHTS = ("alpha_T", "alpha_I", "alpha_L")  # the PEAR score's weights
 
 
 # ----------------------------------------------------------------- orbit averages
 
 def orbit_relabelling(debate_seed: int, n: int) -> tuple[int, ...]:
-    """The relabelling an orbit average uses in the debate of seed ``debate_seed`` (the
-    engine's :func:`pear.core.hashing.debate_seed`): uniform over the n! relabellings,
-    drawn once from the debate's own seed, so every round of the debate uses it."""
+    """An orbit average's relabelling in the debate of seed ``debate_seed``: uniform over
+    the n!, drawn once from that seed, the same in every round."""
     rng = np.random.default_rng(orbit_seed(debate_seed))
     return tuple(int(i) for i in rng.permutation(n))
 
@@ -437,13 +399,11 @@ def _orbit_route(route: Callable[..., Any], name: str) -> Callable[..., Any]:
 
 
 def orbit(m: Method) -> Method:
-    """The orbit average of debate method ``m``, named ``m.name~orbit``: every debate, the
-    agents are relabelled by a fresh uniform permutation (from the debate's own seed:
-    :func:`orbit_relabelling`; a state without one draws it from ``rng``), ``m``'s router
-    routes the relabelled state, and its edges are named back.  Permutation-equivariant by
-    construction whatever ``m`` reads of the agent index (Star's hub becomes a uniformly
-    drawn agent, fixed for the debate), with ``m``'s edge budget, parameters, router
-    settings and aggregation; under exchangeable agents its expected accuracy is ``m``'s.
+    """The orbit average ``m.name~orbit``: every debate relabels the agents by a uniform
+    permutation (:func:`orbit_relabelling`; a state without one draws it from ``rng``),
+    ``m`` routes the relabelled state, its edges are named back.  Equivariant by construction
+    (Star's hub becomes a random agent, fixed per debate), with ``m``'s budget, parameters,
+    settings and aggregation; under exchangeable agents, ``m``'s expected accuracy.
 
     >>> lookup("star~orbit").equivariant, lookup("star").equivariant
     (True, False)
@@ -466,8 +426,7 @@ def _fixed_route(name: str) -> Callable[..., np.ndarray]:
 
 
 def _routed(name: str, keeps: tuple[str, ...] | None, description: str) -> None:
-    """A study method that routes with PEAR's router over relabellings of the base role
-    graph, keeping the weights ``keeps`` of the run's router settings (None: all of them)."""
+    """A study method routing with PEAR's router, keeping the weights ``keeps`` (None: all)."""
     add(Method(name, pear_route, route_batch=pear_route_batch, graphs="relabelling",
                derive=None if keeps is None else partial(keeping, keeps),
                description=description))
@@ -494,12 +453,7 @@ _routed("pear_TI", ("alpha_T", "alpha_I"), "PEAR ablation keeping TI (the other 
 _routed("pear_TL", ("alpha_T", "alpha_L"), "PEAR ablation keeping TL (the other weights 0).")
 _routed("pear_IL", ("alpha_I", "alpha_L"), "PEAR ablation keeping IL (the other weights 0).")
 
-METHODS: tuple[str, ...] = tuple(_TABLE)
-"""Every method name of the study, in the order tables show them (plug-ins come after them:
-:func:`pear.catalog.labels.method_order`)."""
-DEBATE_METHODS = tuple(n for n in METHODS if _TABLE[n].is_debate)
-"""The study's methods with debate rounds: the fixed topologies, then the routed ones."""
+METHODS: tuple[str, ...] = tuple(_TABLE)  # the study's, in table order (plug-ins after them)
+DEBATE_METHODS = tuple(n for n in METHODS if _TABLE[n].is_debate)  # fixed, then routed
 ROUTED_METHODS = tuple(n for n in METHODS if _TABLE[n].graphs == "relabelling")
-"""Random, PEAR and the ablations."""
 ABLATIONS = tuple(n for n in ROUTED_METHODS if n not in ("random", "pear"))
-"""PEAR's ablations: the routed methods that keep some of PEAR's weights, not all or none."""

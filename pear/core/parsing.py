@@ -2,20 +2,15 @@
 (The answer a free-text solution states, in other frameworks' records, is read by the import:
 :mod:`pear.store.readers.answers`.)
 
-Survives markdown fences, text around the object, trailing commas, raw newlines inside
-strings, LaTeX backslashes inside strings (``\\frac``, ``\\sqrt``, ``\\boxed``, ``\\theta``),
-numbers given as numbers, and confidences out of range or given as text.  No model output
-is ever executed.
+Survives fences, text around the object, trailing commas, raw newlines and LaTeX backslashes
+in strings (``\\frac``, ``\\boxed``), numbers as numbers, confidences out of range or as text.
+No model output is ever executed.  Fallbacks (always flagged in ``parse_error``):
 
-Fallbacks (documented, and always flagged in ``parse_error``):
-
-* initial / revision answer missing: the answer is ``""`` (graded wrong, counted as a parse
-  failure) for round 0; in a revision the agent keeps its previous answer and confidence.
-* confidence missing: 3 (the midpoint of 1..5); out of range: clipped to 1..5 (not a failure).
-* a critique missing for a routed target: nothing is delivered to that target
-  (``delivered = false``); no critique is ever fabricated.
-* a decision missing for a received critique: ``None`` (neither ACCEPT nor REJECT); it counts
-  as not accepted for influence and is excluded from the acceptance rate.  Never "REJECT all".
+* answer missing: ``""`` in round 0 (graded wrong); a revision keeps the previous answer.
+* confidence missing: 3 (the midpoint); out of range: clipped to 1..5 (not a failure).
+* no review for a routed target: nothing delivered (``delivered = false``), never invented.
+* no decision on a received critique: ``None`` (not accepted for influence, left out of the
+  acceptance rate; never "REJECT all").
 * an unknown ``assessment`` word: ``""`` (the review still counts).
 """
 from __future__ import annotations
@@ -66,8 +61,7 @@ def _balanced_object(text: str, start: int) -> str | None:
 
 
 def _fix_backslashes(s: str) -> str:
-    """Double backslashes inside JSON strings that are not valid JSON escapes or that start
-    a LaTeX command (``\\frac`` would otherwise decode as form feed + "rac")."""
+    """Double backslashes in JSON strings that are no JSON escape or start a LaTeX command."""
     out, in_str, i = [], False, 0
     while i < len(s):
         ch = s[i]
@@ -220,8 +214,7 @@ class AnswerParse:
 
 
 def parse_answer(text: str) -> AnswerParse:
-    """Parse an initial-answer completion (fallback: regex recovery of the fields of a broken
-    object; then answer ``""``, confidence 3, flagged).
+    """Parse an initial answer (a broken object's fields recovered by regex, else flagged).
 
     >>> parse_answer('{"reasoning": "2+2", "answer": 4, "confidence": "5"}')
     AnswerParse(answer='4', confidence=5, reasoning='2+2', parse_error=None, decisions={})
@@ -257,8 +250,8 @@ def _answer_from(text: str, obj: dict[str, Any] | None, err: str | None) -> Answ
 
 @dataclass
 class CritiqueParse:
-    """The reviews of one critique call by target (0-indexed): ``step_loc``, ``correction``
-    and ``assessment`` (one of Strong/Acceptable/Flawed, or ``""`` when missing or unknown)."""
+    """A critique call's reviews by target (0-indexed): ``step_loc``, ``correction``,
+    ``assessment`` (Strong/Acceptable/Flawed or ``""``)."""
 
     reviews: dict[int, dict[str, str]]
     parse_error: str | None = None
@@ -273,11 +266,8 @@ def _assessment(value: Any) -> str:
 
 
 def parse_critique(text: str, targets: Sequence[int]) -> CritiqueParse:
-    """Reviews keyed by 0-indexed target; ``target`` in the JSON is 1-indexed ("Participant 3").
-
-    A review counts when it says anything (step_loc, correction or an assessment).  With exactly
-    one target, a single review without a usable ``target`` is taken as that target's.  A
-    target with no review gets nothing (flagged), never a made-up critique.
+    """Reviews keyed by 0-indexed target (1-indexed in the JSON); a review counts when it says
+    anything; one target and one review without a usable ``target``: that target's.
 
     >>> p = parse_critique('{"reviews": [{"target": 2, "step_loc": "step 2", '
     ...                    '"correction": "7, not 8", "assessment": "flawed"}]}', [1, 3])
@@ -336,10 +326,9 @@ class RevisionParse(AnswerParse):
 
 
 def parse_revision(text: str, sources: Sequence[int]) -> RevisionParse:
-    """Parse a revision completion: the answer fields and ``critique_response``, an
-    object keyed by the critics' 1-based ids (``"3"``, ``"Agent 3"``) of
-    ``{"decision": "ACCEPT"|"REJECT", "reason": ...}`` (a bare decision string is accepted too).
-    A missing decision is left out of ``decisions`` (neither ACCEPT nor REJECT) and flagged.
+    """Parse a revision: the answer fields and ``critique_response`` keyed by the critics'
+    1-based ids (``"3"``, ``"Agent 3"``) of ``{"decision", "reason"}`` or a bare decision; a
+    missing decision is left out of ``decisions`` and flagged.
 
     >>> r = parse_revision('{"answer": "B", "confidence": 4, "reasoning": "", "critique_response":'
     ...                    ' {"2": {"decision": "accept", "reason": "ok"}}}', [1, 3])

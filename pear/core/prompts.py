@@ -3,21 +3,17 @@ schemas that constrain the replies.
 
 Two styles (``DebateConfig.prompt_style``):
 
-* ``paper`` (default): the study's templates exactly as printed, read at run time from
-  ``pear/core/templates/prompts.md`` (the appendix "Prompt Templates" and "Dataset-Specific Task
-  Templates", verbatim) so that what is sent can be diffed against what the study printed.
-  The system instruction goes with every call; the confidence rubric is in the initial and
-  revision prompts; JSON keys are answer first (also in the schema, so constrained decoding
-  generates in the study's order); the schemas require keys but never bound their length
-  (the only cap is the token budget).
-* ``compact`` (our choice, for tiny CPU models only; records say which style ran): short
-  instructions, reasoning before the answer, and free-text lengths capped so that a complete
-  JSON object fits a small token budget.  Same JSON shapes as ``paper``.
+* ``paper`` (default): the study's templates as printed, read from
+  ``pear/core/templates/prompts.md`` (its appendix "Prompt Templates" and "Dataset-Specific
+  Task Templates", verbatim, to diff against the study).  The system instruction goes with
+  every call, the rubric with the initial and revision prompts; JSON keys answer first (the
+  schema too, so constrained decoding keeps the order); no length bound but the token budget.
+* ``compact`` (our choice, tiny CPU models only; records say which ran): short instructions,
+  reasoning first, free text capped so that the object fits a small budget; same shapes.
 
-Rendering follows the authors' public code where the paper prints only a placeholder: a
-target is shown as ``[Participant t]`` with its answer, confidence and reasoning; a critique
-in the revision prompt carries its source id, step_loc, correction and assessment (never the
-critic's confidence).  Agents are numbered from 1 in every prompt and JSON key.
+Where the paper prints only a placeholder, the authors' code is followed: a target is shown
+as ``[Participant t]`` with answer, confidence and reasoning; a received critique with its
+source id, step_loc, correction and assessment (no confidence).  Agents are numbered from 1.
 """
 from __future__ import annotations
 
@@ -52,7 +48,6 @@ _BLOCK = re.compile(r"^#{2,3} (?P<title>[^\n]+)\n(?:(?!^#{2,3} ).)*?```text\n(?P
                     re.S | re.M)
 
 
-@lru_cache(maxsize=4)
 def _parse(path: str) -> dict[str, str]:
     text = Path(path).read_text(encoding="utf-8")
     out: dict[str, str] = {}
@@ -93,9 +88,8 @@ _COMPACT = {  # our choice: the compact style's texts (tiny CPU models, small to
 
 
 def templates(style: PromptStyle = "paper") -> dict[str, str]:
-    """The template texts of ``style`` by name: ``system``, ``rubric``, ``initial``, ``revision``,
-    ``critique`` and one PROBLEM block per dataset (``gsm8k``, ``math500``, ``truthfulqa``,
-    ``mmlu_pro``; the compact style uses the study's PROBLEM blocks too).
+    """The texts of ``style`` by name: ``system``, ``rubric``, ``initial``, ``revision``,
+    ``critique`` and one PROBLEM block per dataset (the study's in both styles).
 
     >>> templates()["system"].startswith("You are a careful reasoner")
     True
@@ -103,14 +97,12 @@ def templates(style: PromptStyle = "paper") -> dict[str, str]:
     return dict(_texts(style))
 
 
+@lru_cache(maxsize=len(STYLES))
 def _texts(style: str) -> Mapping[str, str]:
-    """:func:`templates` without the copy (read-only; what the prompts are rendered from)."""
-    return _styled(str(TEMPLATES_FILE), style)
-
-
-@lru_cache(maxsize=8)
-def _styled(path: str, style: str) -> dict[str, str]:
-    paper = _parse(path)
+    """:func:`templates` without the copy (read-only), the file read once per style (0.14 ms
+    a read, three reads a request: read per prompt, a simulated debate takes seven times as
+    long)."""
+    paper = _parse(str(TEMPLATES_FILE))
     if style == "paper":
         return paper
     if style == "compact":
@@ -118,49 +110,32 @@ def _styled(path: str, style: str) -> dict[str, str]:
     raise ValueError(f"unknown prompt_style {style!r}: choose one of {', '.join(STYLES)}")
 
 
-_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z_ ]*)\}")
-
-
-@lru_cache(maxsize=64)
-def _pieces(template: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """``template`` cut at its placeholders: the texts around them and their names (one
-    text more than names)."""
-    parts = _PLACEHOLDER.split(template)  # text, name, text, name, ..., text
-    return tuple(parts[0::2]), tuple(parts[1::2])
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z_ ]*)\}")  # {name}, {CONFIDENCE RUBRIC}; not JSON
 
 
 def render(template: str, values: Mapping[str, Any]) -> str:
-    """``template`` with each ``{name}`` of ``values`` replaced in one pass (inserted text is
-    never re-scanned, and JSON braces in the template are left alone).
+    """``template`` with each ``{name}`` of ``values`` filled in: cut at its placeholders
+    (``re.split``) and joined around the values, so inserted text is never re-scanned; JSON
+    braces and placeholders of other names stay as written; a name with no placeholder is an
+    error.
 
     >>> render('Agent {agent_id}: {"answer": "x"} {question}', {"agent_id": 2, "question": "{q}"})
     'Agent 2: {"answer": "x"} {q}'
     """
-    texts, names = _plan(template, tuple(values))
-    parts = [texts[0]]
-    for name, text in zip(names, texts[1:]):
-        parts += (str(values[name]), text)
+    parts = list(_split(template))  # text, name, text, name, ..., text
+    names = parts[1::2]
+    if not values.keys() <= set(names):
+        unused = next(k for k in values if k not in names)
+        raise ValueError(f"template has no placeholder {{{unused}}}")
+    parts[1::2] = [str(values[k]) if k in values else "{" + k + "}" for k in names]
     return "".join(parts)
 
 
-@lru_cache(maxsize=256)
-def _plan(template: str, names: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """``template`` cut at the placeholders of ``names`` (:func:`_pieces`; a placeholder of
-    another name stays in the text as written): joined around the values, it is rendered
-    without a format string parsed per call.  A name the template has no placeholder for is
-    an error."""
-    texts, found = _pieces(template)
-    unused = [k for k in names if k not in found and "{" + k + "}" not in template]
-    if unused:
-        raise ValueError(f"template has no placeholder {{{unused[0]}}}")
-    out_texts, out_names = [texts[0]], []
-    for name, text in zip(found, texts[1:]):
-        if name in names:
-            out_names.append(name)
-            out_texts.append(text)
-        else:
-            out_texts[-1] += "{" + name + "}" + text
-    return tuple(out_texts), tuple(out_names)
+@lru_cache(maxsize=64)
+def _split(template: str) -> tuple[str, ...]:
+    """``template`` cut at its placeholders, once per template (cut per prompt, a simulated
+    grid runs 6% slower, below 3 times 8029965's rate)."""
+    return tuple(_PLACEHOLDER.split(template))
 
 
 def _options(choices: Sequence[str]) -> str:
@@ -168,8 +143,7 @@ def _options(choices: Sequence[str]) -> str:
 
 
 def problem_block(question: Any, style: PromptStyle = "paper") -> str:
-    """The PROBLEM block of ``question`` (``dataset``, ``question``, ``choices``): the study's
-    per-dataset task template with the question and its lettered options.
+    """The PROBLEM block of ``question`` (``dataset``, ``question``, ``choices``).
 
     >>> from types import SimpleNamespace as Q
     >>> print(problem_block(Q(dataset="truthfulqa", question="Sky green?", choices=("No", "Yes"))))
@@ -183,14 +157,14 @@ def problem_block(question: Any, style: PromptStyle = "paper") -> str:
     A. No
     B. Yes
     """
-    return _problem(str(TEMPLATES_FILE), style, question.dataset, question.question,
-                    tuple(question.choices or ()))
+    return _problem(style, question.dataset, question.question, tuple(question.choices or ()))
 
 
 @lru_cache(maxsize=4096)
-def _problem(path: str, style: str, dataset: str, text: str, choices: tuple[str, ...]) -> str:
-    """:func:`problem_block`, made once per question (every request of a question shows it)."""
-    tpl = _styled(path, style)
+def _problem(style: str, dataset: str, text: str, choices: tuple[str, ...]) -> str:
+    """:func:`problem_block`, made once per question: every request of a question shows it
+    (made per request, a simulated grid runs 4% slower, below 3 times 8029965's rate)."""
+    tpl = _texts(style)
     if dataset not in tpl or dataset in _COMPACT:
         raise ValueError(f"unknown dataset {dataset!r}: no PROBLEM block for it")
     values: dict[str, Any] = {"question": text.strip()}
@@ -220,11 +194,8 @@ def _participant(view: Mapping[str, Any]) -> str:
 
 def critique_messages(question: Any, own: Mapping[str, Any], targets: Sequence[Mapping[str, Any]],
                       style: PromptStyle = "paper") -> tuple[dict[str, str], ...]:
-    """Critique phase: source ``own['agent']`` reviews every target routed to it in one call.
-
-    ``own`` and each target are views with ``agent`` (0-indexed), ``answer``, ``confidence``
-    and ``reasoning``; targets are shown as ``[Participant t]`` blocks.
-    """
+    """Critique phase: ``own['agent']`` reviews every target routed to it in one call (views
+    with ``agent`` 0-indexed, ``answer``, ``confidence``, ``reasoning``)."""
     tpl = _texts(style)
     return _messages(style, render(tpl["critique"], {
         "agent_id": own["agent"] + 1, "question": problem_block(question, style),
@@ -244,9 +215,8 @@ def _critique_block(c: Mapping[str, Any]) -> str:
 def revision_messages(question: Any, own: Mapping[str, Any],
                       critiques: Sequence[Mapping[str, Any]],
                       style: PromptStyle = "paper") -> tuple[dict[str, str], ...]:
-    """Revision phase (the study's "answer update"): agent ``own['agent']`` decides
-    ACCEPT/REJECT on each critique it received (``source``, ``step_loc``, ``correction``,
-    ``assessment``; no source confidence) and revises."""
+    """Revision (the study's "answer update"): ``own['agent']`` decides ACCEPT/REJECT on each
+    critique it received (``source``, ``step_loc``, ``correction``, ``assessment``), revises."""
     tpl = _texts(style)
     listed = "\n\n".join(_critique_block(c) for c in critiques) or NO_CRITIQUES
     return _messages(style, render(tpl["revision"], {
@@ -273,16 +243,13 @@ ROLE_TEXTS = {  # our choice: appended to the system instruction of a non-honest
         "your certainty."),
 }
 """What each non-honest role asks of a real model.  The adversarial text is the only place a
-model is ever shown a gold answer (a wrong answer cannot be argued for reliably without
-knowing the right one; records list such agents in ``gold_shown_to``).  Confidence roles are
-also enforced by the engine, which records the role's confidence whatever the model stated
-(:data:`pear.core.config.ROLE_CONFIDENCE`)."""
+model is shown a gold answer (records: ``gold_shown_to``); the engine also enforces the
+confidence roles (:data:`pear.core.config.ROLE_CONFIDENCE`)."""
 
 
 def with_role(messages: Sequence[Mapping[str, str]], role: str,
               gold: str | None = None) -> tuple[dict[str, str], ...]:
-    """``messages`` with ``role``'s text appended to the system instruction (``honest``:
-    unchanged).  ``gold`` is required for ``adversarial``.
+    """``messages`` with ``role``'s text after the system instruction (``gold``: adversarial).
 
     >>> m = with_role(({"role": "system", "content": "S"}, {"role": "user", "content": "U"}),
     ...               "underconfident")
@@ -318,13 +285,9 @@ def _obj(props: dict[str, Any]) -> dict[str, Any]:
 
 def schema_for(phase: str, style: PromptStyle = "paper", max_tokens: int = 512, *,
                targets: Sequence[int] = (), sources: Sequence[int] = ()) -> dict[str, Any]:
-    """The JSON schema of a ``phase`` reply (``initial``, ``critique``, ``revision``).
-
-    ``targets`` (0-indexed) are a critique's routed targets (one review each, ``target`` one of
-    their 1-based ids); ``sources`` (0-indexed) the critics a revision answers (one
-    ``critique_response`` entry each, keyed by 1-based id).  The ``paper`` style requires the
-    keys in the study's order (answer first) and bounds no length; ``compact`` puts reasoning
-    first and caps free text so that a complete object fits ``max_tokens``.
+    """The JSON schema of a ``phase`` reply: one review per routed target of ``targets``, one
+    ``critique_response`` entry per critic of ``sources`` (0-indexed; 1-based in the JSON);
+    ``compact`` puts reasoning first and caps free text to fit ``max_tokens``.
 
     >>> list(schema_for("initial")["properties"])
     ['answer', 'confidence', 'reasoning']

@@ -1,18 +1,13 @@
 """The debate record's typed schema and version: what the engine writes for one debate.
 
 :class:`DebateRecord` (with :class:`RoundEntry`, :class:`AgentEntry`, :class:`CritiqueEntry`,
-:class:`RouterEntry`, :class:`Tokens`) is the one definition of a record: the engine builds it,
-the store (:mod:`pear.store.records`) appends and reads it, the validator decodes against it and
-the columnar view (:mod:`pear.store.columns`) derives its Arrow tables from it (a test holds the
-two equal).  Fields added after schema 1 was first written are optional (``total=False`` parts);
-the store fills ``prompt_style``, ``truncated_calls`` and agents' ``truncated`` where a record
-(an import) lacks them (:func:`pear.store.records.with_defaults`).
-
-``cot`` records hold agent 0 only; ``cot_sc`` records hold the n initial answers; both have a
-single round (round 0).  A critique whose source produced no usable review is recorded with
-``delivered = false`` and is never shown to its target.  Timing fields (``latency_s``,
-``finished_at``) are the only ones that differ between two runs of the same grid with the same
-seeds and cache.
+:class:`RouterEntry`, :class:`Tokens`) is the one definition of a record: the engine builds it
+(a critique entry as it goes), the store appends and reads it, the validator decodes against it,
+the columnar view derives its tables from it.  Fields added after schema 1 are optional
+(``total=False``; :func:`pear.store.records.with_defaults` fills an import's).  ``cot`` records
+hold agent 0, ``cot_sc`` the n initial answers, both round 0 only.  A critique without a usable
+review has ``delivered = false`` and is never shown.  Only the timing fields (``latency_s``,
+``finished_at``) differ between two runs of a grid with the same seeds and cache.
 
 >>> sorted(DebateRecord.__required_keys__ - {"rounds_data", "tokens"})[:4]
 ['backend', 'calls', 'config_hash', 'correct']
@@ -63,35 +58,26 @@ class RouterEntry(TypedDict):
 class PluginEntry(TypedDict):
     """Where a plug-in method came from (:func:`pear.core.methods.provenance`)."""
 
-    # related work | entry point | module
-    origin: str
+    origin: str  # related work | entry point | module
     module: str
     version: str
-    # The parameters the method ran with (they are in the config hash too).
-    params: dict[str, Any]
+    params: dict[str, Any]  # the parameters it ran with (in the config hash too)
 
 
 class BranchEntry(TypedDict):
     """Where a counterfactual branch starts (:meth:`pear.core.engine.Engine.branch`)."""
 
-    # The parent debate's id and method.
-    debate_id: str
+    debate_id: str  # the parent's id and method
     method: str
-    # Rounds 0..round are the parent's, copied; later rounds are the branch's.
-    round: int
-    # The model calls the copied rounds cost the parent (saved by branching).
-    calls_copied: int
+    round: int  # rounds 0..round are the parent's, copied
+    calls_copied: int  # what the copied rounds cost the parent
 
 
 class _AgentRequired(TypedDict):
-    # 0-indexed agent.
-    agent: int
+    agent: int  # 0-indexed
     answer: str
-    # The answer after task canonicalisation (what votes, routing and grading compare).
-    canonical: str
-    # 1..5; None in imported records (the protocols they come from ask for none: absent,
-    # not invented).
-    confidence: Optional[int]
+    canonical: str  # after task canonicalisation: what votes, routing and grading compare
+    confidence: Optional[int]  # 1..5; None in imports whose protocol asks for none
     reasoning: str
     correct: bool
     parse_error: Optional[str]
@@ -100,28 +86,22 @@ class _AgentRequired(TypedDict):
 class AgentEntry(_AgentRequired, total=False):
     """One agent's answer after a round."""
 
-    # The call stopped at the token budget (finish reason "length"); absent in older
-    # records.
+    # absent in older records: the call stopped at the token budget; the role (pear.core.config
+    # ROLES); the model that answered (mixed panels)
     truncated: bool
-    # honest | adversarial | overconfident | underconfident (pear.core.config); absent in older
-    # records.
     role: str
-    # The model that answered for this agent (mixed-model panels); absent in older records.
     model: str
-    # Imports only: {canonical, correct} per answer its prompt quoted (docs/records.md).
-    heard: list[dict[str, Any]]
+    heard: list[dict[str, Any]]  # imports only: {canonical, correct} per answer quoted
 
 
 class _CritiqueRequired(TypedDict):
     source: int
     target: int
     source_answer: str
-    # Both agents' answers when the critique was written (those of round r-1).
-    target_answer: str
+    target_answer: str  # both answers as of round r-1
     source_confidence: int
     target_confidence: int
-    # False when the source produced no usable review (never shown to the target).
-    delivered: bool
+    delivered: bool  # False: no usable review (never shown)
     decision: Optional[Literal["ACCEPT", "REJECT"]]
     parse_error: Optional[str]
 
@@ -139,13 +119,11 @@ class CritiqueEntry(_CritiqueRequired, total=False):
 
 class _RoundRequired(TypedDict):
     round: int
-    # [source, target] pairs, 0-indexed; [] in round 0.
-    edges: list[list[int]]
+    edges: list[list[int]]  # [source, target], 0-indexed; [] in round 0
     router: Optional[RouterEntry]
     agents: list[AgentEntry]
     critiques: list[CritiqueEntry]
-    # rho after this round's update, one per agent; [] in imported records (no router).
-    influence: list[float]
+    influence: list[float]  # rho after the update, per agent; [] in imports
     vote: str
     vote_correct: bool
 
@@ -153,17 +131,15 @@ class _RoundRequired(TypedDict):
 class RoundEntry(_RoundRequired, total=False):
     """Round r of a debate (round 0 = the initial answers)."""
 
-    # What this round's calls cost: the round's part of the record's ``tokens`` and
-    # ``truncated_calls`` (a record's rounds add up to them; a branch's copied rounds keep
-    # the parent's), so that a prefix of a debate has its own cost; absent in older records.
+    # this round's part of the record's tokens and truncated_calls (rounds add up to them;
+    # a branch's copied rounds keep the parent's); absent in older records
     tokens: Tokens
     truncated_calls: int
 
 
 class _RecordRequired(TypedDict):
     schema: int
-    # Stable id of (model, backend, dataset, method, seed, question, config).
-    debate_id: str
+    debate_id: str  # of the IDENTITY fields
     model: str
     backend: str
     dataset: str
@@ -187,31 +163,22 @@ class DebateRecord(_RecordRequired, total=False):
 
     latency_s: float
     finished_at: str
-    # Which prompt templates produced it; absent in older records.
+    # absent in older records: the prompt style; calls stopped at the budget; R of the config
+    # (0 for CoT, CoT-SC; rounds is fewer after an early stop); consensus | stable |
+    # max_rounds (None for CoT, CoT-SC); agents told the gold (the adversarial role)
     prompt_style: PromptStyle
-    # Calls whose finish reason was "length"; absent in older records.
     truncated_calls: int
-    # R of the config (0 for CoT and CoT-SC); ``rounds`` is fewer when the debate stopped
-    # early (pear.core.stopping); absent in older records.
     max_rounds: int
-    # consensus | stable | max_rounds; None for CoT and CoT-SC; absent in older records.
     stop_reason: Optional[str]
-    # Agents told the gold answer (the adversarial role); absent in older records.
     gold_shown_to: list[int]
-    # Where the panel's agents sat (DebateConfig.relabelling: the agent at each position, the
-    # order of the agent entries); absent for the identity and in older records.
+    # absent unless used: where the agents sat (DebateConfig.relabelling); an orbit
+    # average's relabelling (pear.core.methods.orbit); a plug-in's provenance; a branch's
+    # parent (its tokens and calls the branch's own); an import's source
+    # (pear.store.importing.ImportEntry)
     relabelling: list[int]
-    # An orbit average's relabelling (a method named ROUTER~orbit: the router saw agent i as
-    # orbit[i], drawn once per debate from its seed, pear.core.hashing.orbit_seed); absent
-    # for every other method.
     orbit: list[int]
-    # A plug-in method's provenance (pear.core.methods); absent for the study's methods.
     plugin: PluginEntry
-    # A counterfactual branch's parent (pear branch); absent for debates run whole.  Its
-    # tokens and calls are the branch's own.
     branched_from: BranchEntry
-    # Where an imported debate came from (pear import; its parts are the import's:
-    # pear.store.importing.ImportEntry); absent for debates run here.
     imported: dict[str, Any]
 
 
@@ -227,14 +194,12 @@ def keys(part: type) -> tuple[str, ...]:
     return tuple(part.__annotations__)
 
 
+# the keys of each part in the order the engine writes them (an agent's heard: imports only)
 AGENT_KEYS = tuple(k for k in keys(AgentEntry) if k != "heard")
-"""An agent entry's keys in the order the engine writes them (``heard``: imports only)."""
 CRITIQUE_KEYS = keys(CritiqueEntry)
-"""A critique entry's keys in the order the engine writes them."""
 ROUTER_KEYS = keys(RouterEntry)
 ROUND_KEYS = keys(RoundEntry)
 RECORD_KEYS = keys(DebateRecord)
-"""A record's top-level keys in the order the engine writes them."""
 
 
 def in_schema_order(order: tuple[str, ...], values: dict[str, Any]) -> dict[str, Any]:

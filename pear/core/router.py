@@ -9,12 +9,10 @@ edge set E with m = n k edges, exactly as the paper::
     L(s) = max(0, tau_low + 1 - c_s);  L~ = sum_{(s,t) in E} L(s) / (m tau_low)
     S = alpha_T T~ - alpha_I I~ - alpha_L L~
 
-The choice is softmax(S / tau) over the pool, drawn with the debate's own generator;
-``tau = 0`` is argmax with ties broken uniformly.  One vectorized path (``_terms``) scores
-every candidate of one pool or of many debates' pools at once; ``route`` chooses one
-debate's graph as the formula reads, ``route_batch`` makes the same draws for many debates.
-Everything here is permutation-equivariant: relabelling the agents
-relabels the scores and the choice distribution.
+The choice is softmax(S / tau) over the pool, drawn with the debate's own generator (``tau =
+0``: argmax, ties uniform).  One vectorized path (``_terms``) scores one pool or many debates'
+pools; ``route`` chooses one debate's graph as the formula reads, ``route_batch`` makes the
+same draws for many.  Everything here is permutation-equivariant.
 """
 from __future__ import annotations
 
@@ -43,26 +41,20 @@ class Terms:
 
 @dataclass(frozen=True)
 class RouterState:
-    """What a router sees after a round (the router protocol's ``state``, see
-    :mod:`pear.core.methods`): per-agent canonical answer class, confidence (1..5) and
-    influence rho, the debate's base role graph, the round about to be routed (1..R), k, and
-    the run's router settings (the PEAR score's weights and thresholds; other routers may
-    ignore them).  Agents are 0-indexed; a router must not read meaning into the index."""
+    """What a router sees after a round (:mod:`pear.core.methods`): per agent (0-indexed; the
+    index means nothing) its answer class, confidence and influence; the base role graph, the
+    round to route (1..R), k and the run's router settings."""
 
     answers: tuple[str, ...]
     confidences: tuple[int, ...]
     influence: tuple[float, ...]
     base_edges: np.ndarray
     round: int = 1
-    """The round whose graph is being chosen (1 = the first debate round)."""
-    k: int = 0
-    """In-degree of the base role graph; 0 = derived from ``base_edges``."""
+    k: int = 0  # the base graph's in-degree; 0: derived from base_edges
     config: RouterConfig = field(default_factory=RouterConfig)
     orbit: tuple[int, ...] | None = None
-    """An orbit average's relabelling of this debate (agent ``i`` is shown to the wrapped
-    router as ``orbit[i]``), drawn once per debate so that every round uses the same one;
-    None: none drawn yet (the orbit average draws one from ``rng``).  Other routers ignore
-    it (:func:`pear.core.methods.orbit`)."""
+    """An orbit average's relabelling (agent ``i`` shown as ``orbit[i]``), one per debate;
+    None: the orbit average draws one (:func:`pear.core.methods.orbit`)."""
 
     def __post_init__(self) -> None:
         n = len(self.answers)
@@ -80,9 +72,7 @@ class RouterState:
     @classmethod
     def after_round(cls, round_record: Mapping[str, Any], base_edges: np.ndarray, *,
                     k: int = 0, config: RouterConfig | None = None) -> "RouterState":
-        """The state a router sees after a recorded round (a record's ``rounds_data``
-        entry): its agents' canonical answers and confidences and the influence after it,
-        routing round ``round + 1`` of the debate whose base role graph is ``base_edges``."""
+        """The state after a recorded round (a ``rounds_data`` entry), routing the next one."""
         agents = round_record["agents"]
         return cls(tuple(a["canonical"] for a in agents),
                    tuple(int(a["confidence"]) for a in agents),
@@ -92,9 +82,7 @@ class RouterState:
                    config=config if config is not None else RouterConfig())
 
     def relabelled(self, perm: np.ndarray) -> "RouterState":
-        """The same state with agent ``i`` renamed ``perm[i]``: answers, confidences,
-        influence, the base graph (and an orbit relabelling) move together (a router is
-        permutation-equivariant when it chooses the renamed edges of the renamed state).
+        """The same state with agent ``i`` renamed ``perm[i]`` (everything moves together).
 
         >>> s = RouterState(("a", "b", "c"), (5, 1, 3), (0.0, 0.5, 1.0), np.array([[0, 1]]))
         >>> t = s.relabelled(np.array([2, 0, 1]))
@@ -133,9 +121,8 @@ class Decision:
 
 
 class RouteItem(NamedTuple):
-    """One debate to route: its state (which carries the router settings, the one place
-    routing reads them), its own generator, and (when known) all distinct relabellings of its
-    base graph (saves the enumeration; same pool either way)."""
+    """One debate to route: its state, its generator and (when known) all distinct
+    relabellings of its base graph (saves the enumeration; the same pool)."""
 
     state: RouterState
     rng: np.random.Generator
@@ -186,11 +173,8 @@ class _Group:
 
 
 def _terms(g: _Group) -> Terms:
-    """The paper's score terms of every candidate of every debate of ``g``: ``(C,)`` arrays.
-
-    This is the router's one scoring path (``score``, ``score_pool``, ``route`` and
-    ``route_batch`` all call it); per-edge terms are gathered from ``(D, n, n)`` and
-    ``(D, n)`` tables, so the work is O(C m)."""
+    """The paper's score terms of every candidate of ``g`` (``(C,)`` arrays): the router's one
+    scoring path, per-edge terms gathered from ``(D, n, n)`` and ``(D, n)`` tables."""
     n, m, own = g.answer.shape[1], g.m, g.owner
     y, c = g.answer, g.confidence                           # y_i, c_i: (D, n)
     T_pair = ((y[:, :, None] != y[:, None, :])              # [y_s != y_t]
@@ -207,10 +191,7 @@ def _terms(g: _Group) -> Terms:
 
 
 def _choice_weights(S: np.ndarray, best: np.ndarray, tau: np.ndarray) -> np.ndarray:
-    """Unnormalised choice weights of candidates with scores ``S``, their debate's best score
-    ``best`` and temperature ``tau`` (``(C,)`` arrays, or scalars for one debate):
-    exp((S - max S) / tau), or for tau = 0 the indicator of the maximisers (argmax, ties
-    uniform)."""
+    """Unnormalised choice weights: exp((S - max S) / tau), for tau = 0 the maximisers."""
     gap = S - best                                          # S - max S <= 0
     soft = tau > 0
     if soft.all():
@@ -228,8 +209,7 @@ def _single(pool: Pool, answers: Sequence[str], confidences: Sequence[int],
 
 def score_pool(pool: Pool, answers: Sequence[str], confidences: Sequence[int],
                influence: Sequence[float], cfg: RouterConfig) -> Terms:
-    """Scores of every candidate of ``pool`` (its candidates all have m edges, m = n k for
-    relabellings); the fields are ``(M,)`` arrays."""
+    """Scores of every candidate of ``pool`` (``(M,)`` arrays)."""
     return _terms(_single(pool, answers, confidences, influence, cfg, pool.src.shape[1]))
 
 
@@ -264,15 +244,9 @@ def selection_probabilities(scores: np.ndarray, tau: float) -> np.ndarray:
 
 def route(state: RouterState, rng: np.random.Generator,
           relabellings: Pool | None = None) -> Decision:
-    """One debate's graph, as the paper states it: the pool of relabellings of the base role
-    graph, each candidate's score S (targeted diversity, influence balancing, low-confidence
-    filtering), the selection probabilities softmax(S / tau), one draw with ``rng``.
-    :func:`route_batch` makes the same draws for many debates at once (a test holds the two
-    equal).
-
-    ``relabellings`` (all distinct relabellings of the base graph, when known) saves the
-    enumeration; the pool drawn from it is the same as without it.
-    """
+    """One debate's graph as the paper states it: the pool of relabellings, each one's score
+    S, softmax(S / tau), one draw with ``rng`` (:func:`route_batch`: the same for many).
+    ``relabellings`` (all of them, when known) saves the enumeration."""
     cfg = state.config
     pool = _draw_pool(state, rng, relabellings)                      # pool of relabellings
     terms = score_pool(pool, state.answers, state.confidences,       # S = a_T T~ - a_I I~
@@ -296,12 +270,9 @@ def _draw_pool(state: RouterState, rng: np.random.Generator, relabellings: Pool 
 
 
 def route_batch(items: Sequence[RouteItem | tuple]) -> list[Decision]:
-    """Route many debates at once, each with its own generator: per debate, draw its pool,
-    then one uniform for the choice.  Debates are grouped by (n, m) and each group is scored
-    in one vectorized pass (:func:`_terms`).  Each debate gets the decision it would get
-    routed alone (its draws come from its own generator; the inverse-CDF draw runs on one
-    cumulative sum over the group, so only a uniform within float rounding of a boundary
-    could fall differently).  Items are :class:`RouteItem` or plain 3-tuples."""
+    """Route many debates at once (:class:`RouteItem` or 3-tuples): each draws its pool and
+    one uniform from its own generator; groups of equal (n, m) are scored in one pass.  Each
+    gets the decision it gets alone (but a uniform within float rounding of a boundary)."""
     items = [RouteItem(*it) for it in items]
     pools = [_draw_pool(it.state, it.rng, it.relabellings) for it in items]
     u = np.array([it.rng.random() for it in items])  # each debate's own draw, after its pool

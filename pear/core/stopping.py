@@ -1,21 +1,11 @@
 """Early stopping of debates (``DebateConfig.stop``).
 
-The study runs every debate for R rounds (``none``, the default).  Two rules end a debate
-sooner; the engine checks them after round 0 (the initial answers) and after every round:
-
-* ``consensus``: stop after a round in which every agent gives the same, non-empty canonical
-  answer (no further round could change a unanimous vote of agents that all agree);
-* ``stable:K`` (K >= 1): stop when the vote (the majority answer recorded as the round's
-  ``vote``) has not changed for K consecutive rounds, i.e. votes of rounds r-K..r are equal.
-
-A stopped debate leaves the engine's lockstep batch (no more calls, no more tokens); its
-record says ``rounds`` (rounds actually run), ``max_rounds`` (R; 0 for CoT and CoT-SC) and
-``stop_reason`` (``consensus``, ``stable``, ``max_rounds`` when it ran all R rounds; ``None``
-for CoT and CoT-SC, which have no rounds).
-
-Round-wise analyses carry a stopped debate's last round forward
-(:func:`pear.analysis.metrics.round_accuracy`), so that a curve over rounds 0..R averages the
-same debates at every round; W2R and R2W count only the rounds that ran.
+The study runs every debate for R rounds (``none``).  Two rules, checked after round 0 and
+every round, end it sooner: ``consensus`` (every agent gives the same non-empty answer) and
+``stable:K`` (K >= 1: the votes of rounds r-K..r are equal).  A stopped debate leaves the
+batch; its record has ``rounds`` (run), ``max_rounds`` (R; 0 for CoT, CoT-SC) and
+``stop_reason`` (``consensus``, ``stable``, ``max_rounds``; None for CoT, CoT-SC).  Round-wise
+analyses carry its last round forward (:func:`pear.analysis.metrics.round_accuracy`).
 
 >>> parse_stop("stable:2")
 StopRule(kind='stable', k=2)

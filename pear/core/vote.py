@@ -1,9 +1,6 @@
-"""The majority vote, defined once: the engine's vote, the validator's check of recorded votes
-and the grading check all use :func:`leaders`.
-
-Answers are canonical classes (two answers a grader calls equal are one class); empty answers
-(parse failures) count only when there is nothing else.  Ties are broken uniformly at random
-with the debate's own generator, never by agent order, so the vote is permutation-equivariant.
+"""The majority vote, defined once (the engine, the validator and the grading check use
+:func:`leaders`): over canonical classes; empty answers count only when there is nothing
+else; ties broken uniformly with the debate's generator, never by agent order.
 
 >>> leaders(["4", "5", "4", ""])
 ['4']

@@ -39,7 +39,6 @@ It becomes the first section of ``index.html``, titled "Claims".
 """
 from __future__ import annotations
 
-import hashlib
 import html
 import json
 import os
@@ -60,6 +59,7 @@ from pear.catalog.labels import (DATASETS, dataset_label, method_label, method_o
                                  model_labels)
 from pear.analysis.transcript import KIND_LABELS, debate_flags, html_page, render_transcript_html
 from pear import paths
+from pear.core.hashing import content_digest
 from pear.paper import checklist
 from pear.parallel import fork_map
 from pear.store import environment
@@ -122,7 +122,7 @@ def page_name(debate_id: str) -> str:
     """
     if re.fullmatch(r"[A-Za-z0-9_-]{1,100}", debate_id):
         return f"{debate_id}.html"
-    return f"x{hashlib.sha256(debate_id.encode()).hexdigest()[:20]}.html"
+    return f"x{content_digest(debate_id, n=20)}.html"
 
 
 def page_path(site_dir: str | os.PathLike[str], debate_id: str) -> Path:

@@ -46,8 +46,8 @@ Populations (``study``, ``grounded``, or a file) are named, versioned data:
 Draws: question and agent latents from ``(seed, dataset, question_id[, agent])``; every
 request's choices from ``(seed, request.seed)`` with a fixed number of uniforms per decision
 (common random numbers: a parameter change moves outcomes smoothly, which the calibration
-needs): each request has its own generator, and a batch's draws are made for all its
-requests at once (:func:`request_uniforms`).  The engine derives round-0 request seeds from
+needs): each request has its own generator, numpy's PCG64 started from a state the two
+seeds scramble to (:func:`request_uniforms`).  The engine derives round-0 request seeds from
 (run seed, question, agent) only, so every method of a question starts from the same initial
 answers (CoT, CoT-SC and the debates are paired), and agents keep their skill through a
 debate.
@@ -136,39 +136,25 @@ def _mix64(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> _U64(31))
 
 
-_LOW32 = _U64(0xFFFFFFFF)
-_PCG_MUL = (_U64(0x2360ED051FC65DA4), _U64(0x4385DF649FCCF645))  # PCG64's multiplier (hi, lo)
-_PCG_INC = _U64(0xDA3E39CB94B95BDB)  # numpy PCG64's default stream (odd; the high half is 0)
-
-
-def _mul64(a: np.ndarray, b: np.uint64) -> tuple[np.ndarray, np.ndarray]:
-    """The 128-bit products ``a * b`` of uint64s, as (high, low) halves."""
-    a0, a1, b0, b1 = a & _LOW32, a >> _U64(32), b & _LOW32, b >> _U64(32)
-    p00, p01, p10 = a0 * b0, a0 * b1, a1 * b0
-    mid = (p00 >> _U64(32)) + (p01 & _LOW32) + (p10 & _LOW32)
-    return (a1 * b1 + (p01 >> _U64(32)) + (p10 >> _U64(32)) + (mid >> _U64(32)),
-            (mid << _U64(32)) | (p00 & _LOW32))
+_PCG_INC = 0xDA3E39CB94B95BDB  # the increment of every request's generator (odd)
 
 
 def request_uniforms(seed: int, request_seeds: Sequence[int], width: int) -> np.ndarray:
-    """The first ``width`` uniforms of each request's generator, one row per request, for a
-    whole phase at once: numpy's ``PCG64`` (XSL-RR output, default stream) started from the
-    state that (backend ``seed``, request seed) scramble to, drawn as ``Generator.random``
-    draws them (``tests/test_simulated.py`` holds the two equal)."""
+    """The first ``width`` uniforms of each request's generator, one row per request: numpy's
+    ``PCG64`` (increment :data:`_PCG_INC`) started from the state that (backend ``seed``,
+    request seed) scramble to, drawn with ``Generator.random``."""
     key = (int(seed) * 0x100000001B3) & _MASK64
     with np.errstate(over="ignore"):
         hi = _mix64(np.asarray(request_seeds, dtype=_U64) ^ _U64(key))
         lo = _mix64(hi ^ _U64(0xD1B54A32D192ED03))
-        out = np.empty((len(hi), width))
-        mh, ml = _PCG_MUL
-        for j in range(width):  # state = state * multiplier + increment (mod 2**128)
-            carry_hi, lo_new = _mul64(lo, ml)
-            hi = carry_hi + hi * ml + lo * mh
-            lo = lo_new + _PCG_INC
-            hi = hi + (lo < _PCG_INC).astype(_U64)
-            x, rot = hi ^ lo, hi >> _U64(58)
-            x = (x >> rot) | (x << ((_U64(64) - rot) & _U64(63)))
-            out[:, j] = (x >> _U64(11)).astype(np.float64) * 2.0 ** -53
+    bits = np.random.PCG64()
+    rng, state = np.random.Generator(bits), bits.state
+    state["state"]["inc"] = _PCG_INC
+    out = np.empty((len(hi), width))
+    for row, h, l in zip(out, hi.tolist(), lo.tolist()):
+        state["state"]["state"] = (h << 64) | l
+        bits.state = state
+        rng.random(out=row)
     return out
 
 
@@ -530,8 +516,8 @@ class SimulatedBackend:
                           completion_tokens=max(1, len(text) // 4), finish_reason="stop")
 
     def generate(self, requests: Sequence[Request]) -> list[Completion]:
-        """One completion per request, in input order; the draws of the whole batch (each
-        request's from its own generator, :func:`request_uniforms`) are made at once."""
+        """One completion per request, in input order (each request's draws from its own
+        generator, :func:`request_uniforms`)."""
         self.calls += 1
         width = 6 + max(map(_extra_draws, (r.meta for r in requests)), default=0) \
             + bool(self.params.malformed_rate)  # the junk draw, where junk is drawn at all

@@ -29,7 +29,6 @@ file is caught.  This module needs numpy and the standard library only.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import math
 import os
@@ -39,11 +38,12 @@ from typing import Any, ClassVar, Mapping, Sequence
 
 import numpy as np
 
+from pear.core.hashing import content_digest
 from pear.paths import DATA_DIR, write_json
 
 __all__ = ["SimParams", "DATASET_EASE", "RevisionModel", "Population", "POPULATIONS_DIR",
            "SHIPPED", "DEFAULT", "BUILD_DEFAULT", "FEW_OPTIONS", "load", "fingerprint",
-           "expected_accuracy", "same_wrong_share", "wrong_focus_for", "wrong_answers_for",
+           "expected_accuracy", "round0_moments", "same_wrong_share", "wrong_focus_for", "wrong_answers_for",
            "skill_of", "identity"]
 
 POPULATIONS_DIR = DATA_DIR / "populations"
@@ -181,17 +181,41 @@ class SimParams:
         return getattr(self, DATASET_EASE.get(dataset, "ease_other")) + self.skill_mean
 
 
+_HERMITE = np.polynomial.hermite_e.hermegauss(40)
+"""Gauss-Hermite nodes and weights (40) for means over a standard normal."""
+
+
 def expected_accuracy(params: SimParams, dataset: str) -> float:
     """The population's expected round-0 accuracy of an agent on ``dataset``: the mean of
-    ``sigmoid(ease + skill_sd * u - difficulty_sd * z)`` over ``u, z ~ N(0, 1)`` (Gauss-Hermite
-    quadrature, 40 nodes).
+    ``sigmoid(ease + skill_sd * u - difficulty_sd * z)`` over ``u, z ~ N(0, 1)``, one
+    quadrature over ``skill_sd * u - difficulty_sd * z ~ N(0, hypot(skill_sd, difficulty_sd))``
+    (what the simulated agents' revision model reads; :func:`round0_moments` integrates ``u``
+    and ``z`` apart, as the pair probability needs).
 
     >>> round(expected_accuracy(SimParams(), "other"), 3)
     0.5
     """
-    x, w = np.polynomial.hermite_e.hermegauss(40)
+    x, w = _HERMITE
     s = math.hypot(params.skill_sd, params.difficulty_sd)
     return float(np.sum(w / (1.0 + np.exp(-(params.ease(dataset) + s * x)))) / w.sum())
+
+
+def round0_moments(params: SimParams, dataset: str) -> tuple[float, float]:
+    """The expected round-0 accuracy of an agent on ``dataset`` and the probability that two
+    agents of one debate are both right (they share the question's difficulty): quadrature
+    over the difficulty and over each agent's skill (what a twin's initial answers are fitted
+    with: :func:`pear.populations.twin.ease_for`; its accuracy is :func:`expected_accuracy`'s
+    within the quadrature's error, about 1e-4 at most).
+
+    >>> [round(m, 3) for m in round0_moments(SimParams(), "other")]
+    [0.5, 0.395]
+    """
+    x, w = _HERMITE
+    w = w / w.sum()
+    logits = (params.ease(dataset) - params.difficulty_sd * x[:, None]
+              + params.skill_sd * x[None, :])
+    p = (1.0 / (1.0 + np.exp(-logits))) @ w  # per difficulty node
+    return float(p @ w), float((p ** 2) @ w)
 
 
 def same_wrong_share(focus: float, n_wrong: int) -> float:
@@ -529,7 +553,7 @@ def fingerprint(params: SimParams, revision: RevisionModel | None) -> str:
         rev = {f: float(f"{c:.9g}") for f, c in zip(revision.features, revision.coef)}
         rev["critique_weight"] = float(f"{revision.critique_weight:.9g}")
     blob = {"params": ident, "revision": rev}
-    return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()
+    return content_digest(blob)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,6 @@ GPU list is empty, a value the machine does not tell is ``None``.
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import platform
 import re
@@ -24,7 +23,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from pear.core.hashing import file_sha256
+from pear.core.hashing import content_digest, file_sha256
 from pear.parallel import usable_cores
 from pear.paths import REPO_ROOT
 
@@ -171,8 +170,8 @@ def lock(root: str | os.PathLike[str] = REPO_ROOT) -> dict[str, Any] | None:
     if not files:
         return None
     each = {p.relative_to(base).as_posix(): file_sha256(p) for p in files}
-    whole = hashlib.sha256("".join(f"{k}\x1f{v}\n" for k, v in each.items()).encode())
-    return {"sha256": whole.hexdigest(), "files": each}
+    return {"sha256": content_digest("".join(f"{k}\x1f{v}\n" for k, v in each.items())),
+            "files": each}
 
 
 def describe(hw: Mapping[str, Any]) -> str:

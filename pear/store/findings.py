@@ -275,9 +275,9 @@ def _debate_id(rec: Mapping[str, Any]) -> str:
 def digest(rec: Mapping[str, Any]) -> str:
     """A short hash of a record's contents without its timing fields (equal for two runs
     of the same debate with the same seeds and cache)."""
-    import hashlib
+    from pear.core.hashing import content_digest
     body = {k: v for k, v in rec.items() if k not in TIMING_FIELDS}
-    return hashlib.sha256(msgspec.json.encode(body, order="sorted")).hexdigest()[:16]
+    return content_digest(msgspec.json.encode(body, order="sorted"), n=16)
 
 
 @lru_cache(maxsize=16)

@@ -10,12 +10,12 @@ key.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from pear.core.hashing import content_digest
 from pear.paths import RUN_MANIFEST, write_json
 from pear.core.config import DebateConfig, RouterConfig
 from pear.store.records import record_files
@@ -116,4 +116,4 @@ def fingerprint(run_dir: str | os.PathLike[str]) -> str:
     parts = [json.dumps(man, sort_keys=True, default=str)]
     parts += [f"{f.relative_to(root).as_posix()}:{f.stat().st_size}" for f in files
               if f != root]
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+    return content_digest("\n".join(parts), n=16)
