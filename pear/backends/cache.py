@@ -73,25 +73,18 @@ def cache_key(backend: str, model_id: str, request: Request) -> str:
     >>> cache_key("b", "m", r) == cache_key("b", "m", Request(r.messages, seed=2))
     False
     """
-    payload = {
-        "v": KEY_VERSION,
-        "backend": backend,
-        "model_id": model_id,
-        "messages": [dict(m) for m in request.messages],
-        "temperature": float(request.temperature),
-        "max_tokens": int(request.max_tokens),
-        "seed": int(request.seed),
-        "schema": request.schema,
-    }
+    payload = {"v": KEY_VERSION, "backend": backend, "model_id": model_id,
+               "messages": [dict(m) for m in request.messages],
+               "temperature": float(request.temperature), "max_tokens": int(request.max_tokens),
+               "seed": int(request.seed), "schema": request.schema}
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return content_digest(canonical)
 
 
 def _cacheable(completion: Completion) -> bool:
     """Whether a completion may be stored: no error and a non-blank text."""
-    return completion.error is None and completion.finish_reason != "error" and bool(
-        completion.text.strip()
-    )
+    return (completion.error is None and completion.finish_reason != "error"
+            and bool(completion.text.strip()))
 
 
 class CachedBackend:
@@ -157,16 +150,12 @@ class CachedBackend:
             with self._lock:
                 self.calls += 1
             if len(fresh) != len(miss_idx):
-                raise RuntimeError(
-                    f"backend {self.inner.name!r} returned {len(fresh)} completions "
-                    f"for {len(miss_idx)} requests"
-                )
-            rows = []
+                raise RuntimeError(f"backend {self.inner.name!r} returned {len(fresh)} "
+                                   f"completions for {len(miss_idx)} requests")
             for i, completion in zip(miss_idx, fresh):
                 results[i] = completion
-                if _cacheable(completion):
-                    rows.append((keys[i], completion))
-            self._store(rows, model_id)
+            self._store([(keys[i], c) for i, c in zip(miss_idx, fresh) if _cacheable(c)],
+                        model_id)
         return [c for c in results if c is not None]
 
     # -- bookkeeping ------------------------------------------------------------------
@@ -177,14 +166,9 @@ class CachedBackend:
             hits, misses, calls = self.hits, self.misses, self.calls
         total = hits + misses
         entries = self._connect().execute("SELECT COUNT(*) FROM completions").fetchone()[0]
-        return {
-            "hits": hits,
-            "misses": misses,
-            "calls": calls,
-            "hit_rate": hits / total if total else 0.0,
-            "entries": int(entries),
-            "path": str(self.path),
-        }
+        return {"hits": hits, "misses": misses, "calls": calls,
+                "hit_rate": hits / total if total else 0.0, "entries": int(entries),
+                "path": str(self.path)}
 
     def close(self) -> None:
         """Close every connection this object opened (it reopens on next use)."""
@@ -239,12 +223,9 @@ class CachedBackend:
                 f"finish_reason FROM completions WHERE key IN ({marks})",
                 chunk,
             ).fetchall()
-            for key, text, p_tok, c_tok, cached, finish in rows:
-                found[key] = (text, p_tok, c_tok, cached, finish)
+            found.update((row[0], row[1:]) for row in rows)
         # A fresh Completion per position, so callers may mutate results independently.
-        return {
-            k: _hit(*found[k]) for k in keys if k in found
-        }
+        return {k: _hit(*found[k]) for k in keys if k in found}
 
     def _store(self, rows: list[tuple[str, Completion]], model_id: str) -> None:
         """Insert ``rows`` in one transaction (first writer wins on a duplicate key)."""
@@ -252,19 +233,15 @@ class CachedBackend:
             return
         conn = self._connect()
         now = time.time()
-        values = [
-            (key, c.text, int(c.prompt_tokens), int(c.completion_tokens), int(c.cached_tokens),
-             c.finish_reason, self.inner.name, model_id, now)
-            for key, c in rows
-        ]
+        values = [(key, c.text, int(c.prompt_tokens), int(c.completion_tokens),
+                   int(c.cached_tokens), c.finish_reason, self.inner.name, model_id, now)
+                  for key, c in rows]
         conn.execute("BEGIN IMMEDIATE")
         try:
             conn.executemany(
                 "INSERT OR IGNORE INTO completions (key, text, prompt_tokens, "
                 "completion_tokens, cached_tokens, finish_reason, backend, model_id, created) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                values,
-            )
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", values)
         except BaseException:
             conn.execute("ROLLBACK")
             raise
@@ -274,14 +251,6 @@ class CachedBackend:
 def _hit(text: str, prompt_tokens: int, completion_tokens: int, cached_tokens: int,
          finish_reason: str) -> Completion:
     """A Completion served from the cache: original token counts, zero latency."""
-    return Completion(
-        text=text,
-        prompt_tokens=prompt_tokens,
-        completion_tokens=completion_tokens,
-        cached_tokens=cached_tokens,
-        finish_reason=finish_reason,
-        latency_s=0.0,
-        retries=0,
-        error=None,
-        cache_hit=True,
-    )
+    return Completion(text=text, prompt_tokens=prompt_tokens,
+                      completion_tokens=completion_tokens, cached_tokens=cached_tokens,
+                      finish_reason=finish_reason, latency_s=0.0, retries=0, cache_hit=True)

@@ -71,10 +71,7 @@ def run_sync(factory: Callable[[], Awaitable[T]]) -> T:
 def _public_url(url: str) -> str:
     """``url`` without credentials, query or fragment (safe to record)."""
     parts = urlsplit(url)
-    netloc = parts.hostname or ""
-    if parts.port is not None:
-        netloc += f":{parts.port}"
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    return urlunsplit((parts.scheme, _host(url), parts.path, "", ""))
 
 
 def _host(url: str) -> str:
@@ -155,26 +152,21 @@ class OpenAIBackend:
         if structured not in STRUCTURED_MODES:
             raise ValueError(f"structured={structured!r}: choose one of "
                              f"{', '.join(STRUCTURED_MODES)}")
-        if concurrency < 1:
-            raise ValueError(f"concurrency must be >= 1, got {concurrency}")
-        if max_retries < 0:
-            raise ValueError(f"max_retries must be >= 0, got {max_retries}")
-        if timeout_s <= 0:
-            raise ValueError(f"timeout_s must be > 0, got {timeout_s}")
+        for bad, what in ((concurrency < 1, f"concurrency must be >= 1, got {concurrency}"),
+                          (max_retries < 0, f"max_retries must be >= 0, got {max_retries}"),
+                          (timeout_s <= 0, f"timeout_s must be > 0, got {timeout_s}")):
+            if bad:
+                raise ValueError(what)
         if backoff_base_s < 0 or backoff_max_s < 0:
             raise ValueError(f"backoffs must be >= 0, got {backoff_base_s}, {backoff_max_s}")
         if not api_key_env or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", api_key_env):
             raise ValueError(f"api_key_env must be an environment variable name, "
                              f"got {api_key_env!r}")
-        self.model = model
+        self.model, self.api_key_env, self.structured = model, api_key_env, structured
         self.base_urls = [u.rstrip("/") for u in urls]
-        self.api_key_env = api_key_env
-        self.concurrency = int(concurrency)
-        self.max_retries = int(max_retries)
+        self.concurrency, self.max_retries = int(concurrency), int(max_retries)
         self.timeout_s = float(timeout_s)
-        self.backoff_base_s = float(backoff_base_s)
-        self.backoff_max_s = float(backoff_max_s)
-        self.structured = structured
+        self.backoff_base_s, self.backoff_max_s = float(backoff_base_s), float(backoff_max_s)
         start = "json_schema" if structured == "auto" else structured
         self._level = {url: _LEVELS.index(start) for url in self.base_urls}
         self._lock = threading.Lock()
@@ -195,19 +187,13 @@ class OpenAIBackend:
         with self._lock:
             in_use = {_public_url(u): _LEVELS[lv] for u, lv in self._level.items()}
         return {
-            "backend": self.name,
-            "model": self.model,
-            "model_id": self.model_id,
+            "backend": self.name, "model": self.model, "model_id": self.model_id,
             "base_urls": [_public_url(u) for u in self.base_urls],
             "hosts": list(dict.fromkeys(_host(u) for u in self.base_urls)),
-            "api_key_env": self.api_key_env,
-            "concurrency": self.concurrency,
-            "max_retries": self.max_retries,
-            "timeout_s": self.timeout_s,
-            "backoff_base_s": self.backoff_base_s,
-            "backoff_max_s": self.backoff_max_s,
-            "structured": self.structured,
-            "structured_in_use": in_use,
+            "api_key_env": self.api_key_env, "concurrency": self.concurrency,
+            "max_retries": self.max_retries, "timeout_s": self.timeout_s,
+            "backoff_base_s": self.backoff_base_s, "backoff_max_s": self.backoff_max_s,
+            "structured": self.structured, "structured_in_use": in_use,
             "openai_version": openai.__version__,
             "reproducibility": {"openai": openai.__version__, "seed": "per request",
                                 "server": "not controlled: the server's version and "
@@ -278,13 +264,10 @@ class OpenAIBackend:
             level = self._level[url]
         while True:
             kwargs: dict[str, Any] = {
-                "model": self.model,
-                "messages": [dict(m) for m in request.messages],
+                "model": self.model, "messages": [dict(m) for m in request.messages],
                 "temperature": float(request.temperature),
-                "max_tokens": int(request.max_tokens),
-                "seed": int(request.seed),
-                "timeout": self.timeout_s,
-            }
+                "max_tokens": int(request.max_tokens), "seed": int(request.seed),
+                "timeout": self.timeout_s}
             response_format = self._response_format(level, request.schema)
             if response_format is not None:
                 kwargs["response_format"] = response_format
