@@ -45,7 +45,7 @@ import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from pear.tasks import mathgrade
 
@@ -84,6 +84,12 @@ class Judgement:
     def correct(self) -> tuple[bool, ...]:
         """Per answer, whether it is correct."""
         return tuple(g.correct for g in self.grades)
+
+
+def _graded(classes: Sequence[str], right: Callable[[str], bool]) -> Judgement:
+    """The judgement of answers read as ``classes``: ``""`` a parse failure, else ``right``."""
+    return Judgement(tuple(classes), tuple(
+        Grade(False, parse_failure=True) if not c else Grade(right(c)) for c in classes))
 
 
 def _memo_key(answers: Sequence[str], question: Question) -> tuple:
@@ -257,10 +263,8 @@ class NumericTask(Task):
 
     def _judge(self, answers: Sequence[str], question: Question) -> Judgement:
         gold = parse_number(question.gold)
-        classes = tuple(self.canonical(a) for a in answers)
-        grades = tuple(Grade(False, parse_failure=True) if not c else
-                       Grade(gold is not None and Fraction(c) == gold) for c in classes)
-        return Judgement(classes, grades)
+        return _graded([self.canonical(a) for a in answers],
+                       lambda c: gold is not None and Fraction(c) == gold)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -375,10 +379,7 @@ class ChoiceTask(Task):
 
     def _judge(self, answers: Sequence[str], question: Question) -> Judgement:
         letters = option_letters(question)
-        classes = tuple(parse_letter(a, letters) for a in answers)
-        grades = tuple(Grade(False, parse_failure=True) if not c else Grade(c == question.gold)
-                       for c in classes)
-        return Judgement(classes, grades)
+        return _graded([parse_letter(a, letters) for a in answers], lambda c: c == question.gold)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -466,10 +467,7 @@ class YesNoTask(Task):
 
     def _judge(self, answers: Sequence[str], question: Question) -> Judgement:
         gold = parse_yes_no(question.gold)
-        classes = tuple(parse_yes_no(a) for a in answers)
-        grades = tuple(Grade(False, parse_failure=True) if not c else Grade(c == gold)
-                       for c in classes)
-        return Judgement(classes, grades)
+        return _graded([parse_yes_no(a) for a in answers], lambda c: c == gold)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -504,18 +502,13 @@ class MathTask(Task):
                    for g, p in ((a, b), (b, a)))
 
     def equivalent(self, a: str, b: str) -> bool:
-        """Whether two answers (or canonical answers) are equal for Math-Verify either way."""
+        """Whether two (canonical) answers are equal for Math-Verify either way."""
         return bool(a) and bool(b) and (a == b or self._same(a, b))
 
     def _judge(self, answers: Sequence[str], question: Question) -> Judgement:
-        """Classes by pairwise Math-Verify equivalence; each class is named by its first member
-        as written (stripped) and graded by that member's grade.
-
-        Answers that Math-Verify reads identically share a class without a comparison; the
-        order of ``answers`` does not change any answer's class or grade.  Math-Verify is
-        asked in two round trips (the readings; then every comparison and grade the classes
-        may need), not one per call.
-        """
+        """Classes by pairwise Math-Verify equivalence (answers read identically share one
+        without a comparison), independent of the answers' order; Math-Verify is asked in
+        two round trips (the readings; then every comparison and grade they may need)."""
         inputs = [mathgrade.mathverify_input(a) for a in answers]
         text_of = _texts(answers)
         reads: dict[str, tuple[str, str]] = dict(zip(  # Math-Verify input -> (status, label)
@@ -539,9 +532,8 @@ class MathTask(Task):
         return Judgement(classes, tuple(grades[rep_of[k]] for k in inputs))
 
     def judge_many(self, batch: Sequence[tuple[Sequence[str], Question]]) -> list[Judgement]:
-        """:meth:`judge` of each ``(answers, question)`` of ``batch``, Math-Verify asked in two
-        round trips for all the judgements not memoized (the readings; then every comparison
-        and grade they may need), however many questions the batch holds."""
+        """:meth:`judge` of each of ``batch``, Math-Verify asked in two round trips for all
+        the judgements not memoized, however many questions the batch holds."""
         memo = self.__dict__.get("_memo", {})
         todo = [(_texts(a), q) for a, q in batch if _memo_key(a, q) not in memo]
         if todo:
@@ -553,15 +545,14 @@ class MathTask(Task):
 
     def _prefetch(self, reads: dict[str, tuple[str, str]], text_of: dict[str, str],
                   question: Question) -> None:
-        """Ask Math-Verify, in one round trip, every comparison :meth:`_judge` may make (both
-        ways between answers read differently) and every grade it may give."""
+        """Ask Math-Verify, in one round trip, every pair :meth:`_judge` may ask."""
         mathgrade.verify_all(self._pairs(reads, text_of, question), self.timeout_s)
 
     @staticmethod
     def _pairs(reads: dict[str, tuple[str, str]], text_of: dict[str, str],
                question: Question) -> list[tuple[str, str]]:
         """The (gold, prediction) pairs :meth:`_judge` may ask of the answers ``text_of`` read
-        as ``reads``."""
+        as ``reads``: both ways between answers read differently, and every grade."""
         ok = sorted((k for k in reads if reads[k][0] == "ok"),
                     key=lambda k: (len(reads[k][1]), reads[k][1], k))
         pairs = [(text_of[a], text_of[b]) for i, a in enumerate(ok) for b in ok[i + 1:]

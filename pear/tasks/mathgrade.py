@@ -2,29 +2,24 @@ r"""Math-Verify on MATH answers as written, in a guarded worker process.
 
 Two parts, used by :class:`pear.tasks.grading.MathTask`:
 
-* :func:`mathverify_input` turns an answer (gold or prediction, always the same way) into the
-  text given to Math-Verify's own extraction.  It adds only what Math-Verify lacks for answers
-  written without math delimiters, as the prompts ask for them and as MATH-500 writes its gold
-  answers: a bare expression is put in ``$...$``; an answer of plain words (``Evelyn``) becomes
-  ``\text{...}``; in prose, a run of math outside delimiters is delimited (``The answer is
-  2\sqrt{5}.``, ``The domain is [0, 1].``).  It also rewrites what Math-Verify misreads:
-  single letters in ``\mathrm{}``/``\text{}`` (``\frac{1}{\mathrm{e}}``), LaTeX thin-space
-  thousands (``1\,000``), commands as unbraced arguments (``\frac\pi2``), plain
-  ``sqrt``/``pi`` and the symbols ``√``/``∞``.  Text with delimiters (``$``, ``\(``, ``\[``,
-  ``\boxed``) is otherwise left to Math-Verify as written.  Whitespace is never removed
-  between tokens, so nothing merges two different answers (``1, 234`` stays a list,
-  ``28 percent`` keeps its unit).
-* :func:`extract` and :func:`verify` run Math-Verify's ``parse`` (LaTeX extraction with boxed
-  answers first, then expression extraction; its handling of several boxes, "final answer is"
-  and the last number) and ``verify`` (gold first) in a worker process.  Math-Verify's own
-  timeout uses ``signal.alarm`` and works only in the main thread, so it is disabled; each call
-  runs in a fresh ``python -c`` worker (a user's ``__main__`` is never re-imported) that is killed
-  and replaced when a call runs over ``timeout_s``.  Workers start lazily, one per concurrent
-  caller up to :data:`MAX_WORKERS`, and serve any thread; results, timeouts included, are cached
-  in the process, and the replies that depend on the texts alone also on disk, for every later
-  process and run on the machine (:data:`CACHE_ENV`, :class:`_Store`).
-  :func:`extract_all` and :func:`verify_all` send every uncached call of a batch in one
-  pipelined round trip (each call keeps its own timeout).
+* :func:`mathverify_input` turns an answer (gold and prediction alike) into the text given to
+  Math-Verify's extraction, adding only what it lacks for answers without math delimiters (as
+  the prompts ask for them and MATH-500 writes its gold): a bare expression goes in ``$...$``,
+  plain words (``Evelyn``) become ``\text{...}``, math runs in prose are delimited (``The
+  answer is 2\sqrt{5}.``).  It also rewrites what Math-Verify misreads: single letters in
+  ``\mathrm{}``/``\text{}``, thin-space thousands (``1\,000``), unbraced command arguments
+  (``\frac\pi2``), plain ``sqrt``/``pi``, ``√``/``∞``.  Delimited text (``$``, ``\(``,
+  ``\[``, ``\boxed``) is otherwise kept as written, and whitespace between tokens is never
+  removed (``1, 234`` stays a list, ``28 percent`` keeps its unit).
+* :func:`extract` and :func:`verify` run Math-Verify's ``parse`` (boxed answers first, then
+  expressions) and ``verify`` (gold first) in a ``python -c`` worker process (a user's
+  ``__main__`` is never re-imported), killed and replaced when a call runs over ``timeout_s``:
+  Math-Verify's own timeout (``signal.alarm``) works only in the main thread, so it is off.
+  Workers start lazily, up to :data:`MAX_WORKERS`, and serve any thread; results, timeouts
+  included, are cached in the process, and replies that depend on the texts alone also on disk
+  for every later process on the machine (:data:`CACHE_ENV`, :class:`_Store`).
+  :func:`extract_all` and :func:`verify_all` send a batch's uncached calls in one pipelined
+  round trip (each call keeps its own timeout).
 
 No model text is evaluated as code: LaTeX goes through latex2sympy's parser; Math-Verify's
 expression extraction hands sympy's ``parse_expr`` only runs of digits and arithmetic operators
@@ -163,13 +158,10 @@ def _delimit_math_runs(text: str) -> str:
 
 @lru_cache(maxsize=1 << 16)
 def mathverify_input(text: str) -> str:
-    r"""The text given to Math-Verify for an answer written as ``text`` (``""``: no answer).
-
-    Gold and prediction go through this same function.  Delimited text is kept as written;
-    a bare expression is wrapped in ``$...$``; plain words become ``\text{...}``; prose gets its
-    math runs delimited.  Answers nested deeper than :data:`MAX_DEPTH`, and bare expressions
-    longer than :data:`MAX_EXPRESSION` characters, give ``""``; longer texts keep their last
-    :data:`MAX_LENGTH` characters.
+    r"""The text given to Math-Verify for an answer written as ``text`` (``""``: no answer;
+    see the module docstring).  Answers nested deeper than :data:`MAX_DEPTH`, and bare
+    expressions over :data:`MAX_EXPRESSION` characters, give ``""``; longer texts keep their
+    last :data:`MAX_LENGTH` characters.
 
     >>> [mathverify_input(t) for t in ["x = 5", "Evelyn", "1, 234", r"$\frac{1}{2}$", "  "]]
     ['$x = 5$', '$\\text{Evelyn}$', '$1, 234$', '$\\frac{1}{2}$', '']
@@ -316,10 +308,9 @@ class _Worker:
 
     def call_many(self, requests: list[list[str]], timeout_s: float
                   ) -> list[tuple[Status, Any]]:
-        """Replies to ``requests``, sent in one write (pipelined) and read in order.  Each call
-        gets ``timeout_s`` from the reply before it (the first from the write), as if sent one
-        by one; a call that runs over (or a dead worker) gives ``timeout``, the worker is
-        killed and the calls after it go to a fresh one."""
+        """Replies to ``requests``, sent in one write and read in order, each call timed from
+        the reply before it; one that runs over (or a dead worker) gives ``timeout``, and the
+        calls after it go to a fresh worker."""
         results: list[tuple[Status, Any]] = []
         while len(results) < len(requests):
             todo = requests[len(results):]
@@ -398,11 +389,9 @@ def _pool() -> _Pool:
 
 
 def prestart() -> None:
-    """Start this process's first worker in the background (a run that will grade MATH
-    answers calls it first, so that the worker's start overlaps other work instead of
-    holding up the first grading call).  Does nothing when it is already started, or when
-    the store on disk keeps replies (:class:`_Store`): then most calls need no worker, and
-    the first that does starts one (about 0.7 s of a core saved per process)."""
+    """Start this process's first worker in the background, so that its start overlaps other
+    work.  Does nothing when it is started, or when the store on disk keeps replies
+    (:class:`_Store`): then most calls need no worker (about 0.7 s of a core saved)."""
     store = _store()
     if store is not None and not store.empty():
         return
@@ -453,11 +442,9 @@ _KEPT = ("ok", "unparsed", "gold_unparsed")  # replies that depend on the texts 
 
 
 class _Store:
-    """Math-Verify's replies on disk (sqlite, which several processes may read and write at
-    once), keyed by the request and a fingerprint of what computes the reply: this file (the
-    worker's program and its inputs) and the versions of Math-Verify and its parsers.  A
-    simulated grid asks the same few answers of every question again in every run: the
-    family's populations, the build's studies, a rerun."""
+    """Math-Verify's replies on disk (sqlite, shared by processes), keyed by the request and a
+    fingerprint of this file and the versions of Math-Verify and its parsers (a simulated grid
+    asks the same few answers again in every run)."""
 
     def __init__(self, path: Path) -> None:
         from importlib import metadata
@@ -548,9 +535,8 @@ def _store() -> _Store | None:
 
 def _ask(cache: dict[Any, Any], keys: list[Any], requests: list[list[str]], timeout_s: float,
          result: Any) -> None:
-    """Fill ``cache`` for the ``keys`` it lacks: from the replies on disk (:class:`_Store`),
-    and the rest in one pipelined round trip to a worker, each reply turned into a cache
-    entry by ``result``."""
+    """Fill ``cache`` for the ``keys`` it lacks from the disk (:class:`_Store`), the rest in
+    one round trip to a worker; ``result`` turns a reply into a cache entry."""
     with _CACHE_LOCK:
         todo = {k: r for k, r in zip(keys, requests) if k not in cache}
     if not todo:
