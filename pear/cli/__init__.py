@@ -7,7 +7,8 @@
 :mod:`~pear.cli.catalog` (``models``, ``methods``).  Each family adds its commands' parsers, and
 each parser names its handler; :func:`main` assembles them in :data:`GROUPS` (what ``pear
 --help`` lists, by what a user does), loads the plug-ins and turns a user's error into one
-line.
+line.  A handler imports what its command needs inside itself, so that ``pear
+--help`` stays fast.
 
 Errors a user can make (bad argument, unknown preset/dataset/method/backend, missing file,
 unreachable server) print one line naming the problem and exit with code 2.

@@ -18,7 +18,6 @@ def add_models(sub: Any) -> None:
 
 
 def _cmd_models(_a: argparse.Namespace) -> int:
-    # start-up: only this command loads it (`pear --help` stays fast)
     from pear.catalog.models import GROUPS, MODELS
     print(f"{'key':<18}{'display name':<18}{'backend':<8}{'model id':<34}{'methods':>8}"
           f"{'questions':>10}  {'full sets':<19} settings")
@@ -57,7 +56,6 @@ def add_methods(sub: Any) -> None:
 def _cmd_methods(_a: argparse.Namespace) -> int:
     # heavy: pandas, only for this command
     from pear.catalog.labels import method_label, method_order
-    # start-up: only this command loads it (`pear --help` stays fast)
     from pear.methods import names, spec
     print(f"{'method':<18}{'label':<26}{'origin':<14}{'kind':<8}{'module':<31}params")
     for name in method_order(names()):

@@ -55,11 +55,9 @@ def add_import(sub: Any) -> None:
     im.set_defaults(handler=_cmd_import)
 
 
-
 def _cmd_import(a: argparse.Namespace) -> int:
     if FORMATS[a.format].reader is None:
         return _cmd_import_records(a)
-    # start-up: only this command loads it (`pear --help` stays fast)
     from pear.store.importing import import_files
     print(import_files(a.format, a.files, a.out, dataset=a.dataset or "math500",
                        grading=a.grading,

@@ -30,7 +30,6 @@ def add_show(sub: Any) -> None:
     s.set_defaults(handler=_cmd_show)
 
 
-
 def _cmd_show(a: argparse.Namespace) -> int:
     if a.debate is None and (a.html or a.out):
         raise ValueError("--html and --out need --debate ID")
@@ -50,7 +49,6 @@ def _cmd_show(a: argparse.Namespace) -> int:
     cost = cost.reindex(method_order(cost.index))
     print("\nper debate: tokens, calls, parse failures")
     print(cost.round(1).to_string())
-    # start-up: only this command loads it (`pear --help` stays fast)
     from pear.runs.compute import report
     from pear.store.manifest import read
     manifest = read(a.run_dir)
@@ -86,7 +84,6 @@ def add_index(sub: Any) -> None:
     ix.set_defaults(handler=_cmd_index)
 
 
-
 def _cmd_index(a: argparse.Namespace) -> int:
     from pear.store.view import index, load  # heavy: pandas, msgspec, only for this command
     s = index(a.run_dir, drop_invalid=a.drop_invalid)
@@ -108,7 +105,6 @@ def add_validate(sub: Any) -> None:
     va.set_defaults(handler=_cmd_validate)
 
 
-
 def _cmd_validate(a: argparse.Namespace) -> int:
     from pear.store.validate import validate  # heavy: pandas, msgspec, only for this command
     result = validate(a.run_dir)
@@ -125,9 +121,7 @@ def add_grade_check(sub: Any) -> None:
     g.set_defaults(handler=_cmd_grade_check)
 
 
-
 def _cmd_grade_check(a: argparse.Namespace) -> int:
-    # start-up: only this command loads it (`pear --help` stays fast)
     from pear.runs.gradecheck import check_run, format_report
     print(format_report(check_run(a.run_dir, examples=a.examples)))
     return 0
@@ -149,9 +143,7 @@ def add_parity(sub: Any) -> None:
     pa.set_defaults(handler=_cmd_parity)
 
 
-
 def _cmd_parity(a: argparse.Namespace) -> int:
-    # start-up: only this command loads it (`pear --help` stays fast)
     from pear.runs.parity import parity_table
     from pear.store.records import read_records
     runs: dict[str, list[dict[str, Any]]] = {}

@@ -38,7 +38,6 @@ def add_paper(sub: Any) -> None:
     pp.set_defaults(handler=_cmd_paper)
 
 
-
 def _cmd_paper(a: argparse.Namespace) -> int:
     from pear.paper.build import build  # heavy: pandas, msgspec, only for this command
     return build(backend=a.backend, preset=a.preset, model=a.model, runs=a.runs, seeds=a.seeds,
@@ -76,7 +75,6 @@ def _ledger_of(path: str, seed: int) -> list[dict[str, Any]]:
     p = Path(path)
     if p.is_file() or (p / LEDGER_FILE).is_file():
         return read_ledger(p)
-    # start-up: only this command loads it (`pear --help` stays fast)
     from pear.store import manifest
     man = manifest.read(p) if p.is_dir() else None
     if not man or not man.get("experiments"):
@@ -84,7 +82,6 @@ def _ledger_of(path: str, seed: int) -> list[dict[str, Any]]:
                                 "nor a run directory with a manifest")
     from pear.claims.evaluate import ledger  # heavy: pandas, scipy, only for this command
     from pear.paper.study import load_results  # heavy: pandas, msgspec, only for this command
-    # start-up: only this command loads it (`pear --help` stays fast)
     from pear.runs.grid import Experiment
     # heavy: pandas, msgspec, only for this command
     from pear.store.validate import ValidationError, validate

@@ -64,7 +64,6 @@ def _add_fit(sub: Any) -> None:
 
 
 def _cmd_fit(a: argparse.Namespace) -> int:
-    # start-up: only this command loads it (`pear --help` stays fast)
     from pear.populations.twin import EFFECTS, fit_twin, load_prior
     if not a.out.endswith(".json"):
         raise ValueError(f"invalid --out {a.out!r}: a population file ends in .json")
@@ -340,7 +339,6 @@ def _cmd_sim_check(a: argparse.Namespace) -> int:
     import json
     # heavy: pandas, scipy, only for this command
     from pear.populations.simcheck import check, summary
-    # start-up: only this command loads it (`pear --help` stays fast)
     from pear.sim.population import load as load_population
     from pear.store import manifest
     for run in a.runs:  # every run and the population checked before anything is simulated

@@ -30,7 +30,6 @@ def _role(text: str) -> tuple[int, str]:
 
 
 def _shard(text: str) -> tuple[int, int]:
-    # start-up: only this command loads it (`pear --help` stays fast)
     from pear.runs.jobs import parse_shard
     try:
         return parse_shard(text)
@@ -105,12 +104,10 @@ def add_run(sub: Any) -> None:
     r.set_defaults(handler=_cmd_run)
 
 
-
 def _run_experiment(a: argparse.Namespace) -> Any:
     """The grid the arguments choose (``pear run``, ``pear plan``, each ``pear launch``
     shard): every argument named like a setting of :func:`pear.runs.grid.preset`
     (a field of the experiment or of its debate config) overrides the preset's."""
-    # start-up: only this command loads it (`pear --help` stays fast)
     from pear.runs.grid import PRESET_SETTINGS, experiment
     over = {k: v for k in PRESET_SETTINGS if (v := getattr(a, k, None)) is not None}
     if getattr(a, "no_full", False):
@@ -130,14 +127,12 @@ def _population(a: argparse.Namespace) -> str | None:
         return None
     if a.backend != SIMULATED:
         raise ValueError(f"--population is for the simulated backend, not {a.backend!r}")
-    # start-up: only this command loads it (`pear --help` stays fast)
     from pear.sim.population import load
     load(a.population)
     return a.population
 
 
 def _cmd_run(a: argparse.Namespace) -> int:
-    # start-up: only this command loads it (`pear --help` stays fast)
     from pear.runs.runner import run
     exp = _run_experiment(a)
     extra = {"tensor_parallel_size": a.tensor_parallel_size} \
@@ -202,9 +197,7 @@ def add_plan(sub: Any) -> None:
     pl.set_defaults(handler=_cmd_plan)
 
 
-
 def _cmd_plan(a: argparse.Namespace) -> int:
-    # start-up: only this command loads it (`pear --help` stays fast)
     from pear.runs.plan import estimate, format_plan
     if a.fill > 1:
         raise ValueError(f"invalid --fill {a.fill!r}: a share of the token budget in (0, 1]")
@@ -225,9 +218,7 @@ def add_merge(sub: Any) -> None:
     mg.set_defaults(handler=_cmd_merge)
 
 
-
 def _cmd_merge(a: argparse.Namespace) -> int:
-    # start-up: only this command loads it (`pear --help` stays fast)
     from pear.runs.merge import merge
     s = merge(a.out, a.runs)
     print(f"{s.records} debates merged into {a.out} ({s.duplicates} duplicates dropped)"
@@ -264,7 +255,6 @@ def add_branch(sub: Any) -> None:
                        "the simulated backend, one per core up to 4 for llamacpp, else 1); the "
                        "records are the same for any number")
     b.set_defaults(handler=_cmd_branch)
-
 
 
 def _cmd_branch(a: argparse.Namespace) -> int:
@@ -355,7 +345,6 @@ def add_launch(sub: Any) -> None:
     la.set_defaults(handler=_cmd_launch)
 
 
-
 def _launch_run_args(a: argparse.Namespace) -> list[str]:
     """The ``pear run`` arguments of the launch's grid, in a fixed order (each option as
     ``pear run`` spells it)."""
@@ -389,7 +378,6 @@ def _run_parser() -> argparse.ArgumentParser:
 
 
 def _cmd_launch(a: argparse.Namespace) -> int:
-    # start-up: only this command loads it (`pear --help` stays fast)
     from pear.runs import launch as L
     if a.launch_command in ("status", "merge"):
         spec = L.read_launch(a.out)
@@ -415,7 +403,6 @@ def _cmd_launch(a: argparse.Namespace) -> int:
                          throughput=a.throughput, gpus_per_node=a.gpus_per_node)
     L.check_same_grid(spec)
     if a.then_paper:
-        # start-up: only this command loads it (`pear --help` stays fast)
         from pear.runs.launch.spec import paper_command
         paper = paper_command(spec)  # refused before anything is written
     if a.launch_command == "slurm" and not a.dry_run:  # the whole launch, or nothing
@@ -423,7 +410,6 @@ def _cmd_launch(a: argparse.Namespace) -> int:
                                   throttle=a.throttle, sbatch_args=a.sbatch_arg,
                                   then_paper=a.then_paper), a.partition)
     L.write_launch(spec)
-    # start-up: only this command loads it (`pear --help` stays fast)
     from pear.runs.launch.finish import describe
     print("\n".join(describe(arr) for arr in spec.arrays))
     if a.launch_command == "local":
