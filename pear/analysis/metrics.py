@@ -26,11 +26,10 @@ from pear.methods import spec as _spec
 from pear.catalog.labels import sort_rows as _sorted
 
 __all__ = [
-    "GROUP", "UPDATE_RATES", "CRITIQUE_RATES", "DIAGNOSTICS", "seed_accuracy", "accuracy", "pooled_accuracy", "round_accuracy", "update_counts",
-    "update_rates",
-    "critique_rates", "influence_entropy", "mean_influence_entropy", "diagnostics",
-    "macro_average", "costs", "best_fixed", "gains", "gain_summary", "gains_versus", "pareto_front",
-    "paired",
+    "GROUP", "UPDATE_RATES", "CRITIQUE_RATES", "DIAGNOSTICS", "seed_accuracy", "accuracy",
+    "pooled_accuracy", "round_accuracy", "update_counts", "update_rates", "critique_rates",
+    "influence_entropy", "mean_influence_entropy", "diagnostics", "macro_average", "costs",
+    "best_fixed", "gains", "gain_summary", "gains_versus", "pareto_front", "paired",
 ]
 
 GROUP = ("model", "dataset", "method")

@@ -1,13 +1,9 @@
 """Significance tests, intervals and power for paired method comparisons.
 
-Every test statistic comes from statsmodels or scipy; this module only names the choices
-(continuity correction, which power, which bootstrap) and checks the inputs.  Nothing here
-draws from a global random state: every resampling takes an explicit
-``numpy.random.Generator``.  scipy and statsmodels are imported inside the functions that
-use them: together about a second, which a process that only reads this module's constants
-(the site's checklist) does not pay.
-
-:func:`significance` builds the study's significance table from debate records.
+Every test statistic comes from statsmodels or scipy; this module names the choices
+(continuity correction, which power, which bootstrap) and checks the inputs.  Every resampling
+takes an explicit ``numpy.random.Generator``.  scipy and statsmodels (about a second) are
+imported inside the functions that use them.  :func:`significance` builds the study's table.
 
 Conventions for a paired comparison of method A with method B on the same questions:
 ``b`` = questions A gets right and B gets wrong, ``c`` = A wrong and B right (the
@@ -38,30 +34,11 @@ from pear.analysis.metrics import GROUP, best_fixed, paired, pooled_accuracy
 
 
 __all__ = [
-    "ALPHA",
-    "BOOTSTRAP_RESAMPLES",
-    "BOOTSTRAP_SEED",
-    "McNemarResult",
-    "PowerResult",
-    "mcnemar",
-    "mcnemar_table",
-    "wilson",
-    "mcnemar_power",
-    "mcnemar_sample_size",
-    "adjusted_significance",
-    "spearman_rho",
-    "spearman",
-    "bootstrap_mean",
-    "bootstrap_diff",
-    "bootstrap_diff_unpaired",
-    "bootstrap_weights",
-    "PairedEffect",
-    "paired_effect",
-    "holm",
-    "significance",
-    "rank_agreement",
-    "SpreadResult",
-    "relabelling_spread",
+    "ALPHA", "BOOTSTRAP_RESAMPLES", "BOOTSTRAP_SEED", "McNemarResult", "PowerResult", "mcnemar",
+    "mcnemar_table", "wilson", "mcnemar_power", "mcnemar_sample_size", "adjusted_significance",
+    "spearman_rho", "spearman", "bootstrap_mean", "bootstrap_diff", "bootstrap_diff_unpaired",
+    "bootstrap_weights", "PairedEffect", "paired_effect", "holm", "significance",
+    "rank_agreement", "SpreadResult", "relabelling_spread",
 ]
 
 
@@ -371,17 +348,15 @@ def bootstrap_weights(n: int, n_resamples: int, *, rng: np.random.Generator) -> 
 
 @dataclass(frozen=True)
 class PairedEffect:
-    """Method A against method B on the same questions (:func:`paired_effect`)."""
+    """Method A against method B on ``n`` paired questions (:func:`paired_effect`):
+    ``diff = mean(a) - mean(b)`` (NaN with no pair), its paired bootstrap interval
+    ``low, high`` and McNemar's exact ``p_exact`` (NaN with fewer than two pairs)."""
 
     diff: float
-    """``mean(a) - mean(b)``; NaN with no pair."""
     low: float
-    """Paired bootstrap interval (NaN with fewer than two pairs)."""
     high: float
     p_exact: float
-    """McNemar's exact p (NaN with fewer than two pairs)."""
     n: int
-    """Pairs compared."""
 
 
 def paired_effect(correct_a: Sequence[int] | np.ndarray, correct_b: Sequence[int] | np.ndarray,
@@ -419,10 +394,9 @@ class SpreadResult:
     spread: float
     """Range of ``accuracy`` (max - min)."""
     null_mean: float
-    """Mean range under the null (outcomes exchangeable across relabellings within each
-    question)."""
+    """Mean range under the null (outcomes exchangeable within each question)."""
     pvalue: float
-    """Share of null ranges at least ``spread`` (with the observed one counted)."""
+    """Share of null ranges at least ``spread`` (the observed one counted)."""
 
 
 def relabelling_spread(correct: Sequence[Sequence[int]] | np.ndarray, *,
@@ -513,8 +487,8 @@ def significance(debates: pd.DataFrame, method: str = "pear", against: str = "be
 
 
 def rank_agreement(acc_a: pd.DataFrame, acc_b: pd.DataFrame) -> pd.DataFrame:
-    """Spearman's rho (:func:`spearman`) between two accuracy tables (e.g. the
-    subset's and the full set's, from :func:`pear.analysis.metrics.accuracy`) over the methods in both, per
+    """Spearman's rho (:func:`spearman`) between two accuracy tables (e.g. the subset's and
+    the full set's, :func:`pear.analysis.metrics.accuracy`) over the methods in both, per
     (model, dataset) in both: ``model, dataset, n_methods, rho, p_value`` (NaN with fewer
     than 3 methods or constant accuracies).
 
@@ -557,7 +531,7 @@ def adjusted_significance(debates: pd.DataFrame, *, n_resamples: int = BOOTSTRAP
         part = debates[(debates["model"] == r.model) & (debates["dataset"] == r.dataset)]
         pairs = paired(part, "pear", r.best_baseline)
         cis.append(bootstrap_diff(pairs["correct_a"], pairs["correct_b"],
-                                        n_resamples=n_resamples, rng=rng)
+                                  n_resamples=n_resamples, rng=rng)
                    if len(pairs) >= 2 else (np.nan, np.nan, np.nan))
     sig[["diff", "diff_low", "diff_high"]] = np.array(cis, dtype=float).reshape(-1, 3)
     return sig
