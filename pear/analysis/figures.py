@@ -1,19 +1,12 @@
-"""Figures: one style (:func:`set_style`), one colour per method, the study's plots
-(rliable's shape: ``plot_*(df, *, ax=None, ...) -> Figure``, built on
-:class:`matplotlib.figure.Figure` without pyplot state), a grid of panels drawn by one
-plot (:func:`facet`) with the "Average" panel it often ends with (:func:`with_average`),
-saving (:func:`save_figure`, byte-stable PDF and PNG into
-:func:`pear.analysis.report.figures_dir`) and showing a figure inline (:func:`display_figure`).
-Every plot states its provenance (``source``: backend and model display names) and, with
-``mark`` (:attr:`pear.paper.study.Results.mark`: "simulated agents", "pipeline check (...): not
-evidence") or ``simulated=True``, says so on every panel and in the footer.
-
-Paper-ready: :func:`facet` lays panels out for a single (3.5 in) or double (7.16 in)
-column width (:data:`COLUMN_WIDTHS`), wrapping a long row of panels; accuracy axes and
-bands stay inside [0, 1]; log axes label only a few round values ("2k", "5k", "10k");
-point labels are placed by adjustText (:func:`place_labels`) so they do not overlap; every
-method has one colour and one position in every legend (:data:`METHOD_COLORS`,
-:data:`pear.core.methods.METHODS` order).
+"""Figures: one style (:func:`set_style`), one colour and legend position per method
+(:data:`METHOD_COLORS`), the study's plots (``plot_*(df, *, ax=None, ...) -> Figure``, rliable's
+shape, on :class:`matplotlib.figure.Figure` without pyplot state), panel grids (:func:`facet`,
+single or double column width, with the "Average" panel of :func:`with_average`), byte-stable
+PDF and PNG (:func:`save_figure`) and inline display (:func:`display_figure`).  Every plot
+states its provenance (``source``) and, with ``mark`` (:attr:`pear.paper.study.Results.mark`)
+or ``simulated=True``, says so on every panel and in the footer.  Accuracy axes stay inside
+[0, 1]; log axes label a few round values ("2k", "5k"); adjustText places point labels
+(:func:`place_labels`).
 
 >>> sorted(METHOD_COLORS) == sorted(METHODS)
 True
@@ -81,7 +74,8 @@ def save_figure(fig: Figure, name: str, out_dir: str | os.PathLike[str] | None =
     out.mkdir(parents=True, exist_ok=True)
     pdf, png = out / f"{output_name(name, 'figure')}.pdf", out / f"{name}.png"
     fig.savefig(pdf, bbox_inches="tight",
-                metadata={"CreationDate": None, "ModDate": None, "Creator": "pear.analysis.figures"})
+                metadata={"CreationDate": None, "ModDate": None,
+                          "Creator": "pear.analysis.figures"})
     fig.savefig(png, bbox_inches="tight", dpi=200, metadata={"Software": None})
     return pdf, png
 
